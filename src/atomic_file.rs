@@ -1,0 +1,505 @@
+//! Crash-safe, private files and the locks that guard them.
+//!
+//! * [`write_atomic`]: temp file in the same directory (`<file>.tmp.<8 hex>`,
+//!   the pattern Claude Code also uses and skips), fsync, rename over the
+//!   target, fsync the directory. A reader never sees a torn file written by
+//!   swarm, and after a crash the old or the new content is there, whole.
+//! * [`ensure_dir`]: directories 0700, files 0600, whatever the umask.
+//! * [`quarantine`]: an unreadable file is copied aside as
+//!   `<file>.corrupt-<epoch ms>` before anyone replaces it.
+//! * [`FileLock`]: Claude Code's lock protocol (a `<file>.lock` directory,
+//!   stale after 10 s, mtime refreshed every 5 s while held) plus an OS lock
+//!   (`flock` through `std::fs::File::lock`) on a sidecar file
+//!   `<file>.lock.flock`. The sidecar is never replaced by rename and never
+//!   inside the lock directory (Claude Code releases with `rmdir`). Every
+//!   swarm holder holds the sidecar while it holds the directory, and records
+//!   the directory's identity in the sidecar; so a swarm waiter that holds the
+//!   sidecar and finds a lock directory whose recorded holder is gone knows
+//!   the holder died and takes over at once. A directory with no swarm record
+//!   may be Claude Code's and gets the 10 s rule.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+use thiserror::Error;
+
+/// Private directory mode.
+pub const DIR_MODE: u32 = 0o700;
+/// Private file mode.
+pub const FILE_MODE: u32 = 0o600;
+/// Claude Code breaks a lock directory whose mtime is older than this.
+pub const STALE_AFTER: Duration = Duration::from_secs(10);
+/// Claude Code refreshes a held lock's mtime this often; so does swarm.
+pub const REFRESH_EVERY: Duration = Duration::from_secs(5);
+/// How long swarm waits for a lock by default: long enough to outlast a
+/// Claude Code holder that died (10 s stale rule) with margin.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Creates `dir` and any missing parents with mode 0700. Modes are set
+/// explicitly after creation, because the umask may have narrowed them.
+pub fn ensure_dir(dir: &Path) -> io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut missing = Vec::new();
+    let mut cur = dir;
+    while !cur.exists() {
+        missing.push(cur.to_path_buf());
+        match cur.parent() {
+            Some(p) => cur = p,
+            None => break,
+        }
+    }
+    for d in missing.iter().rev() {
+        match fs::DirBuilder::new().mode(DIR_MODE).create(d) {
+            Ok(()) => fs::set_permissions(d, fs::Permissions::from_mode(DIR_MODE))?,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Replaces `path` with `bytes` atomically and durably, with mode 0600.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = parent_of(path);
+    let tmp = TempFile::create(path)?;
+    {
+        let mut f = &tmp.file;
+        f.write_all(bytes)?;
+        f.sync_data()?;
+    }
+    fs::rename(&tmp.path, path)?;
+    tmp.disarm();
+    sync_dir(dir)
+}
+
+/// Creates `path` with `bytes` only if it does not exist yet (O_EXCL), mode
+/// 0600. Returns `false` when it already existed.
+pub fn create_new(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    match OpenOptions::new().write(true).create_new(true).mode(FILE_MODE).open(path) {
+        Ok(mut f) => {
+            f.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
+            f.write_all(bytes)?;
+            f.sync_data()?;
+            sync_dir(parent_of(path))?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads a whole file; `Ok(None)` when it does not exist.
+pub fn read_optional(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    match fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Copies an unreadable file aside as `<file>.corrupt-<epoch ms>` (0600) and
+/// returns the copy's path. The original stays until its owner replaces it.
+pub fn quarantine(path: &Path) -> io::Result<PathBuf> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".corrupt-{}", crate::clock::now_ms()));
+    let mut dest = PathBuf::from(name);
+    let mut n = 1;
+    while dest.exists() {
+        let mut s = dest.as_os_str().to_owned();
+        s.push(format!("-{n}"));
+        dest = PathBuf::from(s);
+        n += 1;
+    }
+    let bytes = fs::read(path)?;
+    write_atomic(&dest, &bytes)?;
+    Ok(dest)
+}
+
+/// fsync a directory so a rename or create in it is durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// A temp file beside its target, removed on drop unless renamed.
+struct TempFile {
+    path: PathBuf,
+    file: File,
+    armed: bool,
+}
+
+impl TempFile {
+    fn create(target: &Path) -> io::Result<Self> {
+        loop {
+            let mut name = target.as_os_str().to_owned();
+            name.push(format!(".tmp.{}", &uuid::Uuid::new_v4().simple().to_string()[..8]));
+            let path = PathBuf::from(name);
+            match OpenOptions::new().write(true).create_new(true).mode(FILE_MODE).open(&path) {
+                Ok(file) => {
+                    file.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
+                    return Ok(TempFile { path, file, armed: true });
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Why a lock could not be taken.
+#[derive(Debug, Error)]
+pub enum LockError {
+    #[error("timed out after {waited:?} waiting for the lock {path} (held by {holder})")]
+    Timeout { path: PathBuf, waited: Duration, holder: &'static str },
+    #[error("cannot lock {path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+}
+
+/// A held lock: the `<file>.lock` directory plus the OS lock on its sidecar.
+/// Released on drop (sidecar record cleared, directory removed, OS lock
+/// released, in that order).
+#[derive(Debug)]
+pub struct FileLock {
+    dir: PathBuf,
+    sidecar: File,
+}
+
+/// What a swarm holder writes into the sidecar: the lock directory's identity.
+fn dir_identity(meta: &fs::Metadata) -> String {
+    format!("swarm {} {} {}\n", meta.ino(), meta.ctime(), meta.ctime_nsec())
+}
+
+impl FileLock {
+    /// Locks `file` (which need not exist) with the directory `<file>.lock`.
+    pub fn acquire(file: &Path, timeout: Duration) -> Result<Self, LockError> {
+        Self::acquire_dir(&crate::paths::lock_dir_for(file), timeout)
+    }
+
+    /// Locks with an explicit lock directory (the roster's `config.json.lock`,
+    /// the task list's `.lock.lock`).
+    pub fn acquire_dir(dir: &Path, timeout: Duration) -> Result<Self, LockError> {
+        let start = Instant::now();
+        let io_err = |source| LockError::Io { path: dir.to_path_buf(), source };
+        let mut sidecar_path = dir.as_os_str().to_owned();
+        sidecar_path.push(".flock");
+        let sidecar = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(FILE_MODE)
+            .open(PathBuf::from(sidecar_path))
+            .map_err(io_err)?;
+
+        // 1. The OS lock: swarm against swarm. Polled, so it can time out.
+        let mut pause = Duration::from_micros(50);
+        loop {
+            match sidecar.try_lock() {
+                Ok(()) => break,
+                Err(fs::TryLockError::WouldBlock) => {}
+                Err(fs::TryLockError::Error(e)) => return Err(io_err(e)),
+            }
+            if start.elapsed() >= timeout {
+                return Err(LockError::Timeout {
+                    path: dir.to_path_buf(),
+                    waited: start.elapsed(),
+                    holder: "another swarm process",
+                });
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(2));
+        }
+
+        // 2. The lock directory: swarm against Claude Code.
+        let mut pause = Duration::from_millis(5);
+        loop {
+            match fs::DirBuilder::new().mode(DIR_MODE).create(dir) {
+                Ok(()) => {
+                    let meta = fs::metadata(dir).map_err(io_err)?;
+                    let mut s = &sidecar;
+                    s.set_len(0).map_err(io_err)?;
+                    s.write_all_at0(dir_identity(&meta).as_bytes()).map_err(io_err)?;
+                    let lock = FileLock { dir: dir.to_path_buf(), sidecar };
+                    refresher().register(&lock.dir);
+                    return Ok(lock);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    let meta = match fs::metadata(dir) {
+                        Ok(m) => m,
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                        Err(e) => return Err(io_err(e)),
+                    };
+                    let mut record = String::new();
+                    let mut s = &sidecar;
+                    s.seek(SeekFrom::Start(0)).map_err(io_err)?;
+                    let _ = s.read_to_string(&mut record);
+                    let dead_swarm_holder = record == dir_identity(&meta);
+                    let age = SystemTime::now()
+                        .duration_since(meta.modified().map_err(io_err)?)
+                        .unwrap_or(Duration::ZERO);
+                    if dead_swarm_holder || age > STALE_AFTER {
+                        tracing::warn!(
+                            lock = %dir.display(),
+                            dead_swarm_holder,
+                            age_ms = age.as_millis() as u64,
+                            "breaking an abandoned lock"
+                        );
+                        match fs::remove_dir(dir) {
+                            Ok(()) => continue,
+                            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                            Err(e) => return Err(io_err(e)),
+                        }
+                    }
+                }
+                Err(e) => return Err(io_err(e)),
+            }
+            if start.elapsed() >= timeout {
+                return Err(LockError::Timeout {
+                    path: dir.to_path_buf(),
+                    waited: start.elapsed(),
+                    holder: "another process (Claude Code?)",
+                });
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(100));
+        }
+    }
+
+    /// The lock directory this guard holds.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        refresher().unregister(&self.dir);
+        // Clear the record before removing the directory: a crash in between
+        // leaves a directory with no swarm record, which the 10 s rule frees,
+        // never a record that could match a later directory's identity.
+        let _ = self.sidecar.set_len(0);
+        let _ = fs::remove_dir(&self.dir);
+        let _ = self.sidecar.unlock();
+    }
+}
+
+trait WriteAt0 {
+    fn write_all_at0(&mut self, bytes: &[u8]) -> io::Result<()>;
+}
+
+impl WriteAt0 for &File {
+    fn write_all_at0(&mut self, bytes: &[u8]) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.write_all_at(bytes, 0)
+    }
+}
+
+/// One thread per process that re-touches the mtime of every lock held
+/// longer than [`REFRESH_EVERY`], so Claude Code never judges a live swarm
+/// lock stale. It sleeps on a condition variable while nothing is held, so
+/// an idle process pays nothing.
+struct Refresher {
+    held: Mutex<Vec<(PathBuf, Instant)>>,
+    wake: Condvar,
+}
+
+fn refresher() -> &'static Refresher {
+    static R: OnceLock<&'static Refresher> = OnceLock::new();
+    R.get_or_init(|| {
+        let r: &'static Refresher =
+            Box::leak(Box::new(Refresher { held: Mutex::new(Vec::new()), wake: Condvar::new() }));
+        std::thread::Builder::new()
+            .name("lock-refresh".into())
+            .spawn(move || r.run())
+            .expect("spawning the lock refresher thread");
+        r
+    })
+}
+
+impl Refresher {
+    fn register(&self, dir: &Path) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.push((dir.to_path_buf(), Instant::now()));
+        self.wake.notify_one();
+    }
+
+    fn unregister(&self, dir: &Path) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = held.iter().position(|(d, _)| d == dir) {
+            held.swap_remove(i);
+        }
+    }
+
+    fn run(&self) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let now = Instant::now();
+            for (dir, last) in held.iter_mut() {
+                if now.duration_since(*last) >= REFRESH_EVERY {
+                    let _ = File::open(&*dir).and_then(|f| f.set_modified(SystemTime::now()));
+                    *last = now;
+                }
+            }
+            let next = held.iter().map(|(_, last)| *last + REFRESH_EVERY).min();
+            held = match next {
+                None => self.wake.wait(held).unwrap_or_else(|e| e.into_inner()),
+                Some(due) => {
+                    let d = due.saturating_duration_since(Instant::now());
+                    self.wake.wait_timeout(held, d).unwrap_or_else(|e| e.into_inner()).0
+                }
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn mode(p: &Path) -> u32 {
+        fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn modes_are_private_whatever_the_umask() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().join("a/b/c");
+        ensure_dir(&d).unwrap();
+        assert_eq!(mode(&d), 0o700);
+        assert_eq!(mode(&t.path().join("a")), 0o700);
+        let f = d.join("f.json");
+        write_atomic(&f, b"[]").unwrap();
+        assert_eq!(mode(&f), 0o600);
+        assert_eq!(fs::read(&f).unwrap(), b"[]");
+        write_atomic(&f, b"[1]").unwrap();
+        assert_eq!(fs::read(&f).unwrap(), b"[1]");
+        let leftovers: Vec<_> = fs::read_dir(&d).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no temp file left behind");
+    }
+
+    #[test]
+    fn create_new_never_overwrites() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("x");
+        assert!(create_new(&f, b"[]").unwrap());
+        assert!(!create_new(&f, b"other").unwrap());
+        assert_eq!(fs::read(&f).unwrap(), b"[]");
+    }
+
+    #[test]
+    fn quarantine_keeps_the_bytes() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("inbox.json");
+        fs::write(&f, b"[{garbage").unwrap();
+        let q = quarantine(&f).unwrap();
+        assert!(q.to_string_lossy().contains("inbox.json.corrupt-"));
+        assert_eq!(fs::read(&q).unwrap(), b"[{garbage");
+        assert_ne!(quarantine(&f).unwrap(), q, "a second copy does not overwrite the first");
+    }
+
+    #[test]
+    fn lock_excludes_threads_and_cleans_up() {
+        let t = tempfile::tempdir().unwrap();
+        let file = Arc::new(t.path().join("inbox.json"));
+        let inside = Arc::new(AtomicUsize::new(0));
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let (file, inside) = (file.clone(), inside.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..50 {
+                        let _g = FileLock::acquire(&file, Duration::from_secs(10)).unwrap();
+                        assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert!(!t.path().join("inbox.json.lock").exists(), "lock directory removed");
+    }
+
+    #[test]
+    fn a_fresh_foreign_lock_dir_is_respected_and_a_stale_one_broken() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("config.json");
+        let dir = crate::paths::lock_dir_for(&file);
+        fs::create_dir(&dir).unwrap(); // as Claude Code would
+        let err = FileLock::acquire(&file, Duration::from_millis(300)).unwrap_err();
+        assert!(err.to_string().contains("timed out"), "{err}");
+        File::open(&dir)
+            .unwrap()
+            .set_modified(SystemTime::now() - Duration::from_secs(11))
+            .unwrap();
+        let g = FileLock::acquire(&file, Duration::from_millis(300)).unwrap();
+        drop(g);
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_dead_swarm_holder_is_taken_over_at_once() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("inbox.json");
+        let g = FileLock::acquire(&file, Duration::from_secs(1)).unwrap();
+        // Simulate death: the OS lock goes (fd closed), the directory and the
+        // sidecar record stay.
+        let dir = g.dir().to_path_buf();
+        refresher().unregister(&dir);
+        g.sidecar.unlock().unwrap();
+        std::mem::forget(g);
+        assert!(dir.exists());
+        let start = Instant::now();
+        let _g2 = FileLock::acquire(&file, Duration::from_secs(5)).unwrap();
+        assert!(start.elapsed() < Duration::from_secs(2), "took {:?}", start.elapsed());
+    }
+
+    #[test]
+    fn the_refresher_touches_a_long_held_lock() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("slow.json");
+        let g = FileLock::acquire(&file, Duration::from_secs(1)).unwrap();
+        let old = SystemTime::now() - Duration::from_secs(8);
+        File::open(g.dir()).unwrap().set_modified(old).unwrap();
+        // Pretend it was taken long ago so the refresher is due at once.
+        {
+            let mut held = refresher().held.lock().unwrap();
+            for (d, last) in held.iter_mut() {
+                if d == g.dir() {
+                    *last = Instant::now() - REFRESH_EVERY;
+                }
+            }
+            refresher().wake.notify_one();
+        }
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while fs::metadata(g.dir()).unwrap().modified().unwrap() <= old {
+            assert!(Instant::now() < deadline, "lock mtime never refreshed");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! swarm: run a team of coding agents in terminal panes, coordinated only
+//! through files in Claude Code's agent-team formats.
+//!
+//! # Layout
+//!
+//! - [`paths`]: the on-disk layout under the state root; the only code that
+//!   builds paths.
+//! - [`atomic_file`]: temp + fsync + rename writes, private modes, quarantine
+//!   of corrupt files, and the lock-directory + OS-lock protocol.
+//! - [`json_text`]: JSON bytes as Claude Code writes and reads them.
+//! - [`clock`]: epoch milliseconds and ISO timestamps.
+//! - [`team`]: names, colours and the roster (`config.json`).
+//! - [`mailbox`]: inboxes: append, read, consume by identity, history, follow.
+//! - [`protocol`]: typed structured messages carried in inbox entries.
+//! - [`tasks`]: the shared task list: ids, claims, dependencies.
+//!
+//! The design lives in `DESIGN.md` of the project's shared folder; the
+//! byte-level formats in its `reference/claude-code-teams.md`.
+
+pub mod atomic_file;
+pub mod clock;
+pub mod json_text;
+pub mod mailbox;
+pub mod paths;
+pub mod protocol;
+pub mod tasks;
+pub mod team;

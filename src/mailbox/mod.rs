@@ -1,0 +1,1 @@
+//! Inboxes: one JSON array per member (filled in by the mailbox work).

@@ -1,0 +1,212 @@
+//! The only code that knows the on-disk layout.
+//!
+//! ```text
+//! <root>/teams/<S1(team)>/config.json              roster (Claude Code's TeamFile)
+//! <root>/teams/<S1(team)>/config.json.lock/        roster lock directory
+//! <root>/teams/<S2(team)>/inboxes/<S2(name)>.json  one inbox per member
+//! <root>/tasks/<S2(team)>/<id>.json                one file per task
+//! <root>/tasks/<S2(team)>/.highwatermark           highest id ever used
+//! <root>/tasks/<S2(team)>/.lock, .lock.lock/       task-list lock
+//! <root>/swarm/<S2(team)>/                         swarm's own state: history/,
+//!                                                  logs/, keys/, output/, scratchpad/
+//! ```
+//!
+//! Root = `--home` / `$SWARM_HOME`, else `$CLAUDE_CONFIG_DIR`, else
+//! `~/.claude`. swarm's own state lives outside `teams/` because a Claude Code
+//! lead removes its team directory when it exits. Every name passes through
+//! a sanitiser before it becomes a component, so no input escapes the root.
+
+use crate::team::names::{NameError, component, sanitize_s1, sanitize_s2};
+use std::path::{Path, PathBuf};
+
+/// The state root and every path under it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    dir: PathBuf,
+}
+
+/// Where the root came from, for `swarm doctor` and errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RootSource {
+    Flag,
+    ClaudeConfigDir,
+    Home,
+}
+
+impl Root {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Root { dir: dir.into() }
+    }
+
+    /// Resolves the root from `--home`/`SWARM_HOME` (clap folds the two),
+    /// `CLAUDE_CONFIG_DIR` and `HOME`, in that order. Empty values count as
+    /// unset.
+    pub fn resolve(
+        flag: Option<&Path>,
+        claude_config_dir: Option<&str>,
+        home: Option<&Path>,
+    ) -> anyhow::Result<(Self, RootSource)> {
+        if let Some(f) = flag.filter(|p| !p.as_os_str().is_empty()) {
+            return Ok((Root::new(absolute(f)), RootSource::Flag));
+        }
+        if let Some(c) = claude_config_dir.filter(|s| !s.is_empty()) {
+            return Ok((Root::new(absolute(Path::new(c))), RootSource::ClaudeConfigDir));
+        }
+        match home.filter(|p| !p.as_os_str().is_empty()) {
+            Some(h) => Ok((Root::new(absolute(h).join(".claude")), RootSource::Home)),
+            None => anyhow::bail!(
+                "cannot find the state root: set --home DIR, SWARM_HOME or CLAUDE_CONFIG_DIR (HOME is unset)"
+            ),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn teams_dir(&self) -> PathBuf {
+        self.dir.join("teams")
+    }
+
+    pub fn tasks_root(&self) -> PathBuf {
+        self.dir.join("tasks")
+    }
+
+    /// `teams/<S1(team)>`: holds `config.json`.
+    pub fn team_dir(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.teams_dir().join(component("team", team, sanitize_s1(team))?))
+    }
+
+    pub fn config(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.team_dir(team)?.join("config.json"))
+    }
+
+    /// `config.json.lock`, the roster's lock directory (`realpath:false`).
+    pub fn config_lock(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.team_dir(team)?.join("config.json.lock"))
+    }
+
+    /// `teams/<S2(team)>/inboxes`.
+    pub fn inboxes_dir(&self, team: &str) -> Result<PathBuf, NameError> {
+        let t = component("team", team, sanitize_s2(team))?;
+        Ok(self.teams_dir().join(t).join("inboxes"))
+    }
+
+    pub fn inbox(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {
+        let m = component("member", member, sanitize_s2(member))?;
+        Ok(self.inboxes_dir(team)?.join(format!("{m}.json")))
+    }
+
+    /// `tasks/<S2(team)>`: the task list of a team (its id equals the team name).
+    pub fn tasks_dir(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.tasks_root().join(component("team", team, sanitize_s2(team))?))
+    }
+
+    /// `tasks/<team>/<id>.json`. Ids are validated by the task store; this
+    /// sanitises anyway.
+    pub fn task(&self, team: &str, id: &str) -> Result<PathBuf, NameError> {
+        let id = component("task id", id, sanitize_s2(id))?;
+        Ok(self.tasks_dir(team)?.join(format!("{id}.json")))
+    }
+
+    pub fn highwatermark(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.tasks_dir(team)?.join(".highwatermark"))
+    }
+
+    /// The task-list lock: Claude Code creates the empty file `.lock` and
+    /// locks it as the directory `.lock.lock`.
+    pub fn task_list_lock_file(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.tasks_dir(team)?.join(".lock"))
+    }
+
+    /// swarm's own per-team state, outside `teams/`.
+    pub fn state_dir(&self, team: &str) -> Result<PathBuf, NameError> {
+        let t = component("team", team, sanitize_s2(team))?;
+        Ok(self.dir.join("swarm").join(t))
+    }
+
+    /// Bounded history of messages a member has consumed.
+    pub fn history(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {
+        let m = component("member", member, sanitize_s2(member))?;
+        Ok(self.state_dir(team)?.join("history").join(format!("{m}.json")))
+    }
+
+    pub fn logs_dir(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.state_dir(team)?.join("logs"))
+    }
+
+    pub fn keys_dir(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.state_dir(team)?.join("keys"))
+    }
+
+    pub fn output(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {
+        let m = component("member", member, sanitize_s2(member))?;
+        Ok(self.state_dir(team)?.join("output").join(format!("{m}.log")))
+    }
+
+    pub fn scratchpad(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.state_dir(team)?.join("scratchpad"))
+    }
+}
+
+/// The lock directory Claude Code uses for a file: `<file>.lock`.
+pub fn lock_dir_for(file: &Path) -> PathBuf {
+    let mut s = file.as_os_str().to_owned();
+    s.push(".lock");
+    PathBuf::from(s)
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_resolution_order() {
+        let h = Path::new("/h");
+        let (r, s) = Root::resolve(Some(Path::new("/f")), Some("/c"), Some(h)).unwrap();
+        assert_eq!((r.dir(), s), (Path::new("/f"), RootSource::Flag));
+        let (r, s) = Root::resolve(None, Some("/c"), Some(h)).unwrap();
+        assert_eq!((r.dir(), s), (Path::new("/c"), RootSource::ClaudeConfigDir));
+        let (r, s) = Root::resolve(None, Some(""), Some(h)).unwrap();
+        assert_eq!((r.dir(), s), (Path::new("/h/.claude"), RootSource::Home));
+        assert!(Root::resolve(None, None, None).is_err());
+    }
+
+    #[test]
+    fn layout_matches_claude_code() {
+        let r = Root::new("/r");
+        assert_eq!(r.config("demo").unwrap(), Path::new("/r/teams/demo/config.json"));
+        assert_eq!(r.inbox("demo", "bob").unwrap(), Path::new("/r/teams/demo/inboxes/bob.json"));
+        assert_eq!(r.task("demo", "7").unwrap(), Path::new("/r/tasks/demo/7.json"));
+        assert_eq!(lock_dir_for(&r.config("demo").unwrap()), r.config_lock("demo").unwrap());
+        // Odd names written by others: the roster and inbox directories differ.
+        assert_eq!(r.team_dir("My Team").unwrap(), Path::new("/r/teams/my-team"));
+        assert_eq!(r.inboxes_dir("My Team").unwrap(), Path::new("/r/teams/My-Team/inboxes"));
+    }
+
+    #[test]
+    fn nothing_escapes_the_root() {
+        let r = Root::new("/r");
+        let long = "x".repeat(10 * 1024);
+        for hostile in ["../x", "a/b", ".", "..", "a;b", "a\0b", "ünï/../..", "/etc/passwd"] {
+            for p in [
+                r.config(hostile).unwrap(),
+                r.inbox(hostile, hostile).unwrap(),
+                r.task(hostile, hostile).unwrap(),
+                r.history(hostile, hostile).unwrap(),
+            ] {
+                assert!(p.starts_with("/r/"), "{p:?}");
+                assert!(
+                    p.components().all(|c| matches!(c, std::path::Component::Normal(_) | std::path::Component::RootDir)),
+                    "{p:?}"
+                );
+            }
+        }
+        assert!(r.inbox("t", &long).is_err());
+        assert!(r.config("").is_err());
+    }
+}

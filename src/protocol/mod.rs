@@ -1,0 +1,1 @@
+//! Typed structured protocol messages (filled in by the protocol work).

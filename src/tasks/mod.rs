@@ -1,0 +1,1 @@
+//! The shared task list (filled in by the task work).

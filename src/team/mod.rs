@@ -1,0 +1,3 @@
+//! Teams: member and team names, colours, and the roster (`config.json`).
+
+pub mod names;
