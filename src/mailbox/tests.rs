@@ -84,7 +84,8 @@ fn fixture(name: &str) -> Option<Vec<u8>> {
     }
 }
 
-fn idle_frame(from: &str) -> String {
+/// A real protocol frame whose `result` carries `label`.
+fn idle_frame(from: &str, label: &str) -> String {
     Message::IdleNotification(IdleNotification {
         from: from.into(),
         timestamp: crate::clock::now_iso(),
@@ -93,9 +94,17 @@ fn idle_frame(from: &str) -> String {
         completed_task_id: None,
         completed_status: None,
         failure_reason: None,
-        result: Some("Teammate idle.".into()),
+        result: Some(label.into()),
     })
     .to_text()
+}
+
+/// `sender:n` of a test message, plain or carried in a frame.
+fn label(e: &Entry) -> String {
+    match e.protocol() {
+        Some(Message::IdleNotification(i)) => i.result.unwrap_or_default(),
+        _ => e.text.clone(),
+    }
 }
 
 // ---- format -------------------------------------------------------------
@@ -745,11 +754,8 @@ proptest! {
         for op in ops {
             match op {
                 Op::Send(who) | Op::Frame(who) => {
-                    let text = if matches!(op, Op::Frame(_)) {
-                        format!("s{who}:{}:{}", sent[who], idle_frame("x"))
-                    } else {
-                        format!("s{who}:{}", sent[who])
-                    };
+                    let tag = format!("s{who}:{}", sent[who]);
+                    let text = if matches!(op, Op::Frame(_)) { idle_frame("x", &tag) } else { tag };
                     s.mailbox.append("bob", Entry::new(&format!("s{who}"), text, None, None)).unwrap();
                     sent[who] += 1;
                 }
@@ -760,14 +766,14 @@ proptest! {
                     let unique: HashSet<_> = keys.iter().cloned().collect();
                     let n = s.mailbox.consume("bob", &keys).unwrap();
                     prop_assert_eq!(n, unique.len());
-                    consumed.extend(now.iter().filter(|e| unique.contains(&e.key())).map(|e| e.text.clone()));
+                    consumed.extend(now.iter().filter(|e| unique.contains(&e.key())).map(label));
                 }
             }
             let bytes = s.bytes("bob");
             prop_assert!(serde_json::from_slice::<Vec<Value>>(&bytes).is_ok(), "not valid JSON");
         }
-        let left = s.texts("bob");
-        let history: Vec<String> = s.mailbox.history("bob").unwrap().into_iter().map(|e| e.text).collect();
+        let left: Vec<String> = s.mailbox.read("bob").unwrap().entries.iter().map(label).collect();
+        let history: Vec<String> = s.mailbox.history("bob").unwrap().iter().map(label).collect();
         prop_assert_eq!(&history, &consumed, "history holds exactly what was consumed, in order");
         // Every message sent is in exactly one place, and each place keeps
         // each sender's order.
@@ -776,8 +782,8 @@ proptest! {
         let order = |v: &[String]| -> bool {
             let mut last: HashMap<&str, usize> = HashMap::new();
             v.iter().all(|t| {
-                let mut parts = t.splitn(3, ':');
-                let (who, n) = (parts.next().unwrap(), parts.next().unwrap().parse::<usize>().unwrap());
+                let (who, n) = t.split_once(':').unwrap();
+                let n = n.parse::<usize>().unwrap();
                 last.insert(who, n).is_none_or(|prev| prev < n)
             })
         };
