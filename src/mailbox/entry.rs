@@ -1,0 +1,373 @@
+//! One inbox entry (reference §3.2): its fields, how a reader validates it,
+//! the key order it is written in, and its identity.
+//!
+//! Written keys: `from, text, summary, timestamp, color, from_plugin, msgV,
+//! msg_id, type, read, lead_sig`, then any unknown keys in the order they
+//! were read; absent optionals are omitted. This is the order Claude Code
+//! 2.1.328 writes for every kind of entry it produces.
+
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// One message in an inbox.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// Sender name (`team-lead`, a teammate, `system`, `user`).
+    pub from: String,
+    /// Plain text, or a compact-JSON protocol frame.
+    pub text: String,
+    pub summary: Option<String>,
+    /// `Date.toISOString()` of the send.
+    pub timestamp: String,
+    /// Sender's palette colour; the lead has none.
+    pub color: Option<String>,
+    pub from_plugin: Option<String>,
+    /// `msgV`, always 1 when written by 2.1.328 or swarm.
+    pub msg_v: Option<u64>,
+    /// UUID v4, one per entry; missing in 2.1.88 files.
+    pub msg_id: Option<String>,
+    /// `type`: always `"message"`; a reader fills it in when missing.
+    pub kind: Option<String>,
+    /// `read`: written `false`; `true` only in files of Claude Code 2.1.88,
+    /// where it means "already consumed".
+    pub read: Option<bool>,
+    /// Lead signature (reference §4), kept as read.
+    pub lead_sig: Option<String>,
+    /// Keys this version does not know, preserved on rewrite.
+    pub extra: Map<String, Value>,
+}
+
+/// The identity of an entry: its `msg_id` when present, plus
+/// `from|timestamp|text` (the triple Claude Code consumes by, reference §5.3).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct EntryKey {
+    pub msg_id: Option<String>,
+    pub from: String,
+    pub timestamp: String,
+    pub text: String,
+}
+
+/// Why an entry read from a file was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidEntry(pub String);
+
+impl fmt::Display for InvalidEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Entry {
+    /// A fresh entry as swarm sends it: timestamp now (ISO, ms), `msgV` 1, a
+    /// new UUID v4 `msg_id`, `type:"message"`, `read:false`.
+    pub fn new(from: &str, text: String, summary: Option<String>, color: Option<String>) -> Entry {
+        Entry {
+            from: from.to_owned(),
+            text,
+            summary,
+            timestamp: crate::clock::now_iso(),
+            color,
+            from_plugin: None,
+            msg_v: Some(1),
+            msg_id: Some(uuid::Uuid::new_v4().to_string()),
+            kind: Some("message".to_owned()),
+            read: Some(false),
+            lead_sig: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// A fresh entry whose text is a protocol frame.
+    pub fn frame(from: &str, message: &crate::protocol::Message, color: Option<String>) -> Entry {
+        Entry::new(from, message.to_text(), None, color)
+    }
+
+    /// The identity consumption and de-duplication go by.
+    pub fn key(&self) -> EntryKey {
+        EntryKey {
+            msg_id: self.msg_id.clone(),
+            from: self.from.clone(),
+            timestamp: self.timestamp.clone(),
+            text: self.text.clone(),
+        }
+    }
+
+    /// Not yet consumed: `read` is absent or `false`.
+    pub fn is_unread(&self) -> bool {
+        self.read != Some(true)
+    }
+
+    /// The structured frame in `text`, if it holds a known one.
+    pub fn protocol(&self) -> Option<crate::protocol::Message> {
+        crate::protocol::Message::parse(&self.text)
+    }
+
+    /// Validates a value read from a file the way Claude Code does:
+    /// `from`, `text`, `timestamp` strings; `type`, `color`, `summary`,
+    /// `from_plugin` strings if present; `read` a boolean if present. A
+    /// missing `type` reads as `"message"`. `msgV`, `msg_id` and `lead_sig`
+    /// of an unexpected type are kept as unknown keys, not refused.
+    pub fn from_value(value: Value) -> Result<Entry, InvalidEntry> {
+        let Value::Object(mut map) = value else {
+            return Err(InvalidEntry(format!(
+                "entry is {}, not an object",
+                json_type(&value)
+            )));
+        };
+        let from = required_string(&mut map, "from")?;
+        let text = required_string(&mut map, "text")?;
+        let timestamp = required_string(&mut map, "timestamp")?;
+        let summary = optional_string(&mut map, "summary")?;
+        let color = optional_string(&mut map, "color")?;
+        let from_plugin = optional_string(&mut map, "from_plugin")?;
+        let kind = optional_string(&mut map, "type")?.or_else(|| Some("message".to_owned()));
+        let read = match map.shift_remove("read") {
+            None => None,
+            Some(Value::Bool(b)) => Some(b),
+            Some(other) => {
+                return Err(InvalidEntry(format!(
+                    "\"read\" is {}, not a boolean",
+                    json_type(&other)
+                )));
+            }
+        };
+        let msg_v = take_if(&mut map, "msgV", |v| v.as_u64());
+        let msg_id = take_if(&mut map, "msg_id", |v| v.as_str().map(str::to_owned));
+        let lead_sig = take_if(&mut map, "lead_sig", |v| v.as_str().map(str::to_owned));
+        Ok(Entry {
+            from,
+            text,
+            summary,
+            timestamp,
+            color,
+            from_plugin,
+            msg_v,
+            msg_id,
+            kind,
+            read,
+            lead_sig,
+            extra: map,
+        })
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn required_string(map: &mut Map<String, Value>, key: &str) -> Result<String, InvalidEntry> {
+    match map.shift_remove(key) {
+        Some(Value::String(s)) => Ok(s),
+        None => Err(InvalidEntry(format!("\"{key}\" is missing"))),
+        Some(other) => Err(InvalidEntry(format!(
+            "\"{key}\" is {}, not a string",
+            json_type(&other)
+        ))),
+    }
+}
+
+fn optional_string(
+    map: &mut Map<String, Value>,
+    key: &str,
+) -> Result<Option<String>, InvalidEntry> {
+    match map.shift_remove(key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(InvalidEntry(format!(
+            "\"{key}\" is {}, not a string",
+            json_type(&other)
+        ))),
+    }
+}
+
+/// Takes `key` out of the map when `f` accepts its value; otherwise leaves
+/// it among the unknown keys.
+fn take_if<T>(
+    map: &mut Map<String, Value>,
+    key: &str,
+    f: impl Fn(&Value) -> Option<T>,
+) -> Option<T> {
+    let t = f(map.get(key)?)?;
+    map.shift_remove(key);
+    Some(t)
+}
+
+impl Serialize for Entry {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("from", &self.from)?;
+        m.serialize_entry("text", &self.text)?;
+        if let Some(v) = &self.summary {
+            m.serialize_entry("summary", v)?;
+        }
+        m.serialize_entry("timestamp", &self.timestamp)?;
+        if let Some(v) = &self.color {
+            m.serialize_entry("color", v)?;
+        }
+        if let Some(v) = &self.from_plugin {
+            m.serialize_entry("from_plugin", v)?;
+        }
+        if let Some(v) = &self.msg_v {
+            m.serialize_entry("msgV", v)?;
+        }
+        if let Some(v) = &self.msg_id {
+            m.serialize_entry("msg_id", v)?;
+        }
+        if let Some(v) = &self.kind {
+            m.serialize_entry("type", v)?;
+        }
+        if let Some(v) = &self.read {
+            m.serialize_entry("read", v)?;
+        }
+        if let Some(v) = &self.lead_sig {
+            m.serialize_entry("lead_sig", v)?;
+        }
+        for (k, v) in &self.extra {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Entry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Entry::from_value(Value::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_new_entry_has_the_full_2_1_328_envelope_in_order() {
+        let e = Entry::new(
+            "bob",
+            "hi".into(),
+            Some("greeting".into()),
+            Some("blue".into()),
+        );
+        let text = crate::json_text::to_compact(&e);
+        let id = e.msg_id.as_deref().unwrap();
+        assert_eq!(
+            text,
+            format!(
+                r#"{{"from":"bob","text":"hi","summary":"greeting","timestamp":"{}","color":"blue","msgV":1,"msg_id":"{id}","type":"message","read":false}}"#,
+                e.timestamp
+            )
+        );
+        assert_eq!(uuid::Uuid::parse_str(id).unwrap().get_version_num(), 4);
+        assert!(crate::clock::ms_from_iso(&e.timestamp).is_some());
+        assert_ne!(Entry::new("bob", "hi".into(), None, None).msg_id, e.msg_id);
+    }
+
+    #[test]
+    fn every_field_and_unknown_keys_are_written_in_order() {
+        let mut e = Entry::new(
+            "team-lead",
+            "t".into(),
+            Some("s".into()),
+            Some("red".into()),
+        );
+        e.from_plugin = Some("p".into());
+        e.lead_sig = Some("sig".into());
+        e.extra.insert("zzz".into(), json!(1));
+        e.extra.insert("aaa".into(), json!({"x": [true]}));
+        let v: Value = serde_json::to_value(&e).unwrap();
+        let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(
+            keys,
+            [
+                "from",
+                "text",
+                "summary",
+                "timestamp",
+                "color",
+                "from_plugin",
+                "msgV",
+                "msg_id",
+                "type",
+                "read",
+                "lead_sig",
+                "zzz",
+                "aaa"
+            ]
+        );
+        assert_eq!(Entry::from_value(v).unwrap(), e, "round trip");
+    }
+
+    #[test]
+    fn a_2_1_88_entry_reads_with_defaults() {
+        let e = Entry::from_value(json!({
+            "from": "bob", "text": "old", "timestamp": "2025-01-01T00:00:00.000Z", "read": true
+        }))
+        .unwrap();
+        assert_eq!(
+            e.kind.as_deref(),
+            Some("message"),
+            "missing type reads as message"
+        );
+        assert_eq!((e.msg_id.as_deref(), e.msg_v), (None, None));
+        assert!(!e.is_unread());
+    }
+
+    #[test]
+    fn validation_follows_the_reference() {
+        let base = json!({"from": "a", "text": "b", "timestamp": "c"});
+        assert!(Entry::from_value(base.clone()).is_ok());
+        for (key, bad) in [
+            ("from", json!(null)),
+            ("text", json!(1)),
+            ("timestamp", json!(false)),
+            ("type", json!(3)),
+            ("color", json!([])),
+            ("summary", json!(null)),
+            ("from_plugin", json!({})),
+            ("read", json!("no")),
+        ] {
+            let mut v = base.clone();
+            v[key] = bad;
+            let err = Entry::from_value(v).unwrap_err();
+            assert!(err.0.contains(key), "{err}");
+        }
+        for missing in ["from", "text", "timestamp"] {
+            let mut v = base.clone();
+            v.as_object_mut().unwrap().remove(missing);
+            assert!(Entry::from_value(v).unwrap_err().0.contains("missing"));
+        }
+        assert!(Entry::from_value(json!("text")).is_err());
+    }
+
+    #[test]
+    fn odd_envelope_values_are_kept_as_unknown_keys() {
+        let e = Entry::from_value(json!({
+            "from": "a", "text": "b", "timestamp": "c", "msgV": "1", "msg_id": 7
+        }))
+        .unwrap();
+        assert_eq!((e.msg_v, e.msg_id.as_ref()), (None, None));
+        assert_eq!(e.extra.get("msgV"), Some(&json!("1")));
+        assert_eq!(e.extra.get("msg_id"), Some(&json!(7)));
+    }
+
+    #[test]
+    fn identity_is_msg_id_plus_the_triple() {
+        let a = Entry::new("bob", "same".into(), None, None);
+        let mut b = a.clone();
+        assert_eq!(a.key(), b.key());
+        b.msg_id = Some(uuid::Uuid::new_v4().to_string());
+        assert_ne!(a.key(), b.key(), "same text, different msg_id");
+        let mut c = a.clone();
+        c.summary = Some("other summary".into());
+        assert_eq!(a.key(), c.key(), "summary is not part of the identity");
+    }
+}

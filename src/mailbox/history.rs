@@ -1,0 +1,155 @@
+//! The per-member history of consumed messages (`Root::history`): where an
+//! entry goes when it leaves an inbox, by consumption or compaction, so
+//! nothing vanishes silently.
+//!
+//! Same file format as an inbox, oldest first, bounded to the newest
+//! [`MAX_ENTRIES`] entries and [`MAX_BYTES`]. It is only written while the
+//! member's *inbox* lock is held (consume and append both hold it), so it
+//! needs no lock of its own; it is written before the inbox is rewritten,
+//! and merged by identity, so a crash between the two writes can never
+//! duplicate an entry.
+
+use super::MailboxError;
+use super::entry::{Entry, EntryKey};
+use super::inbox::{self, Parsed, Stored};
+use crate::atomic_file;
+use std::collections::HashSet;
+use std::path::Path;
+
+/// Entries kept per member.
+pub const MAX_ENTRIES: usize = 1000;
+/// Bytes kept per member.
+pub const MAX_BYTES: usize = 1024 * 1024;
+
+/// Reads a history file, oldest first. A corrupt file yields what could be
+/// salvaged (it is quarantined by the next write).
+pub(crate) fn read(path: &Path) -> Result<Vec<Entry>, MailboxError> {
+    let Some(bytes) = atomic_file::read_optional(path).map_err(|e| MailboxError::io(path, e))?
+    else {
+        return Ok(Vec::new());
+    };
+    Ok(match inbox::parse(&bytes) {
+        Parsed::Clean(v) => v,
+        Parsed::Corrupt { salvaged, problem } => {
+            tracing::warn!(history = %path.display(), %problem, "history file is corrupt");
+            salvaged
+        }
+    }
+    .into_iter()
+    .map(|s| s.entry)
+    .collect())
+}
+
+/// Adds `consumed` (oldest first) to the history at `path`, skipping any
+/// already there, then trims it to its bounds. The caller holds the inbox
+/// lock of the member the history belongs to.
+pub(crate) fn record(path: &Path, consumed: &[Stored]) -> Result<(), MailboxError> {
+    if consumed.is_empty() {
+        return Ok(());
+    }
+    let io = |e| MailboxError::io(path, e);
+    let mut kept = match atomic_file::read_optional(path).map_err(io)? {
+        None => Vec::new(),
+        Some(bytes) => match inbox::parse(&bytes) {
+            Parsed::Clean(v) => v,
+            Parsed::Corrupt { salvaged, problem } => {
+                let copy = atomic_file::quarantine(path).map_err(io)?;
+                tracing::warn!(
+                    history = %path.display(),
+                    copy = %copy.display(),
+                    %problem,
+                    "history file was corrupt; copied aside and rewritten"
+                );
+                salvaged
+            }
+        },
+    };
+    let mut ids: HashSet<String> = kept.iter().filter_map(|s| s.entry.msg_id.clone()).collect();
+    let mut keys: HashSet<EntryKey> = kept.iter().map(|s| s.entry.key()).collect();
+    for s in consumed {
+        let seen = match &s.entry.msg_id {
+            Some(id) => !ids.insert(id.clone()),
+            None => false,
+        };
+        if !seen && keys.insert(s.entry.key()) {
+            kept.push(s.clone());
+        }
+    }
+    if kept.len() > MAX_ENTRIES {
+        kept.drain(..kept.len() - MAX_ENTRIES);
+    }
+    let mut size = inbox::rendered_len(&kept);
+    let mut cut = 0;
+    while size > MAX_BYTES && cut + 1 < kept.len() {
+        size -= kept[cut].text.len() + 4;
+        cut += 1;
+    }
+    kept.drain(..cut);
+    if cut > 0 {
+        tracing::debug!(history = %path.display(), trimmed = cut, "history trimmed to its byte bound");
+    }
+    if let Some(dir) = path.parent() {
+        atomic_file::ensure_dir(dir).map_err(|e| MailboxError::io(dir, e))?;
+    }
+    atomic_file::write_atomic(path, &inbox::render(&kept)).map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(text: &str) -> Stored {
+        Stored::new(Entry::new("bob", text.to_owned(), None, None))
+    }
+
+    #[test]
+    fn recording_twice_does_not_duplicate() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("history/bob.json");
+        let (a, b) = (stored("a"), stored("b"));
+        record(&path, std::slice::from_ref(&a)).unwrap();
+        record(&path, &[a.clone(), b.clone()]).unwrap();
+        let texts: Vec<_> = read(&path).unwrap().into_iter().map(|e| e.text).collect();
+        assert_eq!(texts, ["a", "b"]);
+    }
+
+    #[test]
+    fn history_is_bounded_by_count_and_bytes_keeping_the_newest() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("bob.json");
+        let many: Vec<_> = (0..MAX_ENTRIES + 5)
+            .map(|i| stored(&i.to_string()))
+            .collect();
+        record(&path, &many).unwrap();
+        let h = read(&path).unwrap();
+        assert_eq!(h.len(), MAX_ENTRIES);
+        assert_eq!(h[0].text, "5");
+        let big: Vec<_> = (0..40)
+            .map(|i| stored(&format!("{i}:{}", "x".repeat(60_000))))
+            .collect();
+        record(&path, &big).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(bytes.len() <= MAX_BYTES, "{} bytes", bytes.len());
+        assert!(read(&path).unwrap().last().unwrap().text.starts_with("39:"));
+    }
+
+    #[test]
+    fn a_corrupt_history_is_copied_aside_not_lost() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("bob.json");
+        std::fs::write(&path, b"[{oops").unwrap();
+        record(&path, &[stored("a")]).unwrap();
+        assert_eq!(read(&path).unwrap().len(), 1);
+        let copies = std::fs::read_dir(t.path())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .contains(".corrupt-")
+            })
+            .count();
+        assert_eq!(copies, 1);
+    }
+}

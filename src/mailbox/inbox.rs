@@ -1,0 +1,480 @@
+//! The bytes of an inbox (and history) file, and the compaction policy.
+//!
+//! A file is `JSON.stringify(array, null, 2)`, no trailing newline; empty is
+//! exactly `[]`. Each entry is held as [`Stored`]: the validated [`Entry`]
+//! plus the exact text it occupies in the file at depth 1. An entry read
+//! from disk keeps its original bytes (key order, unknown keys, escapes and
+//! all) whenever they are already laid out as pretty JSON at that depth, so
+//! rewriting an inbox never alters what others wrote; only new entries, and
+//! entries someone wrote in another layout, are serialized by swarm.
+
+use super::entry::{Entry, InvalidEntry};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// An entry and its text in the file (indented for depth 1).
+#[derive(Debug, Clone)]
+pub(crate) struct Stored {
+    pub entry: Entry,
+    pub text: Box<str>,
+}
+
+impl Stored {
+    /// A new entry, serialized by swarm.
+    pub fn new(entry: Entry) -> Stored {
+        let text = indent(&crate::json_text::to_pretty(&entry));
+        Stored { entry, text }
+    }
+
+    /// Bytes this entry adds to a file: two of indent, two of separator.
+    fn cost(&self) -> usize {
+        self.text.len() + 4
+    }
+}
+
+/// What a file's bytes hold.
+#[derive(Debug)]
+pub(crate) enum Parsed {
+    Clean(Vec<Stored>),
+    /// Not an array, not JSON, or holding invalid entries: `salvaged` are the
+    /// valid entries (none when the top level did not parse as an array).
+    Corrupt {
+        salvaged: Vec<Stored>,
+        problem: String,
+    },
+}
+
+/// Reads a file's bytes (a UTF-8 BOM and lone surrogate escapes tolerated).
+pub(crate) fn parse(bytes: &[u8]) -> Parsed {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let items: Vec<Item<'_>> = match serde_json::from_slice::<Vec<&RawValue>>(bytes) {
+        Ok(raws) => raws.into_iter().map(Item::Raw).collect(),
+        Err(raw_err) => match crate::json_text::parse_lenient::<Value>(bytes) {
+            Ok(Value::Array(values)) => values.into_iter().map(Item::Value).collect(),
+            Ok(other) => {
+                let problem = format!("top level is {}, not an array", top_kind(&other));
+                return Parsed::Corrupt {
+                    salvaged: Vec::new(),
+                    problem,
+                };
+            }
+            Err(_) => {
+                let problem = format!("not valid JSON ({raw_err})");
+                return Parsed::Corrupt {
+                    salvaged: Vec::new(),
+                    problem,
+                };
+            }
+        },
+    };
+    let mut stored = Vec::with_capacity(items.len());
+    let mut invalid = Vec::new();
+    for (i, item) in items.into_iter().enumerate() {
+        match item.into_stored() {
+            Ok(s) => stored.push(s),
+            Err(e) => invalid.push(format!("entry {i}: {e}")),
+        }
+    }
+    if invalid.is_empty() {
+        return Parsed::Clean(stored);
+    }
+    let shown: Vec<_> = invalid.iter().take(3).cloned().collect();
+    let more = invalid.len().saturating_sub(3);
+    let mut problem = format!("{} invalid entries ({})", invalid.len(), shown.join("; "));
+    if more > 0 {
+        problem.push_str(&format!(" and {more} more"));
+    }
+    Parsed::Corrupt {
+        salvaged: stored,
+        problem,
+    }
+}
+
+enum Item<'a> {
+    Raw(&'a RawValue),
+    Value(Value),
+}
+
+impl Item<'_> {
+    fn into_stored(self) -> Result<Stored, InvalidEntry> {
+        match self {
+            Item::Raw(raw) => {
+                let value: Value = crate::json_text::parse_lenient(raw.get().as_bytes())
+                    .map_err(|e| InvalidEntry(format!("unreadable ({e})")))?;
+                let text: Box<str> = if pretty_shaped(raw.get()) {
+                    raw.get().into()
+                } else {
+                    canonical(&value)
+                };
+                Ok(Stored {
+                    entry: Entry::from_value(value)?,
+                    text,
+                })
+            }
+            Item::Value(value) => {
+                let text = canonical(&value);
+                Ok(Stored {
+                    entry: Entry::from_value(value)?,
+                    text,
+                })
+            }
+        }
+    }
+}
+
+fn top_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// An existing entry re-laid-out as pretty JSON, its key order kept.
+fn canonical(value: &Value) -> Box<str> {
+    indent(&crate::json_text::to_pretty(value))
+}
+
+/// Pretty JSON of a top-level value, indented to sit at depth 1 of an array.
+/// JSON strings never hold a raw newline, so every newline is layout.
+fn indent(pretty: &[u8]) -> Box<str> {
+    let s = String::from_utf8_lossy(pretty);
+    s.replace('\n', "\n  ").into_boxed_str()
+}
+
+/// Whether an entry's original text is already laid out the way
+/// `JSON.stringify(array, null, 2)` puts an object at depth 1: `{}` or
+/// `{` + lines indented by at least four spaces + `  }`.
+fn pretty_shaped(raw: &str) -> bool {
+    if raw == "{}" {
+        return true;
+    }
+    let Some(inner) = raw
+        .strip_prefix("{\n")
+        .and_then(|r| r.strip_suffix("\n  }"))
+    else {
+        return false;
+    };
+    inner.split('\n').all(|line| line.starts_with("    "))
+}
+
+/// The file's bytes.
+pub(crate) fn render(entries: &[Stored]) -> Vec<u8> {
+    if entries.is_empty() {
+        return b"[]".to_vec();
+    }
+    let mut out = Vec::with_capacity(rendered_len(entries));
+    out.extend_from_slice(b"[\n  ");
+    for (i, s) in entries.iter().enumerate() {
+        if i > 0 {
+            out.extend_from_slice(b",\n  ");
+        }
+        out.extend_from_slice(s.text.as_bytes());
+    }
+    out.extend_from_slice(b"\n]");
+    out
+}
+
+/// `render(entries).len()`, without rendering.
+pub(crate) fn rendered_len(entries: &[Stored]) -> usize {
+    2 + entries.iter().map(Stored::cost).sum::<usize>()
+}
+
+/// The caps an inbox is held to.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub max_file_bytes: usize,
+    pub target_bytes: usize,
+    pub max_plain: usize,
+    pub max_read: usize,
+    pub max_unread_protocol: usize,
+}
+
+impl Limits {
+    pub const INBOX: Limits = Limits {
+        max_file_bytes: super::MAX_FILE_BYTES,
+        target_bytes: super::COMPACT_TARGET_BYTES,
+        max_plain: super::MAX_PLAIN,
+        max_read: super::MAX_READ,
+        max_unread_protocol: super::MAX_UNREAD_PROTOCOL,
+    };
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Read,
+    UnreadProtocol,
+    UnreadPlain,
+}
+
+fn classify(e: &Entry) -> (Class, bool) {
+    let protocol = e.text.trim_start().starts_with('{') && e.protocol().is_some();
+    let class = match (e.is_unread(), protocol) {
+        (false, _) => Class::Read,
+        (true, true) => Class::UnreadProtocol,
+        (true, false) => Class::UnreadPlain,
+    };
+    (class, protocol)
+}
+
+/// Applies the caps to `entries`, whose last element is the entry being
+/// sent (never dropped). Returns the dropped entries, oldest first, or why
+/// the inbox is full: an unread plain message is never dropped, so when only
+/// dropping one would satisfy a cap, nothing may be written.
+///
+/// * plain messages (read or unread) ≤ `max_plain`: oldest read plain ones go;
+/// * read entries ≤ `max_read`: oldest go;
+/// * unread protocol frames ≤ `max_unread_protocol`: oldest go;
+/// * over `max_file_bytes`: oldest read, then oldest unread protocol entries
+///   go until the file is ≤ `target_bytes`; still over `max_file_bytes` →
+///   full.
+pub(crate) fn compact(entries: &mut Vec<Stored>, limits: Limits) -> Result<Vec<Stored>, String> {
+    let n = entries.len();
+    let classes: Vec<(Class, bool)> = entries.iter().map(|s| classify(&s.entry)).collect();
+    let mut drop = vec![false; n];
+    let droppable = |i: usize| i + 1 < n;
+    let count = |drop: &[bool], f: &dyn Fn((Class, bool)) -> bool| {
+        (0..n).filter(|&i| !drop[i] && f(classes[i])).count()
+    };
+    // Drops the oldest entries matching `f` until `excess` are gone.
+    let drop_oldest =
+        |drop: &mut Vec<bool>, mut excess: usize, f: &dyn Fn((Class, bool)) -> bool| {
+            for i in 0..n {
+                if excess == 0 {
+                    break;
+                }
+                if !drop[i] && droppable(i) && f(classes[i]) {
+                    drop[i] = true;
+                    excess -= 1;
+                }
+            }
+        };
+
+    let is_plain = |c: (Class, bool)| !c.1;
+    let plain = count(&drop, &is_plain);
+    if plain > limits.max_plain {
+        drop_oldest(&mut drop, plain - limits.max_plain, &|c| {
+            is_plain(c) && c.0 == Class::Read
+        });
+        let left = count(&drop, &is_plain);
+        if left > limits.max_plain {
+            let unread = count(&drop, &|c| c.0 == Class::UnreadPlain);
+            return Err(format!(
+                "{unread} unread plain messages wait there (at most {} plain messages; \
+                 unread ones are never dropped)",
+                limits.max_plain
+            ));
+        }
+    }
+    let read = count(&drop, &|c| c.0 == Class::Read);
+    if read > limits.max_read {
+        drop_oldest(&mut drop, read - limits.max_read, &|c| c.0 == Class::Read);
+    }
+    let unread_protocol = count(&drop, &|c| c.0 == Class::UnreadProtocol);
+    if unread_protocol > limits.max_unread_protocol {
+        let excess = unread_protocol - limits.max_unread_protocol;
+        drop_oldest(&mut drop, excess, &|c| c.0 == Class::UnreadProtocol);
+    }
+
+    let mut size = 2
+        + (0..n)
+            .filter(|&i| !drop[i])
+            .map(|i| entries[i].cost())
+            .sum::<usize>();
+    if size > limits.max_file_bytes {
+        for class in [Class::Read, Class::UnreadProtocol] {
+            for i in 0..n {
+                if size <= limits.target_bytes {
+                    break;
+                }
+                if !drop[i] && droppable(i) && classes[i].0 == class {
+                    drop[i] = true;
+                    size -= entries[i].cost();
+                }
+            }
+        }
+        if size > limits.max_file_bytes {
+            let unread = count(&drop, &|c| c.0 == Class::UnreadPlain);
+            return Err(format!(
+                "it would be {size} bytes (limit {}) with {unread} unread plain messages, \
+                 which are never dropped",
+                limits.max_file_bytes
+            ));
+        }
+    }
+
+    let mut dropped = Vec::new();
+    let mut kept = Vec::with_capacity(n);
+    for (s, d) in entries.drain(..).zip(drop) {
+        if d { dropped.push(s) } else { kept.push(s) }
+    }
+    *entries = kept;
+    Ok(dropped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(text: &str, read: bool) -> Stored {
+        let mut e = Entry::new("bob", text.to_owned(), None, None);
+        e.read = Some(read);
+        Stored::new(e)
+    }
+
+    fn frame() -> String {
+        r#"{"type":"idle_notification","from":"bob","timestamp":"t"}"#.to_owned()
+    }
+
+    fn texts(v: &[Stored]) -> Vec<String> {
+        v.iter().map(|s| s.entry.text.clone()).collect()
+    }
+
+    const SMALL: Limits = Limits {
+        max_file_bytes: 1_000_000,
+        target_bytes: 500_000,
+        max_plain: 5,
+        max_read: 2,
+        max_unread_protocol: 3,
+    };
+
+    #[test]
+    fn empty_is_two_bytes_and_entries_are_pretty_without_trailing_newline() {
+        assert_eq!(render(&[]), b"[]");
+        let v = vec![stored("a", false), stored("b", false)];
+        let bytes = render(&v);
+        assert_eq!(bytes.len(), rendered_len(&v));
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        let values: Vec<Value> = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            text,
+            String::from_utf8(crate::json_text::to_pretty(&values)).unwrap()
+        );
+        assert!(
+            text.starts_with("[\n  {\n    \"from\": \"bob\",\n    \"text\": \"a\",")
+                && text.ends_with("\n  }\n]")
+        );
+    }
+
+    #[test]
+    fn foreign_entries_keep_their_bytes_and_compact_ones_are_laid_out() {
+        let file = "[\n  {\n    \"text\": \"x\\u00e9\\ud800\",\n    \"timestamp\": \"t\",\n    \"from\": \"a\",\n    \"nested\": {\n      \"k\": [\n        1.50\n      ]\n    }\n  },\n  {\"from\":\"b\",\"text\":\"y\",\"timestamp\":\"t\"}\n]";
+        let Parsed::Clean(v) = parse(file.as_bytes()) else {
+            panic!("not clean")
+        };
+        assert_eq!(v[0].entry.text, "x\u{e9}\u{fffd}");
+        let out = String::from_utf8(render(&v)).unwrap();
+        let first_end = file.find("\n  },").unwrap() + 4;
+        assert_eq!(
+            &out[..first_end],
+            &file[..first_end],
+            "first entry byte for byte"
+        );
+        assert!(out.ends_with(",\n  {\n    \"from\": \"b\",\n    \"text\": \"y\",\n    \"timestamp\": \"t\"\n  }\n]"), "{out}");
+    }
+
+    #[test]
+    fn corrupt_files_are_reported_with_whatever_could_be_salvaged() {
+        for (bytes, salvaged) in [
+            (&b"[{\"from\":"[..], 0),
+            (b"", 0),
+            (b"{}", 0),
+            (b"null", 0),
+            (
+                b"[{\"from\":\"a\",\"text\":\"b\",\"timestamp\":\"c\"}, 5, {\"from\":1}]",
+                1,
+            ),
+        ] {
+            match parse(bytes) {
+                Parsed::Corrupt {
+                    salvaged: s,
+                    problem,
+                } => {
+                    assert_eq!(s.len(), salvaged, "{problem}");
+                    assert!(!problem.is_empty());
+                }
+                Parsed::Clean(_) => panic!("{:?} read as clean", String::from_utf8_lossy(bytes)),
+            }
+        }
+    }
+
+    #[test]
+    fn compaction_is_a_no_op_under_the_caps() {
+        let mut v = vec![
+            stored("a", false),
+            stored(&frame(), false),
+            stored("b", true),
+        ];
+        assert!(compact(&mut v, SMALL).unwrap().is_empty());
+        assert_eq!(v.len(), 3);
+    }
+
+    #[test]
+    fn oldest_read_and_oldest_unread_protocol_go_first_and_unread_plain_stays() {
+        let mut v = vec![
+            stored("r1", true),
+            stored(&frame(), false),
+            stored("r2", true),
+            stored("u1", false),
+            stored(&frame(), false),
+            stored("r3", true),
+            stored(&frame(), false),
+            stored(&frame(), false),
+        ];
+        let dropped = compact(&mut v, SMALL).unwrap();
+        assert_eq!(texts(&dropped), vec!["r1".to_owned(), frame()]);
+        assert_eq!(
+            texts(&v),
+            vec![
+                "r2".to_owned(),
+                "u1".into(),
+                frame(),
+                "r3".into(),
+                frame(),
+                frame()
+            ]
+        );
+    }
+
+    #[test]
+    fn too_many_unread_plain_messages_is_inbox_full() {
+        let mut v: Vec<_> = (0..6).map(|i| stored(&format!("u{i}"), false)).collect();
+        let err = compact(&mut v, SMALL).unwrap_err();
+        assert!(err.contains("6 unread plain"), "{err}");
+        let mut v: Vec<_> = (0..6).map(|i| stored(&format!("m{i}"), i == 0)).collect();
+        assert_eq!(
+            texts(&compact(&mut v, SMALL).unwrap()),
+            ["m0"],
+            "a read plain one makes room"
+        );
+    }
+
+    #[test]
+    fn size_compaction_drops_down_to_the_target_and_never_the_new_entry() {
+        let big = |t: &str, read| stored(&format!("{t}{}", "x".repeat(300)), read);
+        let c = big("r", true).cost();
+        let limits = Limits {
+            max_file_bytes: 4 * c,
+            target_bytes: 5 * c / 2,
+            ..Limits::INBOX
+        };
+        let mut v = vec![
+            big("r", true),
+            big("u", false),
+            big("r", true),
+            big("r", true),
+            big("n", true),
+        ];
+        let dropped = compact(&mut v, limits).unwrap();
+        assert_eq!(dropped.len(), 3);
+        assert!(rendered_len(&v) <= limits.target_bytes);
+        assert!(v[1].entry.text.starts_with('n'), "the new entry stays");
+        let mut v: Vec<_> = (0..6).map(|_| big("u", false)).collect();
+        let err = compact(&mut v, limits).unwrap_err();
+        assert!(err.contains(&format!("limit {}", 4 * c)), "{err}");
+        assert_eq!(v.len(), 6, "nothing dropped when full");
+    }
+}

@@ -1,0 +1,795 @@
+//! The mailbox's behaviour, as specs: format, limits, corruption,
+//! consumption, history, follow, concurrency and Claude Code fixtures.
+
+use super::*;
+use crate::protocol::{IdleNotification, IdleReason, Message};
+use proptest::prelude::*;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::Arc;
+
+/// A private state root with one team, `demo`.
+struct Sandbox {
+    _dir: tempfile::TempDir,
+    root: Root,
+    mailbox: Mailbox,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let mailbox = Mailbox::new(&root, "demo");
+        Sandbox {
+            _dir: dir,
+            root,
+            mailbox,
+        }
+    }
+
+    fn inbox(&self, member: &str) -> PathBuf {
+        self.root.inbox("demo", member).unwrap()
+    }
+
+    fn bytes(&self, member: &str) -> Vec<u8> {
+        std::fs::read(self.inbox(member)).unwrap()
+    }
+
+    fn put(&self, member: &str, bytes: &[u8]) {
+        let p = self.inbox(member);
+        atomic_file::ensure_dir(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+
+    fn texts(&self, member: &str) -> Vec<String> {
+        self.mailbox
+            .read(member)
+            .unwrap()
+            .entries
+            .into_iter()
+            .map(|e| e.text)
+            .collect()
+    }
+
+    fn send(&self, to: &str, from: &str, text: &str) -> Appended {
+        self.mailbox
+            .append(to, Entry::new(from, text.to_owned(), None, None))
+            .unwrap()
+    }
+
+    fn corrupt_copies(&self) -> Vec<PathBuf> {
+        let dir = self.root.inboxes_dir("demo").unwrap();
+        let mut v: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().contains(".corrupt-"))
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+fn fixture(name: &str) -> Option<Vec<u8>> {
+    let path = format!(
+        "{}/../shared/fixtures/claude-code/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    match std::fs::read(&path) {
+        Ok(b) => Some(b),
+        Err(_) => {
+            eprintln!("SKIP fixture test: {path} not found");
+            None
+        }
+    }
+}
+
+/// A real protocol frame whose `result` carries `label`.
+fn idle_frame(from: &str, label: &str) -> String {
+    Message::IdleNotification(IdleNotification {
+        from: from.into(),
+        timestamp: crate::clock::now_iso(),
+        idle_reason: Some(IdleReason::Available),
+        summary: None,
+        completed_task_id: None,
+        completed_status: None,
+        failure_reason: None,
+        result: Some(label.into()),
+    })
+    .to_text()
+}
+
+/// `sender:n` of a test message, plain or carried in a frame.
+fn label(e: &Entry) -> String {
+    match e.protocol() {
+        Some(Message::IdleNotification(i)) => i.result.unwrap_or_default(),
+        _ => e.text.clone(),
+    }
+}
+
+// ---- format -------------------------------------------------------------
+
+#[test]
+fn a_sent_message_is_pretty_json_in_claude_code_key_order_with_private_modes() {
+    let s = Sandbox::new();
+    let mut e = Entry::new(
+        "alice",
+        "hello".into(),
+        Some("hi".into()),
+        Some("blue".into()),
+    );
+    e.extra.insert("x_custom".into(), Value::from(7));
+    let a = s.mailbox.append("bob", e.clone()).unwrap();
+    assert_eq!(
+        a,
+        Appended {
+            msg_id: e.msg_id.clone().unwrap(),
+            quarantined: None,
+            dropped: 0
+        }
+    );
+    let text = String::from_utf8(s.bytes("bob")).unwrap();
+    let expected = format!(
+        "[\n  {{\n    \"from\": \"alice\",\n    \"text\": \"hello\",\n    \"summary\": \"hi\",\n    \"timestamp\": \"{}\",\n    \"color\": \"blue\",\n    \"msgV\": 1,\n    \"msg_id\": \"{}\",\n    \"type\": \"message\",\n    \"read\": false,\n    \"x_custom\": 7\n  }}\n]",
+        e.timestamp, a.msg_id
+    );
+    assert_eq!(text, expected);
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&s.inbox("bob")), 0o600);
+    assert_eq!(mode(s.inbox("bob").parent().unwrap()), 0o700);
+    assert_eq!(s.mailbox.read("bob").unwrap().entries, vec![e]);
+}
+
+#[test]
+fn a_consumed_out_inbox_is_exactly_two_bytes_and_a_missing_one_reads_empty() {
+    let s = Sandbox::new();
+    assert!(s.mailbox.read("nobody").unwrap().entries.is_empty());
+    assert!(
+        !s.inbox("nobody").exists(),
+        "reading does not create an inbox"
+    );
+    s.send("bob", "alice", "one");
+    let keys: Vec<_> = s
+        .mailbox
+        .read("bob")
+        .unwrap()
+        .entries
+        .iter()
+        .map(Entry::key)
+        .collect();
+    assert_eq!(s.mailbox.consume("bob", &keys).unwrap(), 1);
+    assert_eq!(s.bytes("bob"), b"[]");
+}
+
+#[test]
+fn swarm_never_writes_read_true_and_completes_the_envelope() {
+    let s = Sandbox::new();
+    let mut e = Entry::new("alice", "x".into(), None, None);
+    e.read = Some(true);
+    e.msg_id = None;
+    e.msg_v = None;
+    e.kind = None;
+    let a = s.mailbox.append("bob", e).unwrap();
+    let got = &s.mailbox.read("bob").unwrap().entries[0];
+    assert_eq!(got.read, Some(false));
+    assert_eq!(got.msg_id.as_deref(), Some(a.msg_id.as_str()));
+    assert_eq!((got.msg_v, got.kind.as_deref()), (Some(1), Some("message")));
+}
+
+#[test]
+fn unknown_keys_and_foreign_layouts_survive_a_rewrite() {
+    let s = Sandbox::new();
+    // A 2.1.88 entry (its own key order, read:true) and an entry from a newer
+    // writer with keys this version does not know.
+    let foreign = "[\n  {\n    \"from\": \"old\",\n    \"text\": \"legacy\",\n    \"timestamp\": \"2025-01-01T00:00:00.000Z\",\n    \"read\": true,\n    \"color\": \"green\"\n  },\n  {\n    \"from\": \"new\",\n    \"text\": \"caf\\u00e9\",\n    \"timestamp\": \"2026-01-01T00:00:00.000Z\",\n    \"msgV\": 2,\n    \"msg_id\": \"m-1\",\n    \"type\": \"message\",\n    \"read\": false,\n    \"priority\": {\n      \"level\": 3\n    }\n  }\n]";
+    s.put("bob", foreign.as_bytes());
+    let a = s.send("bob", "alice", "new one");
+    let after = String::from_utf8(s.bytes("bob")).unwrap();
+    assert!(after.starts_with(&foreign[..foreign.len() - 2]), "{after}");
+    let got = s.mailbox.read("bob").unwrap().entries;
+    assert_eq!(
+        got[1].extra.get("priority"),
+        Some(&serde_json::json!({"level": 3}))
+    );
+    assert_eq!(got[1].text, "café");
+    // Consuming the new entry gives back the original bytes exactly.
+    let new_key = got
+        .iter()
+        .find(|e| e.msg_id.as_deref() == Some(&a.msg_id))
+        .unwrap()
+        .key();
+    s.mailbox.consume("bob", &[new_key]).unwrap();
+    assert_eq!(String::from_utf8(s.bytes("bob")).unwrap(), foreign);
+}
+
+// ---- Claude Code fixtures -----------------------------------------------
+
+#[test]
+fn the_claude_code_inbox_fixture_reads_correctly_and_survives_a_rewrite_byte_for_byte() {
+    let Some(original) = fixture("inbox-file-example.json") else {
+        return;
+    };
+    let s = Sandbox::new();
+    s.put("team-lead", &original);
+    let read = s.mailbox.read("team-lead").unwrap();
+    assert_eq!(read.quarantined, None);
+    let e = &read.entries;
+    assert_eq!(e.len(), 3);
+    assert_eq!(e[1].text, "PONG-14-1796022892.362543");
+    assert_eq!(e[1].summary.as_deref(), Some("pong 14"));
+    assert_eq!(
+        e[1].msg_id.as_deref(),
+        Some("f44d0e78-4b94-453b-b3fb-ecd901779838")
+    );
+    assert!(
+        e.iter()
+            .all(|e| e.from == "researcher" && e.is_unread() && e.msg_v == Some(1))
+    );
+    assert!(matches!(
+        e[0].protocol(),
+        Some(Message::IdleNotification(_))
+    ));
+    assert_eq!(e[1].protocol(), None);
+
+    // Consuming nothing leaves it alone; a send then consuming that send
+    // rewrites the file twice and gives back the very same bytes.
+    assert_eq!(
+        s.mailbox
+            .consume(
+                "team-lead",
+                &[Entry::new("x", "y".into(), None, None).key()]
+            )
+            .unwrap(),
+        0
+    );
+    assert_eq!(s.bytes("team-lead"), original);
+    let a = s.send("team-lead", "bob", "late");
+    let late = s.mailbox.read("team-lead").unwrap().entries.pop().unwrap();
+    assert_eq!(late.msg_id.as_deref(), Some(a.msg_id.as_str()));
+    s.mailbox.consume("team-lead", &[late.key()]).unwrap();
+    assert_eq!(s.bytes("team-lead"), original);
+}
+
+#[test]
+fn every_claude_code_sample_entry_reads_with_its_fields_and_rewrites_identically() {
+    let Some(samples) = fixture("inbox-samples.json") else {
+        return;
+    };
+    let samples: serde_json::Map<String, Value> = serde_json::from_slice(&samples).unwrap();
+    let array: Vec<Value> = samples.values().cloned().collect();
+    let bytes = crate::json_text::to_pretty(&array);
+    let s = Sandbox::new();
+    s.put("researcher", &bytes);
+    let got = s.mailbox.read("researcher").unwrap().entries;
+    assert_eq!(got.len(), samples.len());
+    for ((label, want), e) in samples.iter().zip(&got) {
+        assert_eq!(e.from, want["from"].as_str().unwrap(), "{label}");
+        assert_eq!(e.text, want["text"].as_str().unwrap(), "{label}");
+        assert_eq!(e.timestamp, want["timestamp"].as_str().unwrap(), "{label}");
+        assert_eq!(
+            e.summary.as_deref(),
+            want.get("summary").and_then(Value::as_str),
+            "{label}"
+        );
+        assert_eq!(
+            e.color.as_deref(),
+            want.get("color").and_then(Value::as_str),
+            "{label}"
+        );
+        assert_eq!(
+            e.lead_sig.as_deref(),
+            want.get("lead_sig").and_then(Value::as_str),
+            "{label}"
+        );
+        assert_eq!(e.msg_id.as_deref(), want["msg_id"].as_str(), "{label}");
+        assert_eq!(
+            (e.msg_v, e.read, e.kind.as_deref()),
+            (Some(1), Some(false), Some("message"))
+        );
+        assert!(e.extra.is_empty(), "{label}: {:?}", e.extra);
+        let is_frame = !label.contains("message");
+        assert_eq!(e.protocol().is_some(), is_frame, "{label}");
+        // Written again by swarm, each entry is what Claude Code wrote.
+        assert_eq!(serde_json::to_value(e).unwrap(), *want, "{label}");
+        assert_eq!(
+            crate::json_text::to_pretty(e),
+            crate::json_text::to_pretty(want),
+            "{label}"
+        );
+    }
+    let a = s.send("researcher", "bob", "x");
+    let k = s
+        .mailbox
+        .read("researcher")
+        .unwrap()
+        .entries
+        .pop()
+        .unwrap()
+        .key();
+    assert_eq!(k.msg_id.as_deref(), Some(a.msg_id.as_str()));
+    s.mailbox.consume("researcher", &[k]).unwrap();
+    assert_eq!(s.bytes("researcher"), bytes);
+}
+
+// ---- limits -------------------------------------------------------------
+
+#[test]
+fn a_text_over_64_kb_is_refused_and_nothing_is_written() {
+    let s = Sandbox::new();
+    let err = s
+        .mailbox
+        .append(
+            "bob",
+            Entry::new("alice", "x".repeat(MAX_TEXT_BYTES + 1), None, None),
+        )
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        MailboxError::TextTooLong { bytes: 65537, .. }
+    ));
+    let msg = err.to_string();
+    assert!(msg.contains("65537") && msg.contains("bob.json"), "{msg}");
+    assert!(!s.inbox("bob").exists());
+    s.send("bob", "alice", &"x".repeat(MAX_TEXT_BYTES));
+}
+
+/// An inbox already holding `n` unread entries of about `size` bytes each,
+/// written directly (much faster than `n` sends).
+fn prefill(s: &Sandbox, member: &str, texts: impl Iterator<Item = (String, bool)>) {
+    let stored: Vec<_> = texts
+        .map(|(t, read)| {
+            let mut e = Entry::new("alice", t, None, None);
+            e.read = Some(read);
+            Stored::new(e)
+        })
+        .collect();
+    s.put(member, &inbox::render(&stored));
+}
+
+#[test]
+fn an_oversized_inbox_drops_old_protocol_frames_to_history_never_unread_plain_ones() {
+    let s = Sandbox::new();
+    let pad = "p".repeat(60_000);
+    let frame = |i: usize| {
+        Message::ShutdownRejected(crate::protocol::ShutdownRejected {
+            request_id: format!("r{i}"),
+            from: "alice".into(),
+            reason: pad.clone(),
+            timestamp: "t".into(),
+        })
+        .to_text()
+    };
+    // 3 plain + 69 protocol frames of 60 KB: just over 4 MB with the next send.
+    let items = (0..3)
+        .map(|i| (format!("plain {i}"), false))
+        .chain((0..69).map(|i| (frame(i), false)));
+    prefill(&s, "bob", items);
+    let before = s.bytes("bob").len();
+    assert!(
+        before < MAX_FILE_BYTES && before + 60_100 > MAX_FILE_BYTES,
+        "{before}"
+    );
+    let a = s
+        .mailbox
+        .append("bob", Entry::new("alice", frame(999), None, None))
+        .unwrap();
+    assert!(a.dropped > 30, "{a:?}");
+    let after = s.bytes("bob").len();
+    assert!(after <= COMPACT_TARGET_BYTES, "{after}");
+    let texts = s.texts("bob");
+    assert_eq!(&texts[..3], ["plain 0", "plain 1", "plain 2"]);
+    assert_eq!(texts.last().unwrap(), &frame(999));
+    assert_eq!(
+        texts.len() + a.dropped,
+        73,
+        "every entry kept or counted as dropped"
+    );
+    assert_eq!(texts[3], frame(a.dropped), "the oldest frames went first");
+    // They went to history, which keeps the newest of them within its 1 MB.
+    let history = s.mailbox.history("bob").unwrap();
+    assert!(
+        history.len() > 10 && history.len() <= a.dropped,
+        "{}",
+        history.len()
+    );
+    assert_eq!(history.last().unwrap().text, frame(a.dropped - 1));
+}
+
+#[test]
+fn an_inbox_of_unread_plain_messages_at_4_mb_is_full_and_stays_untouched() {
+    let s = Sandbox::new();
+    let pad = "u".repeat(60_000);
+    prefill(&s, "bob", (0..69).map(|i| (format!("{i} {pad}"), false)));
+    let before = s.bytes("bob");
+    assert!(before.len() < MAX_FILE_BYTES);
+    let err = s
+        .mailbox
+        .append("bob", Entry::new("alice", pad.clone(), None, None))
+        .unwrap_err();
+    assert!(matches!(err, MailboxError::InboxFull { .. }));
+    let msg = err.to_string();
+    assert!(
+        msg.contains("inbox full") && msg.contains("bob.json") && msg.contains("70 unread"),
+        "{msg}"
+    );
+    assert_eq!(s.bytes("bob"), before, "nothing written");
+    assert!(s.mailbox.history("bob").unwrap().is_empty());
+}
+
+#[test]
+fn more_than_1000_unread_plain_messages_is_inbox_full_but_read_ones_make_room() {
+    let s = Sandbox::new();
+    prefill(&s, "bob", (0..MAX_PLAIN).map(|i| (i.to_string(), false)));
+    let err = s
+        .mailbox
+        .append("bob", Entry::new("alice", "one more".into(), None, None))
+        .unwrap_err();
+    assert!(err.to_string().contains("inbox full"), "{err}");
+    prefill(&s, "bob", (0..MAX_PLAIN).map(|i| (i.to_string(), i < 300)));
+    let a = s.send("bob", "alice", "one more");
+    // 300 read: one goes for the plain cap, then 99 more for the read cap.
+    assert_eq!(a.dropped, 100);
+    let got = s.mailbox.read("bob").unwrap().entries;
+    assert_eq!(got.iter().filter(|e| !e.is_unread()).count(), MAX_READ);
+    assert_eq!(got[0].text, "100");
+    assert_eq!(s.mailbox.history("bob").unwrap().len(), 100);
+}
+
+// ---- corruption ---------------------------------------------------------
+
+#[test]
+fn a_corrupt_inbox_is_copied_aside_reported_and_never_read_as_empty() {
+    let s = Sandbox::new();
+    let garbage = b"[{\"from\": \"alice\", \"text\": \"lost?\"";
+    s.put("bob", garbage);
+    let a = s.send("bob", "carol", "after");
+    let q = a.quarantined.expect("the corrupt inbox is reported");
+    assert_eq!(std::fs::read(&q).unwrap(), garbage, "its bytes are kept");
+    assert!(q.to_string_lossy().contains("bob.json.corrupt-"));
+    assert_eq!(s.texts("bob"), ["after"]);
+    assert_eq!(s.corrupt_copies(), vec![q]);
+}
+
+#[test]
+fn invalid_entries_are_quarantined_and_the_valid_ones_salvaged() {
+    let s = Sandbox::new();
+    let file = r#"[{"from":"a","text":"keep me","timestamp":"t"},{"from":"a","text":42,"timestamp":"t"},"junk"]"#;
+    s.put("bob", file.as_bytes());
+    let r = s.mailbox.read("bob").unwrap();
+    assert_eq!(
+        r.entries
+            .iter()
+            .map(|e| e.text.as_str())
+            .collect::<Vec<_>>(),
+        ["keep me"]
+    );
+    let q = r.quarantined.expect("reported");
+    assert_eq!(std::fs::read(q).unwrap(), file.as_bytes());
+    // The inbox is repaired: the next read is clean.
+    let again = s.mailbox.read("bob").unwrap();
+    assert_eq!((again.entries.len(), again.quarantined), (1, None));
+}
+
+#[test]
+fn a_non_array_inbox_is_quarantined_not_silently_emptied() {
+    let s = Sandbox::new();
+    s.put("bob", br#"{"from":"a","text":"b","timestamp":"c"}"#);
+    let r = s.mailbox.read("bob").unwrap();
+    assert!(r.entries.is_empty());
+    assert!(r.quarantined.is_some());
+    assert_eq!(s.bytes("bob"), b"[]");
+    assert_eq!(s.corrupt_copies().len(), 1);
+}
+
+#[test]
+fn lone_surrogates_written_by_javascript_are_tolerated_and_kept() {
+    let s = Sandbox::new();
+    let file = "[\n  {\n    \"from\": \"a\",\n    \"text\": \"half \\ud83d emoji\",\n    \"timestamp\": \"t\"\n  }\n]";
+    s.put("bob", file.as_bytes());
+    let r = s.mailbox.read("bob").unwrap();
+    assert_eq!(r.quarantined, None);
+    assert_eq!(r.entries[0].text, "half \u{fffd} emoji");
+    let a = s.send("bob", "c", "x");
+    assert!(
+        String::from_utf8(s.bytes("bob"))
+            .unwrap()
+            .contains("half \\ud83d emoji"),
+        "kept as written"
+    );
+    let k = s.mailbox.read("bob").unwrap().entries.pop().unwrap();
+    assert_eq!(k.msg_id.as_deref(), Some(a.msg_id.as_str()));
+}
+
+// ---- locking ------------------------------------------------------------
+
+#[test]
+fn a_lock_timeout_is_an_error_never_a_silent_skip() {
+    let s = Sandbox::new();
+    s.put("bob", b"[]");
+    let lock_dir = crate::paths::lock_dir_for(&s.inbox("bob"));
+    std::fs::create_dir(&lock_dir).unwrap(); // a live Claude Code holder
+    let mb = s
+        .mailbox
+        .clone()
+        .with_lock_timeout(Duration::from_millis(200));
+    let err = mb
+        .append("bob", Entry::new("a", "x".into(), None, None))
+        .unwrap_err();
+    assert!(matches!(err, MailboxError::Lock(_)), "{err}");
+    assert!(err.to_string().contains("timed out"), "{err}");
+    let k = Entry::new("a", "x".into(), None, None).key();
+    assert!(matches!(
+        mb.consume("bob", &[k]),
+        Err(MailboxError::Lock(_))
+    ));
+    assert_eq!(s.bytes("bob"), b"[]");
+}
+
+#[test]
+fn a_retried_send_is_not_duplicated_and_a_reused_msg_id_is_refused() {
+    let s = Sandbox::new();
+    let e = Entry::new("alice", "once".into(), None, None);
+    s.mailbox.append("bob", e.clone()).unwrap();
+    s.mailbox.append("bob", e.clone()).unwrap();
+    assert_eq!(s.texts("bob"), ["once"]);
+    let mut other = Entry::new("alice", "different".into(), None, None);
+    other.msg_id = e.msg_id.clone();
+    let err = s.mailbox.append("bob", other).unwrap_err();
+    assert!(matches!(err, MailboxError::DuplicateMsgId { .. }), "{err}");
+}
+
+// ---- consumption and history --------------------------------------------
+
+#[test]
+fn consume_removes_by_identity_only_and_keeps_later_arrivals() {
+    let s = Sandbox::new();
+    s.send("bob", "alice", "first");
+    s.send("bob", "carol", "second");
+    let seen = s.mailbox.read("bob").unwrap().entries;
+    s.send("bob", "alice", "late"); // arrives after bob's read
+    // The same text re-sent is a different message (new msg_id, timestamp).
+    s.send("bob", "alice", "first");
+    let n = s.mailbox.consume("bob", &[seen[0].key()]).unwrap();
+    assert_eq!(n, 1);
+    assert_eq!(s.texts("bob"), ["second", "late", "first"]);
+    assert_eq!(
+        s.mailbox.consume("bob", &[seen[0].key()]).unwrap(),
+        0,
+        "already gone"
+    );
+    let h = s.mailbox.history("bob").unwrap();
+    assert_eq!(h, vec![seen[0].clone()]);
+}
+
+#[test]
+fn read_true_entries_of_claude_code_2_1_88_are_returned_and_consumable() {
+    let s = Sandbox::new();
+    s.put(
+        "bob",
+        br#"[{"from":"lead","text":"old","timestamp":"2025-01-01T00:00:00.000Z","read":true},{"from":"lead","text":"new","timestamp":"2025-01-01T00:00:01.000Z","read":false}]"#,
+    );
+    let all = s.mailbox.read("bob").unwrap().entries;
+    assert_eq!(all.len(), 2);
+    let unread: Vec<_> = all
+        .iter()
+        .filter(|e| e.is_unread())
+        .map(|e| e.text.as_str())
+        .collect();
+    assert_eq!(unread, ["new"]);
+    assert_eq!(s.mailbox.consume("bob", &[all[0].key()]).unwrap(), 1);
+    assert_eq!(s.texts("bob"), ["new"]);
+    assert_eq!(s.mailbox.history("bob").unwrap()[0].text, "old");
+}
+
+#[test]
+fn history_is_a_bounded_record_of_what_was_consumed() {
+    let s = Sandbox::new();
+    for i in 0..5 {
+        s.send("bob", "alice", &format!("m{i}"));
+    }
+    let e = s.mailbox.read("bob").unwrap().entries;
+    s.mailbox.consume("bob", &[e[3].key(), e[1].key()]).unwrap();
+    let h: Vec<_> = s
+        .mailbox
+        .history("bob")
+        .unwrap()
+        .into_iter()
+        .map(|e| e.text)
+        .collect();
+    assert_eq!(h, ["m1", "m3"], "oldest first, in inbox order");
+    assert!(s.mailbox.history("nobody").unwrap().is_empty());
+}
+
+// ---- follow and watch ---------------------------------------------------
+
+#[test]
+fn poll_new_reports_each_entry_exactly_once_even_as_entries_leave() {
+    let s = Sandbox::new();
+    let mut seen = HashSet::new();
+    let mut got = Vec::new();
+    s.send("bob", "a", "1");
+    s.send("bob", "a", "2");
+    s.mailbox
+        .poll_new("bob", &mut seen, |e| got.push(e.text.clone()))
+        .unwrap();
+    s.mailbox
+        .poll_new("bob", &mut seen, |e| got.push(e.text.clone()))
+        .unwrap();
+    let first = s.mailbox.read("bob").unwrap().entries[0].key();
+    s.mailbox.consume("bob", &[first]).unwrap();
+    s.send("bob", "a", "3");
+    assert_eq!(
+        s.mailbox
+            .poll_new("bob", &mut seen, |e| got.push(e.text.clone()))
+            .unwrap(),
+        1
+    );
+    assert_eq!(got, ["1", "2", "3"]);
+    assert_eq!(seen.len(), 2, "seen is pruned to what is still in the file");
+}
+
+#[test]
+fn follow_delivers_messages_as_they_arrive_and_stops_when_asked() {
+    let s = Sandbox::new();
+    s.send("bob", "a", "before");
+    let mb = s.mailbox.clone();
+    let sender = std::thread::spawn(move || {
+        for i in 0..3 {
+            std::thread::sleep(Duration::from_millis(30));
+            mb.append("bob", Entry::new("a", format!("live {i}"), None, None))
+                .unwrap();
+        }
+    });
+    let mut got = Vec::new();
+    let mut seen = HashSet::new();
+    let start = std::time::Instant::now();
+    s.mailbox
+        .follow("bob", &mut seen, |e| {
+            got.push(e.text.clone());
+            if got.len() == 4 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+    sender.join().unwrap();
+    assert_eq!(got, ["before", "live 0", "live 1", "live 2"]);
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "woken by events, took {:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn a_send_wakes_the_team_watcher_promptly() {
+    let s = Sandbox::new();
+    let w = s.mailbox.watch().unwrap();
+    assert!(!w.wait(Duration::from_millis(20)));
+    s.send("bob", "a", "ping");
+    let start = std::time::Instant::now();
+    assert!(w.wait(Duration::from_secs(5)));
+    assert!(
+        start.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(s.mailbox.inboxes().unwrap(), ["bob"]);
+}
+
+// ---- concurrency and properties -----------------------------------------
+
+/// Checks that `texts` holds every `(sender, n)` sent exactly once and in
+/// each sender's order.
+fn assert_each_once_in_order(texts: &[String], senders: usize, per_sender: usize) {
+    let mut next: HashMap<String, usize> = HashMap::new();
+    for t in texts {
+        let (who, n) = t.split_once(':').unwrap();
+        let want = next.entry(who.to_owned()).or_default();
+        assert_eq!(
+            n.parse::<usize>().unwrap(),
+            *want,
+            "{who} out of order or duplicated"
+        );
+        *want += 1;
+    }
+    assert_eq!(next.len(), senders);
+    assert!(next.values().all(|&n| n == per_sender), "{next:?}");
+}
+
+#[test]
+fn eight_threads_appending_fifty_each_lose_and_duplicate_nothing() {
+    let s = Arc::new(Sandbox::new());
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                for i in 0..50 {
+                    s.mailbox
+                        .append(
+                            "bob",
+                            Entry::new(&format!("s{t}"), format!("s{t}:{i}"), None, None),
+                        )
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let texts = s.texts("bob");
+    assert_eq!(texts.len(), 400);
+    assert_each_once_in_order(&texts, 8, 50);
+    let _: Vec<Value> = serde_json::from_slice(&s.bytes("bob")).unwrap();
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Send(usize),
+    /// Consume the entries at these positions (modulo the inbox length).
+    Consume(Vec<usize>),
+    Frame(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0..3usize).prop_map(Op::Send),
+        1 => (0..3usize).prop_map(Op::Frame),
+        2 => proptest::collection::vec(0..20usize, 0..4).prop_map(Op::Consume),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_sends_and_consumes_lose_nothing_duplicate_nothing_and_keep_order(
+        ops in proptest::collection::vec(op(), 1..40)
+    ) {
+        let s = Sandbox::new();
+        let mut sent = [0usize; 3];
+        let mut consumed: Vec<String> = Vec::new();
+        for op in ops {
+            match op {
+                Op::Send(who) | Op::Frame(who) => {
+                    let tag = format!("s{who}:{}", sent[who]);
+                    let text = if matches!(op, Op::Frame(_)) { idle_frame("x", &tag) } else { tag };
+                    s.mailbox.append("bob", Entry::new(&format!("s{who}"), text, None, None)).unwrap();
+                    sent[who] += 1;
+                }
+                Op::Consume(picks) => {
+                    let now = s.mailbox.read("bob").unwrap().entries;
+                    if now.is_empty() { continue; }
+                    let keys: Vec<_> = picks.iter().map(|p| now[p % now.len()].key()).collect();
+                    let unique: HashSet<_> = keys.iter().cloned().collect();
+                    let n = s.mailbox.consume("bob", &keys).unwrap();
+                    prop_assert_eq!(n, unique.len());
+                    consumed.extend(now.iter().filter(|e| unique.contains(&e.key())).map(label));
+                }
+            }
+            let bytes = s.bytes("bob");
+            prop_assert!(serde_json::from_slice::<Vec<Value>>(&bytes).is_ok(), "not valid JSON");
+        }
+        let left: Vec<String> = s.mailbox.read("bob").unwrap().entries.iter().map(label).collect();
+        let history: Vec<String> = s.mailbox.history("bob").unwrap().iter().map(label).collect();
+        prop_assert_eq!(&history, &consumed, "history holds exactly what was consumed, in order");
+        // Every message sent is in exactly one place, and each place keeps
+        // each sender's order.
+        let mut all: Vec<String> = left.iter().chain(&consumed).cloned().collect();
+        prop_assert_eq!(all.len(), sent.iter().sum::<usize>());
+        let order = |v: &[String]| -> bool {
+            let mut last: HashMap<&str, usize> = HashMap::new();
+            v.iter().all(|t| {
+                let (who, n) = t.split_once(':').unwrap();
+                let n = n.parse::<usize>().unwrap();
+                last.insert(who, n).is_none_or(|prev| prev < n)
+            })
+        };
+        prop_assert!(order(&left), "inbox out of order: {:?}", left);
+        all.sort();
+        all.dedup();
+        prop_assert_eq!(all.len(), sent.iter().sum::<usize>(), "a duplicate");
+    }
+}
