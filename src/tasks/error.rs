@@ -20,7 +20,11 @@ pub enum TaskError {
     Name { team: String, source: NameError },
 
     #[error("team {team}: task {id} not found ({path})")]
-    NotFound { team: String, id: String, path: PathBuf },
+    NotFound {
+        team: String,
+        id: String,
+        path: PathBuf,
+    },
 
     #[error("team {team}: task {id} cannot block itself")]
     SelfBlock { team: String, id: String },
@@ -29,11 +33,26 @@ pub enum TaskError {
         "team {team}: task {id} ({path}) is unreadable ({reason}); its bytes were copied to \
          {quarantined} and the id stays used"
     )]
-    Corrupt { team: String, id: String, path: PathBuf, reason: String, quarantined: PathBuf },
+    Corrupt {
+        team: String,
+        id: String,
+        path: PathBuf,
+        reason: String,
+        quarantined: PathBuf,
+    },
 
     #[error("team {team}: cannot {what} ({path}): {source}")]
-    Io { team: String, what: String, path: PathBuf, source: io::Error },
+    Io {
+        team: String,
+        what: String,
+        path: PathBuf,
+        source: io::Error,
+    },
 
     #[error("team {team}: cannot lock {what}: {source}")]
-    Lock { team: String, what: String, source: LockError },
+    Lock {
+        team: String,
+        what: String,
+        source: LockError,
+    },
 }

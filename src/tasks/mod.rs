@@ -2,12 +2,12 @@
 //! Claude Code's format, with its locks, so Claude Code teammates and swarm
 //! processes share one list.
 //!
-//! - [`task`]: the task value, its exact file bytes, and the id rule.
-//! - [`rules`]: the state machine as pure functions (claim checks, updates,
-//!   unassigning, id arithmetic).
-//! - [`store`]: [`TaskStore`], the files and locks: create, list, get,
+//! - [`task`] holds the task value, its exact file bytes, and the id rule.
+//! - [`rules`] holds the state machine as pure functions (claim checks,
+//!   updates, unassigning, id arithmetic).
+//! - [`store`] holds [`TaskStore`], the files and locks: create, list, get,
 //!   update, delete, claim, unassign.
-//! - [`error`]: [`TaskError`].
+//! - [`error`] holds [`TaskError`].
 //!
 //! An owner change (an update naming a new owner, or a claim) is reported to
 //! the caller, which owes the new owner a `task_assignment` message; this

@@ -46,7 +46,9 @@ impl std::fmt::Display for Refusal {
             Refusal::AlreadyClaimed { owner } => write!(f, "already claimed by {owner}"),
             Refusal::AlreadyResolved => write!(f, "already completed"),
             Refusal::Blocked { by } => write!(f, "blocked by task(s) {}", by.join(", ")),
-            Refusal::Busy { owns } => write!(f, "claimant still owns open task(s) {}", owns.join(", ")),
+            Refusal::Busy { owns } => {
+                write!(f, "claimant still owns open task(s) {}", owns.join(", "))
+            }
             Refusal::NothingClaimable => write!(f, "no pending, ownerless, unblocked task"),
         }
     }
@@ -104,7 +106,9 @@ pub fn check_claim(
 ) -> Result<(), Refusal> {
     let task = task.ok_or(Refusal::NotFound)?;
     if let Some(owner) = task.owner.as_deref().filter(|o| *o != claimant) {
-        return Err(Refusal::AlreadyClaimed { owner: owner.to_string() });
+        return Err(Refusal::AlreadyClaimed {
+            owner: owner.to_string(),
+        });
     }
     if task.status == Status::Completed {
         return Err(Refusal::AlreadyResolved);
@@ -237,7 +241,10 @@ mod tests {
 
     #[test]
     fn a_missing_task_cannot_be_claimed() {
-        assert_eq!(check_claim(None, "alice", vec![], vec![]), Err(Refusal::NotFound));
+        assert_eq!(
+            check_claim(None, "alice", vec![], vec![]),
+            Err(Refusal::NotFound)
+        );
     }
 
     #[test]
@@ -245,7 +252,9 @@ mod tests {
         let t = task("1", Status::InProgress, Some("bob"), &[]);
         assert_eq!(
             check_claim(Some(&t), "alice", vec![], vec![]),
-            Err(Refusal::AlreadyClaimed { owner: "bob".into() })
+            Err(Refusal::AlreadyClaimed {
+                owner: "bob".into()
+            })
         );
         assert_eq!(check_claim(Some(&t), "bob", vec![], vec![]), Ok(()));
     }
@@ -253,7 +262,10 @@ mod tests {
     #[test]
     fn a_completed_task_is_already_resolved() {
         let t = task("1", Status::Completed, None, &[]);
-        assert_eq!(check_claim(Some(&t), "alice", vec![], vec![]), Err(Refusal::AlreadyResolved));
+        assert_eq!(
+            check_claim(Some(&t), "alice", vec![], vec![]),
+            Err(Refusal::AlreadyResolved)
+        );
     }
 
     #[test]
@@ -268,7 +280,9 @@ mod tests {
         let by = open_blockers(&all[2], statuses(&all));
         assert_eq!(
             check_claim(Some(&all[2]), "alice", by, vec![]),
-            Err(Refusal::Blocked { by: vec!["2".into()] })
+            Err(Refusal::Blocked {
+                by: vec!["2".into()]
+            })
         );
     }
 
@@ -283,26 +297,37 @@ mod tests {
         assert_eq!(busy, ["1"]);
         assert_eq!(
             check_claim(Some(&all[2]), "alice", vec![], busy.clone()),
-            Err(Refusal::Busy { owns: vec!["1".into()] })
+            Err(Refusal::Busy {
+                owns: vec!["1".into()]
+            })
         );
         assert_eq!(
             check_claim(Some(&all[1]), "alice", vec![], busy),
             Err(Refusal::AlreadyResolved)
         );
-        assert!(owned_open("alice", &all, "1").is_empty(), "the task itself does not count");
+        assert!(
+            owned_open("alice", &all, "1").is_empty(),
+            "the task itself does not count"
+        );
     }
 
     #[test]
     fn claiming_sets_owner_and_in_progress() {
         let mut t = task("1", Status::Pending, None, &[]);
         claim(&mut t, "alice");
-        assert_eq!((t.owner.as_deref(), t.status), (Some("alice"), Status::InProgress));
+        assert_eq!(
+            (t.owner.as_deref(), t.status),
+            (Some("alice"), Status::InProgress)
+        );
     }
 
     #[test]
     fn in_progress_without_an_owner_makes_the_caller_the_owner() {
         let mut t = task("1", Status::Pending, None, &[]);
-        let upd = TaskUpdate { status: Some(Status::InProgress), ..Default::default() };
+        let upd = TaskUpdate {
+            status: Some(Status::InProgress),
+            ..Default::default()
+        };
         assert_eq!(apply_update(&mut t, &upd, "carol"), Some("carol".into()));
         assert_eq!(t.owner.as_deref(), Some("carol"));
 
@@ -311,7 +336,10 @@ mod tests {
         assert_eq!(owned.owner.as_deref(), Some("bob"));
 
         let mut explicit = task("3", Status::Pending, None, &[]);
-        let unassign_too = TaskUpdate { owner: Some(None), ..upd };
+        let unassign_too = TaskUpdate {
+            owner: Some(None),
+            ..upd
+        };
         assert_eq!(apply_update(&mut explicit, &unassign_too, "carol"), None);
         assert_eq!(explicit.owner, None);
     }
@@ -324,7 +352,10 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(apply_update(&mut t, &to(Some("bob")), "x"), None);
-        assert_eq!(apply_update(&mut t, &to(Some("dave")), "x"), Some("dave".into()));
+        assert_eq!(
+            apply_update(&mut t, &to(Some("dave")), "x"),
+            Some("dave".into())
+        );
         assert_eq!(apply_update(&mut t, &to(None), "x"), None);
         assert_eq!(t.owner, None);
     }
@@ -336,9 +367,20 @@ mod tests {
             metadata: Some(v.as_object().unwrap().clone()),
             ..Default::default()
         };
-        apply_update(&mut t, &patch(serde_json::json!({"a": 1, "b": {"x": 1}})), "x");
-        apply_update(&mut t, &patch(serde_json::json!({"a": null, "b": {"y": 2}, "c": 3})), "x");
-        assert_eq!(Value::Object(t.metadata.unwrap()), serde_json::json!({"b": {"y": 2}, "c": 3}));
+        apply_update(
+            &mut t,
+            &patch(serde_json::json!({"a": 1, "b": {"x": 1}})),
+            "x",
+        );
+        apply_update(
+            &mut t,
+            &patch(serde_json::json!({"a": null, "b": {"y": 2}, "c": 3})),
+            "x",
+        );
+        assert_eq!(
+            Value::Object(t.metadata.unwrap()),
+            serde_json::json!({"b": {"y": 2}, "c": 3})
+        );
     }
 
     #[test]
@@ -350,7 +392,10 @@ mod tests {
             ..Default::default()
         };
         apply_update(&mut t, &upd, "x");
-        assert_eq!((t.blocks, t.blocked_by), (vec!["3".into()], vec!["2".into(), "4".into()]));
+        assert_eq!(
+            (t.blocks, t.blocked_by),
+            (vec!["3".into()], vec!["2".into(), "4".into()])
+        );
     }
 
     #[test]
@@ -370,7 +415,10 @@ mod tests {
         let mut t = task("1", Status::Pending, None, &["5", "6"]);
         t.blocks = vec!["5".into()];
         assert!(strip_id(&mut t, "5"));
-        assert_eq!((t.blocks.len(), t.blocked_by.as_slice()), (0, &["6".to_string()][..]));
+        assert_eq!(
+            (t.blocks.len(), t.blocked_by.as_slice()),
+            (0, &["6".to_string()][..])
+        );
         assert!(!strip_id(&mut t, "5"));
     }
 

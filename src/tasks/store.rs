@@ -63,6 +63,10 @@ pub struct Updated {
 /// The outcome of a claim. A successful claim is an owner change: the
 /// claimant is owed a `task_assignment` unless it is the one who asked.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one value per claim call; boxing would only burden every caller"
+)]
 pub enum Claim {
     Claimed(Task),
     Refused(Refusal),
@@ -80,6 +84,10 @@ pub struct TaskStore {
 struct ListLock(#[allow(dead_code, reason = "held for its Drop")] FileLock);
 
 /// What reading a task file found.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "short-lived, never stored in bulk"
+)]
 enum Loaded {
     Missing,
     Found(Task),
@@ -102,7 +110,11 @@ enum Mark {
 
 impl TaskStore {
     pub fn new(root: &Root, team: &str) -> TaskStore {
-        TaskStore { root: root.clone(), team: team.to_string(), lock_timeout: DEFAULT_LOCK_TIMEOUT }
+        TaskStore {
+            root: root.clone(),
+            team: team.to_string(),
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+        }
     }
 
     /// Waits at most `timeout` for any lock (default [`DEFAULT_LOCK_TIMEOUT`]).
@@ -117,7 +129,9 @@ impl TaskStore {
 
     /// `tasks/<team>/`, for watchers.
     pub fn dir(&self) -> Result<PathBuf, TaskError> {
-        self.root.tasks_dir(&self.team).map_err(|e| self.name_err(e))
+        self.root
+            .tasks_dir(&self.team)
+            .map_err(|e| self.name_err(e))
     }
 
     /// Creates a task with the next id, under the list lock.
@@ -141,7 +155,9 @@ impl TaskStore {
         task.metadata = new.metadata;
         self.write(&task)?;
         for b in &task.blocked_by {
-            self.edit(b, Some(&list), |t| rules::add_unique(&mut t.blocks, &task.id))?;
+            self.edit(b, Some(&list), |t| {
+                rules::add_unique(&mut t.blocks, &task.id)
+            })?;
         }
         Ok(task)
     }
@@ -151,7 +167,11 @@ impl TaskStore {
     /// (rebuilt from the highest id in use).
     pub fn list(&self) -> Result<TaskList, TaskError> {
         let garbage_mark = matches!(self.read_mark()?, Mark::Garbage);
-        let list = if garbage_mark { Some(self.lock_list()?) } else { None };
+        let list = if garbage_mark {
+            Some(self.lock_list()?)
+        } else {
+            None
+        };
         let mut quarantined = Vec::new();
         if let Some(l) = &list {
             quarantined.extend(self.mark(l)?.1);
@@ -188,10 +208,17 @@ impl TaskStore {
         for o in &others {
             self.check_id(o)?;
             if *o == id {
-                return Err(TaskError::SelfBlock { team: self.team.clone(), id: id.to_string() });
+                return Err(TaskError::SelfBlock {
+                    team: self.team.clone(),
+                    id: id.to_string(),
+                });
             }
         }
-        let list = if others.is_empty() { None } else { Some(self.lock_list()?) };
+        let list = if others.is_empty() {
+            None
+        } else {
+            Some(self.lock_list()?)
+        };
         for o in &others {
             self.require(o)?;
         }
@@ -205,7 +232,9 @@ impl TaskStore {
         self.write(&task)?;
         drop(lock);
         for b in &upd.add_blocks {
-            self.edit(b, list.as_ref(), |t| rules::add_unique(&mut t.blocked_by, id))?;
+            self.edit(b, list.as_ref(), |t| {
+                rules::add_unique(&mut t.blocked_by, id)
+            })?;
         }
         for b in &upd.add_blocked_by {
             self.edit(b, list.as_ref(), |t| rules::add_unique(&mut t.blocks, id))?;
@@ -255,7 +284,11 @@ impl TaskStore {
         if let Some(id) = id {
             self.check_id(id)?;
         }
-        let list = if busy_check { Some(self.lock_list()?) } else { None };
+        let list = if busy_check {
+            Some(self.lock_list()?)
+        } else {
+            None
+        };
         match id {
             Some(id) => self.claim_one(id, claimant, list.as_ref()),
             None => self.claim_next(claimant, list.as_ref()),
@@ -295,7 +328,9 @@ impl TaskStore {
             None => Vec::new(),
         };
         let (_lock, task) = self.locked_read(id, list)?;
-        let Some(mut task) = task else { return Ok(Claim::Refused(Refusal::NotFound)) };
+        let Some(mut task) = task else {
+            return Ok(Claim::Refused(Refusal::NotFound));
+        };
         let blockers = self.open_blockers(&task)?;
         if let Err(refusal) = rules::check_claim(Some(&task), claimant, blockers, busy) {
             return Ok(Claim::Refused(refusal));
@@ -373,7 +408,9 @@ impl TaskStore {
         f: impl FnOnce(&mut Task) -> bool,
     ) -> Result<Option<Task>, TaskError> {
         let (_lock, task) = self.locked_read(id, list)?;
-        let Some(mut task) = task else { return Ok(None) };
+        let Some(mut task) = task else {
+            return Ok(None);
+        };
         if f(&mut task) {
             self.write(&task)?;
         }
@@ -407,7 +444,11 @@ impl TaskStore {
     /// Every readable task, in id order, quarantining the unreadable.
     fn scan(&self, list: Option<&ListLock>) -> Result<TaskList, TaskError> {
         let dir = self.dir()?;
-        let mut ids: Vec<u64> = self.file_names(&dir)?.iter().filter_map(|n| task_file_id(n)).collect();
+        let mut ids: Vec<u64> = self
+            .file_names(&dir)?
+            .iter()
+            .filter_map(|n| task_file_id(n))
+            .collect();
         ids.sort_unstable();
         let mut out = TaskList::default();
         for n in ids {
@@ -448,7 +489,9 @@ impl TaskStore {
         let path = self.path(id)?;
         let bytes = atomic_file::read_optional(&path)
             .map_err(|e| self.io_err(format!("read task {id}"), &path, e))?;
-        let Some(bytes) = bytes else { return Ok(Loaded::Missing) };
+        let Some(bytes) = bytes else {
+            return Ok(Loaded::Missing);
+        };
         Ok(match Task::from_file_bytes(&bytes) {
             Ok(mut t) => {
                 if t.id != id {
@@ -500,7 +543,12 @@ impl TaskStore {
     /// The highest id ever used that the directory still shows: task files
     /// and quarantined copies of them.
     fn highest_used(&self, dir: &Path) -> Result<u64, TaskError> {
-        Ok(self.file_names(dir)?.iter().filter_map(|n| used_id(n)).max().unwrap_or(0))
+        Ok(self
+            .file_names(dir)?
+            .iter()
+            .filter_map(|n| used_id(n))
+            .max()
+            .unwrap_or(0))
     }
 
     fn file_names(&self, dir: &Path) -> Result<Vec<String>, TaskError> {
@@ -525,7 +573,10 @@ impl TaskStore {
             .map_err(|e| self.io_err("read the high-water mark", &path, e))?;
         Ok(match bytes {
             None => Mark::Missing,
-            Some(b) => match std::str::from_utf8(&b).ok().and_then(|s| s.trim().parse().ok()) {
+            Some(b) => match std::str::from_utf8(&b)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+            {
                 Some(n) => Mark::At(n),
                 None => Mark::Garbage,
             },
@@ -583,7 +634,10 @@ impl TaskStore {
         let dir = self.dir()?;
         atomic_file::ensure_dir(&dir)
             .map_err(|e| self.io_err("create the task directory", &dir, e))?;
-        let file = self.root.task_list_lock_file(&self.team).map_err(|e| self.name_err(e))?;
+        let file = self
+            .root
+            .task_list_lock_file(&self.team)
+            .map_err(|e| self.name_err(e))?;
         atomic_file::create_new(&file, b"")
             .map_err(|e| self.io_err("create the task list lock file", &file, e))?;
         FileLock::acquire_dir(&paths::lock_dir_for(&file), self.lock_timeout)
@@ -605,8 +659,10 @@ impl TaskStore {
     }
 
     fn check_id(&self, id: &str) -> Result<u64, TaskError> {
-        parse_id(id)
-            .ok_or_else(|| TaskError::InvalidId { team: self.team.clone(), id: id.to_string() })
+        parse_id(id).ok_or_else(|| TaskError::InvalidId {
+            team: self.team.clone(),
+            id: id.to_string(),
+        })
     }
 
     /// The file of a task; the id is checked first, so it is never a path.
@@ -616,7 +672,9 @@ impl TaskStore {
     }
 
     fn mark_path(&self) -> Result<PathBuf, TaskError> {
-        self.root.highwatermark(&self.team).map_err(|e| self.name_err(e))
+        self.root
+            .highwatermark(&self.team)
+            .map_err(|e| self.name_err(e))
     }
 
     /// Refuses an id whose file does not exist.
@@ -628,10 +686,19 @@ impl TaskStore {
     }
 
     fn not_found(&self, id: &str) -> Result<TaskError, TaskError> {
-        Ok(TaskError::NotFound { team: self.team.clone(), id: id.to_string(), path: self.path(id)? })
+        Ok(TaskError::NotFound {
+            team: self.team.clone(),
+            id: id.to_string(),
+            path: self.path(id)?,
+        })
     }
 
-    fn corrupt(&self, id: &str, reason: String, quarantined: PathBuf) -> Result<TaskError, TaskError> {
+    fn corrupt(
+        &self,
+        id: &str,
+        reason: String,
+        quarantined: PathBuf,
+    ) -> Result<TaskError, TaskError> {
         Ok(TaskError::Corrupt {
             team: self.team.clone(),
             id: id.to_string(),
@@ -642,10 +709,18 @@ impl TaskStore {
     }
 
     fn name_err(&self, source: crate::team::names::NameError) -> TaskError {
-        TaskError::Name { team: self.team.clone(), source }
+        TaskError::Name {
+            team: self.team.clone(),
+            source,
+        }
     }
 
     fn io_err(&self, what: impl Into<String>, path: &Path, source: io::Error) -> TaskError {
-        TaskError::Io { team: self.team.clone(), what: what.into(), path: path.to_path_buf(), source }
+        TaskError::Io {
+            team: self.team.clone(),
+            what: what.into(),
+            path: path.to_path_buf(),
+            source,
+        }
     }
 }

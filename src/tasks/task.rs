@@ -278,7 +278,10 @@ mod tests {
         let t = Task::from_file_bytes(merged.as_bytes()).unwrap();
         assert_eq!(t.owner.as_deref(), Some("bob"));
         let text = String::from_utf8(t.to_file_bytes()).unwrap();
-        assert!(text.find("\"owner\"").unwrap() < text.find("\"status\"").unwrap(), "{text}");
+        assert!(
+            text.find("\"owner\"").unwrap() < text.find("\"status\"").unwrap(),
+            "{text}"
+        );
     }
 
     #[test]
@@ -317,7 +320,10 @@ mod tests {
             r#"[]"#,
             r#"{"id":"1","#,
         ] {
-            assert!(Task::from_file_bytes(bad.as_bytes()).is_err(), "{bad} accepted");
+            assert!(
+                Task::from_file_bytes(bad.as_bytes()).is_err(),
+                "{bad} accepted"
+            );
         }
     }
 
@@ -326,7 +332,17 @@ mod tests {
         for ok in ["1", "9", "10", "123456"] {
             assert!(parse_id(ok).is_some(), "{ok}");
         }
-        for bad in ["", "0", "01", "-1", "1a", "../1", "1.json", " 1", "99999999999999999999999"] {
+        for bad in [
+            "",
+            "0",
+            "01",
+            "-1",
+            "1a",
+            "../1",
+            "1.json",
+            " 1",
+            "99999999999999999999999",
+        ] {
             assert_eq!(parse_id(bad), None, "{bad:?}");
         }
     }

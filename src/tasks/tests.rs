@@ -27,7 +27,11 @@ impl Sandbox {
         let tmp = tempfile::tempdir().expect("temp dir");
         let root = Root::new(tmp.path());
         let store = TaskStore::new(&root, TEAM);
-        Sandbox { _tmp: tmp, root, store }
+        Sandbox {
+            _tmp: tmp,
+            root,
+            store,
+        }
     }
 
     fn dir(&self) -> PathBuf {
@@ -49,7 +53,9 @@ impl Sandbox {
             blocked_by: by.iter().map(|s| s.to_string()).collect(),
             ..Default::default()
         };
-        self.store.create(new).unwrap_or_else(|e| panic!("creating {subject:?}: {e}"))
+        self.store
+            .create(new)
+            .unwrap_or_else(|e| panic!("creating {subject:?}: {e}"))
     }
 
     fn task(&self, id: &str) -> Task {
@@ -60,7 +66,13 @@ impl Sandbox {
     }
 
     fn ids(&self) -> Vec<String> {
-        self.store.list().unwrap().tasks.into_iter().map(|t| t.id).collect()
+        self.store
+            .list()
+            .unwrap()
+            .tasks
+            .into_iter()
+            .map(|t| t.id)
+            .collect()
     }
 
     fn mark(&self) -> Option<String> {
@@ -68,11 +80,15 @@ impl Sandbox {
     }
 
     fn update(&self, id: &str, upd: TaskUpdate) -> Updated {
-        self.store.update(id, upd, "lead").unwrap_or_else(|e| panic!("updating {id}: {e}"))
+        self.store
+            .update(id, upd, "lead")
+            .unwrap_or_else(|e| panic!("updating {id}: {e}"))
     }
 
     fn claim(&self, id: Option<&str>, who: &str, busy: bool) -> Claim {
-        self.store.claim(id, who, busy).unwrap_or_else(|e| panic!("{who} claiming {id:?}: {e}"))
+        self.store
+            .claim(id, who, busy)
+            .unwrap_or_else(|e| panic!("{who} claiming {id:?}: {e}"))
     }
 
     fn claimed(&self, id: Option<&str>, who: &str) -> Task {
@@ -112,7 +128,11 @@ fn a_new_task_is_written_exactly_as_claude_code_writes_it() {
     assert_eq!(mode(&s.dir()), 0o700);
     assert!(s.file(".lock").exists(), "the list lock file is created");
     assert!(!s.file(".lock.lock").exists(), "the list lock is released");
-    assert_eq!(s.mark(), None, "creating writes no .highwatermark, like Claude Code");
+    assert_eq!(
+        s.mark(),
+        None,
+        "creating writes no .highwatermark, like Claude Code"
+    );
 }
 
 #[test]
@@ -122,13 +142,20 @@ fn ids_increase_and_are_never_reused_even_after_deletes() {
         assert_eq!(s.create("t").id, n.to_string());
     }
     assert!(s.store.delete("3").unwrap());
-    assert_eq!(s.mark().as_deref(), Some("3"), "raised before the unlink, bare decimal");
+    assert_eq!(
+        s.mark().as_deref(),
+        Some("3"),
+        "raised before the unlink, bare decimal"
+    );
     assert_eq!(s.create("t").id, "4");
     assert!(s.store.delete("4").unwrap());
     assert!(s.store.delete("2").unwrap());
     assert_eq!(s.mark().as_deref(), Some("4"), "never lowered");
     assert_eq!(s.create("t").id, "5");
-    assert!(!s.store.delete("2").unwrap(), "deleting a missing task reports false");
+    assert!(
+        !s.store.delete("2").unwrap(),
+        "deleting a missing task reports false"
+    );
     assert_eq!(s.ids(), ["1", "5"]);
 }
 
@@ -137,7 +164,11 @@ fn a_missing_high_water_mark_is_rebuilt_from_the_highest_file() {
     let s = Sandbox::new();
     s.create("a");
     s.create("b");
-    fs::write(s.file("9.json"), s.task("1").to_file_bytes().replace_id("9")).unwrap();
+    fs::write(
+        s.file("9.json"),
+        s.task("1").to_file_bytes().replace_id("9"),
+    )
+    .unwrap();
     assert_eq!(s.create("c").id, "10");
 }
 
@@ -150,8 +181,15 @@ fn a_garbage_high_water_mark_is_quarantined_reported_and_rebuilt() {
     let listed = s.store.list().unwrap();
     assert_eq!(listed.tasks.len(), 2);
     assert_eq!(listed.quarantined.len(), 1, "{listed:?}");
-    assert!(listed.quarantined[0].to_string_lossy().contains(".highwatermark.corrupt-"));
-    assert_eq!(fs::read_to_string(&listed.quarantined[0]).unwrap(), "not a number");
+    assert!(
+        listed.quarantined[0]
+            .to_string_lossy()
+            .contains(".highwatermark.corrupt-")
+    );
+    assert_eq!(
+        fs::read_to_string(&listed.quarantined[0]).unwrap(),
+        "not a number"
+    );
     assert_eq!(s.mark().as_deref(), Some("2"));
     assert_eq!(s.create("c").id, "3");
 }
@@ -168,8 +206,17 @@ fn an_invalid_id_is_a_clear_error_and_never_a_path() {
         assert!(s.store.claim(Some(bad), "x", false).is_err());
         assert!(s.store.update(bad, TaskUpdate::default(), "x").is_err());
     }
-    let blocked = NewTask { blocked_by: ids(&["../../etc"]), ..Default::default() };
-    assert!(s.store.create(blocked).unwrap_err().to_string().contains("invalid task id"));
+    let blocked = NewTask {
+        blocked_by: ids(&["../../etc"]),
+        ..Default::default()
+    };
+    assert!(
+        s.store
+            .create(blocked)
+            .unwrap_err()
+            .to_string()
+            .contains("invalid task id")
+    );
 }
 
 #[test]
@@ -178,13 +225,22 @@ fn listing_is_in_numeric_order_and_skips_everything_that_is_not_a_task() {
     for _ in 0..11 {
         s.create("t");
     }
-    for junk in ["3.json.tmp.0a1b2c3d", "4.json.corrupt-17", ".hidden.json", "x.json", "notes"] {
+    for junk in [
+        "3.json.tmp.0a1b2c3d",
+        "4.json.corrupt-17",
+        ".hidden.json",
+        "x.json",
+        "notes",
+    ] {
         fs::write(s.file(junk), "{garbage").unwrap();
     }
     fs::create_dir(s.file("5.json.lock")).unwrap();
     let listed = s.store.list().unwrap();
     let got: Vec<_> = listed.tasks.iter().map(|t| t.id.as_str()).collect();
-    assert_eq!(got, ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]);
+    assert_eq!(
+        got,
+        ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]
+    );
     assert!(listed.quarantined.is_empty(), "{:?}", listed.quarantined);
 }
 
@@ -212,16 +268,25 @@ fn an_update_changes_fields_merges_metadata_and_reports_a_new_owner() {
     );
     assert_eq!(u.new_owner, None, "owner unchanged");
     let t = s.task(&id);
-    assert_eq!((t.subject.as_str(), t.owner.as_deref()), ("renamed", Some("bob")));
+    assert_eq!(
+        (t.subject.as_str(), t.owner.as_deref()),
+        ("renamed", Some("bob"))
+    );
     assert_eq!(t.status, Status::Completed);
-    assert_eq!(serde_json::Value::Object(t.metadata.unwrap()), json!({"k": 1}));
+    assert_eq!(
+        serde_json::Value::Object(t.metadata.unwrap()),
+        json!({"k": 1})
+    );
 }
 
 #[test]
 fn setting_in_progress_on_an_ownerless_task_makes_the_caller_its_owner() {
     let s = Sandbox::new();
     let id = s.create("a").id;
-    let upd = TaskUpdate { status: Some(Status::InProgress), ..Default::default() };
+    let upd = TaskUpdate {
+        status: Some(Status::InProgress),
+        ..Default::default()
+    };
     let u = s.store.update(&id, upd, "carol").unwrap();
     assert_eq!(u.new_owner.as_deref(), Some("carol"));
     assert_eq!(s.task(&id).owner.as_deref(), Some("carol"));
@@ -232,18 +297,32 @@ fn dependencies_are_kept_on_both_sides_without_duplicates() {
     let s = Sandbox::new();
     let a = s.create("a").id;
     let b = s.create_blocked("b", &[&a]).id;
-    assert_eq!(s.task(&a).blocks, [b.clone()], "create writes the blocker's side");
+    assert_eq!(
+        s.task(&a).blocks,
+        [b.as_str()],
+        "create writes the blocker's side"
+    );
     let c = s.create("c").id;
     for _ in 0..2 {
         s.update(
             &a,
-            TaskUpdate { add_blocks: ids(&[&b, &c]), add_blocked_by: vec![], ..Default::default() },
+            TaskUpdate {
+                add_blocks: ids(&[&b, &c]),
+                add_blocked_by: vec![],
+                ..Default::default()
+            },
         );
     }
-    s.update(&c, TaskUpdate { add_blocked_by: ids(&[&b]), ..Default::default() });
+    s.update(
+        &c,
+        TaskUpdate {
+            add_blocked_by: ids(&[&b]),
+            ..Default::default()
+        },
+    );
     assert_eq!(s.task(&a).blocks, [b.clone(), c.clone()]);
-    assert_eq!(s.task(&b).blocked_by, [a.clone()]);
-    assert_eq!(s.task(&b).blocks, [c.clone()]);
+    assert_eq!(s.task(&b).blocked_by, [a.as_str()]);
+    assert_eq!(s.task(&b).blocks, [c.as_str()]);
     assert_eq!(s.task(&c).blocked_by, [a.clone(), b.clone()]);
 }
 
@@ -254,18 +333,38 @@ fn self_blocking_and_unknown_dependencies_are_refused_and_change_nothing() {
     let before = fs::read(s.file("1.json")).unwrap();
     let err = s
         .store
-        .update(&a, TaskUpdate { add_blocks: ids(&[&a]), ..Default::default() }, "x")
+        .update(
+            &a,
+            TaskUpdate {
+                add_blocks: ids(&[&a]),
+                ..Default::default()
+            },
+            "x",
+        )
         .unwrap_err();
     assert!(matches!(err, TaskError::SelfBlock { .. }), "{err}");
     let err = s
         .store
-        .update(&a, TaskUpdate { add_blocked_by: ids(&["42"]), ..Default::default() }, "x")
+        .update(
+            &a,
+            TaskUpdate {
+                add_blocked_by: ids(&["42"]),
+                ..Default::default()
+            },
+            "x",
+        )
         .unwrap_err();
     assert!(err.to_string().contains("task 42 not found"), "{err}");
     assert!(err.to_string().contains("42.json"), "{err}");
     assert_eq!(fs::read(s.file("1.json")).unwrap(), before);
-    let new = NewTask { blocked_by: ids(&["42"]), ..Default::default() };
-    assert!(matches!(s.store.create(new), Err(TaskError::NotFound { .. })));
+    let new = NewTask {
+        blocked_by: ids(&["42"]),
+        ..Default::default()
+    };
+    assert!(matches!(
+        s.store.create(new),
+        Err(TaskError::NotFound { .. })
+    ));
     assert_eq!(s.ids(), ["1"], "a refused create makes no file");
 }
 
@@ -287,22 +386,51 @@ fn a_claim_refuses_missing_owned_completed_and_blocked_tasks() {
     let a = s.create("a").id;
     let b = s.create_blocked("b", &[&a]).id;
     let c = s.create("c").id;
-    assert_eq!(s.claim(Some("99"), "x", false), Claim::Refused(Refusal::NotFound));
+    assert_eq!(
+        s.claim(Some("99"), "x", false),
+        Claim::Refused(Refusal::NotFound)
+    );
     assert_eq!(
         s.claim(Some(&b), "x", false),
-        Claim::Refused(Refusal::Blocked { by: vec![a.clone()] })
+        Claim::Refused(Refusal::Blocked {
+            by: vec![a.clone()]
+        })
     );
     let t = s.claimed(Some(&a), "alice");
-    assert_eq!((t.owner.as_deref(), t.status), (Some("alice"), Status::InProgress));
+    assert_eq!(
+        (t.owner.as_deref(), t.status),
+        (Some("alice"), Status::InProgress)
+    );
     assert_eq!(s.task(&a), t, "the claim is on disk");
     assert_eq!(
         s.claim(Some(&a), "bob", false),
-        Claim::Refused(Refusal::AlreadyClaimed { owner: "alice".into() })
+        Claim::Refused(Refusal::AlreadyClaimed {
+            owner: "alice".into()
+        })
     );
-    s.update(&c, TaskUpdate { status: Some(Status::Completed), ..Default::default() });
-    assert_eq!(s.claim(Some(&c), "bob", false), Claim::Refused(Refusal::AlreadyResolved));
-    s.update(&a, TaskUpdate { status: Some(Status::Completed), ..Default::default() });
-    assert_eq!(s.claimed(Some(&b), "bob").owner.as_deref(), Some("bob"), "unblocked now");
+    s.update(
+        &c,
+        TaskUpdate {
+            status: Some(Status::Completed),
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        s.claim(Some(&c), "bob", false),
+        Claim::Refused(Refusal::AlreadyResolved)
+    );
+    s.update(
+        &a,
+        TaskUpdate {
+            status: Some(Status::Completed),
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        s.claimed(Some(&b), "bob").owner.as_deref(),
+        Some("bob"),
+        "unblocked now"
+    );
 }
 
 #[test]
@@ -313,10 +441,18 @@ fn a_busy_check_refuses_a_claimant_that_owns_another_open_task() {
     s.claimed(Some(&a), "alice");
     assert_eq!(
         s.claim(Some(&b), "alice", true),
-        Claim::Refused(Refusal::Busy { owns: vec![a.clone()] })
+        Claim::Refused(Refusal::Busy {
+            owns: vec![a.clone()]
+        })
     );
-    assert_eq!(s.claim(None, "alice", true), Claim::Refused(Refusal::Busy { owns: vec![a] }));
-    assert!(matches!(s.claim(Some(&b), "alice", false), Claim::Claimed(_)), "no check, no refusal");
+    assert_eq!(
+        s.claim(None, "alice", true),
+        Claim::Refused(Refusal::Busy { owns: vec![a] })
+    );
+    assert!(
+        matches!(s.claim(Some(&b), "alice", false), Claim::Claimed(_)),
+        "no check, no refusal"
+    );
 }
 
 #[test]
@@ -325,9 +461,22 @@ fn a_claim_without_id_takes_the_lowest_pending_ownerless_unblocked_task() {
     let a = s.create("a").id;
     let _b = s.create_blocked("b", &[&a]).id;
     let c = s.create("c").id;
-    s.update(&a, TaskUpdate { owner: Some(Some("bob".into())), ..Default::default() });
-    assert_eq!(s.claimed(None, "alice").id, c, "1 is owned, 2 is blocked by 1");
-    assert_eq!(s.claim(None, "carol", false), Claim::Refused(Refusal::NothingClaimable));
+    s.update(
+        &a,
+        TaskUpdate {
+            owner: Some(Some("bob".into())),
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        s.claimed(None, "alice").id,
+        c,
+        "1 is owned, 2 is blocked by 1"
+    );
+    assert_eq!(
+        s.claim(None, "carol", false),
+        Claim::Refused(Refusal::NothingClaimable)
+    );
 }
 
 #[test]
@@ -339,11 +488,27 @@ fn unassigning_a_departed_member_returns_its_open_tasks_to_pending() {
     s.claimed(Some("1"), "bob");
     s.claimed(Some("2"), "bob");
     s.claimed(Some("3"), "carol");
-    s.update("2", TaskUpdate { status: Some(Status::Completed), ..Default::default() });
+    s.update(
+        "2",
+        TaskUpdate {
+            status: Some(Status::Completed),
+            ..Default::default()
+        },
+    );
     let back = s.store.unassign_all_of("bob").unwrap();
-    assert_eq!(back.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["1"]);
-    assert_eq!((s.task("1").owner, s.task("1").status), (None, Status::Pending));
-    assert_eq!(s.task("2").owner.as_deref(), Some("bob"), "finished work keeps its owner");
+    assert_eq!(
+        back.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+        ["1"]
+    );
+    assert_eq!(
+        (s.task("1").owner, s.task("1").status),
+        (None, Status::Pending)
+    );
+    assert_eq!(
+        s.task("2").owner.as_deref(),
+        Some("bob"),
+        "finished work keeps its owner"
+    );
     assert_eq!(s.task("3").owner.as_deref(), Some("carol"));
 }
 
@@ -355,12 +520,27 @@ fn a_corrupt_task_file_is_quarantined_reported_and_its_id_never_reused() {
     }
     fs::write(s.file("3.json"), "{\"id\": \"3\", \"subj").unwrap();
     let listed = s.store.list().unwrap();
-    assert_eq!(listed.tasks.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["1", "2"]);
+    assert_eq!(
+        listed
+            .tasks
+            .iter()
+            .map(|t| t.id.as_str())
+            .collect::<Vec<_>>(),
+        ["1", "2"]
+    );
     assert_eq!(listed.quarantined.len(), 1);
     let copy = &listed.quarantined[0];
-    assert!(copy.file_name().unwrap().to_string_lossy().starts_with("3.json.corrupt-"));
+    assert!(
+        copy.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("3.json.corrupt-")
+    );
     assert_eq!(fs::read_to_string(copy).unwrap(), "{\"id\": \"3\", \"subj");
-    assert!(!s.file("3.json").exists(), "removed so it is not reported again");
+    assert!(
+        !s.file("3.json").exists(),
+        "removed so it is not reported again"
+    );
     assert!(s.store.list().unwrap().quarantined.is_empty());
     assert_eq!(s.mark().as_deref(), Some("3"));
     assert_eq!(s.create("t").id, "4");
@@ -369,28 +549,45 @@ fn a_corrupt_task_file_is_quarantined_reported_and_its_id_never_reused() {
     let err = s.store.get("2").unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, TaskError::Corrupt { .. }), "{msg}");
-    assert!(msg.contains("task 2") && msg.contains("2.json") && msg.contains(TEAM), "{msg}");
+    assert!(
+        msg.contains("task 2") && msg.contains("2.json") && msg.contains(TEAM),
+        "{msg}"
+    );
     fs::write(s.file("1.json"), "[]").unwrap();
-    assert_eq!(s.claimed(None, "alice").id, "4", "claims carry on past a corrupt file");
+    assert_eq!(
+        s.claimed(None, "alice").id,
+        "4",
+        "claims carry on past a corrupt file"
+    );
 }
 
 #[test]
 fn a_held_lock_times_out_with_an_error_naming_the_lock() {
     let s = Sandbox::new();
     s.create("a");
-    let store = s.store.clone().with_lock_timeout(Duration::from_millis(200));
+    let store = s
+        .store
+        .clone()
+        .with_lock_timeout(Duration::from_millis(200));
     fs::create_dir(s.file("1.json.lock")).unwrap(); // a live foreign holder
-    let err = store.claim(Some("1"), "alice", false).unwrap_err().to_string();
+    let err = store
+        .claim(Some("1"), "alice", false)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("task 1") && err.contains("1.json.lock") && err.contains("timed out"));
     fs::create_dir(s.file(".lock.lock")).unwrap();
     let err = store.create(NewTask::default()).unwrap_err().to_string();
-    assert!(err.contains("the task list") && err.contains(".lock.lock"), "{err}");
+    assert!(
+        err.contains("the task list") && err.contains(".lock.lock"),
+        "{err}"
+    );
     assert!(err.contains(TEAM), "{err}");
 }
 
 #[test]
 fn the_claude_code_fixture_tasks_read_correctly_and_rewrite_unchanged() {
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/claude-code/tasks");
+    let fixtures =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/claude-code/tasks");
     if !fixtures.is_dir() {
         eprintln!("SKIP fixture test: {} not found", fixtures.display());
         return;
@@ -402,8 +599,14 @@ fn the_claude_code_fixture_tasks_read_correctly_and_rewrite_unchanged() {
         fs::set_permissions(s.file(name), fs::Permissions::from_mode(0o600)).unwrap();
     }
     let one = s.task("1");
-    assert_eq!((one.subject.as_str(), one.owner.as_deref()), ("Task 1", Some("researcher")));
-    assert_eq!((one.status, one.blocks.clone()), (Status::Completed, ids(&["2"])));
+    assert_eq!(
+        (one.subject.as_str(), one.owner.as_deref()),
+        ("Task 1", Some("researcher"))
+    );
+    assert_eq!(
+        (one.status, one.blocks.clone()),
+        (Status::Completed, ids(&["2"]))
+    );
     assert_eq!(one.active_form.as_deref(), Some("Working on task 1"));
     let two = s.task("2");
     assert_eq!((two.status, two.owner.clone()), (Status::Pending, None));
@@ -411,14 +614,26 @@ fn the_claude_code_fixture_tasks_read_correctly_and_rewrite_unchanged() {
     for id in ["1", "2"] {
         s.update(id, TaskUpdate::default());
         let before: serde_json::Value =
-            serde_json::from_slice(&fs::read(fixtures.join(format!("{id}.json"))).unwrap()).unwrap();
+            serde_json::from_slice(&fs::read(fixtures.join(format!("{id}.json"))).unwrap())
+                .unwrap();
         let after_bytes = fs::read(s.file(&format!("{id}.json"))).unwrap();
         let after: serde_json::Value = serde_json::from_slice(&after_bytes).unwrap();
         assert_eq!(after, before, "task {id} changed on a no-op rewrite");
-        assert_eq!(after_bytes, fs::read(fixtures.join(format!("{id}.json"))).unwrap());
+        assert_eq!(
+            after_bytes,
+            fs::read(fixtures.join(format!("{id}.json"))).unwrap()
+        );
     }
-    assert_eq!(s.claimed(None, "alice").id, "2", "1 is completed, so 2 is unblocked");
-    assert_eq!(s.create("t").id, "4", "the fixture's .highwatermark of 3 holds");
+    assert_eq!(
+        s.claimed(None, "alice").id,
+        "2",
+        "1 is completed, so 2 is unblocked"
+    );
+    assert_eq!(
+        s.create("t").id,
+        "4",
+        "the fixture's .highwatermark of 3 holds"
+    );
 }
 
 #[test]
@@ -461,7 +676,12 @@ fn assert_exactly_once(s: &Sandbox, won: &[Vec<String>], n: usize) {
     }
     assert_eq!(winner.len(), n, "every task claimed");
     for t in s.store.list().unwrap().tasks {
-        assert_eq!(t.owner, Some(format!("worker-{}", winner[&t.id])), "task {}", t.id);
+        assert_eq!(
+            t.owner,
+            Some(format!("worker-{}", winner[&t.id])),
+            "task {}",
+            t.id
+        );
     }
 }
 
@@ -470,8 +690,10 @@ fn assert_exactly_once(s: &Sandbox, won: &[Vec<String>], n: usize) {
 #[test]
 #[ignore = "run by claims_are_exclusive_across_processes as a child process"]
 fn child_claimant() {
-    let (Ok(home), Ok(me)) = (std::env::var("SWARM_TASKS_CHILD_HOME"), std::env::var("SWARM_TASKS_CHILD_NAME"))
-    else {
+    let (Ok(home), Ok(me)) = (
+        std::env::var("SWARM_TASKS_CHILD_HOME"),
+        std::env::var("SWARM_TASKS_CHILD_NAME"),
+    ) else {
         return;
     };
     let store = TaskStore::new(&Root::new(home), TEAM);
@@ -490,7 +712,12 @@ fn claims_are_exclusive_across_processes() {
     let children: Vec<_> = (0..4)
         .map(|i| {
             std::process::Command::new(&exe)
-                .args(["--exact", "tasks::tests::child_claimant", "--ignored", "--nocapture"])
+                .args([
+                    "--exact",
+                    "tasks::tests::child_claimant",
+                    "--ignored",
+                    "--nocapture",
+                ])
                 .args(["--test-threads", "1"])
                 .env("SWARM_TASKS_CHILD_HOME", s.root.dir())
                 .env("SWARM_TASKS_CHILD_NAME", format!("worker-{i}"))
@@ -506,7 +733,9 @@ fn claims_are_exclusive_across_processes() {
             let text = String::from_utf8_lossy(&out.stdout).into_owned();
             assert!(out.status.success(), "child failed: {text}");
             // The harness prints "test … ... " before the first line.
-            let wins = text.lines().filter_map(|l| l.split_once("CLAIMED ").map(|(_, id)| id));
+            let wins = text
+                .lines()
+                .filter_map(|l| l.split_once("CLAIMED ").map(|(_, id)| id));
             wins.map(|id| id.trim().to_string()).collect()
         })
         .collect();
@@ -578,10 +807,10 @@ proptest! {
                 },
                 Op::Claim(i, w, busy) => {
                     let id = i.as_ref().and_then(pick);
-                    if let Claim::Claimed(t) = s.claim(id.as_deref(), WHO[*w], *busy) {
-                        if let Some(prev) = holder.insert(t.id.clone(), WHO[*w].to_string()) {
-                            prop_assert_eq!(&prev, WHO[*w], "task {} won twice", t.id);
-                        }
+                    if let Claim::Claimed(t) = s.claim(id.as_deref(), WHO[*w], *busy)
+                        && let Some(prev) = holder.insert(t.id.clone(), WHO[*w].to_string())
+                    {
+                        prop_assert_eq!(&prev, WHO[*w], "task {} won twice", t.id);
                     }
                 }
                 Op::Block(a, b) => if let (Some(a), Some(b)) = (pick(a), pick(b)) {
