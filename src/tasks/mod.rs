@@ -25,6 +25,7 @@
 //! # Ok::<(), swarm::tasks::TaskError>(())
 //! ```
 
+mod cache;
 pub mod error;
 pub mod rules;
 pub mod store;

@@ -16,10 +16,11 @@
 //! The decisions themselves (what a claim checks, what an update changes)
 //! are the pure functions of [`super::rules`].
 
+use super::cache::{ReadCache, Stamp};
 use super::error::TaskError;
 use super::rules::{self, Refusal, TaskUpdate};
 use super::task::{Status, Task, parse_id, task_file_id, used_id};
-use crate::atomic_file::{self, DEFAULT_LOCK_TIMEOUT, FileLock};
+use crate::atomic_file::{self, DEFAULT_LOCK_TIMEOUT, FileLock, LockError};
 use crate::paths::{self, Root};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -78,6 +79,7 @@ pub struct TaskStore {
     root: Root,
     team: String,
     lock_timeout: Duration,
+    cache: ReadCache,
 }
 
 /// Proof that the list lock is held.
@@ -101,6 +103,19 @@ enum Salvage {
     Gone,
 }
 
+/// One candidate of a claim without id.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "short-lived, never stored in bulk"
+)]
+enum Attempt {
+    Won(Task),
+    /// Gone, taken, blocked or unreadable by now.
+    Lost,
+    /// Its lock was not free within the wait.
+    Busy,
+}
+
 /// `.highwatermark` as found.
 enum Mark {
     Missing,
@@ -114,6 +129,7 @@ impl TaskStore {
             root: root.clone(),
             team: team.to_string(),
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            cache: ReadCache::default(),
         }
     }
 
@@ -340,10 +356,16 @@ impl TaskStore {
         Ok(Claim::Claimed(task))
     }
 
-    /// One directory read picks the candidates; each is then re-checked
-    /// under its own lock, in id order, so a claimant that loses a race on
-    /// one candidate moves on to the next.
+    /// Picks candidates from a snapshot (a cached one when no list lock is
+    /// held, then a fresh one before saying "nothing claimable"); each is
+    /// re-checked under its own lock, in id order, so a claimant that loses
+    /// a race on one candidate moves on to the next.
     fn claim_next(&self, claimant: &str, list: Option<&ListLock>) -> Result<Claim, TaskError> {
+        if list.is_none()
+            && let Some(task) = self.claim_among(&self.scan_cached()?, claimant, list)?
+        {
+            return Ok(Claim::Claimed(task));
+        }
         let snapshot = self.scan(list)?.tasks;
         if list.is_some() {
             let busy = rules::owned_open(claimant, &snapshot, "");
@@ -351,30 +373,83 @@ impl TaskStore {
                 return Ok(Claim::Refused(Refusal::Busy { owns: busy }));
             }
         }
+        Ok(match self.claim_among(&snapshot, claimant, list)? {
+            Some(task) => Claim::Claimed(task),
+            None => Claim::Refused(Refusal::NothingClaimable),
+        })
+    }
+
+    fn claim_among(
+        &self,
+        snapshot: &[Task],
+        claimant: &str,
+        list: Option<&ListLock>,
+    ) -> Result<Option<Task>, TaskError> {
         let status: HashMap<&str, Status> =
             snapshot.iter().map(|t| (t.id.as_str(), t.status)).collect();
         let candidates = snapshot
             .iter()
             .filter(|t| rules::is_claimable(t, |b| status.get(b).copied()))
             .map(|t| t.id.as_str());
+        // First pass: only candidates whose lock is free at once. A held lock
+        // most likely means another claimant is taking that very task, so
+        // queueing behind it would only form a convoy; come back to it last.
+        let mut deferred = Vec::new();
         for id in candidates {
-            let (_lock, task) = match self.locked_read(id, list) {
-                Ok(found) => found,
-                Err(TaskError::Corrupt { .. }) => continue,
-                Err(e) => return Err(e),
-            };
-            let Some(mut task) = task else { continue };
-            if task.status != Status::Pending || task.owner.is_some() {
+            // Racing claimants walk the same list: a look without the lock
+            // (one `stat` when unchanged) skips what was taken meanwhile.
+            let now = self.peek(self.check_id(id)?)?;
+            if now.is_none_or(|t| t.status != Status::Pending || t.owner.is_some()) {
                 continue;
             }
-            if !self.open_blockers(&task)?.is_empty() {
-                continue;
+            match self.try_candidate(id, claimant, list, Duration::ZERO)? {
+                Attempt::Won(task) => return Ok(Some(task)),
+                Attempt::Lost => {}
+                Attempt::Busy => deferred.push(id),
             }
-            rules::claim(&mut task, claimant);
-            self.write(&task)?;
-            return Ok(Claim::Claimed(task));
         }
-        Ok(Claim::Refused(Refusal::NothingClaimable))
+        for id in deferred {
+            match self.try_candidate(id, claimant, list, self.lock_timeout)? {
+                Attempt::Won(task) => return Ok(Some(task)),
+                // A timeout with a real wait is an error, returned above.
+                Attempt::Lost | Attempt::Busy => {}
+            }
+        }
+        Ok(None)
+    }
+
+    /// Claims one candidate of a claim without id if, under its lock and on
+    /// a fresh read, it is still pending, ownerless and unblocked.
+    fn try_candidate(
+        &self,
+        id: &str,
+        claimant: &str,
+        list: Option<&ListLock>,
+        wait: Duration,
+    ) -> Result<Attempt, TaskError> {
+        let (_lock, task) = match self.locked_read_within(id, list, wait) {
+            Ok(found) => found,
+            Err(TaskError::Corrupt { .. }) => return Ok(Attempt::Lost),
+            Err(TaskError::Lock {
+                source: LockError::Timeout { .. },
+                ..
+            }) if wait.is_zero() => {
+                return Ok(Attempt::Busy);
+            }
+            Err(e) => return Err(e),
+        };
+        let Some(mut task) = task else {
+            return Ok(Attempt::Lost);
+        };
+        if task.status != Status::Pending || task.owner.is_some() {
+            return Ok(Attempt::Lost);
+        }
+        if !self.open_blockers(&task)?.is_empty() {
+            return Ok(Attempt::Lost);
+        }
+        rules::claim(&mut task, claimant);
+        self.write(&task)?;
+        Ok(Attempt::Won(task))
     }
 
     /// The blockers of `task` that are still open, from fresh reads. A
@@ -425,8 +500,17 @@ impl TaskStore {
         id: &str,
         list: Option<&ListLock>,
     ) -> Result<(FileLock, Option<Task>), TaskError> {
+        self.locked_read_within(id, list, self.lock_timeout)
+    }
+
+    fn locked_read_within(
+        &self,
+        id: &str,
+        list: Option<&ListLock>,
+        wait: Duration,
+    ) -> Result<(FileLock, Option<Task>), TaskError> {
         loop {
-            let lock = self.lock_task(id)?;
+            let lock = self.lock_task_within(id, wait)?;
             match self.load(id)? {
                 Loaded::Missing => return Ok((lock, None)),
                 Loaded::Found(t) => return Ok((lock, Some(t))),
@@ -472,6 +556,48 @@ impl TaskStore {
             }
         }
         Ok(out)
+    }
+
+    /// Every readable task, with unchanged files taken from the cache (one
+    /// `stat` each). Unreadable files are skipped, not salvaged: this only
+    /// suggests claim candidates, and `list` reports them.
+    fn scan_cached(&self) -> Result<Vec<Task>, TaskError> {
+        let dir = self.dir()?;
+        let mut ids: Vec<u64> = self
+            .file_names(&dir)?
+            .iter()
+            .filter_map(|n| task_file_id(n))
+            .collect();
+        ids.sort_unstable();
+        self.cache.retain(&ids);
+        let mut tasks = Vec::with_capacity(ids.len());
+        for n in ids {
+            tasks.extend(self.peek(n)?);
+        }
+        Ok(tasks)
+    }
+
+    /// Task `n` as it is now, read without a lock: from the cache when the
+    /// file is unchanged, else read and parsed once. `None` when missing or
+    /// unreadable.
+    fn peek(&self, n: u64) -> Result<Option<Task>, TaskError> {
+        let id = n.to_string();
+        let path = self.path(&id)?;
+        let stamp = match fs::metadata(&path) {
+            Ok(meta) => Stamp::of(&meta),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(self.io_err(format!("stat task {id}"), &path, e)),
+        };
+        if let Some(task) = self.cache.get(n, stamp) {
+            return Ok(Some(task));
+        }
+        Ok(match self.load_once(&id)? {
+            Loaded::Found(task) => {
+                self.cache.put(n, stamp, task.clone());
+                Some(task)
+            }
+            Loaded::Missing | Loaded::Corrupt(_) => None,
+        })
     }
 
     /// Reads a task file, once more after a pause if it does not parse (an
@@ -650,8 +776,13 @@ impl TaskStore {
     }
 
     fn lock_task(&self, id: &str) -> Result<FileLock, TaskError> {
+        self.lock_task_within(id, self.lock_timeout)
+    }
+
+    /// The task's lock, waiting at most `wait` (zero: one try).
+    fn lock_task_within(&self, id: &str, wait: Duration) -> Result<FileLock, TaskError> {
         let path = self.path(id)?;
-        FileLock::acquire(&path, self.lock_timeout).map_err(|source| TaskError::Lock {
+        FileLock::acquire(&path, wait).map_err(|source| TaskError::Lock {
             team: self.team.clone(),
             what: format!("task {id}"),
             source,
