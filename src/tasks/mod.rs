@@ -6,7 +6,8 @@
 //! - [`rules`] holds the state machine as pure functions (claim checks,
 //!   updates, unassigning, id arithmetic).
 //! - [`store`] holds [`TaskStore`], the files and locks: create, list, get,
-//!   update, delete, claim, unassign.
+//!   update, delete, claim, unassign. A private cache of parsed files keyed
+//!   by their `stat` keeps a claim without id cheap over hundreds of tasks.
 //! - [`error`] holds [`TaskError`].
 //!
 //! An owner change (an update naming a new owner, or a claim) is reported to
