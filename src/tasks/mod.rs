@@ -1,1 +1,41 @@
-//! The shared task list (filled in by the task work).
+//! The shared task list: one JSON file per task under `tasks/<team>/`, in
+//! Claude Code's format, with its locks, so Claude Code teammates and swarm
+//! processes share one list.
+//!
+//! - [`task`] holds the task value, its exact file bytes, and the id rule.
+//! - [`rules`] holds the state machine as pure functions (claim checks,
+//!   updates, unassigning, id arithmetic).
+//! - [`store`] holds [`TaskStore`], the files and locks: create, list, get,
+//!   update, delete, claim, unassign. A private cache of parsed files keyed
+//!   by their `stat` keeps a claim without id cheap over hundreds of tasks.
+//! - [`error`] holds [`TaskError`].
+//!
+//! An owner change (an update naming a new owner, or a claim) is reported to
+//! the caller, which owes the new owner a `task_assignment` message; this
+//! module does not know the mailbox.
+//!
+//! ```no_run
+//! use swarm::paths::Root;
+//! use swarm::tasks::{Claim, NewTask, TaskStore};
+//!
+//! let store = TaskStore::new(&Root::new("/tmp/swarm-home"), "demo");
+//! let t = store.create(NewTask { subject: "Write the parser".into(), ..Default::default() })?;
+//! if let Claim::Claimed(mine) = store.claim(None, "alice", true)? {
+//!     assert_eq!(mine.id, t.id);
+//! }
+//! # Ok::<(), swarm::tasks::TaskError>(())
+//! ```
+
+mod cache;
+pub mod error;
+pub mod rules;
+pub mod store;
+pub mod task;
+
+pub use error::TaskError;
+pub use rules::{Refusal, TaskUpdate};
+pub use store::{Claim, NewTask, TaskList, TaskStore, Updated};
+pub use task::{Status, Task, parse_id};
+
+#[cfg(test)]
+mod tests;

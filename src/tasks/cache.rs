@@ -1,0 +1,91 @@
+//! A per-store cache of parsed task files, keyed by each file's stamp
+//! (device, inode, size, modification and change times), so a claim without
+//! id can pick its candidates with one `stat` per task instead of reading
+//! and parsing every file on every call.
+//!
+//! The cache only ever *suggests*: every claim decision is made on a fresh
+//! read under the task's lock, and a claim that finds nothing through the
+//! cache looks again without it before answering "nothing claimable". A
+//! stale entry can therefore cost a wasted lock, never a wrong claim.
+
+use super::task::Task;
+use std::collections::HashMap;
+use std::fs::Metadata;
+use std::os::unix::fs::MetadataExt;
+use std::sync::{Arc, Mutex};
+
+/// What identifies one version of a file. swarm replaces files by rename
+/// (new inode); Claude Code writes in place (new mtime/ctime, usually a new
+/// size).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    pub fn of(meta: &Metadata) -> Stamp {
+        Stamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
+/// Shared by clones of one store (threads of one process).
+#[derive(Debug, Clone, Default)]
+pub struct ReadCache {
+    entries: Arc<Mutex<HashMap<u64, (Stamp, Task)>>>,
+}
+
+impl ReadCache {
+    /// The task parsed from exactly this version of file `id`, if cached.
+    pub fn get(&self, id: u64, stamp: Stamp) -> Option<Task> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries
+            .get(&id)
+            .filter(|(s, _)| *s == stamp)
+            .map(|(_, t)| t.clone())
+    }
+
+    /// Remembers `task` as parsed from the version `stamp` (taken *before*
+    /// the read, so a write racing the read leaves a stamp that no longer
+    /// matches, and the next look re-reads).
+    pub fn put(&self, id: u64, stamp: Stamp, task: Task) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.insert(id, (stamp, task));
+    }
+
+    /// Forgets every id not in `live` (sorted).
+    pub fn retain(&self, live: &[u64]) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.retain(|id, _| live.binary_search(id).is_ok());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_is_returned_only_for_the_same_file_version() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("1.json");
+        std::fs::write(&f, "a").unwrap();
+        let before = Stamp::of(&std::fs::metadata(&f).unwrap());
+        let cache = ReadCache::default();
+        cache.put(1, before, Task::new("1", "s"));
+        assert_eq!(cache.get(1, before).map(|t| t.subject), Some("s".into()));
+        crate::atomic_file::write_atomic(&f, b"a").unwrap();
+        let after = Stamp::of(&std::fs::metadata(&f).unwrap());
+        assert_eq!(cache.get(1, after), None, "a rename is a new version");
+        cache.retain(&[]);
+        assert_eq!(cache.get(1, before), None);
+    }
+}

@@ -1,0 +1,58 @@
+//! What can go wrong in the task store. Every message names the team, and
+//! the task id and file where there is one, so a failure reads as a bug
+//! report. A refused claim is not an error: see `Refusal`.
+
+use crate::atomic_file::LockError;
+use crate::team::names::NameError;
+use std::io;
+use std::path::PathBuf;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum TaskError {
+    #[error(
+        "invalid task id {id:?} in team {team}: task ids are decimal numbers from 1 \
+         (^[1-9][0-9]*$)"
+    )]
+    InvalidId { team: String, id: String },
+
+    #[error("team {team}: no task list can live there: {source}")]
+    Name { team: String, source: NameError },
+
+    #[error("team {team}: task {id} not found ({path})")]
+    NotFound {
+        team: String,
+        id: String,
+        path: PathBuf,
+    },
+
+    #[error("team {team}: task {id} cannot block itself")]
+    SelfBlock { team: String, id: String },
+
+    #[error(
+        "team {team}: task {id} ({path}) is unreadable ({reason}); its bytes were copied to \
+         {quarantined} and the id stays used"
+    )]
+    Corrupt {
+        team: String,
+        id: String,
+        path: PathBuf,
+        reason: String,
+        quarantined: PathBuf,
+    },
+
+    #[error("team {team}: cannot {what} ({path}): {source}")]
+    Io {
+        team: String,
+        what: String,
+        path: PathBuf,
+        source: io::Error,
+    },
+
+    #[error("team {team}: cannot lock {what}: {source}")]
+    Lock {
+        team: String,
+        what: String,
+        source: LockError,
+    },
+}

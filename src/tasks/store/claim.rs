@@ -1,0 +1,209 @@
+//! Claims: the one operation that must have exactly one winner among any
+//! number of racing threads and processes. The decision is always made under
+//! the task's own lock on a fresh read, with the checks of
+//! [`rules::check_claim`]; a claim without id walks the candidates in id
+//! order and moves on when it loses a race.
+
+use super::{ListLock, Loaded, TaskError, TaskStore};
+use crate::atomic_file::LockError;
+use crate::tasks::rules::{self, Refusal};
+use crate::tasks::task::{Status, Task, parse_id};
+use std::collections::HashMap;
+use std::fs;
+use std::time::Duration;
+
+/// The outcome of a claim. A successful claim is an owner change: the
+/// claimant is owed a `task_assignment` unless it is the one who asked.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one value per claim call; boxing would only burden every caller"
+)]
+pub enum Claim {
+    Claimed(Task),
+    Refused(Refusal),
+}
+
+/// One candidate of a claim without id.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "short-lived, never stored in bulk"
+)]
+enum Attempt {
+    Won(Task),
+    /// Gone, taken, blocked or unreadable by now.
+    Lost,
+    /// Its lock was not free within the wait.
+    Busy,
+}
+
+impl TaskStore {
+    /// Claims task `id`, or with `None` the lowest-id pending, ownerless,
+    /// unblocked task. Exactly one of any number of racing claimants (threads
+    /// or processes) wins a task: the decision is made under the task's lock
+    /// on a fresh read. With `busy_check` the list lock is held throughout and
+    /// a claimant that owns another open task is refused.
+    pub fn claim(
+        &self,
+        id: Option<&str>,
+        claimant: &str,
+        busy_check: bool,
+    ) -> Result<Claim, TaskError> {
+        if let Some(id) = id {
+            self.check_id(id)?;
+        }
+        let list = if busy_check {
+            Some(self.lock_list()?)
+        } else {
+            None
+        };
+        match id {
+            Some(id) => self.claim_one(id, claimant, list.as_ref()),
+            None => self.claim_next(claimant, list.as_ref()),
+        }
+    }
+
+    fn claim_one(
+        &self,
+        id: &str,
+        claimant: &str,
+        list: Option<&ListLock>,
+    ) -> Result<Claim, TaskError> {
+        if fs::symlink_metadata(self.path(id)?).is_err() {
+            return Ok(Claim::Refused(Refusal::NotFound));
+        }
+        let busy = match list {
+            Some(l) => rules::owned_open(claimant, &self.scan(Some(l))?.tasks, id),
+            None => Vec::new(),
+        };
+        let (_lock, task) = self.locked_read(id, list)?;
+        let Some(mut task) = task else {
+            return Ok(Claim::Refused(Refusal::NotFound));
+        };
+        let blockers = self.open_blockers(&task)?;
+        if let Err(refusal) = rules::check_claim(Some(&task), claimant, blockers, busy) {
+            return Ok(Claim::Refused(refusal));
+        }
+        rules::claim(&mut task, claimant);
+        self.write(&task)?;
+        Ok(Claim::Claimed(task))
+    }
+
+    /// Picks candidates from a snapshot (a cached one when no list lock is
+    /// held, then a fresh one before saying "nothing claimable"); each is
+    /// re-checked under its own lock, in id order, so a claimant that loses
+    /// a race on one candidate moves on to the next.
+    fn claim_next(&self, claimant: &str, list: Option<&ListLock>) -> Result<Claim, TaskError> {
+        if list.is_none()
+            && let Some(task) = self.claim_among(&self.scan_cached()?, claimant, list)?
+        {
+            return Ok(Claim::Claimed(task));
+        }
+        let snapshot = self.scan(list)?.tasks;
+        if list.is_some() {
+            let busy = rules::owned_open(claimant, &snapshot, "");
+            if !busy.is_empty() {
+                return Ok(Claim::Refused(Refusal::Busy { owns: busy }));
+            }
+        }
+        Ok(match self.claim_among(&snapshot, claimant, list)? {
+            Some(task) => Claim::Claimed(task),
+            None => Claim::Refused(Refusal::NothingClaimable),
+        })
+    }
+
+    fn claim_among(
+        &self,
+        snapshot: &[Task],
+        claimant: &str,
+        list: Option<&ListLock>,
+    ) -> Result<Option<Task>, TaskError> {
+        let status: HashMap<&str, Status> =
+            snapshot.iter().map(|t| (t.id.as_str(), t.status)).collect();
+        let candidates = snapshot
+            .iter()
+            .filter(|t| rules::is_claimable(t, |b| status.get(b).copied()))
+            .map(|t| t.id.as_str());
+        // First pass: only candidates whose lock is free at once. A held lock
+        // most likely means another claimant is taking that very task, so
+        // queueing behind it would only form a convoy; come back to it last.
+        let mut deferred = Vec::new();
+        for id in candidates {
+            // Racing claimants walk the same list: a look without the lock
+            // (one `stat` when unchanged) skips what was taken meanwhile.
+            let now = self.peek(self.check_id(id)?)?;
+            if now.is_none_or(|t| t.status != Status::Pending || t.owner.is_some()) {
+                continue;
+            }
+            match self.try_candidate(id, claimant, list, Duration::ZERO)? {
+                Attempt::Won(task) => return Ok(Some(task)),
+                Attempt::Lost => {}
+                Attempt::Busy => deferred.push(id),
+            }
+        }
+        for id in deferred {
+            match self.try_candidate(id, claimant, list, self.lock_timeout)? {
+                Attempt::Won(task) => return Ok(Some(task)),
+                // A timeout with a real wait is an error, returned above.
+                Attempt::Lost | Attempt::Busy => {}
+            }
+        }
+        Ok(None)
+    }
+
+    /// Claims one candidate of a claim without id if, under its lock and on
+    /// a fresh read, it is still pending, ownerless and unblocked.
+    fn try_candidate(
+        &self,
+        id: &str,
+        claimant: &str,
+        list: Option<&ListLock>,
+        wait: Duration,
+    ) -> Result<Attempt, TaskError> {
+        let (_lock, task) = match self.locked_read_within(id, list, wait) {
+            Ok(found) => found,
+            Err(TaskError::Corrupt { .. }) => return Ok(Attempt::Lost),
+            Err(TaskError::Lock {
+                source: LockError::Timeout { .. },
+                ..
+            }) if wait.is_zero() => {
+                return Ok(Attempt::Busy);
+            }
+            Err(e) => return Err(e),
+        };
+        let Some(mut task) = task else {
+            return Ok(Attempt::Lost);
+        };
+        if task.status != Status::Pending || task.owner.is_some() {
+            return Ok(Attempt::Lost);
+        }
+        if !self.open_blockers(&task)?.is_empty() {
+            return Ok(Attempt::Lost);
+        }
+        rules::claim(&mut task, claimant);
+        self.write(&task)?;
+        Ok(Attempt::Won(task))
+    }
+
+    /// The blockers of `task` that are still open, from fresh reads. A
+    /// blocker that cannot be read counts as open: claiming too early is the
+    /// worse mistake.
+    fn open_blockers(&self, task: &Task) -> Result<Vec<String>, TaskError> {
+        let mut status = HashMap::new();
+        for b in &task.blocked_by {
+            if parse_id(b).is_none() {
+                continue;
+            }
+            match self.load(b)? {
+                Loaded::Missing => {}
+                Loaded::Found(t) => {
+                    status.insert(b.as_str(), t.status);
+                }
+                Loaded::Corrupt(_) => {
+                    status.insert(b.as_str(), Status::Pending);
+                }
+            }
+        }
+        Ok(rules::open_blockers(task, |b| status.get(b).copied()))
+    }
+}
