@@ -208,6 +208,37 @@ pub struct FileLock {
     sidecar: File,
 }
 
+/// Blocks on the sidecar's OS lock in a helper thread, for at most
+/// `timeout`. If the deadline passes first, the helper drops the file (and
+/// with it the lock) as soon as it gets it, so nothing is left held.
+fn wait_for_os_lock(sidecar: File, dir: &Path, timeout: Duration) -> Result<File, LockError> {
+    let start = Instant::now();
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("lock-wait".into())
+        .spawn(move || {
+            let got = sidecar.lock().map(|()| sidecar);
+            // A send error means the waiter gave up; dropping `got` unlocks.
+            let _ = tx.send(got);
+        })
+        .map_err(|source| LockError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    match rx.recv_timeout(timeout) {
+        Ok(Ok(file)) => Ok(file),
+        Ok(Err(source)) => Err(LockError::Io {
+            path: dir.to_path_buf(),
+            source,
+        }),
+        Err(_) => Err(LockError::Timeout {
+            path: dir.to_path_buf(),
+            waited: start.elapsed(),
+            holder: "another swarm process",
+        }),
+    }
+}
+
 /// What a swarm holder writes into the sidecar: the lock directory's identity.
 fn dir_identity(meta: &fs::Metadata) -> String {
     format!(
@@ -243,24 +274,15 @@ impl FileLock {
             .open(PathBuf::from(sidecar_path))
             .map_err(io_err)?;
 
-        // 1. The OS lock: swarm against swarm. Polled, so it can time out.
-        let mut pause = Duration::from_micros(50);
-        loop {
-            match sidecar.try_lock() {
-                Ok(()) => break,
-                Err(fs::TryLockError::WouldBlock) => {}
-                Err(fs::TryLockError::Error(e)) => return Err(io_err(e)),
-            }
-            if start.elapsed() >= timeout {
-                return Err(LockError::Timeout {
-                    path: dir.to_path_buf(),
-                    waited: start.elapsed(),
-                    holder: "another swarm process",
-                });
-            }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(2));
-        }
+        // 1. The OS lock: swarm against swarm. Uncontended it is one
+        //    `try_lock`; contended, a helper thread blocks in the kernel (so
+        //    waiters are woken the moment the holder lets go, instead of
+        //    polling and starving) while this thread waits with a deadline.
+        let sidecar = match sidecar.try_lock() {
+            Ok(()) => sidecar,
+            Err(fs::TryLockError::WouldBlock) => wait_for_os_lock(sidecar, dir, timeout)?,
+            Err(fs::TryLockError::Error(e)) => return Err(io_err(e)),
+        };
 
         // 2. The lock directory: swarm against Claude Code.
         let mut pause = Duration::from_millis(5);

@@ -9,6 +9,8 @@
 //!   of corrupt files, and the lock-directory + OS-lock protocol.
 //! - [`json_text`]: JSON bytes as Claude Code writes and reads them.
 //! - [`clock`]: epoch milliseconds and ISO timestamps.
+//! - [`cli`]: the command line (clap derive, parsing only).
+//! - [`commands`]: what each command does; [`logging`]: tracing setup.
 //! - [`team`]: names, colours and the roster (`config.json`).
 //! - [`mailbox`]: inboxes: append, read, consume by identity, history, follow.
 //! - [`protocol`]: typed structured messages carried in inbox entries.
@@ -18,8 +20,11 @@
 //! byte-level formats in its `reference/claude-code-teams.md`.
 
 pub mod atomic_file;
+pub mod cli;
 pub mod clock;
+pub mod commands;
 pub mod json_text;
+pub mod logging;
 pub mod mailbox;
 pub mod paths;
 pub mod protocol;

@@ -1,6 +1,41 @@
-//! The `swarm` binary: a switchboard. Parsing, logging and commands live in
-//! the library.
+//! The `swarm` binary: a switchboard. It parses, initialises logging, runs
+//! the command, prints any error once and maps the outcome to an exit code
+//! (0 ok, 1 "the answer is no", 2 error).
 
-fn main() -> std::process::ExitCode {
-    std::process::ExitCode::SUCCESS
+use clap::Parser;
+use std::process::ExitCode;
+use swarm::cli::Cli;
+use swarm::commands::{self, Exit};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    swarm::logging::init_stderr();
+    match commands::run(cli) {
+        Ok(Exit::Ok) => ExitCode::SUCCESS,
+        Ok(Exit::No(why)) => {
+            eprintln!("swarm: {why}");
+            ExitCode::from(1)
+        }
+        Err(err) => {
+            if is_broken_pipe(&err) {
+                // The reader went away (`swarm inbox --follow | head`): not an error.
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("swarm: {}", one_line(&format!("{err:#}")));
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Errors are one line: embedded newlines (from a hostile input echoed back)
+/// are shown escaped.
+fn one_line(s: &str) -> String {
+    s.replace('\n', "\\n").replace('\r', "\\r")
 }

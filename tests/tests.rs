@@ -1,1 +1,11 @@
-//! One integration-test binary; modules are listed here.
+//! One integration-test binary. Every test runs the real `swarm` binary
+//! against a private state root ([`util::Sandbox`]); nothing touches the
+//! developer's `~/.claude` or tmux server.
+
+mod util;
+
+mod cli_basics;
+mod compat;
+mod concurrency;
+mod corruption;
+mod crash;

@@ -225,7 +225,8 @@ fn classify(e: &Entry) -> (Class, bool) {
 /// the inbox is full: an unread plain message is never dropped, so when only
 /// dropping one would satisfy a cap, nothing may be written.
 ///
-/// * plain messages (read or unread) ≤ `max_plain`: oldest read plain ones go;
+/// * plain messages (read or unread) ≤ `max_plain`: oldest read plain ones go
+///   (unread plain ones stay, however many);
 /// * read entries ≤ `max_read`: oldest go;
 /// * unread protocol frames ≤ `max_unread_protocol`: oldest go;
 /// * over `max_file_bytes`: oldest read, then oldest unread protocol entries
@@ -253,21 +254,15 @@ pub(crate) fn compact(entries: &mut Vec<Stored>, limits: Limits) -> Result<Vec<S
             }
         };
 
+    // Read plain messages beyond the plain cap go, oldest first. Unread
+    // plain messages are never dropped and never refused for their count:
+    // only the byte cap below can make an inbox full.
     let is_plain = |c: (Class, bool)| !c.1;
     let plain = count(&drop, &is_plain);
     if plain > limits.max_plain {
         drop_oldest(&mut drop, plain - limits.max_plain, &|c| {
             is_plain(c) && c.0 == Class::Read
         });
-        let left = count(&drop, &is_plain);
-        if left > limits.max_plain {
-            let unread = count(&drop, &|c| c.0 == Class::UnreadPlain);
-            return Err(format!(
-                "{unread} unread plain messages wait there (at most {} plain messages; \
-                 unread ones are never dropped)",
-                limits.max_plain
-            ));
-        }
     }
     let read = count(&drop, &|c| c.0 == Class::Read);
     if read > limits.max_read {
@@ -440,10 +435,13 @@ mod tests {
     }
 
     #[test]
-    fn too_many_unread_plain_messages_is_inbox_full() {
+    fn unread_plain_messages_over_the_plain_cap_stay() {
         let mut v: Vec<_> = (0..6).map(|i| stored(&format!("u{i}"), false)).collect();
-        let err = compact(&mut v, SMALL).unwrap_err();
-        assert!(err.contains("6 unread plain"), "{err}");
+        assert!(
+            compact(&mut v, SMALL).unwrap().is_empty(),
+            "no unread message dropped"
+        );
+        assert_eq!(v.len(), 6);
         let mut v: Vec<_> = (0..6).map(|i| stored(&format!("m{i}"), i == 0)).collect();
         assert_eq!(
             texts(&compact(&mut v, SMALL).unwrap()),

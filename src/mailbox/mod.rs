@@ -44,7 +44,8 @@ pub const MAX_TEXT_BYTES: usize = 64 * 1024;
 pub const MAX_FILE_BYTES: usize = 4 * 1024 * 1024;
 /// What compaction brings an oversized inbox down to.
 pub const COMPACT_TARGET_BYTES: usize = 2 * 1024 * 1024;
-/// Most plain (non-protocol) messages an inbox holds, read or unread.
+/// Most plain (non-protocol) messages kept: read ones beyond it move to
+/// history; unread ones are never dropped (only the byte cap refuses a send).
 pub const MAX_PLAIN: usize = 1000;
 /// Most `read:true` entries kept (only Claude Code 2.1.88 writes them).
 pub const MAX_READ: usize = 200;

@@ -1,7 +1,42 @@
-//! Teams: member and team names, colours, and the roster (`config.json`).
+//! Teams: names, colours, the roster (`config.json`), and [`Team`], the
+//! handle that ties a team's roster, mailbox and task list together with the
+//! policies that span them (see [`post`]).
 
 pub mod colors;
 pub mod names;
+pub mod post;
 pub mod roster;
 
 pub use roster::{Member, Roster, RosterError, TeamFile, list_teams};
+
+use crate::mailbox::Mailbox;
+use crate::paths::Root;
+use crate::tasks::TaskStore;
+
+/// One team under one state root.
+#[derive(Debug, Clone)]
+pub struct Team {
+    pub root: Root,
+    pub name: String,
+}
+
+impl Team {
+    pub fn new(root: &Root, name: &str) -> Self {
+        Team {
+            root: root.clone(),
+            name: name.to_string(),
+        }
+    }
+
+    pub fn roster(&self) -> Roster {
+        Roster::new(&self.root, &self.name)
+    }
+
+    pub fn mailbox(&self) -> Mailbox {
+        Mailbox::new(&self.root, &self.name)
+    }
+
+    pub fn tasks(&self) -> TaskStore {
+        TaskStore::new(&self.root, &self.name)
+    }
+}

@@ -137,7 +137,7 @@ pub enum RosterError {
     Exists(String),
     #[error("{0:?} is already a member of team {1:?}")]
     DuplicateMember(String, String),
-    #[error("{name:?} is not a member of team {team:?} (members: {})", members.join(", "))]
+    #[error("{} is not a member of team {team:?} (members: {})", names::shown(name), members.join(", "))]
     NoSuchMember {
         team: String,
         name: String,

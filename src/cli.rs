@@ -1,0 +1,245 @@
+//! The command line, as clap derive types: parsing only, no logic.
+//!
+//! Every command takes the global `--home`, `--team` and `--as`; every
+//! listing takes `--json`. The commands themselves live in
+//! [`crate::commands`].
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "swarm",
+    version,
+    about = "Run a team of coding agents in terminal panes, coordinated through files",
+    long_about = "Run a team of coding agents in terminal panes, coordinated through files.\n\n\
+        Teammates talk only through one inbox file per member and a shared task list, in the \
+        same formats as Claude Code's agent teams, so real Claude Code teammates can join.\n\n\
+        Quick start:\n  \
+        swarm team create demo\n  \
+        swarm task create \"count lines\" --description 'wc -l src/*.rs' --team demo\n  \
+        swarm send --team demo --to team-lead hello\n  \
+        swarm inbox --team demo\n\n\
+        Exit codes: 0 ok, 1 the answer is no (nothing to claim, no such task), 2 error.",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct Global {
+    /// State root [default: $CLAUDE_CONFIG_DIR, else ~/.claude]
+    #[arg(long, global = true, env = "SWARM_HOME", value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    /// Team to act on [default: the only team, if there is exactly one]
+    #[arg(long, global = true, env = "SWARM_TEAM", value_name = "NAME")]
+    pub team: Option<String>,
+    /// Who is acting: messages are sent from, and tasks claimed by, this member
+    #[arg(
+        long = "as",
+        global = true,
+        env = "SWARM_AGENT_NAME",
+        value_name = "NAME",
+        default_value = "team-lead"
+    )]
+    pub as_name: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create, delete or list teams
+    #[command(subcommand)]
+    Team(TeamCmd),
+    /// Show the roster, unread counts and task counts of a team
+    Status(StatusArgs),
+    /// Send a message (or a protocol response) to a member's inbox
+    Send(SendArgs),
+    /// Show a member's inbox; consume it with --mark-read; watch it with --follow
+    Inbox(InboxArgs),
+    /// Work with the shared task list
+    #[command(subcommand)]
+    Task(TaskCmd),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TeamCmd {
+    /// Create a team: a roster with the lead, an inbox directory and a task list
+    Create {
+        /// Team name: lowercase letters, digits and '-', at most 64 characters
+        #[arg(allow_hyphen_values = true)]
+        name: String,
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// Delete a team's roster, inboxes, task list and swarm state
+    Delete {
+        #[arg(allow_hyphen_values = true)]
+        name: String,
+        /// Delete even while teammates are active
+        #[arg(long)]
+        force: bool,
+    },
+    /// List the teams under the state root
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("kind").args(["shutdown_request", "shutdown_response", "plan_response"])))]
+pub struct SendArgs {
+    /// Recipient: a member name, or '*' for every member but yourself
+    #[arg(long, value_name = "NAME|*")]
+    pub to: String,
+    /// Message text; '-' reads it from standard input
+    #[arg(value_name = "TEXT", required_unless_present = "kind")]
+    pub text: Option<String>,
+    /// Short preview shown in lists (default: the text's first line, cut to 200 characters)
+    #[arg(long)]
+    pub summary: Option<String>,
+    /// Send even if the recipient is not on the roster (creates its inbox)
+    #[arg(long)]
+    pub force: bool,
+    /// Send a shutdown_request (lead only)
+    #[arg(long)]
+    pub shutdown_request: bool,
+    /// Answer a shutdown request by its id (with --approve or --reject --reason)
+    #[arg(long, value_name = "REQUEST_ID")]
+    pub shutdown_response: Option<String>,
+    /// Answer a plan approval request by its id (with --approve or --reject [--feedback])
+    #[arg(long, value_name = "REQUEST_ID")]
+    pub plan_response: Option<String>,
+    #[arg(long, conflicts_with = "reject")]
+    pub approve: bool,
+    #[arg(long)]
+    pub reject: bool,
+    /// Reason for a shutdown request or a rejection
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Feedback with a plan response
+    #[arg(long)]
+    pub feedback: Option<String>,
+    /// Print the sent entry as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct InboxArgs {
+    /// Whose inbox [default: --as]
+    pub name: Option<String>,
+    /// Only messages not yet consumed (legacy `read:true` entries hidden)
+    #[arg(long)]
+    pub unread: bool,
+    /// Consume the shown messages: they leave the inbox for the member's history
+    #[arg(long)]
+    pub mark_read: bool,
+    /// Also show consumed messages from the history, oldest first
+    #[arg(long)]
+    pub all: bool,
+    /// Keep running and print each new message the moment it arrives
+    #[arg(long)]
+    pub follow: bool,
+    /// JSON: an array, or one object per line with --follow
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatusArg {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCmd {
+    /// Create a task; prints its id
+    Create {
+        subject: String,
+        #[arg(long, default_value = "")]
+        description: String,
+        /// Present-tense label shown while the task runs ("Counting lines")
+        #[arg(long)]
+        active_form: Option<String>,
+        /// Ids this task waits for, comma-separated
+        #[arg(long, value_delimiter = ',', value_name = "IDS")]
+        blocked_by: Vec<String>,
+        /// Shell command a shell teammate runs for this task (metadata.command)
+        #[arg(long)]
+        command: Option<String>,
+        /// Extra metadata as a JSON object
+        #[arg(long, value_name = "JSON")]
+        metadata: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List tasks in id order
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one task (exit 1 if there is no such task)
+    Get {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change a task; an owner change notifies the new owner
+    Update(TaskUpdateArgs),
+    /// Delete a task (its id is never reused)
+    Delete { id: String },
+    /// Claim a task for --as (the lowest-id claimable one if no id); prints its id, exit 1 if none
+    Claim {
+        id: Option<String>,
+        /// Refuse if the claimant already owns another open task
+        #[arg(long)]
+        busy_check: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct TaskUpdateArgs {
+    pub id: String,
+    #[arg(long)]
+    pub subject: Option<String>,
+    #[arg(long)]
+    pub description: Option<String>,
+    #[arg(long)]
+    pub active_form: Option<String>,
+    #[arg(long, value_enum)]
+    pub status: Option<StatusArg>,
+    /// New owner (a member name); notifies them with a task_assignment
+    #[arg(long, conflicts_with = "unassign")]
+    pub owner: Option<String>,
+    /// Remove the owner
+    #[arg(long)]
+    pub unassign: bool,
+    /// Metadata to merge, as a JSON object; a null value deletes the key
+    #[arg(long, value_name = "JSON")]
+    pub metadata: Option<String>,
+    /// Ids this task blocks, comma-separated
+    #[arg(long, value_delimiter = ',', value_name = "IDS")]
+    pub add_blocks: Vec<String>,
+    /// Ids this task waits for, comma-separated
+    #[arg(long, value_delimiter = ',', value_name = "IDS")]
+    pub add_blocked_by: Vec<String>,
+    /// Allow an owner that is not on the roster
+    #[arg(long)]
+    pub force: bool,
+    #[arg(long)]
+    pub json: bool,
+}

@@ -1,0 +1,150 @@
+//! `swarm inbox`: show, consume and follow a member's inbox.
+//!
+//! Showing is not consuming: only `--mark-read` removes the shown messages
+//! (by identity, after they were printed) into the member's history, so a
+//! message that arrives while the command runs is never consumed unseen.
+
+use super::{Context, Exit, print_json};
+use crate::cli::InboxArgs;
+use crate::mailbox::{Entry, EntryKey, Mailbox};
+use anyhow::{Context as _, Result};
+use std::collections::HashSet;
+use std::io::Write;
+use std::time::Duration;
+
+pub fn run(ctx: &Context, args: InboxArgs) -> Result<Exit> {
+    let team = ctx.team()?;
+    let whose = match args.name.clone() {
+        Some(n) => n,
+        None => ctx.me()?.to_string(),
+    };
+    // The team must exist; a name off the roster is allowed (an inbox may
+    // outlive its member) but said.
+    let roster = team.roster().read()?;
+    if roster.member(&whose).is_none() {
+        eprintln!(
+            "swarm: note: {whose:?} is not on the roster of team {} (members: {})",
+            team.name,
+            roster.member_names().join(", ")
+        );
+    }
+    let mailbox = team.mailbox();
+    if args.follow {
+        return follow(&mailbox, &whose, &args);
+    }
+    let mut shown: Vec<(Entry, bool)> = Vec::new();
+    if args.all {
+        shown.extend(mailbox.history(&whose)?.into_iter().map(|e| (e, true)));
+    }
+    let read = mailbox.read(&whose)?;
+    warn_quarantine(&whose, read.quarantined.as_deref());
+    let current: Vec<Entry> = read
+        .entries
+        .into_iter()
+        .filter(|e| !args.unread || e.is_unread())
+        .collect();
+    let keys: Vec<EntryKey> = current.iter().map(Entry::key).collect();
+    shown.extend(current.into_iter().map(|e| (e, false)));
+    print_entries(&shown, args.json)?;
+    if args.mark_read && !keys.is_empty() {
+        mailbox.consume(&whose, &keys)?;
+    }
+    Ok(Exit::Ok)
+}
+
+fn warn_quarantine(whose: &str, q: Option<&std::path::Path>) {
+    if let Some(q) = q {
+        eprintln!(
+            "swarm: warning: the inbox of {whose} was unreadable; its bytes were copied to {} and a fresh inbox continues",
+            q.display()
+        );
+    }
+}
+
+fn print_entries(entries: &[(Entry, bool)], json: bool) -> Result<()> {
+    if json {
+        let v: Vec<_> = entries
+            .iter()
+            .map(|(e, consumed)| {
+                let mut v = serde_json::to_value(e).expect("entry serializes");
+                if *consumed {
+                    v["consumed"] = serde_json::Value::Bool(true);
+                }
+                v
+            })
+            .collect();
+        print_json(&v);
+        return Ok(());
+    }
+    let mut out = std::io::stdout().lock();
+    if entries.is_empty() {
+        eprintln!("no messages");
+    }
+    for (e, consumed) in entries {
+        writeln!(out, "{}", render(e, *consumed))?;
+    }
+    Ok(())
+}
+
+/// One entry for people: a header line, then the text (protocol messages as
+/// one readable line, not raw JSON).
+pub fn render(e: &Entry, consumed: bool) -> String {
+    let tag = if consumed || !e.is_unread() {
+        " (read)"
+    } else {
+        ""
+    };
+    let body = match e.protocol() {
+        Some(msg) => format!("[{}]", msg.one_line()),
+        None => e.text.clone(),
+    };
+    format!(
+        "{} from {}{}:\n  {}",
+        e.timestamp,
+        e.from,
+        tag,
+        body.replace('\n', "\n  ")
+    )
+}
+
+fn follow(mailbox: &Mailbox, whose: &str, args: &InboxArgs) -> Result<Exit> {
+    let watcher = mailbox.watch().context("watching the inbox directory")?;
+    let mut seen: HashSet<EntryKey> = HashSet::new();
+    if args.all {
+        for e in mailbox.history(whose)? {
+            seen.insert(e.key());
+            emit(&e, true, args.json)?;
+        }
+    }
+    loop {
+        let read = mailbox.read(whose)?;
+        warn_quarantine(whose, read.quarantined.as_deref());
+        let mut fresh = Vec::new();
+        for e in read.entries {
+            if (args.unread && !e.is_unread()) || !seen.insert(e.key()) {
+                continue;
+            }
+            emit(&e, false, args.json)?;
+            fresh.push(e.key());
+        }
+        if args.mark_read && !fresh.is_empty() {
+            mailbox.consume(whose, &fresh)?;
+        }
+        watcher.wait(Duration::from_secs(5));
+    }
+}
+
+fn emit(e: &Entry, consumed: bool, json: bool) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        let mut v = serde_json::to_value(e).expect("entry serializes");
+        if consumed {
+            v["consumed"] = serde_json::Value::Bool(true);
+        }
+        writeln!(out, "{}", serde_json::to_string(&v)?)?;
+    } else {
+        writeln!(out, "{}", render(e, consumed))?;
+    }
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,141 @@
+//! `swarm send`: a plain message, or a protocol message (shutdown request,
+//! shutdown response, plan response), to one member or to everyone (`*`).
+
+use super::{Context, Exit, print_json};
+use crate::cli::SendArgs;
+use crate::clock;
+use crate::protocol::{self, Message};
+use crate::team::names::LEAD_NAME;
+use anyhow::{Context as _, Result, bail};
+use std::io::Read;
+
+pub fn run(ctx: &Context, args: SendArgs) -> Result<Exit> {
+    let team = ctx.team()?;
+    let me = ctx.me()?;
+    if let Some(msg) = protocol_message(ctx, &args, me)? {
+        let d = team.send_protocol(me, &args.to, &msg, args.force)?;
+        report(&args, std::slice::from_ref(&d))?;
+        return Ok(Exit::Ok);
+    }
+    let text = match args.text.as_deref() {
+        Some("-") => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .context("reading the message from stdin")?;
+            s
+        }
+        Some(t) => t.to_string(),
+        None => bail!("nothing to send: give TEXT (or '-' to read standard input)"),
+    };
+    if text.len() > crate::mailbox::MAX_TEXT_BYTES {
+        bail!(
+            "message is {} bytes; the limit is {} bytes (64 KB): put large content in a file \
+             (e.g. under $SWARM_SCRATCHPAD) and send its path",
+            text.len(),
+            crate::mailbox::MAX_TEXT_BYTES
+        );
+    }
+    let delivered = team.send_text(me, &args.to, &text, args.summary.as_deref(), args.force)?;
+    report(&args, &delivered)?;
+    Ok(Exit::Ok)
+}
+
+fn report(args: &SendArgs, delivered: &[crate::team::post::Delivered]) -> Result<()> {
+    if args.json {
+        let entries: Vec<_> = delivered
+            .iter()
+            .map(|d| serde_json::json!({"to": d.to, "entry": d.entry}))
+            .collect();
+        print_json(&entries);
+        return Ok(());
+    }
+    for d in delivered {
+        if let Some(q) = &d.appended.quarantined {
+            eprintln!(
+                "swarm: warning: inbox of {} was corrupt; copied to {}",
+                d.to,
+                q.display()
+            );
+        }
+        if d.appended.dropped > 0 {
+            eprintln!(
+                "swarm: note: inbox of {} was compacted; {} old protocol/read entr(y/ies) moved to its history",
+                d.to, d.appended.dropped
+            );
+        }
+        println!(
+            "sent to {} ({})",
+            d.to,
+            d.entry.msg_id.as_deref().unwrap_or("-")
+        );
+    }
+    Ok(())
+}
+
+/// The structured message the flags ask for, if any.
+fn protocol_message(ctx: &Context, args: &SendArgs, me: &str) -> Result<Option<Message>> {
+    let now = clock::now_iso();
+    if args.shutdown_request {
+        if me != LEAD_NAME {
+            bail!("only {LEAD_NAME} may send a shutdown request (you are {me:?})");
+        }
+        return Ok(Some(Message::ShutdownRequest(protocol::ShutdownRequest {
+            request_id: protocol::shutdown_request_id(clock::now_ms(), &args.to),
+            from: me.to_string(),
+            reason: args.reason.clone(),
+            timestamp: now,
+        })));
+    }
+    if let Some(request_id) = &args.shutdown_response {
+        if args.approve == args.reject {
+            bail!("--shutdown-response needs exactly one of --approve or --reject");
+        }
+        if args.approve {
+            let roster = ctx.team()?.roster().read()?;
+            let mine = roster.member(me);
+            let pane = mine
+                .map(|m| m.tmux_pane_id.clone())
+                .filter(|p| !p.is_empty());
+            return Ok(Some(Message::ShutdownApproved(
+                protocol::ShutdownApproved {
+                    request_id: request_id.clone(),
+                    from: me.to_string(),
+                    timestamp: now,
+                    pane_id: pane,
+                    backend_type: mine.and_then(|m| m.backend_type.clone()),
+                },
+            )));
+        }
+        let Some(reason) = args.reason.clone() else {
+            bail!("--reject needs --reason TEXT, so the lead knows why");
+        };
+        return Ok(Some(Message::ShutdownRejected(
+            protocol::ShutdownRejected {
+                request_id: request_id.clone(),
+                from: me.to_string(),
+                reason,
+                timestamp: now,
+            },
+        )));
+    }
+    if let Some(request_id) = &args.plan_response {
+        if args.approve == args.reject {
+            bail!("--plan-response needs exactly one of --approve or --reject");
+        }
+        if me != LEAD_NAME {
+            bail!("only {LEAD_NAME} may answer a plan approval request (you are {me:?})");
+        }
+        return Ok(Some(Message::PlanApprovalResponse(
+            protocol::PlanApprovalResponse {
+                request_id: request_id.clone(),
+                approved: args.approve,
+                feedback: args.feedback.clone(),
+                timestamp: now,
+                permission_mode: None,
+                plan_digest: None,
+            },
+        )));
+    }
+    Ok(None)
+}

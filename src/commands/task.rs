@@ -1,0 +1,208 @@
+//! `swarm task create | list | get | update | delete | claim`.
+
+use super::{Context, Exit, print_json};
+use crate::cli::{StatusArg, TaskCmd, TaskUpdateArgs};
+use crate::tasks::{Claim, NewTask, Status, Task, TaskUpdate};
+use crate::team::Team;
+use crate::team::post::recipients;
+use anyhow::{Context as _, Result, bail};
+use serde_json::{Map, Value};
+
+pub fn run(ctx: &Context, cmd: TaskCmd) -> Result<Exit> {
+    let team = ctx.team()?;
+    // Every task command needs the team to exist: a clear error beats an
+    // empty list for a misspelt team.
+    team.roster().read()?;
+    let store = team.tasks();
+    match cmd {
+        TaskCmd::Create {
+            subject,
+            description,
+            active_form,
+            blocked_by,
+            command,
+            metadata,
+            json,
+        } => {
+            let mut meta = parse_object(metadata.as_deref())?;
+            if let Some(c) = command {
+                meta.get_or_insert_with(Map::new)
+                    .insert("command".into(), Value::String(c));
+            }
+            let task = store.create(NewTask {
+                subject,
+                description,
+                active_form,
+                blocked_by: clean_ids(blocked_by),
+                metadata: meta,
+            })?;
+            if json {
+                print_json(&task);
+            } else {
+                println!("{}", task.id);
+            }
+            Ok(Exit::Ok)
+        }
+        TaskCmd::List { json } => {
+            let list = store.list()?;
+            for q in &list.quarantined {
+                eprintln!(
+                    "swarm: warning: an unreadable task file was copied to {}",
+                    q.display()
+                );
+            }
+            if json {
+                print_json(&list.tasks);
+            } else if list.tasks.is_empty() {
+                eprintln!("no tasks in team {}", team.name);
+            } else {
+                println!(
+                    "{:>4}  {:<11}  {:<16}  {:<10}  SUBJECT",
+                    "ID", "STATUS", "OWNER", "BLOCKED BY"
+                );
+                for t in &list.tasks {
+                    println!("{}", row(t));
+                }
+            }
+            Ok(Exit::Ok)
+        }
+        TaskCmd::Get { id, json } => match store.get(&id)? {
+            None => Ok(Exit::No(format!("no task {id:?} in team {}", team.name))),
+            Some(t) => {
+                if json {
+                    print_json(&t);
+                } else {
+                    print_task(&t);
+                }
+                Ok(Exit::Ok)
+            }
+        },
+        TaskCmd::Update(args) => update(ctx, &team, args),
+        TaskCmd::Delete { id } => {
+            if store.delete(&id)? {
+                println!("deleted task {id}");
+                Ok(Exit::Ok)
+            } else {
+                Ok(Exit::No(format!("no task {id:?} in team {}", team.name)))
+            }
+        }
+        TaskCmd::Claim {
+            id,
+            busy_check,
+            json,
+        } => {
+            let me = ctx.me()?;
+            match store.claim(id.as_deref(), me, busy_check)? {
+                Claim::Claimed(task) => {
+                    team.notify_assignment(&task, me, me)?;
+                    if json {
+                        print_json(&task);
+                    } else {
+                        println!("{}", task.id);
+                    }
+                    Ok(Exit::Ok)
+                }
+                Claim::Refused(why) => Ok(Exit::No(format!("nothing claimed: {why}"))),
+            }
+        }
+    }
+}
+
+fn update(ctx: &Context, team: &Team, args: TaskUpdateArgs) -> Result<Exit> {
+    let me = ctx.me()?;
+    if let Some(owner) = &args.owner {
+        let roster = team.roster().read()?;
+        recipients(&roster, me, owner, args.force).context("--owner")?;
+    }
+    let upd = TaskUpdate {
+        subject: args.subject,
+        description: args.description,
+        active_form: args.active_form,
+        status: args.status.map(|s| match s {
+            StatusArg::Pending => Status::Pending,
+            StatusArg::InProgress => Status::InProgress,
+            StatusArg::Completed => Status::Completed,
+        }),
+        owner: if args.unassign {
+            Some(None)
+        } else {
+            args.owner.map(Some)
+        },
+        metadata: parse_object(args.metadata.as_deref())?,
+        add_blocks: clean_ids(args.add_blocks),
+        add_blocked_by: clean_ids(args.add_blocked_by),
+    };
+    let updated = team.tasks().update(&args.id, upd, me)?;
+    if let Some(owner) = &updated.new_owner {
+        team.notify_assignment(&updated.task, owner, me)?;
+    }
+    if args.json {
+        print_json(&updated.task);
+    } else {
+        print_task(&updated.task);
+    }
+    Ok(Exit::Ok)
+}
+
+fn parse_object(text: Option<&str>) -> Result<Option<Map<String, Value>>> {
+    let Some(text) = text else { return Ok(None) };
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(m)) => Ok(Some(m)),
+        Ok(_) => bail!("--metadata must be a JSON object, like '{{\"key\": \"value\"}}'"),
+        Err(e) => bail!("--metadata is not valid JSON: {e}"),
+    }
+}
+
+fn clean_ids(ids: Vec<String>) -> Vec<String> {
+    ids.into_iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+fn status_str(s: Status) -> &'static str {
+    match s {
+        Status::Pending => "pending",
+        Status::InProgress => "in_progress",
+        Status::Completed => "completed",
+    }
+}
+
+fn row(t: &Task) -> String {
+    format!(
+        "{:>4}  {:<11}  {:<16}  {:<10}  {}",
+        t.id,
+        status_str(t.status),
+        t.owner.as_deref().unwrap_or("-"),
+        if t.blocked_by.is_empty() {
+            "-".to_string()
+        } else {
+            t.blocked_by.join(",")
+        },
+        t.subject
+    )
+}
+
+fn print_task(t: &Task) {
+    println!("task {}: {}", t.id, t.subject);
+    println!("  status:     {}", status_str(t.status));
+    println!("  owner:      {}", t.owner.as_deref().unwrap_or("-"));
+    if !t.blocked_by.is_empty() {
+        println!("  blocked by: {}", t.blocked_by.join(", "));
+    }
+    if !t.blocks.is_empty() {
+        println!("  blocks:     {}", t.blocks.join(", "));
+    }
+    if !t.description.is_empty() {
+        println!(
+            "  description:\n    {}",
+            t.description.replace('\n', "\n    ")
+        );
+    }
+    if let Some(m) = &t.metadata {
+        println!(
+            "  metadata:   {}",
+            serde_json::to_string(m).unwrap_or_default()
+        );
+    }
+}

@@ -1,0 +1,40 @@
+//! `swarm team create | delete | list`.
+
+use super::{Context, Exit, print_json};
+use crate::cli::TeamCmd;
+use crate::team::{Roster, list_teams};
+use anyhow::{Context as _, Result};
+
+pub fn run(ctx: &Context, cmd: TeamCmd) -> Result<Exit> {
+    match cmd {
+        TeamCmd::Create { name, description } => {
+            let cwd = std::env::current_dir().context("reading the current directory")?;
+            Roster::new(&ctx.root, &name)
+                .create(description.as_deref(), &cwd.to_string_lossy())
+                .with_context(|| format!("creating team {}", crate::team::names::shown(&name)))?;
+            println!("created team {name} in {}", ctx.root.dir().display());
+            Ok(Exit::Ok)
+        }
+        TeamCmd::Delete { name, force } => {
+            Roster::new(&ctx.root, &name)
+                .delete(force)
+                .with_context(|| format!("deleting team {}", crate::team::names::shown(&name)))?;
+            println!("deleted team {name}");
+            Ok(Exit::Ok)
+        }
+        TeamCmd::List { json } => {
+            let teams = list_teams(&ctx.root)
+                .with_context(|| format!("listing teams under {}", ctx.root.dir().display()))?;
+            if json {
+                print_json(&teams);
+            } else if teams.is_empty() {
+                eprintln!("no teams under {}", ctx.root.dir().display());
+            } else {
+                for t in teams {
+                    println!("{t}");
+                }
+            }
+            Ok(Exit::Ok)
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! Sending within a team: the policies above the raw mailbox.
+//!
+//! - A send to a name not on the roster is refused with the member list
+//!   (`force` allows it), so a misspelt name never creates a phantom inbox.
+//! - `*` broadcasts to every member but the sender.
+//! - The sender's colour comes from the roster (the lead has none).
+//! - A task's new owner gets a `task_assignment` from whoever assigned it.
+
+use crate::mailbox::{Appended, Entry, Mailbox};
+use crate::protocol::{self, Message};
+use crate::tasks::Task;
+use crate::team::Team;
+use crate::team::roster::{RosterError, TeamFile};
+use anyhow::{Context, Result, bail};
+
+/// The longest summary kept, as Claude Code cuts it.
+pub const SUMMARY_MAX_CHARS: usize = 200;
+
+/// One delivered entry.
+#[derive(Debug)]
+pub struct Delivered {
+    pub to: String,
+    pub entry: Entry,
+    pub appended: Appended,
+}
+
+/// Who receives a message addressed to `to`.
+pub fn recipients(roster: &TeamFile, from: &str, to: &str, force: bool) -> Result<Vec<String>> {
+    if to == "*" {
+        let all: Vec<String> = roster
+            .members
+            .iter()
+            .map(|m| m.name.clone())
+            .filter(|n| n != from)
+            .collect();
+        if all.is_empty() {
+            bail!(
+                "nobody to broadcast to: {from:?} is the only member of team {:?}",
+                roster.name
+            );
+        }
+        return Ok(all);
+    }
+    if roster.member(to).is_none() && !force {
+        return Err(RosterError::NoSuchMember {
+            team: roster.name.clone(),
+            name: to.to_string(),
+            members: roster.member_names(),
+        })
+        .context("refusing to create an inbox nobody reads (use --force to send anyway)");
+    }
+    Ok(vec![to.to_string()])
+}
+
+/// The summary for a plain text: the given one, else the first line, cut.
+pub fn summary_for(text: &str, given: Option<&str>) -> String {
+    let raw = given.unwrap_or_else(|| text.lines().next().unwrap_or(""));
+    raw.chars().take(SUMMARY_MAX_CHARS).collect()
+}
+
+impl Team {
+    /// Sends a plain message from `from` to `to` (a name or `*`).
+    pub fn send_text(
+        &self,
+        from: &str,
+        to: &str,
+        text: &str,
+        summary: Option<&str>,
+        force: bool,
+    ) -> Result<Vec<Delivered>> {
+        let roster = self.roster().read()?;
+        let targets = recipients(&roster, from, to, force)?;
+        let color = roster.member(from).and_then(|m| m.color.clone());
+        let summary = summary_for(text, summary);
+        let mut out = Vec::new();
+        for target in targets {
+            let entry = Entry::new(from, text.to_string(), Some(summary.clone()), color.clone());
+            out.push(self.deliver(&target, entry)?);
+        }
+        Ok(out)
+    }
+
+    /// Sends a structured protocol message (compact JSON in `text`).
+    pub fn send_protocol(
+        &self,
+        from: &str,
+        to: &str,
+        msg: &Message,
+        force: bool,
+    ) -> Result<Delivered> {
+        let roster = self.roster().read()?;
+        if to == "*" {
+            bail!("protocol messages cannot be broadcast; name one recipient");
+        }
+        recipients(&roster, from, to, force)?;
+        let color = roster.member(from).and_then(|m| m.color.clone());
+        let entry = Entry::frame(from, msg, color);
+        self.deliver(to, entry)
+    }
+
+    fn deliver(&self, to: &str, entry: Entry) -> Result<Delivered> {
+        let mailbox: Mailbox = self.mailbox();
+        let appended = mailbox
+            .append(to, entry.clone())
+            .with_context(|| format!("sending to {to:?} in team {:?}", self.name))?;
+        Ok(Delivered {
+            to: to.to_string(),
+            entry,
+            appended,
+        })
+    }
+
+    /// Tells a task's new owner about it (`task_assignment`, from `by`).
+    pub fn notify_assignment(&self, task: &Task, new_owner: &str, by: &str) -> Result<Delivered> {
+        let msg = Message::TaskAssignment(protocol::TaskAssignment {
+            task_id: task.id.clone(),
+            subject: task.subject.clone(),
+            description: task.description.clone(),
+            assigned_by: by.to_string(),
+            timestamp: crate::clock::now_iso(),
+        });
+        self.send_protocol(by, new_owner, &msg, true)
+    }
+}

@@ -1,0 +1,453 @@
+//! The command line over the coordination core: teams, messages, tasks,
+//! identity, exit codes and errors.
+
+use crate::util::Sandbox;
+use serde_json::Value;
+
+#[test]
+fn a_team_is_created_listed_and_deleted() {
+    let s = Sandbox::new();
+    s.ok(&["team", "create", "alpha", "--description", "first"]);
+    s.ok(&["team", "create", "beta"]);
+    let list = s.ok(&["team", "list", "--json"]).json();
+    assert_eq!(list, serde_json::json!(["alpha", "beta"]));
+    s.run(&["team", "create", "alpha"])
+        .assert_error("already exists");
+    let cfg = s.read_json("teams/alpha/config.json");
+    assert_eq!(cfg["leadAgentId"], "team-lead@alpha");
+    assert_eq!(cfg["description"], "first");
+    assert_eq!(cfg["members"][0]["name"], "team-lead");
+    s.ok(&["team", "delete", "beta"]);
+    assert_eq!(
+        s.ok(&["team", "list", "--json"]).json(),
+        serde_json::json!(["alpha"])
+    );
+    assert!(!s.path("teams/beta").exists() && !s.path("tasks/beta").exists());
+}
+
+#[test]
+fn deleting_a_team_with_an_active_member_needs_force() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &["bob"]);
+    let root = swarm::paths::Root::new(s.root());
+    swarm::team::Roster::new(&root, "alpha")
+        .set_active("bob", true)
+        .unwrap();
+    s.run(&["team", "delete", "alpha"])
+        .assert_error("active members (bob)");
+    assert!(s.path("teams/alpha/config.json").exists());
+    s.ok(&["team", "delete", "alpha", "--force"]);
+    assert!(!s.path("teams/alpha").exists());
+}
+
+#[test]
+fn hostile_names_get_one_clear_line_and_create_nothing() {
+    let s = Sandbox::new();
+    let long = "a".repeat(10 * 1024);
+    for bad in [
+        "../x",
+        "a/b",
+        ".",
+        "..",
+        "a;b",
+        "ünïcödé",
+        "-x",
+        "Team",
+        &long,
+    ] {
+        let r = s.run(&["team", "create", bad]);
+        r.assert_error("^[a-z0-9][a-z0-9-]{0,63}$");
+        assert!(
+            r.stderr.len() < 500,
+            "error for a {}-byte name is {} bytes",
+            bad.len(),
+            r.stderr.len()
+        );
+    }
+    s.run(&["team", "create", "session-abc"])
+        .assert_error("Claude Code");
+    assert!(s.tree().is_empty(), "nothing created: {:?}", s.tree());
+
+    s.team_with("alpha", &["bob"]);
+    let before = s.tree();
+    for bad in ["../x", "a/b", "..", "a;b", "ünï", &long] {
+        s.run(&["send", "--team", "alpha", "--to", bad, "hi"])
+            .assert_error("not a member");
+        s.run(&["send", "--team", "alpha", "--as", bad, "--to", "bob", "hi"])
+            .assert_error("--as");
+        s.run(&["task", "get", bad, "--team", "alpha"])
+            .assert_error("invalid task id");
+    }
+    // A NUL byte cannot even reach argv; a newline in a name is refused and
+    // the error stays on one line.
+    s.run(&[
+        "send", "--team", "alpha", "--as", "a\nb", "--to", "bob", "hi",
+    ])
+    .assert_error("--as");
+    assert_eq!(s.tree(), before, "hostile input created nothing");
+}
+
+#[test]
+fn oversized_messages_are_refused_and_nothing_is_written() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &["bob"]);
+    let big = "x".repeat(64 * 1024 + 1);
+    s.run(&["send", "--team", "alpha", "--to", "bob", &big])
+        .assert_error("limit");
+    assert!(
+        !s.path("teams/alpha/inboxes/bob.json").exists()
+            || s.read_json("teams/alpha/inboxes/bob.json") == serde_json::json!([])
+    );
+    let exact = "y".repeat(64 * 1024);
+    s.ok(&["send", "--team", "alpha", "--to", "bob", &exact]);
+}
+
+#[test]
+fn a_send_to_a_name_off_the_roster_lists_the_members_unless_forced() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &["bob", "carol"]);
+    let r = s.run(&["send", "--team", "alpha", "--to", "bbo", "hi"]);
+    r.assert_error("members: team-lead, bob, carol");
+    assert!(
+        !s.path("teams/alpha/inboxes/bbo.json").exists(),
+        "no phantom inbox"
+    );
+    s.ok(&["send", "--team", "alpha", "--to", "bbo", "--force", "hi"]);
+    assert_eq!(s.read_json("teams/alpha/inboxes/bbo.json")[0]["text"], "hi");
+}
+
+#[test]
+fn a_message_carries_the_claude_code_envelope_and_is_consumed_by_identity() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &["bob", "carol"]);
+    s.ok(&[
+        "send",
+        "--team",
+        "alpha",
+        "--as",
+        "bob",
+        "--to",
+        "team-lead",
+        "--summary",
+        "hello",
+        "line one\nline two",
+    ]);
+    let inbox = s.read_json("teams/alpha/inboxes/team-lead.json");
+    let e = &inbox[0];
+    let keys: Vec<&str> = e.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "from",
+            "text",
+            "summary",
+            "timestamp",
+            "color",
+            "msgV",
+            "msg_id",
+            "type",
+            "read"
+        ]
+    );
+    assert_eq!(e["from"], "bob");
+    assert_eq!(e["color"], "blue");
+    assert_eq!(e["read"], false);
+    assert_eq!(e["msgV"], 1);
+    assert_eq!(e["msg_id"].as_str().unwrap().len(), 36);
+
+    let shown = s.ok(&["inbox", "--team", "alpha", "--json"]).json();
+    assert_eq!(
+        shown.as_array().unwrap().len(),
+        1,
+        "showing does not consume"
+    );
+    assert_eq!(
+        s.read_json("teams/alpha/inboxes/team-lead.json")
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let human = s.ok(&["inbox", "--team", "alpha", "--mark-read"]);
+    assert!(
+        human.stdout.contains("from bob") && human.stdout.contains("line two"),
+        "{}",
+        human.explain()
+    );
+    assert_eq!(
+        s.read_json("teams/alpha/inboxes/team-lead.json"),
+        serde_json::json!([])
+    );
+    let all = s
+        .ok(&["inbox", "--team", "alpha", "--all", "--json"])
+        .json();
+    assert_eq!(all[0]["text"], "line one\nline two");
+    assert_eq!(all[0]["consumed"], true, "history keeps consumed messages");
+}
+
+#[test]
+fn broadcast_reaches_everyone_but_the_sender() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &["bob", "carol", "dave"]);
+    s.ok(&[
+        "send", "--team", "alpha", "--as", "carol", "--to", "*", "standup",
+    ]);
+    for m in ["team-lead", "bob", "dave"] {
+        let inbox = s.read_json(&format!("teams/alpha/inboxes/{m}.json"));
+        assert_eq!(inbox[0]["text"], "standup", "{m}");
+    }
+    assert!(!s.path("teams/alpha/inboxes/carol.json").exists());
+}
+
+#[test]
+fn identity_and_team_come_from_the_environment() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &["bob"]);
+    s.team_with("beta", &[]);
+    let mut c = s.cmd(&["send", "--to", "team-lead", "hi from env"]);
+    c.env("SWARM_TEAM", "alpha").env("SWARM_AGENT_NAME", "bob");
+    crate::util::Run::of(c, &["send"]).assert_code(0);
+    assert_eq!(
+        s.read_json("teams/alpha/inboxes/team-lead.json")[0]["from"],
+        "bob"
+    );
+    // Two teams and no --team: a clear error naming them.
+    s.run(&["status"]).assert_error("teams: alpha, beta");
+}
+
+#[test]
+fn status_reports_members_unread_and_tasks_and_says_no_for_a_missing_team() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &["bob"]);
+    s.ok(&["send", "--team", "alpha", "--to", "bob", "one"]);
+    s.ok(&["send", "--team", "alpha", "--to", "bob", "two"]);
+    s.ok(&["task", "create", "--team", "alpha", "a"]);
+    s.ok(&["task", "create", "--team", "alpha", "b"]);
+    s.ok(&["task", "claim", "--team", "alpha", "--as", "bob"]);
+    let st = s.ok(&["status", "--team", "alpha", "--json"]).json();
+    let bob = st["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "bob")
+        .unwrap();
+    assert_eq!(bob["unread"], 3, "two messages and one task_assignment");
+    assert_eq!(st["tasks"]["in_progress"], 1);
+    assert_eq!(st["tasks"]["pending"], 1);
+    assert_eq!(st["tasks"]["total"], 2);
+    let human = s.ok(&["status", "--team", "alpha"]);
+    assert!(
+        human.stdout.contains("tasks: 0/2 completed"),
+        "{}",
+        human.explain()
+    );
+    let r = s.run(&["status", "--team", "nope"]);
+    r.assert_code(1);
+    assert!(
+        r.stderr.contains("team \"nope\" not found"),
+        "{}",
+        r.explain()
+    );
+}
+
+#[test]
+fn tasks_are_created_claimed_updated_and_deleted_with_the_right_exit_codes() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &["bob", "carol"]);
+    let t = |args: &[&str]| {
+        let mut a = vec!["task"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["--team", "alpha"]);
+        s.run(&a)
+    };
+    assert_eq!(t(&["create", "build"]).stdout.trim(), "1");
+    assert_eq!(
+        t(&[
+            "create",
+            "test",
+            "--blocked-by",
+            "1",
+            "--command",
+            "echo hi"
+        ])
+        .stdout
+        .trim(),
+        "2"
+    );
+    let two = t(&["get", "2", "--json"]).json();
+    assert_eq!(two["blockedBy"], serde_json::json!(["1"]));
+    assert_eq!(two["metadata"]["command"], "echo hi");
+    assert_eq!(
+        t(&["get", "1", "--json"]).json()["blocks"],
+        serde_json::json!(["2"])
+    );
+
+    // Task 2 is blocked: claiming it by id says no with the reason.
+    let r = t(&["claim", "2", "--as", "bob"]);
+    r.assert_code(1);
+    assert!(r.stderr.contains("blocked"), "{}", r.explain());
+    assert_eq!(t(&["claim", "--as", "bob"]).stdout.trim(), "1");
+    let r = t(&["claim", "--as", "carol"]);
+    r.assert_code(1);
+    assert!(r.stderr.contains("nothing"), "{}", r.explain());
+    // The claim told bob about it in his own inbox.
+    let inbox = s.read_json("teams/alpha/inboxes/bob.json");
+    let frame: Value = serde_json::from_str(inbox[0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(frame["type"], "task_assignment");
+    assert_eq!(frame["taskId"], "1");
+
+    t(&["update", "1", "--status", "completed", "--as", "bob"]).assert_code(0);
+    assert_eq!(
+        t(&["claim", "--as", "carol", "--busy-check"]).stdout.trim(),
+        "2"
+    );
+    t(&["create", "docs"]).assert_code(0);
+    let r = t(&["claim", "--as", "carol", "--busy-check"]);
+    r.assert_code(1);
+    assert!(
+        r.stderr.contains("busy") || r.stderr.contains("owns"),
+        "{}",
+        r.explain()
+    );
+
+    // Reassigning notifies the new owner, from whoever reassigned.
+    t(&["update", "3", "--owner", "bob", "--as", "carol"]).assert_code(0);
+    let inbox = s.read_json("teams/alpha/inboxes/bob.json");
+    let last = inbox.as_array().unwrap().last().unwrap();
+    assert_eq!(last["from"], "carol");
+    assert!(last["text"].as_str().unwrap().contains("\"taskId\":\"3\""));
+    t(&["update", "3", "--owner", "nobody"]).assert_error("not a member");
+
+    t(&["update", "3", "--metadata", r#"{"k":1,"j":2}"#]).assert_code(0);
+    t(&["update", "3", "--metadata", r#"{"k":null}"#]).assert_code(0);
+    assert_eq!(
+        t(&["get", "3", "--json"]).json()["metadata"],
+        serde_json::json!({"j": 2})
+    );
+
+    t(&["delete", "3"]).assert_code(0);
+    t(&["get", "3"]).assert_code(1);
+    t(&["delete", "3"]).assert_code(1);
+    assert_eq!(
+        t(&["create", "again"]).stdout.trim(),
+        "4",
+        "ids are never reused"
+    );
+    let list = t(&["list", "--json"]).json();
+    let ids: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["1", "2", "4"]);
+}
+
+#[test]
+fn protocol_messages_are_sent_with_the_reference_fields() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &["bob"]);
+    s.ok(&[
+        "send",
+        "--team",
+        "alpha",
+        "--to",
+        "bob",
+        "--shutdown-request",
+        "--reason",
+        "done",
+    ]);
+    let inbox = s.read_json("teams/alpha/inboxes/bob.json");
+    let req: Value = serde_json::from_str(inbox[0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(req["type"], "shutdown_request");
+    assert_eq!(req["reason"], "done");
+    let id = req["requestId"].as_str().unwrap().to_string();
+    assert!(id.starts_with("shutdown-") && id.ends_with("@bob"), "{id}");
+
+    s.run(&[
+        "send",
+        "--team",
+        "alpha",
+        "--as",
+        "bob",
+        "--to",
+        "team-lead",
+        "--shutdown-request",
+    ])
+    .assert_error("only team-lead");
+    s.run(&[
+        "send",
+        "--team",
+        "alpha",
+        "--as",
+        "bob",
+        "--to",
+        "team-lead",
+        "--shutdown-response",
+        &id,
+        "--reject",
+    ])
+    .assert_error("--reason");
+    s.ok(&[
+        "send",
+        "--team",
+        "alpha",
+        "--as",
+        "bob",
+        "--to",
+        "team-lead",
+        "--shutdown-response",
+        &id,
+        "--reject",
+        "--reason",
+        "busy",
+    ]);
+    s.ok(&[
+        "send",
+        "--team",
+        "alpha",
+        "--as",
+        "bob",
+        "--to",
+        "team-lead",
+        "--shutdown-response",
+        &id,
+        "--approve",
+    ]);
+    s.ok(&[
+        "send",
+        "--team",
+        "alpha",
+        "--to",
+        "bob",
+        "--plan-response",
+        "plan_approval-1@bob@alpha",
+        "--approve",
+    ]);
+    let lead = s.read_json("teams/alpha/inboxes/team-lead.json");
+    let rej: Value = serde_json::from_str(lead[0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (rej["type"].as_str(), rej["reason"].as_str()),
+        (Some("shutdown_rejected"), Some("busy"))
+    );
+    let ok: Value = serde_json::from_str(lead[1]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(ok["type"], "shutdown_approved");
+    assert_eq!(ok["requestId"], id.as_str());
+    let bob = s.read_json("teams/alpha/inboxes/bob.json");
+    let plan: Value = serde_json::from_str(bob[1]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(plan["type"], "plan_approval_response");
+    assert_eq!(plan["approved"], true);
+    // Readable, not raw JSON, for people.
+    let human = s.ok(&["inbox", "--team", "alpha"]);
+    assert!(!human.stdout.contains("{\"type\""), "{}", human.explain());
+}
+
+#[test]
+fn help_teaches_the_commands() {
+    let s = Sandbox::new();
+    let h = s.ok(&["--help"]);
+    for word in ["team", "status", "send", "inbox", "task", "Exit codes"] {
+        assert!(h.stdout.contains(word), "--help lacks {word}\n{}", h.stdout);
+    }
+    s.run(&["frobnicate"]).assert_code(2);
+}
