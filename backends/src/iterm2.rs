@@ -1,0 +1,1 @@
+//! iTerm2 stub
