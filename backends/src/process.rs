@@ -120,17 +120,56 @@ mod imp {
 
 pub use imp::*;
 
+/// Whether `pid` is a zombie (exited, not yet reaped by its parent); `None`
+/// where the platform does not say (no `/proc`).
+pub fn is_zombie(pid: u32) -> Option<bool> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) S ...": the state follows the last ')'.
+    let state = stat.rsplit_once(')')?.1.split_whitespace().next()?;
+    Some(state == "Z")
+}
+
+/// A one-line description of a process for error messages: its
+/// `/proc/<pid>/stat` head on Linux (`pid (comm) state ppid pgrp`), else the pid.
+pub fn describe(pid: u32) -> String {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let head: Vec<&str> = stat.split_whitespace().take(5).collect();
+            let parent = head
+                .get(3)
+                .and_then(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).ok())
+                .map(|c| c.replace('\0', " "))
+                .unwrap_or_default();
+            let sig = head
+                .get(3)
+                .and_then(|p| std::fs::read_to_string(format!("/proc/{p}/status")).ok())
+                .map(|st| {
+                    st.lines()
+                        .filter(|l| l.starts_with("Sig") || l.starts_with("State"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .unwrap_or_default();
+            format!("{}; parent: {} [{sig}]", head.join(" "), parent.trim())
+        }
+        Err(_) => format!("pid {pid}"),
+    }
+}
+
 /// Runs the ladder on group `pgid`: SIGTERM, wait up to `grace` (polling
 /// every [`POLL`], calling `reap` each time so a parent can collect its
 /// zombie), SIGKILL, then wait up to `settle` for the group to vanish.
 /// Returns an error message when the group outlives SIGKILL.
-pub async fn terminate_group(
+pub async fn terminate_group<F>(
     pgid: i32,
     grace: Duration,
     settle: Duration,
-    mut reap: impl FnMut() + Send,
-) -> Result<LadderOutcome, String> {
-    reap();
+    mut reap: impl FnMut() -> F + Send,
+) -> Result<LadderOutcome, String>
+where
+    F: std::future::Future<Output = ()> + Send,
+{
+    reap().await;
     if !group_alive(pgid) {
         return Ok(LadderOutcome::AlreadyGone);
     }
@@ -156,10 +195,13 @@ pub async fn terminate_group(
     }
 }
 
-async fn wait_gone(pgid: i32, within: Duration, reap: &mut (impl FnMut() + Send)) -> bool {
+async fn wait_gone<F>(pgid: i32, within: Duration, reap: &mut (impl FnMut() -> F + Send)) -> bool
+where
+    F: std::future::Future<Output = ()> + Send,
+{
     let deadline = tokio::time::Instant::now() + within;
     loop {
-        reap();
+        reap().await;
         if !group_alive(pgid) {
             return true;
         }
@@ -202,6 +244,7 @@ mod tests {
             Duration::from_secs(2),
             || {
                 let _ = child.try_wait();
+                async {}
             },
         )
         .await
@@ -220,6 +263,7 @@ mod tests {
         let pgid = child.id() as i32;
         let outcome = terminate_group(pgid, Duration::from_secs(5), Duration::from_secs(1), || {
             let _ = child.try_wait();
+            async {}
         })
         .await
         .unwrap();

@@ -297,6 +297,7 @@ impl PaneBackendExecutor for InProcessBackend {
         let reap_pane = Arc::clone(&pane);
         process::terminate_group(pgid, grace, Duration::from_secs(2), move || {
             let _ = lock(&reap_pane.child).try_wait();
+            async {}
         })
         .await
         .map_err(|reason| BackendError::KillFailed {

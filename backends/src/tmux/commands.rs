@@ -554,7 +554,9 @@ pub fn join_pane(pane: &PaneId, target: &PaneId) -> Result<Vec<String>> {
 /// True when a failed tmux call's stderr says there is no server (so every
 /// pane is gone).
 pub fn is_no_server(stderr: &str) -> bool {
-    stderr.contains("no server running") || stderr.contains("error connecting to")
+    stderr.contains("no server running")
+        || stderr.contains("error connecting to")
+        || stderr.contains("server exited unexpectedly")
 }
 
 /// True when stderr says a pane target does not exist.

@@ -375,10 +375,50 @@ impl TmuxBackend {
         }
     }
 
+    /// The pane process's group id once it leads its own group. tmux's child
+    /// calls `setsid` just after the fork, so right after a split the pid may
+    /// not lead a group yet: wait for it (never signal a group we do not own).
+    /// `None` when the process is already gone.
+    async fn group_leader(&self, pane: &PaneId, pid: u32) -> Result<Option<i32>> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+        loop {
+            match process::process_group(pid) {
+                None => return Ok(None),
+                Some(pgid) if pgid as u32 == pid => return Ok(Some(pgid)),
+                Some(pgid) if tokio::time::Instant::now() >= deadline => {
+                    return Err(BackendError::KillFailed {
+                        pane: pane.clone(),
+                        reason: format!(
+                            "pid {pid} does not lead its process group (group {pgid}); \
+                             refusing to signal a group it does not own"
+                        ),
+                    });
+                }
+                Some(_) => tokio::time::sleep(process::POLL).await,
+            }
+        }
+    }
+
+    /// tmux 3.3a can miss the SIGCHLD of a pane process that dies just after
+    /// the split (seen here about one kill in three when the kill follows the
+    /// spawn at once): the process stays a zombie, keeping its process group
+    /// alive, until the server's next SIGCHLD. `run-shell true` makes the
+    /// server fork and wait, and its wait loop reaps every zombie.
+    async fn reap_lost_child(&self, pid: u32) {
+        let poke = process::is_zombie(pid).unwrap_or_else(|| process::process_alive(pid));
+        if poke {
+            let args = vec!["run-shell".to_string(), "true".to_string()];
+            if let Ok(args) = commands::chain(vec![args]) {
+                let _ = self.invocation(args).output().await;
+            }
+        }
+    }
+
     /// Waits until `pane` is off the server and `pid` is dead.
     async fn verify_gone(&self, pane: &PaneId, pid: u32) -> Result<()> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
         loop {
+            self.reap_lost_child(pid).await;
             let listed = self.rows().await?.iter().any(|r| &r.pane == pane);
             let alive = process::process_alive(pid);
             if !listed && !alive {
@@ -387,7 +427,10 @@ impl TmuxBackend {
             if tokio::time::Instant::now() >= deadline {
                 return Err(BackendError::KillFailed {
                     pane: pane.clone(),
-                    reason: format!("after the ladder: pane listed={listed}, pid {pid} alive={alive}"),
+                    reason: format!(
+                        "after the ladder: pane listed={listed}, pid {pid} alive={alive} ({})",
+                        process::describe(pid)
+                    ),
                 });
             }
             tokio::time::sleep(process::POLL).await;
@@ -459,7 +502,22 @@ impl PaneBackendExecutor for TmuxBackend {
     }
 
     async fn status(&self, panes: &[PaneId]) -> Result<Vec<(PaneId, PaneStatus)>> {
-        let rows = self.rows().await?;
+        let mut rows = self.rows().await?;
+        // A dead pane without a status whose process is an unreaped zombie:
+        // tmux missed its SIGCHLD (see `reap_lost_child`); collect it and
+        // read again so the exit code is known.
+        let lost = rows.iter().any(|r| {
+            r.dead
+                && r.dead_status.is_none()
+                && panes.contains(&r.pane)
+                && process::is_zombie(r.pid) == Some(true)
+        });
+        if lost {
+            if let Some(r) = rows.iter().find(|r| r.dead && r.dead_status.is_none()) {
+                self.reap_lost_child(r.pid).await;
+            }
+            rows = self.rows().await?;
+        }
         Ok(panes
             .iter()
             .map(|pane| {
@@ -482,26 +540,15 @@ impl PaneBackendExecutor for TmuxBackend {
             return Ok(());
         };
         if !row.dead {
-            match process::process_group(row.pid) {
-                // tmux makes the pane's process a session (and group) leader.
-                Some(pgid) if pgid as u32 == row.pid => {
-                    process::terminate_group(pgid, grace, Duration::from_secs(2), || {})
-                        .await
-                        .map_err(|reason| BackendError::KillFailed {
-                            pane: pane.clone(),
-                            reason,
-                        })?;
-                }
-                Some(pgid) => {
-                    return Err(BackendError::KillFailed {
-                        pane: pane.clone(),
-                        reason: format!(
-                            "pid {} is not a group leader (group {pgid}); refusing to signal the group",
-                            row.pid
-                        ),
-                    });
-                }
-                None => {} // already exited; the pane is dead or closing
+            if let Some(pgid) = self.group_leader(pane, row.pid).await? {
+                process::terminate_group(pgid, grace, Duration::from_secs(2), || {
+                    self.reap_lost_child(row.pid)
+                })
+                .await
+                .map_err(|reason| BackendError::KillFailed {
+                    pane: pane.clone(),
+                    reason: format!("{reason} ({})", process::describe(row.pid)),
+                })?;
             }
         }
         let inv = self.invocation(commands::chain(vec![commands::kill_pane(pane)?])?);
