@@ -230,11 +230,19 @@ mod tests {
 
     #[tokio::test]
     async fn the_ladder_escalates_for_a_process_that_ignores_sigterm() {
+        let dir = tempfile::tempdir().unwrap();
+        let ready = dir.path().join("ready");
         let mut child = std::process::Command::new("sh")
-            .args(["-c", "trap '' TERM; sleep 30 & wait"])
+            .args(["-c", "trap '' TERM; : > \"$0\"; sleep 30 & wait"])
+            .arg(&ready)
             .process_group(0)
             .spawn()
             .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !ready.exists() {
+            assert!(std::time::Instant::now() < deadline, "sh never set its trap");
+            tokio::time::sleep(POLL).await;
+        }
         let pid = child.id();
         let pgid = process_group(pid).unwrap();
         assert_eq!(pgid as u32, pid);
