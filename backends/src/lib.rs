@@ -16,7 +16,7 @@
 //!   parses every `-F` output.
 //! - [`in_process`]: panes hosted in PTYs inside the lead.
 //! - [`iterm2`], [`windows_terminal`]: argv builders and parsers for macOS and
-//!   Windows terminals.
+//!   Windows terminals; [`pidfile`]: the pid records they rely on.
 //! - `fake` (feature `fake`): a recording backend with no processes.
 //!
 //! # Example
@@ -49,6 +49,7 @@ pub mod error;
 pub mod fake;
 pub mod in_process;
 pub mod iterm2;
+pub mod pidfile;
 pub mod process;
 pub mod tmux;
 pub mod windows_terminal;
