@@ -6,7 +6,9 @@
 //! period) and WT closes the pane when its process ends.
 //!
 //! Limits, declared in [`Capabilities`]: the environment cannot be made
-//! exact (WT passes its own; `exact_env: false`), exit codes are unknown.
+//! exact (WT passes its own; `exact_env: false`), exit codes are unknown,
+//! and focus is not offered (`wt focus-pane -t` takes an index that shifts
+//! as panes close).
 //! Not exercised live (no Windows here): argv building and `tasklist`
 //! parsing are unit-tested.
 
@@ -59,9 +61,6 @@ pub fn split_pane(spec: &SpawnSpec) -> Result<Vec<String>> {
     Ok(argv)
 }
 
-/// `wt -w 0 focus-pane -t INDEX` is index-based and indexes shift as panes
-/// close, so focus is not offered.
-///
 /// `tasklist /FI "PID eq N" /FO CSV /NH`.
 pub fn tasklist(pid: u32) -> Vec<String> {
     vec![

@@ -531,3 +531,220 @@ contract!(
     gone_after_kill_and_server_death,
     capabilities_are_honest,
 );
+
+// ---- what only tmux does ---------------------------------------------------
+
+mod tmux_live {
+    use super::*;
+    use swarm_backends::BackendError;
+
+    fn lead_spec(h: &TmuxHarness, lead: &PaneId) -> SpawnSpec {
+        h.spec("sleep", &["1000"]).placement(Placement::RightOfLead { lead: lead.clone() })
+    }
+
+    fn pane_info(t: &PrivateTmux, pane: &PaneId, fmt: &str) -> String {
+        t.run(&["display-message", "-p", "-t", pane.as_str(), fmt]).trim().to_string()
+    }
+
+    #[tokio::test]
+    async fn the_lead_is_pinned_left_and_teammates_fill_the_right_column() {
+        let Some(h) = TmuxHarness::start("layout") else { return };
+        let mut panes = Vec::new();
+        for _ in 0..3 {
+            panes.push(h.backend.spawn(&lead_spec(&h, &h.lead)).await.expect("spawn"));
+        }
+        let lead_width: u32 = pane_info(&h.tmux, &h.lead, "#{pane_width}").parse().unwrap();
+        assert!((60..=80).contains(&lead_width), "lead width {lead_width} of 200\n{}", h.tmux.dump());
+        let lead_window = pane_info(&h.tmux, &h.lead, "#{window_id}");
+        for p in &panes {
+            assert_eq!(pane_info(&h.tmux, p, "#{window_id}"), lead_window);
+            let left: u32 = pane_info(&h.tmux, p, "#{pane_left}").parse().unwrap();
+            assert!(left > lead_width, "{p} at column {left}");
+        }
+        h.after();
+    }
+
+    #[tokio::test]
+    async fn a_small_window_overflows_into_a_new_window() {
+        let Some(h) = TmuxHarness::start("overflow") else { return };
+        h.tmux.run(&["new-session", "-d", "-s", "small", "-x", "80", "-y", "24", "--", "sleep", "100000"]);
+        let lead = PaneId::new(h.tmux.run(&["display-message", "-p", "-t", "=small:", "#{pane_id}"]).trim());
+        let mut windows = Vec::new();
+        for _ in 0..3 {
+            let p = h.backend.spawn(&lead_spec(&h, &lead)).await.expect("spawn");
+            windows.push(pane_info(&h.tmux, &p, "#{window_id}"));
+        }
+        let lead_window = pane_info(&h.tmux, &lead, "#{window_id}");
+        assert_eq!(windows[..2], [lead_window.clone(), lead_window.clone()]);
+        assert_ne!(windows[2], lead_window, "third teammate would have < 8 rows\n{}", h.tmux.dump());
+        let rows: Vec<u32> = h
+            .tmux
+            .run(&["list-panes", "-t", lead.as_str(), "-F", "#{pane_height}"])
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect();
+        assert!(rows.iter().all(|r| *r >= 8), "pane heights {rows:?}");
+        h.after();
+    }
+
+    #[tokio::test]
+    async fn titles_and_colours_show_in_the_border() {
+        let Some(h) = TmuxHarness::start("styling") else { return };
+        let spec = lead_spec(&h, &h.lead).title("alice #1").color("orange");
+        let p = h.backend.spawn(&spec).await.expect("spawn");
+        assert_eq!(pane_info(&h.tmux, &p, "#{pane_title}|#{@swarm_color}"), "alice #1|colour208");
+        let status = h.tmux.run(&["show-options", "-w", "-v", "-t", p.as_str(), "pane-border-status"]);
+        assert_eq!(status.trim(), "top");
+        h.backend.set_color(&p, "pink").await.unwrap();
+        h.backend.set_title(&p, "bob").await.unwrap();
+        assert_eq!(pane_info(&h.tmux, &p, "#{pane_title}|#{@swarm_color}"), "bob|colour205");
+        assert!(h.backend.set_color(&p, "mauve").await.is_err());
+        h.after();
+    }
+
+    #[tokio::test]
+    async fn ensure_session_creates_once_with_the_lead_first() {
+        let Some(h) = TmuxHarness::start("ensure_session") else { return };
+        let lead = h.spec("sleep", &["1000"]).title("lead");
+        let first = h.backend.ensure_session("swarm-demo", &lead).await.expect("create");
+        let again = h.backend.ensure_session("swarm-demo", &lead).await.expect("reuse");
+        assert_eq!(first, again);
+        assert!(h.backend.has_session("swarm-demo").await.unwrap());
+        assert!(!h.backend.has_session("swarm-dem").await.unwrap(), "targets must be exact");
+        let lead_remain = h.tmux.run(&["show-options", "-p", "-v", "-t", first.as_str(), "remain-on-exit"]);
+        assert_eq!(lead_remain.trim(), "off", "the lead's pane closes when the lead exits");
+        let mate = h.backend.spawn(&lead_spec(&h, &first)).await.expect("teammate");
+        let mate_remain = h.tmux.run(&["show-options", "-p", "-A", "-v", "-t", mate.as_str(), "remain-on-exit"]);
+        assert_eq!(mate_remain.trim(), "on");
+        let argv = h.backend.attach_argv("swarm-demo").unwrap();
+        assert_eq!(argv[argv.len() - 3..], ["attach-session", "-t", "=swarm-demo"]);
+        h.after();
+    }
+
+    #[tokio::test]
+    async fn hide_show_and_focus() {
+        let Some(h) = TmuxHarness::start("hide_show") else { return };
+        let p = h.backend.spawn(&lead_spec(&h, &h.lead)).await.expect("spawn");
+        let home = pane_info(&h.tmux, &h.lead, "#{window_id}");
+        h.backend.hide(&p).await.expect("hide");
+        assert_eq!(pane_info(&h.tmux, &p, "#{window_name}"), "swarm-hidden");
+        assert!(matches!(status_of(&h.backend, &p).await, PaneStatus::Running { .. }));
+        h.backend.show(&p).await.expect("show");
+        assert_eq!(pane_info(&h.tmux, &p, "#{window_id}"), home);
+        h.backend.focus(&p).await.expect("focus");
+        assert_eq!(pane_info(&h.tmux, &p, "#{pane_active}"), "1");
+        h.after();
+    }
+
+    #[tokio::test]
+    async fn bad_arguments_are_refused_before_tmux_runs() {
+        let Some(h) = TmuxHarness::start("refusals") else { return };
+        let spec = h.spec("printf", &["a\nb"]);
+        let err = h.backend.spawn(&spec).await.unwrap_err();
+        assert!(matches!(err, BackendError::InvalidArgument { .. }), "{err}");
+        let err = h.backend.kill(&PaneId::new("{last}"), Duration::from_secs(1)).await.unwrap_err();
+        assert!(matches!(err, BackendError::InvalidArgument { .. }), "{err}");
+        assert!(h.backend.check_version().await.unwrap() >= (3, 2));
+        h.after();
+    }
+
+    /// Prints the cost of one spawn (split + style) on this machine.
+    #[tokio::test]
+    async fn spawn_cost() {
+        let Some(h) = TmuxHarness::start("spawn_cost") else { return };
+        h.tmux.run(&["new-session", "-d", "-s", "big", "-x", "400", "-y", "120", "--", "sleep", "100000"]);
+        let lead = PaneId::new(h.tmux.run(&["display-message", "-p", "-t", "=big:", "#{pane_id}"]).trim());
+        let n = 8;
+        let t = Instant::now();
+        for _ in 0..n {
+            h.backend.spawn(&lead_spec(&h, &lead)).await.expect("spawn");
+        }
+        let per = t.elapsed() / n;
+        println!("tmux spawn cost: {:.1} ms per pane ({n} panes)", per.as_secs_f64() * 1000.0);
+        assert!(per < Duration::from_secs(1), "{per:?} per spawn");
+        h.after();
+    }
+}
+
+// ---- what only the in-process backend does ---------------------------------
+
+mod in_process_live {
+    use super::*;
+
+    fn harness() -> InProcessHarness {
+        InProcessHarness {
+            dir: tempfile::tempdir().unwrap(),
+            backend: InProcessBackend::new(),
+        }
+    }
+
+    async fn answer_to(query: &str, len: &str) -> String {
+        let h = harness();
+        let out = h.dir().join("answer");
+        let script = format!(
+            r#"stty raw -echo; printf '\033[2;5H{query}'; head -c {len} > "$0.tmp"; mv "$0.tmp" "$0""#
+        );
+        let p = h.backend.spawn(&h.spec("sh", &["-c", &script, out.to_str().unwrap()])).await.unwrap();
+        let answer = wait_file(&out).await;
+        h.backend.kill(&p, Duration::from_secs(1)).await.unwrap();
+        answer
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn answers_cursor_position_and_device_attributes() {
+        assert_eq!(answer_to("\\033[6n", "6").await, "\x1b[2;5R");
+        assert_eq!(answer_to("\\033[c", "7").await, "\x1b[?1;2c");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn resize_reaches_the_program_and_the_screen() {
+        let h = harness();
+        let go = h.dir().join("go");
+        let script = r#"while [ ! -e "$0" ]; do sleep 0.01; done; stty size > "$0.tmp"; mv "$0.tmp" "$0.out""#;
+        let p = h.backend.spawn(&h.spec("sh", &["-c", script, go.to_str().unwrap()])).await.unwrap();
+        h.backend.resize(&p, 30, 100).unwrap();
+        std::fs::write(&go, b"").unwrap();
+        assert_eq!(wait_file(&h.dir().join("go.out")).await.trim(), "30 100");
+        assert_eq!(h.backend.with_screen(&p, |s| s.size()).unwrap(), (30, 100));
+        h.backend.kill(&p, Duration::from_secs(1)).await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn keys_are_forwarded_and_output_is_logged_by_offset() {
+        let h = harness();
+        let out = h.dir().join("line");
+        let script = r#"printf 'ready\n'; read -r line; printf 'got:%s\n' "$line" > "$0.tmp"; mv "$0.tmp" "$0"; printf 'done\n'; exec sleep 1000"#;
+        let p = h.backend.spawn(&h.spec("sh", &["-c", script, out.to_str().unwrap()])).await.unwrap();
+        let mut rx = h.backend.subscribe_output(&p).unwrap();
+        wait_until("ready on screen", async || {
+            let s = h.backend.screen(&p).map_err(|e| e.to_string())?;
+            if s.contains("ready") { Ok(()) } else { Err(s) }
+        })
+        .await;
+        let (first, offset) = h.backend.read_output(&p, 0).unwrap();
+        assert!(String::from_utf8_lossy(&first).contains("ready"));
+        h.backend.write_input(&p, b"hello world\r").unwrap();
+        assert_eq!(wait_file(&out).await, "got:hello world\n");
+        wait_until("done in the log", async || {
+            let (rest, _) = h.backend.read_output(&p, offset).map_err(|e| e.to_string())?;
+            let rest = String::from_utf8_lossy(&rest).into_owned();
+            if rest.contains("done") && !rest.contains("ready") { Ok(()) } else { Err(rest) }
+        })
+        .await;
+        assert!(*rx.borrow_and_update() > offset);
+        h.backend.kill(&p, Duration::from_secs(1)).await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn panes_die_with_their_host() {
+        let h = harness();
+        assert!(!h.backend.capabilities().panes_outlive_lead);
+        let p = h.backend.spawn(&h.spec("sleep", &["1000"])).await.unwrap();
+        let PaneStatus::Running { pid: Some(pid) } = status_of(&h.backend, &p).await else {
+            panic!("not running");
+        };
+        drop(h);
+        // SAFETY: signal 0 only checks existence.
+        assert_ne!(unsafe { libc::kill(pid as i32, 0) }, 0, "pid {pid} outlived the backend");
+    }
+}
