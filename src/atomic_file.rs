@@ -80,7 +80,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// Creates `path` with `bytes` only if it does not exist yet (O_EXCL), mode
 /// 0600. Returns `false` when it already existed.
 pub fn create_new(path: &Path, bytes: &[u8]) -> io::Result<bool> {
-    match OpenOptions::new().write(true).create_new(true).mode(FILE_MODE).open(path) {
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(FILE_MODE)
+        .open(path)
+    {
         Ok(mut f) => {
             f.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
             f.write_all(bytes)?;
@@ -143,12 +148,24 @@ impl TempFile {
     fn create(target: &Path) -> io::Result<Self> {
         loop {
             let mut name = target.as_os_str().to_owned();
-            name.push(format!(".tmp.{}", &uuid::Uuid::new_v4().simple().to_string()[..8]));
+            name.push(format!(
+                ".tmp.{}",
+                &uuid::Uuid::new_v4().simple().to_string()[..8]
+            ));
             let path = PathBuf::from(name);
-            match OpenOptions::new().write(true).create_new(true).mode(FILE_MODE).open(&path) {
+            match OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(FILE_MODE)
+                .open(&path)
+            {
                 Ok(file) => {
                     file.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
-                    return Ok(TempFile { path, file, armed: true });
+                    return Ok(TempFile {
+                        path,
+                        file,
+                        armed: true,
+                    });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
@@ -173,7 +190,11 @@ impl Drop for TempFile {
 #[derive(Debug, Error)]
 pub enum LockError {
     #[error("timed out after {waited:?} waiting for the lock {path} (held by {holder})")]
-    Timeout { path: PathBuf, waited: Duration, holder: &'static str },
+    Timeout {
+        path: PathBuf,
+        waited: Duration,
+        holder: &'static str,
+    },
     #[error("cannot lock {path}: {source}")]
     Io { path: PathBuf, source: io::Error },
 }
@@ -189,7 +210,12 @@ pub struct FileLock {
 
 /// What a swarm holder writes into the sidecar: the lock directory's identity.
 fn dir_identity(meta: &fs::Metadata) -> String {
-    format!("swarm {} {} {}\n", meta.ino(), meta.ctime(), meta.ctime_nsec())
+    format!(
+        "swarm {} {} {}\n",
+        meta.ino(),
+        meta.ctime(),
+        meta.ctime_nsec()
+    )
 }
 
 impl FileLock {
@@ -202,7 +228,10 @@ impl FileLock {
     /// the task list's `.lock.lock`).
     pub fn acquire_dir(dir: &Path, timeout: Duration) -> Result<Self, LockError> {
         let start = Instant::now();
-        let io_err = |source| LockError::Io { path: dir.to_path_buf(), source };
+        let io_err = |source| LockError::Io {
+            path: dir.to_path_buf(),
+            source,
+        };
         let mut sidecar_path = dir.as_os_str().to_owned();
         sidecar_path.push(".flock");
         let sidecar = OpenOptions::new()
@@ -241,8 +270,12 @@ impl FileLock {
                     let meta = fs::metadata(dir).map_err(io_err)?;
                     let mut s = &sidecar;
                     s.set_len(0).map_err(io_err)?;
-                    s.write_all_at0(dir_identity(&meta).as_bytes()).map_err(io_err)?;
-                    let lock = FileLock { dir: dir.to_path_buf(), sidecar };
+                    s.write_all_at0(dir_identity(&meta).as_bytes())
+                        .map_err(io_err)?;
+                    let lock = FileLock {
+                        dir: dir.to_path_buf(),
+                        sidecar,
+                    };
                     refresher().register(&lock.dir);
                     return Ok(lock);
                 }
@@ -329,8 +362,10 @@ struct Refresher {
 fn refresher() -> &'static Refresher {
     static R: OnceLock<&'static Refresher> = OnceLock::new();
     R.get_or_init(|| {
-        let r: &'static Refresher =
-            Box::leak(Box::new(Refresher { held: Mutex::new(Vec::new()), wake: Condvar::new() }));
+        let r: &'static Refresher = Box::leak(Box::new(Refresher {
+            held: Mutex::new(Vec::new()),
+            wake: Condvar::new(),
+        }));
         std::thread::Builder::new()
             .name("lock-refresh".into())
             .spawn(move || r.run())
@@ -368,7 +403,10 @@ impl Refresher {
                 None => self.wake.wait(held).unwrap_or_else(|e| e.into_inner()),
                 Some(due) => {
                     let d = due.saturating_duration_since(Instant::now());
-                    self.wake.wait_timeout(held, d).unwrap_or_else(|e| e.into_inner()).0
+                    self.wake
+                        .wait_timeout(held, d)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
                 }
             };
         }
@@ -419,7 +457,11 @@ mod tests {
         let q = quarantine(&f).unwrap();
         assert!(q.to_string_lossy().contains("inbox.json.corrupt-"));
         assert_eq!(fs::read(&q).unwrap(), b"[{garbage");
-        assert_ne!(quarantine(&f).unwrap(), q, "a second copy does not overwrite the first");
+        assert_ne!(
+            quarantine(&f).unwrap(),
+            q,
+            "a second copy does not overwrite the first"
+        );
     }
 
     #[test]
@@ -433,7 +475,11 @@ mod tests {
                 std::thread::spawn(move || {
                     for _ in 0..50 {
                         let _g = FileLock::acquire(&file, Duration::from_secs(10)).unwrap();
-                        assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
+                        assert_eq!(
+                            inside.fetch_add(1, Ordering::SeqCst),
+                            0,
+                            "two holders at once"
+                        );
                         inside.fetch_sub(1, Ordering::SeqCst);
                     }
                 })
@@ -442,7 +488,10 @@ mod tests {
         for h in handles {
             h.join().unwrap();
         }
-        assert!(!t.path().join("inbox.json.lock").exists(), "lock directory removed");
+        assert!(
+            !t.path().join("inbox.json.lock").exists(),
+            "lock directory removed"
+        );
     }
 
     #[test]
@@ -476,7 +525,11 @@ mod tests {
         assert!(dir.exists());
         let start = Instant::now();
         let _g2 = FileLock::acquire(&file, Duration::from_secs(5)).unwrap();
-        assert!(start.elapsed() < Duration::from_secs(2), "took {:?}", start.elapsed());
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "took {:?}",
+            start.elapsed()
+        );
     }
 
     #[test]

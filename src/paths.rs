@@ -50,7 +50,10 @@ impl Root {
             return Ok((Root::new(absolute(f)), RootSource::Flag));
         }
         if let Some(c) = claude_config_dir.filter(|s| !s.is_empty()) {
-            return Ok((Root::new(absolute(Path::new(c))), RootSource::ClaudeConfigDir));
+            return Ok((
+                Root::new(absolute(Path::new(c))),
+                RootSource::ClaudeConfigDir,
+            ));
         }
         match home.filter(|p| !p.as_os_str().is_empty()) {
             Some(h) => Ok((Root::new(absolute(h).join(".claude")), RootSource::Home)),
@@ -74,7 +77,9 @@ impl Root {
 
     /// `teams/<S1(team)>`: holds `config.json`.
     pub fn team_dir(&self, team: &str) -> Result<PathBuf, NameError> {
-        Ok(self.teams_dir().join(component("team", team, sanitize_s1(team))?))
+        Ok(self
+            .teams_dir()
+            .join(component("team", team, sanitize_s1(team))?))
     }
 
     pub fn config(&self, team: &str) -> Result<PathBuf, NameError> {
@@ -99,7 +104,9 @@ impl Root {
 
     /// `tasks/<S2(team)>`: the task list of a team (its id equals the team name).
     pub fn tasks_dir(&self, team: &str) -> Result<PathBuf, NameError> {
-        Ok(self.tasks_root().join(component("team", team, sanitize_s2(team))?))
+        Ok(self
+            .tasks_root()
+            .join(component("team", team, sanitize_s2(team))?))
     }
 
     /// `tasks/<team>/<id>.json`. Ids are validated by the task store; this
@@ -128,7 +135,10 @@ impl Root {
     /// Bounded history of messages a member has consumed.
     pub fn history(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {
         let m = component("member", member, sanitize_s2(member))?;
-        Ok(self.state_dir(team)?.join("history").join(format!("{m}.json")))
+        Ok(self
+            .state_dir(team)?
+            .join("history")
+            .join(format!("{m}.json")))
     }
 
     pub fn logs_dir(&self, team: &str) -> Result<PathBuf, NameError> {
@@ -141,7 +151,10 @@ impl Root {
 
     pub fn output(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {
         let m = component("member", member, sanitize_s2(member))?;
-        Ok(self.state_dir(team)?.join("output").join(format!("{m}.log")))
+        Ok(self
+            .state_dir(team)?
+            .join("output")
+            .join(format!("{m}.log")))
     }
 
     pub fn scratchpad(&self, team: &str) -> Result<PathBuf, NameError> {
@@ -179,20 +192,47 @@ mod tests {
     #[test]
     fn layout_matches_claude_code() {
         let r = Root::new("/r");
-        assert_eq!(r.config("demo").unwrap(), Path::new("/r/teams/demo/config.json"));
-        assert_eq!(r.inbox("demo", "bob").unwrap(), Path::new("/r/teams/demo/inboxes/bob.json"));
-        assert_eq!(r.task("demo", "7").unwrap(), Path::new("/r/tasks/demo/7.json"));
-        assert_eq!(lock_dir_for(&r.config("demo").unwrap()), r.config_lock("demo").unwrap());
+        assert_eq!(
+            r.config("demo").unwrap(),
+            Path::new("/r/teams/demo/config.json")
+        );
+        assert_eq!(
+            r.inbox("demo", "bob").unwrap(),
+            Path::new("/r/teams/demo/inboxes/bob.json")
+        );
+        assert_eq!(
+            r.task("demo", "7").unwrap(),
+            Path::new("/r/tasks/demo/7.json")
+        );
+        assert_eq!(
+            lock_dir_for(&r.config("demo").unwrap()),
+            r.config_lock("demo").unwrap()
+        );
         // Odd names written by others: the roster and inbox directories differ.
-        assert_eq!(r.team_dir("My Team").unwrap(), Path::new("/r/teams/my-team"));
-        assert_eq!(r.inboxes_dir("My Team").unwrap(), Path::new("/r/teams/My-Team/inboxes"));
+        assert_eq!(
+            r.team_dir("My Team").unwrap(),
+            Path::new("/r/teams/my-team")
+        );
+        assert_eq!(
+            r.inboxes_dir("My Team").unwrap(),
+            Path::new("/r/teams/My-Team/inboxes")
+        );
     }
 
     #[test]
     fn nothing_escapes_the_root() {
         let r = Root::new("/r");
         let long = "x".repeat(10 * 1024);
-        for hostile in ["../x", "a/b", ".", "..", "a;b", "a\0b", "ünï/../..", "/etc/passwd"] {
+        for hostile in [
+            "../x",
+            "a/b",
+            ".",
+            "..",
+            "a;b",
+            "a\0b",
+            "ünï/../..",
+            "/etc/passwd",
+        ] {
             for p in [
                 r.config(hostile).unwrap(),
                 r.inbox(hostile, hostile).unwrap(),
@@ -201,7 +241,10 @@ mod tests {
             ] {
                 assert!(p.starts_with("/r/"), "{p:?}");
                 assert!(
-                    p.components().all(|c| matches!(c, std::path::Component::Normal(_) | std::path::Component::RootDir)),
+                    p.components().all(|c| matches!(
+                        c,
+                        std::path::Component::Normal(_) | std::path::Component::RootDir
+                    )),
                     "{p:?}"
                 );
             }

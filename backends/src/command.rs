@@ -112,10 +112,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failure_keeps_argv_and_stderr() {
-        let inv = Invocation::new(
-            "sh",
-            vec!["-c".into(), "echo oops >&2; exit 3".into()],
-        );
+        let inv = Invocation::new("sh", vec!["-c".into(), "echo oops >&2; exit 3".into()]);
         let err = inv.run().await.unwrap_err().to_string();
         assert!(err.contains("exit code 3"), "{err}");
         assert!(err.contains("oops"), "{err}");

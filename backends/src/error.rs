@@ -23,7 +23,10 @@ pub enum BackendError {
 
     /// The backend cannot be used here (tool missing, wrong platform, …).
     #[error("the {backend} backend is unavailable: {reason}")]
-    Unavailable { backend: BackendKind, reason: String },
+    Unavailable {
+        backend: BackendKind,
+        reason: String,
+    },
 
     /// An argument was refused before anything ran.
     #[error("invalid {what} {value:?}: {reason}")]

@@ -325,12 +325,12 @@ mod tests {
         let p = fake.spawn(&spec()).await.unwrap();
         assert_eq!(fake.spec(&p).unwrap().title, "alice");
         assert_eq!(
-            fake.status(&[p.clone()]).await.unwrap()[0].1,
+            fake.status(std::slice::from_ref(&p)).await.unwrap()[0].1,
             PaneStatus::Running { pid: None }
         );
         fake.exit(&p, Some(3));
         assert_eq!(
-            fake.status(&[p.clone()]).await.unwrap()[0].1,
+            fake.status(std::slice::from_ref(&p)).await.unwrap()[0].1,
             PaneStatus::Exited { code: Some(3) }
         );
         assert!(matches!(fake.calls()[0], FakeCall::Spawn(_)));
@@ -343,9 +343,14 @@ mod tests {
         let stubborn = fake.spawn(&spec()).await.unwrap();
         fake.set_stubborn(&stubborn, true);
         fake.kill(&polite, Duration::from_millis(10)).await.unwrap();
-        fake.kill(&stubborn, Duration::from_millis(10)).await.unwrap();
+        fake.kill(&stubborn, Duration::from_millis(10))
+            .await
+            .unwrap();
         assert_eq!(fake.signals(&polite), [FakeSignal::Term]);
-        assert_eq!(fake.signals(&stubborn), [FakeSignal::Term, FakeSignal::Kill]);
+        assert_eq!(
+            fake.signals(&stubborn),
+            [FakeSignal::Term, FakeSignal::Kill]
+        );
         let st = fake.status(&[polite, stubborn]).await.unwrap();
         assert!(st.iter().all(|(_, s)| *s == PaneStatus::Gone));
     }

@@ -17,8 +17,8 @@ use std::time::Duration;
 use crate::command::Invocation;
 use crate::error::{BackendError, Result};
 use crate::{
-    pidfile, process, BackendKind, Capabilities, PaneBackendExecutor, PaneId, PaneStatus,
-    Placement, SpawnSpec, ENV_PROGRAM,
+    BackendKind, Capabilities, ENV_PROGRAM, PaneBackendExecutor, PaneId, PaneStatus, Placement,
+    SpawnSpec, pidfile, process,
 };
 
 /// The script run by `/bin/sh` in the new session: `$1` cwd, `$2` pid file,
@@ -124,8 +124,7 @@ fn is_uuid(s: &str) -> bool {
 pub fn parse_session_id(output: &str) -> Result<String> {
     output
         .split(|c: char| c.is_whitespace() || c == '"' || c == ',')
-        .filter(|w| is_uuid(bare_session_id(w)))
-        .next_back()
+        .rfind(|w| is_uuid(bare_session_id(w)))
         .map(String::from)
         .ok_or_else(|| BackendError::Parse {
             what: "iTerm2 session id",
@@ -147,7 +146,9 @@ pub fn it2_split(target: Option<&str>, vertical: bool) -> Vec<String> {
 
 /// `it2 session run -s SESSION LINE`.
 pub fn it2_run(session: &str, line: &str) -> Vec<String> {
-    ["session", "run", "-s", session, line].map(String::from).to_vec()
+    ["session", "run", "-s", session, line]
+        .map(String::from)
+        .to_vec()
 }
 
 /// `it2 session close -f -s SESSION`.
@@ -285,7 +286,10 @@ impl PaneBackendExecutor for ITerm2Backend {
                 session
             }
             Driver::AppleScript => {
-                let out = self.call(osascript_split(target.as_deref(), &line)).run().await?;
+                let out = self
+                    .call(osascript_split(target.as_deref(), &line))
+                    .run()
+                    .await?;
                 parse_session_id(&out.stdout)?
             }
         };
@@ -305,15 +309,15 @@ impl PaneBackendExecutor for ITerm2Backend {
 
     async fn kill(&self, pane: &PaneId, grace: Duration) -> Result<()> {
         let (session, pid_file) = parse_pane_id(pane)?;
-        if let Some(pid) = pidfile::read_pid(&pid_file) {
-            if process::process_group(pid) == Some(pid as i32) {
-                process::terminate_group(pid as i32, grace, Duration::from_secs(2), || async {})
-                    .await
-                    .map_err(|reason| BackendError::KillFailed {
-                        pane: pane.clone(),
-                        reason,
-                    })?;
-            }
+        if let Some(pid) = pidfile::read_pid(&pid_file)
+            && process::process_group(pid) == Some(pid as i32)
+        {
+            process::terminate_group(pid as i32, grace, Duration::from_secs(2), || async {})
+                .await
+                .map_err(|reason| BackendError::KillFailed {
+                    pane: pane.clone(),
+                    reason,
+                })?;
         }
         let close = match self.driver {
             Driver::It2 => it2_close(&session),
@@ -364,7 +368,11 @@ mod tests {
         let words = ["it's", "a\\b", "$(touch pwned)", "", ";", "ünï ✳", "'\\'"];
         let quoted: Vec<String> = words.iter().map(|w| shell_quote(w).unwrap()).collect();
         let script = format!("printf '%s\\n' {}", quoted.join(" "));
-        let out = std::process::Command::new("sh").arg("-c").arg(&script).output().unwrap();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .output()
+            .unwrap();
         let seen: Vec<String> = String::from_utf8(out.stdout)
             .unwrap()
             .lines()
@@ -398,7 +406,11 @@ mod tests {
         )
         .env("ONLY", "this one");
         let line = launch_line(&spec, &pid).unwrap();
-        let status = std::process::Command::new("sh").arg("-c").arg(&line).status().unwrap();
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&line)
+            .status()
+            .unwrap();
         assert!(status.success());
         assert!(pidfile::read_pid(&pid).is_some());
         let text = std::fs::read_to_string(&out).unwrap();
@@ -421,9 +433,15 @@ mod tests {
 
     #[test]
     fn it2_argv() {
-        assert_eq!(it2_split(Some("w0t0p0:A"), true), ["session", "split", "-v", "-s", "w0t0p0:A"]);
+        assert_eq!(
+            it2_split(Some("w0t0p0:A"), true),
+            ["session", "split", "-v", "-s", "w0t0p0:A"]
+        );
         assert_eq!(it2_split(None, false), ["session", "split"]);
-        assert_eq!(it2_run("S", "exec x"), ["session", "run", "-s", "S", "exec x"]);
+        assert_eq!(
+            it2_run("S", "exec x"),
+            ["session", "run", "-s", "S", "exec x"]
+        );
         assert_eq!(it2_close("S"), ["session", "close", "-f", "-s", "S"]);
         assert_eq!(it2_focus("S"), ["session", "focus", "S"]);
     }
@@ -453,9 +471,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let rec = dir.path().join("pid");
         assert_eq!(status_from_record(&rec), PaneStatus::Gone);
-        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
         std::fs::write(&rec, child.id().to_string()).unwrap();
-        assert_eq!(status_from_record(&rec), PaneStatus::Running { pid: Some(child.id()) });
+        assert_eq!(
+            status_from_record(&rec),
+            PaneStatus::Running {
+                pid: Some(child.id())
+            }
+        );
         child.kill().unwrap();
         child.wait().unwrap();
         assert_eq!(status_from_record(&rec), PaneStatus::Exited { code: None });

@@ -9,14 +9,14 @@
 //!
 //! - this file: [`PaneBackendExecutor`], [`SpawnSpec`], [`PaneId`],
 //!   [`PaneStatus`], [`Capabilities`], [`BackendKind`] and [`detect`].
-//! - [`error`]: [`BackendError`].
-//! - [`command`]: running an external program with a timeout.
-//! - [`process`]: signals to process groups (the kill ladder's mechanics).
-//! - [`tmux`]: the tmux backend; [`tmux::commands`] builds every tmux argv and
+//! - [`error`] — [`BackendError`].
+//! - [`command`] — running an external program with a timeout.
+//! - [`process`] — signals to process groups (the kill ladder's mechanics).
+//! - [`tmux`] — the tmux backend; [`tmux::commands`] builds every tmux argv and
 //!   parses every `-F` output.
-//! - [`in_process`]: panes hosted in PTYs inside the lead.
-//! - [`iterm2`], [`windows_terminal`]: argv builders and parsers for macOS and
-//!   Windows terminals; [`pidfile`]: the pid records they rely on.
+//! - [`in_process`] — panes hosted in PTYs inside the lead.
+//! - [`iterm2`], [`windows_terminal`] — argv builders and parsers for macOS and
+//!   Windows terminals; [`pidfile`] — the pid records they rely on.
 //! - `fake` (feature `fake`): a recording backend with no processes.
 //!
 //! # Example
@@ -199,14 +199,14 @@ impl SpawnSpec {
                 "is not an existing directory",
             ));
         }
-        if let Some(color) = &self.color {
-            if !PALETTE.contains(&color.as_str()) {
-                return Err(BackendError::invalid(
-                    "colour",
-                    color,
-                    format!("not one of {}", PALETTE.join(", ")),
-                ));
-            }
+        if let Some(color) = &self.color
+            && !PALETTE.contains(&color.as_str())
+        {
+            return Err(BackendError::invalid(
+                "colour",
+                color,
+                format!("not one of {}", PALETTE.join(", ")),
+            ));
         }
         Ok(())
     }
@@ -598,7 +598,11 @@ mod tests {
     #[test]
     fn validation_refuses_what_env_would_misread() {
         let dir = std::env::temp_dir();
-        assert!(SpawnSpec::new("a=b", Vec::<String>::new(), &dir).validate().is_err());
+        assert!(
+            SpawnSpec::new("a=b", Vec::<String>::new(), &dir)
+                .validate()
+                .is_err()
+        );
         assert!(
             SpawnSpec::new("sh", Vec::<String>::new(), &dir)
                 .env("A=B", "1")

@@ -14,7 +14,10 @@ pub fn parse_pid(text: &str) -> Option<u32> {
 
 /// Reads a pid file; `None` when it does not exist (yet) or is not a pid.
 pub fn read_pid(path: &Path) -> Option<u32> {
-    std::fs::read_to_string(path).ok().as_deref().and_then(parse_pid)
+    std::fs::read_to_string(path)
+        .ok()
+        .as_deref()
+        .and_then(parse_pid)
 }
 
 /// Waits up to `within` for the pid file to hold a pid.

@@ -191,7 +191,9 @@ where
     if wait_gone(pgid, settle, &mut reap).await {
         Ok(LadderOutcome::Killed)
     } else {
-        Err(format!("process group {pgid} still alive {settle:?} after SIGKILL"))
+        Err(format!(
+            "process group {pgid} still alive {settle:?} after SIGKILL"
+        ))
     }
 }
 
@@ -240,7 +242,10 @@ mod tests {
             .unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while !ready.exists() {
-            assert!(std::time::Instant::now() < deadline, "sh never set its trap");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "sh never set its trap"
+            );
             tokio::time::sleep(POLL).await;
         }
         let pid = child.id();

@@ -18,8 +18,8 @@ use std::time::Duration;
 use crate::command::Invocation;
 use crate::error::{BackendError, Result};
 use crate::{
-    pidfile, BackendKind, Capabilities, PaneBackendExecutor, PaneId, PaneStatus, Placement,
-    SpawnSpec,
+    BackendKind, Capabilities, PaneBackendExecutor, PaneId, PaneStatus, Placement, SpawnSpec,
+    pidfile,
 };
 
 /// Escapes one argument for `wt`: WT splits its command line into
@@ -149,7 +149,11 @@ impl PaneBackendExecutor for WindowsTerminalBackend {
     async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneId> {
         spec.validate()?;
         let pid_file = spec.pid_file.clone().ok_or_else(|| {
-            BackendError::invalid("pid_file", "", "the Windows Terminal backend needs a pid file")
+            BackendError::invalid(
+                "pid_file",
+                "",
+                "the Windows Terminal backend needs a pid file",
+            )
         })?;
         // A stale record would make a dead teammate look alive.
         let _ = std::fs::remove_file(&pid_file);
@@ -177,13 +181,17 @@ impl PaneBackendExecutor for WindowsTerminalBackend {
             return Ok(());
         };
         if self.alive(pid).await? {
-            let _ = Invocation::new("taskkill", taskkill(pid, false)).output().await?;
+            let _ = Invocation::new("taskkill", taskkill(pid, false))
+                .output()
+                .await?;
             let deadline = tokio::time::Instant::now() + grace;
             while self.alive(pid).await? && tokio::time::Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             if self.alive(pid).await? {
-                let _ = Invocation::new("taskkill", taskkill(pid, true)).output().await?;
+                let _ = Invocation::new("taskkill", taskkill(pid, true))
+                    .output()
+                    .await?;
             }
             if self.alive(pid).await? {
                 return Err(BackendError::KillFailed {
@@ -211,8 +219,19 @@ mod tests {
         assert_eq!(
             split_pane(&spec).unwrap(),
             [
-                "-w", "0", "split-pane", "-V", "--title", "alice\\; bob", "-d", r"C:\work dir",
-                "--", "swarm.exe", "teammate", "a\\;b", "x\\;"
+                "-w",
+                "0",
+                "split-pane",
+                "-V",
+                "--title",
+                "alice\\; bob",
+                "-d",
+                r"C:\work dir",
+                "--",
+                "swarm.exe",
+                "teammate",
+                "a\\;b",
+                "x\\;"
             ]
         );
         let other = SpawnSpec::new("p", Vec::<String>::new(), "C:\\");
@@ -240,7 +259,10 @@ mod tests {
     fn pane_ids_name_the_record() {
         let id = pane_id(Path::new(r"C:\swarm\alice.pid"));
         assert_eq!(id.as_str(), r"wt:C:\swarm\alice.pid");
-        assert_eq!(parse_pane_id(&id).unwrap(), PathBuf::from(r"C:\swarm\alice.pid"));
+        assert_eq!(
+            parse_pane_id(&id).unwrap(),
+            PathBuf::from(r"C:\swarm\alice.pid")
+        );
         assert!(parse_pane_id(&PaneId::new("%3")).is_err());
     }
 }

@@ -75,7 +75,10 @@ impl PrivateTmux {
     /// Starts a server with a `canary` session and a 200x50 `lead` session;
     /// `None` (after printing SKIP) when tmux is missing.
     fn start(test: &str) -> Option<Self> {
-        let found = std::process::Command::new("tmux").arg("-V").output().is_ok();
+        let found = std::process::Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_ok();
         if !found {
             if std::env::var("SWARM_REQUIRE_TMUX").as_deref() == Ok("1") {
                 panic!("{test}: tmux not found and SWARM_REQUIRE_TMUX=1");
@@ -86,14 +89,41 @@ impl PrivateTmux {
         let dir = tempfile::tempdir().expect("tempdir");
         let sock = dir.path().join("sock");
         let t = Self { dir, sock };
-        t.run(&["new-session", "-d", "-s", "canary", "-x", "80", "-y", "24", "--", "sleep", "100000"]);
-        t.run(&["new-session", "-d", "-s", "lead", "-x", "200", "-y", "50", "--", "sleep", "100000"]);
+        t.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "canary",
+            "-x",
+            "80",
+            "-y",
+            "24",
+            "--",
+            "sleep",
+            "100000",
+        ]);
+        t.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "lead",
+            "-x",
+            "200",
+            "-y",
+            "50",
+            "--",
+            "sleep",
+            "100000",
+        ]);
         Some(t)
     }
 
     fn command(&self, args: &[&str]) -> std::process::Command {
         let mut c = std::process::Command::new("tmux");
-        c.arg("-S").arg(&self.sock).args(["-f", "/dev/null"]).args(args);
+        c.arg("-S")
+            .arg(&self.sock)
+            .args(["-f", "/dev/null"])
+            .args(args);
         c.env_remove("TMUX").env_remove("TMUX_PANE");
         c
     }
@@ -117,25 +147,43 @@ impl PrivateTmux {
     }
 
     fn lead_pane(&self) -> PaneId {
-        PaneId::new(self.run(&["display-message", "-p", "-t", "=lead:", "#{pane_id}"]).trim())
+        PaneId::new(
+            self.run(&["display-message", "-p", "-t", "=lead:", "#{pane_id}"])
+                .trim(),
+        )
     }
 
     /// The canary session and its process are still alive.
     fn assert_canary(&self) {
-        let pid = self.run(&["display-message", "-p", "-t", "=canary:", "#{pane_pid} #{pane_dead}"]);
+        let pid = self.run(&[
+            "display-message",
+            "-p",
+            "-t",
+            "=canary:",
+            "#{pane_pid} #{pane_dead}",
+        ]);
         let mut f = pid.split_whitespace();
         let pid: i32 = f.next().and_then(|p| p.parse().ok()).expect("canary pid");
         assert_eq!(f.next(), Some("0"), "canary pane died");
         // SAFETY: signal 0 only checks existence.
-        assert_eq!(unsafe { libc::kill(pid, 0) }, 0, "canary process {pid} died");
+        assert_eq!(
+            unsafe { libc::kill(pid, 0) },
+            0,
+            "canary process {pid} died"
+        );
     }
 
     /// Every pane's capture, for failure reports.
     fn dump(&self) -> String {
-        self.command(&["list-panes", "-a", "-F", "#{pane_id} #{pane_pid} #{pane_dead} #{pane_title}"])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
+        self.command(&[
+            "list-panes",
+            "-a",
+            "-F",
+            "#{pane_id} #{pane_pid} #{pane_dead} #{pane_title}",
+        ])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
     }
 }
 
@@ -285,7 +333,10 @@ async fn argv_arrives_unchanged(h: &dyn Harness) {
     };
     assert_eq!(seen, tricky, "argv changed on the way");
     assert!(!h.dir().join("pwned").exists() && !h.dir().join("pwned2").exists());
-    h.backend().kill(&pane, Duration::from_secs(1)).await.expect("kill");
+    h.backend()
+        .kill(&pane, Duration::from_secs(1))
+        .await
+        .expect("kill");
 }
 
 /// The pane's process sees exactly the spec's environment.
@@ -311,7 +362,8 @@ async fn env_is_exact(h: &dyn Harness) {
             };
             // The environment the process was exec'd with, exactly.
             let environ = wait_until("sleep to be exec'd", async || {
-                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).map_err(|e| e.to_string())?;
+                let cmdline =
+                    std::fs::read(format!("/proc/{pid}/cmdline")).map_err(|e| e.to_string())?;
                 if !cmdline.starts_with(b"sleep\0") {
                     return Err(String::from_utf8_lossy(&cmdline).into_owned());
                 }
@@ -327,9 +379,15 @@ async fn env_is_exact(h: &dyn Harness) {
     };
     assert_eq!(seen, expected, "environment is not exact");
     for leaked in ["HOME", "TMUX", "TMUX_PANE", "CARGO_MANIFEST_DIR", "TERM"] {
-        assert!(!seen.iter().any(|v| v.starts_with(&format!("{leaked}="))), "{leaked} leaked");
+        assert!(
+            !seen.iter().any(|v| v.starts_with(&format!("{leaked}="))),
+            "{leaked} leaked"
+        );
     }
-    h.backend().kill(&pane, Duration::from_secs(1)).await.expect("kill");
+    h.backend()
+        .kill(&pane, Duration::from_secs(1))
+        .await
+        .expect("kill");
 }
 
 /// The pane starts in the spec's working directory.
@@ -337,7 +395,14 @@ async fn cwd_is_used(h: &dyn Harness) {
     let cwd = h.dir().join("work dir ünï #1");
     std::fs::create_dir_all(&cwd).unwrap();
     let out = h.dir().join("pwd.txt");
-    let mut spec = h.spec("sh", &["-c", r#"pwd -P > "$0.tmp" && mv "$0.tmp" "$0""#, out.to_str().unwrap()]);
+    let mut spec = h.spec(
+        "sh",
+        &[
+            "-c",
+            r#"pwd -P > "$0.tmp" && mv "$0.tmp" "$0""#,
+            out.to_str().unwrap(),
+        ],
+    );
     spec.cwd = cwd.clone();
     let pane = h.backend().spawn(&spec).await.expect("spawn");
     let seen = match h.fake() {
@@ -345,7 +410,10 @@ async fn cwd_is_used(h: &dyn Harness) {
         None => PathBuf::from(wait_file(&out).await.trim_end()),
     };
     assert_eq!(seen, cwd.canonicalize().unwrap());
-    h.backend().kill(&pane, Duration::from_secs(1)).await.expect("kill");
+    h.backend()
+        .kill(&pane, Duration::from_secs(1))
+        .await
+        .expect("kill");
 }
 
 /// Running with a pid, then Exited with the process's exit code.
@@ -353,7 +421,11 @@ async fn status_running_then_exited_with_code(h: &dyn Harness) {
     let go = h.dir().join("go");
     let spec = h.spec(
         "sh",
-        &["-c", r#"while [ ! -e "$0" ]; do sleep 0.01; done; exit 7"#, go.to_str().unwrap()],
+        &[
+            "-c",
+            r#"while [ ! -e "$0" ]; do sleep 0.01; done; exit 7"#,
+            go.to_str().unwrap(),
+        ],
     );
     let pane = h.backend().spawn(&spec).await.expect("spawn");
     let running = status_of(h.backend(), &pane).await;
@@ -370,14 +442,18 @@ async fn status_running_then_exited_with_code(h: &dyn Harness) {
         *s == PaneStatus::Exited { code: Some(7) }
     })
     .await;
-    h.backend().kill(&pane, Duration::from_secs(1)).await.expect("kill an exited pane");
+    h.backend()
+        .kill(&pane, Duration::from_secs(1))
+        .await
+        .expect("kill an exited pane");
     assert_eq!(status_of(h.backend(), &pane).await, PaneStatus::Gone);
 }
 
 /// A process that ignores SIGTERM is gone after the ladder, with its group.
 async fn kill_escalates_past_a_sigterm_trap(h: &dyn Harness) {
     let ready = h.dir().join("ready");
-    let script = r#"trap '' TERM; sleep 1000 & echo "$!" > "$0.tmp"; mv "$0.tmp" "$0"; wait; sleep 1000"#;
+    let script =
+        r#"trap '' TERM; sleep 1000 & echo "$!" > "$0.tmp"; mv "$0.tmp" "$0"; wait; sleep 1000"#;
     let spec = h.spec("sh", &["-c", script, ready.to_str().unwrap()]);
     let pane = h.backend().spawn(&spec).await.expect("spawn");
     let grace = Duration::from_millis(300);
@@ -399,7 +475,11 @@ async fn kill_escalates_past_a_sigterm_trap(h: &dyn Harness) {
             assert!(t.elapsed() >= grace, "SIGTERM should have been ignored");
             assert!(!group_alive(pid as i32), "process group {pid} survived");
             // SAFETY: signal 0 only checks existence.
-            assert_ne!(unsafe { libc::kill(child, 0) }, 0, "background child {child} survived");
+            assert_ne!(
+                unsafe { libc::kill(child, 0) },
+                0,
+                "background child {child} survived"
+            );
         }
     }
     assert_eq!(status_of(h.backend(), &pane).await, PaneStatus::Gone);
@@ -407,55 +487,115 @@ async fn kill_escalates_past_a_sigterm_trap(h: &dyn Harness) {
 
 /// A polite process goes at SIGTERM, well within the grace period.
 async fn kill_is_quick_for_a_polite_process(h: &dyn Harness) {
-    let pane = h.backend().spawn(&h.spec("sleep", &["1000"])).await.expect("spawn");
-    wait_status(h.backend(), &pane, "running", |s| matches!(s, PaneStatus::Running { .. })).await;
+    let pane = h
+        .backend()
+        .spawn(&h.spec("sleep", &["1000"]))
+        .await
+        .expect("spawn");
+    wait_status(h.backend(), &pane, "running", |s| {
+        matches!(s, PaneStatus::Running { .. })
+    })
+    .await;
     let t = Instant::now();
-    h.backend().kill(&pane, Duration::from_secs(5)).await.expect("kill");
-    assert!(t.elapsed() < Duration::from_secs(3), "took {:?}", t.elapsed());
+    h.backend()
+        .kill(&pane, Duration::from_secs(5))
+        .await
+        .expect("kill");
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        t.elapsed()
+    );
     if let Some(fake) = h.fake() {
         assert_eq!(fake.signals(&pane), [FakeSignal::Term]);
     }
     assert_eq!(status_of(h.backend(), &pane).await, PaneStatus::Gone);
     // Killing a gone pane is fine.
-    h.backend().kill(&pane, Duration::from_secs(1)).await.expect("kill again");
+    h.backend()
+        .kill(&pane, Duration::from_secs(1))
+        .await
+        .expect("kill again");
 }
 
 /// `capture` shows what the program printed.
 async fn capture_shows_printed_text(h: &dyn Harness) {
-    let spec = h.spec("sh", &["-c", "printf 'hello from %s\\n' pane-canary-7; exec sleep 1000"]);
+    let spec = h.spec(
+        "sh",
+        &[
+            "-c",
+            "printf 'hello from %s\\n' pane-canary-7; exec sleep 1000",
+        ],
+    );
     let pane = h.backend().spawn(&spec).await.expect("spawn");
     if let Some(fake) = h.fake() {
         fake.set_screen(&pane, "hello from pane-canary-7\n");
     }
     wait_until("the greeting on screen", async || {
-        let text = h.backend().capture(&pane).await.map_err(|e| e.to_string())?;
-        if text.contains("hello from pane-canary-7") { Ok(()) } else { Err(text) }
+        let text = h
+            .backend()
+            .capture(&pane)
+            .await
+            .map_err(|e| e.to_string())?;
+        if text.contains("hello from pane-canary-7") {
+            Ok(())
+        } else {
+            Err(text)
+        }
     })
     .await;
-    h.backend().kill(&pane, Duration::from_secs(1)).await.expect("kill");
+    h.backend()
+        .kill(&pane, Duration::from_secs(1))
+        .await
+        .expect("kill");
 }
 
 /// Panes are Gone once killed, and all of them once the server dies.
 async fn gone_after_kill_and_server_death(h: &dyn Harness) {
-    let a = h.backend().spawn(&h.spec("sleep", &["1000"])).await.expect("spawn a");
-    let b = h.backend().spawn(&h.spec("sleep", &["1000"])).await.expect("spawn b");
-    h.backend().kill(&a, Duration::from_secs(1)).await.expect("kill");
-    let both = h.backend().status(&[a.clone(), b.clone()]).await.expect("status");
+    let a = h
+        .backend()
+        .spawn(&h.spec("sleep", &["1000"]))
+        .await
+        .expect("spawn a");
+    let b = h
+        .backend()
+        .spawn(&h.spec("sleep", &["1000"]))
+        .await
+        .expect("spawn b");
+    h.backend()
+        .kill(&a, Duration::from_secs(1))
+        .await
+        .expect("kill");
+    let both = h
+        .backend()
+        .status(&[a.clone(), b.clone()])
+        .await
+        .expect("status");
     assert_eq!(both[0], (a.clone(), PaneStatus::Gone));
     assert!(matches!(both[1].1, PaneStatus::Running { .. }), "{both:?}");
-    let unknown = PaneId::new(if h.fake().is_some() { "fake-999" } else { "%999" });
+    let unknown = PaneId::new(if h.fake().is_some() {
+        "fake-999"
+    } else {
+        "%999"
+    });
     assert_eq!(status_of(h.backend(), &unknown).await, PaneStatus::Gone);
     if h.kill_server() {
         assert_eq!(status_of(h.backend(), &b).await, PaneStatus::Gone);
     } else {
-        h.backend().kill(&b, Duration::from_secs(1)).await.expect("kill b");
+        h.backend()
+            .kill(&b, Duration::from_secs(1))
+            .await
+            .expect("kill b");
     }
 }
 
 /// Unsupported operations say so; supported ones work.
 async fn capabilities_are_honest(h: &dyn Harness) {
     let caps = h.backend().capabilities();
-    let pane = h.backend().spawn(&h.spec("sleep", &["1000"])).await.expect("spawn");
+    let pane = h
+        .backend()
+        .spawn(&h.spec("sleep", &["1000"]))
+        .await
+        .expect("spawn");
     let b = h.backend();
     for (supported, result) in [
         (caps.focus, b.focus(&pane).await),
@@ -539,22 +679,38 @@ mod tmux_live {
     use swarm_backends::BackendError;
 
     fn lead_spec(h: &TmuxHarness, lead: &PaneId) -> SpawnSpec {
-        h.spec("sleep", &["1000"]).placement(Placement::RightOfLead { lead: lead.clone() })
+        h.spec("sleep", &["1000"])
+            .placement(Placement::RightOfLead { lead: lead.clone() })
     }
 
     fn pane_info(t: &PrivateTmux, pane: &PaneId, fmt: &str) -> String {
-        t.run(&["display-message", "-p", "-t", pane.as_str(), fmt]).trim().to_string()
+        t.run(&["display-message", "-p", "-t", pane.as_str(), fmt])
+            .trim()
+            .to_string()
     }
 
     #[tokio::test]
     async fn the_lead_is_pinned_left_and_teammates_fill_the_right_column() {
-        let Some(h) = TmuxHarness::start("layout") else { return };
+        let Some(h) = TmuxHarness::start("layout") else {
+            return;
+        };
         let mut panes = Vec::new();
         for _ in 0..3 {
-            panes.push(h.backend.spawn(&lead_spec(&h, &h.lead)).await.expect("spawn"));
+            panes.push(
+                h.backend
+                    .spawn(&lead_spec(&h, &h.lead))
+                    .await
+                    .expect("spawn"),
+            );
         }
-        let lead_width: u32 = pane_info(&h.tmux, &h.lead, "#{pane_width}").parse().unwrap();
-        assert!((60..=80).contains(&lead_width), "lead width {lead_width} of 200\n{}", h.tmux.dump());
+        let lead_width: u32 = pane_info(&h.tmux, &h.lead, "#{pane_width}")
+            .parse()
+            .unwrap();
+        assert!(
+            (60..=80).contains(&lead_width),
+            "lead width {lead_width} of 200\n{}",
+            h.tmux.dump()
+        );
         let lead_window = pane_info(&h.tmux, &h.lead, "#{window_id}");
         for p in &panes {
             assert_eq!(pane_info(&h.tmux, p, "#{window_id}"), lead_window);
@@ -566,9 +722,27 @@ mod tmux_live {
 
     #[tokio::test]
     async fn a_small_window_overflows_into_a_new_window() {
-        let Some(h) = TmuxHarness::start("overflow") else { return };
-        h.tmux.run(&["new-session", "-d", "-s", "small", "-x", "80", "-y", "24", "--", "sleep", "100000"]);
-        let lead = PaneId::new(h.tmux.run(&["display-message", "-p", "-t", "=small:", "#{pane_id}"]).trim());
+        let Some(h) = TmuxHarness::start("overflow") else {
+            return;
+        };
+        h.tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "small",
+            "-x",
+            "80",
+            "-y",
+            "24",
+            "--",
+            "sleep",
+            "100000",
+        ]);
+        let lead = PaneId::new(
+            h.tmux
+                .run(&["display-message", "-p", "-t", "=small:", "#{pane_id}"])
+                .trim(),
+        );
         let mut windows = Vec::new();
         for _ in 0..3 {
             let p = h.backend.spawn(&lead_spec(&h, &lead)).await.expect("spawn");
@@ -576,7 +750,12 @@ mod tmux_live {
         }
         let lead_window = pane_info(&h.tmux, &lead, "#{window_id}");
         assert_eq!(windows[..2], [lead_window.clone(), lead_window.clone()]);
-        assert_ne!(windows[2], lead_window, "third teammate would have < 8 rows\n{}", h.tmux.dump());
+        assert_ne!(
+            windows[2],
+            lead_window,
+            "third teammate would have < 8 rows\n{}",
+            h.tmux.dump()
+        );
         let rows: Vec<u32> = h
             .tmux
             .run(&["list-panes", "-t", lead.as_str(), "-F", "#{pane_height}"])
@@ -589,46 +768,109 @@ mod tmux_live {
 
     #[tokio::test]
     async fn titles_and_colours_show_in_the_border() {
-        let Some(h) = TmuxHarness::start("styling") else { return };
+        let Some(h) = TmuxHarness::start("styling") else {
+            return;
+        };
         let spec = lead_spec(&h, &h.lead).title("alice #1").color("orange");
         let p = h.backend.spawn(&spec).await.expect("spawn");
-        assert_eq!(pane_info(&h.tmux, &p, "#{pane_title}|#{@swarm_color}"), "alice #1|colour208");
-        let status = h.tmux.run(&["show-options", "-w", "-v", "-t", p.as_str(), "pane-border-status"]);
+        assert_eq!(
+            pane_info(&h.tmux, &p, "#{pane_title}|#{@swarm_color}"),
+            "alice #1|colour208"
+        );
+        let status = h.tmux.run(&[
+            "show-options",
+            "-w",
+            "-v",
+            "-t",
+            p.as_str(),
+            "pane-border-status",
+        ]);
         assert_eq!(status.trim(), "top");
         h.backend.set_color(&p, "pink").await.unwrap();
         h.backend.set_title(&p, "bob").await.unwrap();
-        assert_eq!(pane_info(&h.tmux, &p, "#{pane_title}|#{@swarm_color}"), "bob|colour205");
+        assert_eq!(
+            pane_info(&h.tmux, &p, "#{pane_title}|#{@swarm_color}"),
+            "bob|colour205"
+        );
         assert!(h.backend.set_color(&p, "mauve").await.is_err());
         h.after();
     }
 
     #[tokio::test]
     async fn ensure_session_creates_once_with_the_lead_first() {
-        let Some(h) = TmuxHarness::start("ensure_session") else { return };
+        let Some(h) = TmuxHarness::start("ensure_session") else {
+            return;
+        };
         let lead = h.spec("sleep", &["1000"]).title("lead");
-        let first = h.backend.ensure_session("swarm-demo", &lead).await.expect("create");
-        let again = h.backend.ensure_session("swarm-demo", &lead).await.expect("reuse");
+        let first = h
+            .backend
+            .ensure_session("swarm-demo", &lead)
+            .await
+            .expect("create");
+        let again = h
+            .backend
+            .ensure_session("swarm-demo", &lead)
+            .await
+            .expect("reuse");
         assert_eq!(first, again);
         assert!(h.backend.has_session("swarm-demo").await.unwrap());
-        assert!(!h.backend.has_session("swarm-dem").await.unwrap(), "targets must be exact");
-        let lead_remain = h.tmux.run(&["show-options", "-p", "-v", "-t", first.as_str(), "remain-on-exit"]);
-        assert_eq!(lead_remain.trim(), "off", "the lead's pane closes when the lead exits");
-        let mate = h.backend.spawn(&lead_spec(&h, &first)).await.expect("teammate");
-        let mate_remain = h.tmux.run(&["show-options", "-p", "-A", "-v", "-t", mate.as_str(), "remain-on-exit"]);
+        assert!(
+            !h.backend.has_session("swarm-dem").await.unwrap(),
+            "targets must be exact"
+        );
+        let lead_remain = h.tmux.run(&[
+            "show-options",
+            "-p",
+            "-v",
+            "-t",
+            first.as_str(),
+            "remain-on-exit",
+        ]);
+        assert_eq!(
+            lead_remain.trim(),
+            "off",
+            "the lead's pane closes when the lead exits"
+        );
+        let mate = h
+            .backend
+            .spawn(&lead_spec(&h, &first))
+            .await
+            .expect("teammate");
+        let mate_remain = h.tmux.run(&[
+            "show-options",
+            "-p",
+            "-A",
+            "-v",
+            "-t",
+            mate.as_str(),
+            "remain-on-exit",
+        ]);
         assert_eq!(mate_remain.trim(), "on");
         let argv = h.backend.attach_argv("swarm-demo").unwrap();
-        assert_eq!(argv[argv.len() - 3..], ["attach-session", "-t", "=swarm-demo"]);
+        assert_eq!(
+            argv[argv.len() - 3..],
+            ["attach-session", "-t", "=swarm-demo"]
+        );
         h.after();
     }
 
     #[tokio::test]
     async fn hide_show_and_focus() {
-        let Some(h) = TmuxHarness::start("hide_show") else { return };
-        let p = h.backend.spawn(&lead_spec(&h, &h.lead)).await.expect("spawn");
+        let Some(h) = TmuxHarness::start("hide_show") else {
+            return;
+        };
+        let p = h
+            .backend
+            .spawn(&lead_spec(&h, &h.lead))
+            .await
+            .expect("spawn");
         let home = pane_info(&h.tmux, &h.lead, "#{window_id}");
         h.backend.hide(&p).await.expect("hide");
         assert_eq!(pane_info(&h.tmux, &p, "#{window_name}"), "swarm-hidden");
-        assert!(matches!(status_of(&h.backend, &p).await, PaneStatus::Running { .. }));
+        assert!(matches!(
+            status_of(&h.backend, &p).await,
+            PaneStatus::Running { .. }
+        ));
         h.backend.show(&p).await.expect("show");
         assert_eq!(pane_info(&h.tmux, &p, "#{window_id}"), home);
         h.backend.focus(&p).await.expect("focus");
@@ -638,11 +880,17 @@ mod tmux_live {
 
     #[tokio::test]
     async fn bad_arguments_are_refused_before_tmux_runs() {
-        let Some(h) = TmuxHarness::start("refusals") else { return };
+        let Some(h) = TmuxHarness::start("refusals") else {
+            return;
+        };
         let spec = h.spec("printf", &["a\nb"]);
         let err = h.backend.spawn(&spec).await.unwrap_err();
         assert!(matches!(err, BackendError::InvalidArgument { .. }), "{err}");
-        let err = h.backend.kill(&PaneId::new("{last}"), Duration::from_secs(1)).await.unwrap_err();
+        let err = h
+            .backend
+            .kill(&PaneId::new("{last}"), Duration::from_secs(1))
+            .await
+            .unwrap_err();
         assert!(matches!(err, BackendError::InvalidArgument { .. }), "{err}");
         assert!(h.backend.check_version().await.unwrap() >= (3, 2));
         h.after();
@@ -651,16 +899,37 @@ mod tmux_live {
     /// Prints the cost of one spawn (split + style) on this machine.
     #[tokio::test]
     async fn spawn_cost() {
-        let Some(h) = TmuxHarness::start("spawn_cost") else { return };
-        h.tmux.run(&["new-session", "-d", "-s", "big", "-x", "400", "-y", "120", "--", "sleep", "100000"]);
-        let lead = PaneId::new(h.tmux.run(&["display-message", "-p", "-t", "=big:", "#{pane_id}"]).trim());
+        let Some(h) = TmuxHarness::start("spawn_cost") else {
+            return;
+        };
+        h.tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "big",
+            "-x",
+            "400",
+            "-y",
+            "120",
+            "--",
+            "sleep",
+            "100000",
+        ]);
+        let lead = PaneId::new(
+            h.tmux
+                .run(&["display-message", "-p", "-t", "=big:", "#{pane_id}"])
+                .trim(),
+        );
         let n = 8;
         let t = Instant::now();
         for _ in 0..n {
             h.backend.spawn(&lead_spec(&h, &lead)).await.expect("spawn");
         }
         let per = t.elapsed() / n;
-        println!("tmux spawn cost: {:.1} ms per pane ({n} panes)", per.as_secs_f64() * 1000.0);
+        println!(
+            "tmux spawn cost: {:.1} ms per pane ({n} panes)",
+            per.as_secs_f64() * 1000.0
+        );
         assert!(per < Duration::from_secs(1), "{per:?} per spawn");
         h.after();
     }
@@ -684,7 +953,11 @@ mod in_process_live {
         let script = format!(
             r#"stty raw -echo; printf '\033[2;5H{query}'; head -c {len} > "$0.tmp"; mv "$0.tmp" "$0""#
         );
-        let p = h.backend.spawn(&h.spec("sh", &["-c", &script, out.to_str().unwrap()])).await.unwrap();
+        let p = h
+            .backend
+            .spawn(&h.spec("sh", &["-c", &script, out.to_str().unwrap()]))
+            .await
+            .unwrap();
         let answer = wait_file(&out).await;
         h.backend.kill(&p, Duration::from_secs(1)).await.unwrap();
         answer
@@ -701,7 +974,11 @@ mod in_process_live {
         let h = harness();
         let go = h.dir().join("go");
         let script = r#"while [ ! -e "$0" ]; do sleep 0.01; done; stty size > "$0.tmp"; mv "$0.tmp" "$0.out""#;
-        let p = h.backend.spawn(&h.spec("sh", &["-c", script, go.to_str().unwrap()])).await.unwrap();
+        let p = h
+            .backend
+            .spawn(&h.spec("sh", &["-c", script, go.to_str().unwrap()]))
+            .await
+            .unwrap();
         h.backend.resize(&p, 30, 100).unwrap();
         std::fs::write(&go, b"").unwrap();
         assert_eq!(wait_file(&h.dir().join("go.out")).await.trim(), "30 100");
@@ -714,7 +991,11 @@ mod in_process_live {
         let h = harness();
         let out = h.dir().join("line");
         let script = r#"printf 'ready\n'; read -r line; printf 'got:%s\n' "$line" > "$0.tmp"; mv "$0.tmp" "$0"; printf 'done\n'; exec sleep 1000"#;
-        let p = h.backend.spawn(&h.spec("sh", &["-c", script, out.to_str().unwrap()])).await.unwrap();
+        let p = h
+            .backend
+            .spawn(&h.spec("sh", &["-c", script, out.to_str().unwrap()]))
+            .await
+            .unwrap();
         let mut rx = h.backend.subscribe_output(&p).unwrap();
         wait_until("ready on screen", async || {
             let s = h.backend.screen(&p).map_err(|e| e.to_string())?;
@@ -726,9 +1007,16 @@ mod in_process_live {
         h.backend.write_input(&p, b"hello world\r").unwrap();
         assert_eq!(wait_file(&out).await, "got:hello world\n");
         wait_until("done in the log", async || {
-            let (rest, _) = h.backend.read_output(&p, offset).map_err(|e| e.to_string())?;
+            let (rest, _) = h
+                .backend
+                .read_output(&p, offset)
+                .map_err(|e| e.to_string())?;
             let rest = String::from_utf8_lossy(&rest).into_owned();
-            if rest.contains("done") && !rest.contains("ready") { Ok(()) } else { Err(rest) }
+            if rest.contains("done") && !rest.contains("ready") {
+                Ok(())
+            } else {
+                Err(rest)
+            }
         })
         .await;
         assert!(*rx.borrow_and_update() > offset);
@@ -745,6 +1033,10 @@ mod in_process_live {
         };
         drop(h);
         // SAFETY: signal 0 only checks existence.
-        assert_ne!(unsafe { libc::kill(pid as i32, 0) }, 0, "pid {pid} outlived the backend");
+        assert_ne!(
+            unsafe { libc::kill(pid as i32, 0) },
+            0,
+            "pid {pid} outlived the backend"
+        );
     }
 }

@@ -53,13 +53,17 @@ fn matches_rule(name: &str) -> bool {
     !b.is_empty()
         && b.len() <= 64
         && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
 }
 
 /// Checks a team name swarm is about to create.
 pub fn validate_team(name: &str) -> Result<(), NameError> {
     if !matches_rule(name) {
-        return Err(NameError::Invalid { kind: "team", shown: shown(name) });
+        return Err(NameError::Invalid {
+            kind: "team",
+            shown: shown(name),
+        });
     }
     if name.starts_with("session-") {
         return Err(NameError::ClaudeOwned { shown: shown(name) });
@@ -71,10 +75,19 @@ pub fn validate_team(name: &str) -> Result<(), NameError> {
 /// itself and does not pass through here).
 pub fn validate_member(name: &str) -> Result<(), NameError> {
     if !matches_rule(name) {
-        return Err(NameError::Invalid { kind: "member", shown: shown(name) });
+        return Err(NameError::Invalid {
+            kind: "member",
+            shown: shown(name),
+        });
     }
-    if RESERVED_MEMBER_NAMES.iter().any(|r| r.eq_ignore_ascii_case(name)) {
-        return Err(NameError::Reserved { kind: "member", shown: shown(name) });
+    if RESERVED_MEMBER_NAMES
+        .iter()
+        .any(|r| r.eq_ignore_ascii_case(name))
+    {
+        return Err(NameError::Reserved {
+            kind: "member",
+            shown: shown(name),
+        });
     }
     Ok(())
 }
@@ -115,7 +128,10 @@ pub fn sanitize_s2(name: &str) -> String {
 /// system accepts (empty, longer than 200 bytes so `.json.lock` still fits).
 pub fn component(kind: &'static str, raw: &str, sanitized: String) -> Result<String, NameError> {
     if sanitized.is_empty() || sanitized.len() > 200 {
-        return Err(NameError::Unusable { kind, shown: shown(raw) });
+        return Err(NameError::Unusable {
+            kind,
+            shown: shown(raw),
+        });
     }
     Ok(sanitized)
 }
@@ -136,13 +152,30 @@ mod tests {
     fn hostile_names_are_refused_with_the_rule_in_the_message() {
         let long = "a".repeat(10 * 1024);
         for bad in [
-            "", "../x", "a/b", ".", "..", "a;b", "a\0b", "Alice", "-a", "a b", "ünï", "a_b",
-            &long, &"a".repeat(65),
+            "",
+            "../x",
+            "a/b",
+            ".",
+            "..",
+            "a;b",
+            "a\0b",
+            "Alice",
+            "-a",
+            "a b",
+            "ünï",
+            "a_b",
+            &long,
+            &"a".repeat(65),
         ] {
             let err = validate_member(bad).unwrap_err();
             let text = err.to_string();
             assert!(text.contains("^[a-z0-9][a-z0-9-]{0,63}$"), "{text}");
-            assert!(text.len() < 400, "error for a {}-byte name is {} bytes", bad.len(), text.len());
+            assert!(
+                text.len() < 400,
+                "error for a {}-byte name is {} bytes",
+                bad.len(),
+                text.len()
+            );
             assert!(validate_team(bad).is_err());
         }
     }
@@ -150,9 +183,15 @@ mod tests {
     #[test]
     fn reserved_and_claude_owned_names_are_refused() {
         for r in ["main", "team-lead", "user", "system"] {
-            assert!(matches!(validate_member(r), Err(NameError::Reserved { .. })));
+            assert!(matches!(
+                validate_member(r),
+                Err(NameError::Reserved { .. })
+            ));
         }
-        assert!(matches!(validate_team("session-6c171e4f"), Err(NameError::ClaudeOwned { .. })));
+        assert!(matches!(
+            validate_team("session-6c171e4f"),
+            Err(NameError::ClaudeOwned { .. })
+        ));
     }
 
     #[test]
@@ -162,10 +201,17 @@ mod tests {
         assert_eq!(sanitize_s2("../x"), "---x");
         assert_eq!(sanitize_s2(".."), "--");
         assert_eq!(sanitize_s2("a\0b"), "a-b");
-        assert_eq!(sanitize_s1("😀"), "--", "a non-BMP char is two UTF-16 units");
+        assert_eq!(
+            sanitize_s1("😀"),
+            "--",
+            "a non-BMP char is two UTF-16 units"
+        );
         for raw in ["../../etc", "/abs", "a/b", "..", ".", "ünï;$(x)"] {
             for s in [sanitize_s1(raw), sanitize_s2(raw)] {
-                assert!(!s.contains('/') && !s.contains('.') && !s.contains('\0'), "{s}");
+                assert!(
+                    !s.contains('/') && !s.contains('.') && !s.contains('\0'),
+                    "{s}"
+                );
             }
         }
         assert!(component("team", "", sanitize_s2("")).is_err());

@@ -119,7 +119,9 @@ impl InProcessBackend {
                 pixel_width: 0,
                 pixel_height: 0,
             })
-            .map_err(|e| BackendError::invalid("pane size", &format!("{rows}x{cols}"), e.to_string()))?;
+            .map_err(|e| {
+                BackendError::invalid("pane size", &format!("{rows}x{cols}"), e.to_string())
+            })?;
         lock(&pane.shared.screen).screen_mut().set_size(rows, cols);
         Ok(())
     }
@@ -252,7 +254,10 @@ impl PaneBackendExecutor for InProcessBackend {
             writer: Mutex::new(writer),
             progress,
         });
-        let id = PaneId::new(format!("inproc-{}", self.next.fetch_add(1, Ordering::Relaxed)));
+        let id = PaneId::new(format!(
+            "inproc-{}",
+            self.next.fetch_add(1, Ordering::Relaxed)
+        ));
         let thread_shared = Arc::clone(&shared);
         std::thread::Builder::new()
             .name(format!("swarm-pty-{id}"))

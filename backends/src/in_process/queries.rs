@@ -104,7 +104,10 @@ mod tests {
     #[test]
     fn other_sequences_are_not_queries() {
         let mut s = QueryScanner::default();
-        assert!(s.feed(b"\x1b[31m\x1b[2J\x1b[?25l\x1b[>c\x1b[16n\x1b[6;1H").is_empty());
+        assert!(
+            s.feed(b"\x1b[31m\x1b[2J\x1b[?25l\x1b[>c\x1b[16n\x1b[6;1H")
+                .is_empty()
+        );
     }
 
     #[test]

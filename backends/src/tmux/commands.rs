@@ -8,8 +8,8 @@
 
 use std::path::Path;
 
-use crate::error::{BackendError, Result};
 use crate::PaneId;
+use crate::error::{BackendError, Result};
 
 /// The oldest tmux this backend drives (`-e` on split-window, `-l N%`,
 /// pane options).
@@ -245,7 +245,12 @@ pub fn new_session(name: &str, launch: &Launch<'_>) -> Result<Vec<String>> {
 /// `set-option -w -t TARGET remain-on-exit on|off` (window level: new panes
 /// of the window inherit it).
 pub fn set_window_remain_on_exit(target: &str, on: bool) -> Vec<String> {
-    set_option("-w", target, "remain-on-exit", if on { "on" } else { "off" })
+    set_option(
+        "-w",
+        target,
+        "remain-on-exit",
+        if on { "on" } else { "off" },
+    )
 }
 
 /// `set-option -p -t PANE remain-on-exit on|off`.
@@ -422,10 +427,13 @@ pub fn list_window_indexes(session: &str) -> Result<Vec<String>> {
 pub fn parse_next_window_index(output: &str) -> Result<u32> {
     let mut max: Option<u32> = None;
     for line in output.lines().filter(|l| !l.trim().is_empty()) {
-        let i = line.trim().parse::<u32>().map_err(|_| BackendError::Parse {
-            what: "window indexes",
-            output: output.to_string(),
-        })?;
+        let i = line
+            .trim()
+            .parse::<u32>()
+            .map_err(|_| BackendError::Parse {
+                what: "window indexes",
+                output: output.to_string(),
+            })?;
         max = Some(max.map_or(i, |m| m.max(i)));
     }
     Ok(max.map_or(0, |m| m + 1))
@@ -650,9 +658,28 @@ mod tests {
         assert_eq!(
             argv,
             s(&[
-                "split-window", "-d", "-P", "-F", "#{pane_id}", "-t", "%0", "-h", "-l", "65%",
-                "-c", "/tmp/my ##dir", "-e", "A=1 2", "--", "/usr/bin/env", "-i", "--",
-                "A=1 2", "sh", "-c", "echo hi;"
+                "split-window",
+                "-d",
+                "-P",
+                "-F",
+                "#{pane_id}",
+                "-t",
+                "%0",
+                "-h",
+                "-l",
+                "65%",
+                "-c",
+                "/tmp/my ##dir",
+                "-e",
+                "A=1 2",
+                "--",
+                "/usr/bin/env",
+                "-i",
+                "--",
+                "A=1 2",
+                "sh",
+                "-c",
+                "echo hi;"
             ])
         );
         // The checker runs when chained: the trailing ';' is escaped.
@@ -674,14 +701,37 @@ mod tests {
         assert_eq!(
             new_session("swarm-demo", &launch).unwrap(),
             s(&[
-                "new-session", "-d", "-s", "swarm-demo", "-P", "-F", "#{pane_id}", "-c", "/w",
-                "--", "/usr/bin/env", "-i", "--", "swarm", "lead"
+                "new-session",
+                "-d",
+                "-s",
+                "swarm-demo",
+                "-P",
+                "-F",
+                "#{pane_id}",
+                "-c",
+                "/w",
+                "--",
+                "/usr/bin/env",
+                "-i",
+                "--",
+                "swarm",
+                "lead"
             ])
         );
         assert!(new_session("bad:name", &launch).is_err());
         assert_eq!(
             new_window("swarm-demo", 4, "swarm", &launch).unwrap()[..9],
-            s(&["new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "=swarm-demo:4", "-n", "swarm"])[..]
+            s(&[
+                "new-window",
+                "-d",
+                "-P",
+                "-F",
+                "#{pane_id}",
+                "-t",
+                "=swarm-demo:4",
+                "-n",
+                "swarm"
+            ])[..]
         );
         assert_eq!(
             attach_session("swarm-demo").unwrap(),
@@ -703,7 +753,10 @@ mod tests {
         );
         let border = border_style(&p).unwrap();
         assert_eq!(border[0][4], "pane-border-format");
-        assert_eq!(border[1], s(&["set-option", "-w", "-t", "%7", "pane-border-status", "top"]));
+        assert_eq!(
+            border[1],
+            s(&["set-option", "-w", "-t", "%7", "pane-border-status", "top"])
+        );
         assert_eq!(
             set_pane_remain_on_exit(&p, false).unwrap(),
             s(&["set-option", "-p", "-t", "%7", "remain-on-exit", "off"])
@@ -720,7 +773,10 @@ mod tests {
         );
         assert_eq!(
             focus(&p).unwrap(),
-            vec![s(&["select-window", "-t", "%7"]), s(&["select-pane", "-t", "%7"])]
+            vec![
+                s(&["select-window", "-t", "%7"]),
+                s(&["select-pane", "-t", "%7"])
+            ]
         );
         assert_eq!(
             break_pane(&p).unwrap(),
@@ -732,7 +788,12 @@ mod tests {
         );
         assert_eq!(
             list_panes_all(),
-            s(&["list-panes", "-a", "-F", "#{pane_id} #{pane_pid} #{pane_dead} #{pane_dead_status}"])
+            s(&[
+                "list-panes",
+                "-a",
+                "-F",
+                "#{pane_id} #{pane_pid} #{pane_dead} #{pane_dead_status}"
+            ])
         );
     }
 
@@ -745,9 +806,24 @@ mod tests {
         assert_eq!(
             rows,
             vec![
-                PaneRow { pane: PaneId::new("%0"), pid: 41210, dead: false, dead_status: None },
-                PaneRow { pane: PaneId::new("%1"), pid: 41233, dead: true, dead_status: Some(3) },
-                PaneRow { pane: PaneId::new("%2"), pid: 41250, dead: true, dead_status: None },
+                PaneRow {
+                    pane: PaneId::new("%0"),
+                    pid: 41210,
+                    dead: false,
+                    dead_status: None
+                },
+                PaneRow {
+                    pane: PaneId::new("%1"),
+                    pid: 41233,
+                    dead: true,
+                    dead_status: Some(3)
+                },
+                PaneRow {
+                    pane: PaneId::new("%2"),
+                    pid: 41250,
+                    dead: true,
+                    dead_status: None
+                },
             ]
         );
         assert!(parse_pane_rows("").unwrap().is_empty());
@@ -783,7 +859,9 @@ mod tests {
     #[test]
     fn recognises_server_and_target_errors() {
         assert!(is_no_server("no server running on /tmp/x/sock\n"));
-        assert!(is_no_server("error connecting to /tmp/x/sock (No such file or directory)\n"));
+        assert!(is_no_server(
+            "error connecting to /tmp/x/sock (No such file or directory)\n"
+        ));
         assert!(is_missing_target("can't find pane: %9\n"));
         assert!(!is_no_server("unknown option"));
     }

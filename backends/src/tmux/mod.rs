@@ -326,18 +326,17 @@ impl TmuxBackend {
             let all = self.tmux(commands::list_panes_window(&window_id)).await;
             if let Ok(out) = all {
                 let panes = commands::parse_window_panes(&out.stdout)?;
-                if let Some(first) = panes.first() {
-                    if tiled_fits(first.window_width, first.window_height, panes.len() as u32)
-                    {
-                        let last = panes.last().unwrap_or(first).pane.clone();
-                        let out = self
-                            .tmux_chain(vec![
-                                commands::split_window(&last, Split::Vertical, launch)?,
-                                commands::select_layout(&window_id, "tiled"),
-                            ])
-                            .await?;
-                        return commands::parse_pane_id(&out.stdout);
-                    }
+                if let Some(first) = panes.first()
+                    && tiled_fits(first.window_width, first.window_height, panes.len() as u32)
+                {
+                    let last = panes.last().unwrap_or(first).pane.clone();
+                    let out = self
+                        .tmux_chain(vec![
+                            commands::split_window(&last, Split::Vertical, launch)?,
+                            commands::select_layout(&window_id, "tiled"),
+                        ])
+                        .await?;
+                    return commands::parse_pane_id(&out.stdout);
                 }
             }
         }
@@ -539,17 +538,17 @@ impl PaneBackendExecutor for TmuxBackend {
         let Some(row) = rows.into_iter().find(|r| &r.pane == pane) else {
             return Ok(());
         };
-        if !row.dead {
-            if let Some(pgid) = self.group_leader(pane, row.pid).await? {
-                process::terminate_group(pgid, grace, Duration::from_secs(2), || {
-                    self.reap_lost_child(row.pid)
-                })
-                .await
-                .map_err(|reason| BackendError::KillFailed {
-                    pane: pane.clone(),
-                    reason: format!("{reason} ({})", process::describe(row.pid)),
-                })?;
-            }
+        if !row.dead
+            && let Some(pgid) = self.group_leader(pane, row.pid).await?
+        {
+            process::terminate_group(pgid, grace, Duration::from_secs(2), || {
+                self.reap_lost_child(row.pid)
+            })
+            .await
+            .map_err(|reason| BackendError::KillFailed {
+                pane: pane.clone(),
+                reason: format!("{reason} ({})", process::describe(row.pid)),
+            })?;
         }
         let inv = self.invocation(commands::chain(vec![commands::kill_pane(pane)?])?);
         let out = inv.output().await?;
@@ -632,7 +631,10 @@ impl PaneBackendExecutor for TmuxBackend {
     }
 
     async fn capture(&self, pane: &PaneId) -> Result<String> {
-        Ok(self.tmux(commands::capture_pane(pane, false)?).await?.stdout)
+        Ok(self
+            .tmux(commands::capture_pane(pane, false)?)
+            .await?
+            .stdout)
     }
 }
 
@@ -690,7 +692,16 @@ mod tests {
         let b = TmuxBackend::new(s);
         assert_eq!(
             b.attach_argv("swarm-x").unwrap(),
-            ["tmux", "-S", "/tmp/x/sock", "-f", "/dev/null", "attach-session", "-t", "=swarm-x"]
+            [
+                "tmux",
+                "-S",
+                "/tmp/x/sock",
+                "-f",
+                "/dev/null",
+                "attach-session",
+                "-t",
+                "=swarm-x"
+            ]
         );
     }
 }
