@@ -189,6 +189,24 @@ impl PrivateTmux {
 
 impl Drop for PrivateTmux {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            // A failure reads like a bug report: every pane and its screen.
+            eprintln!(
+                "--- tmux panes on {}:\n{}",
+                self.sock.display(),
+                self.dump()
+            );
+            for line in self.dump().lines() {
+                if let Some(pane) = line.split_whitespace().next() {
+                    let capture = self
+                        .command(&["capture-pane", "-p", "-J", "-t", pane])
+                        .output()
+                        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                        .unwrap_or_default();
+                    eprintln!("--- capture of {pane}:\n{}", capture.trim_end());
+                }
+            }
+        }
         let _ = self.command(&["kill-server"]).output();
     }
 }
@@ -620,12 +638,10 @@ macro_rules! contract {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $test() {
                     let Some(h) = super::TmuxHarness::start(stringify!($test)) else { return };
-                    let dump = h.tmux.dump();
                     super::$test(&h).await;
                     if stringify!($test) != "gone_after_kill_and_server_death" {
                         h.after();
                     }
-                    let _ = dump;
                 }
             )*
         }

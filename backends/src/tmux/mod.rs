@@ -538,9 +538,15 @@ impl PaneBackendExecutor for TmuxBackend {
         let Some(row) = rows.into_iter().find(|r| &r.pane == pane) else {
             return Ok(());
         };
-        if !row.dead
-            && let Some(pgid) = self.group_leader(pane, row.pid).await?
-        {
+        let pgid = if row.dead {
+            // The pane's process is gone, but what it started may still run in
+            // its group (the id stays reserved while the group has members).
+            let pgid = row.pid as i32;
+            process::group_alive(pgid).then_some(pgid)
+        } else {
+            self.group_leader(pane, row.pid).await?
+        };
+        if let Some(pgid) = pgid {
             process::terminate_group(pgid, grace, Duration::from_secs(2), || {
                 self.reap_lost_child(row.pid)
             })
