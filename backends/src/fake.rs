@@ -1,0 +1,365 @@
+//! `FakeBackend` (feature `fake`): a recording backend with no processes,
+//! for tests of the lead and for the contract suite. It records every call,
+//! lets a test script a pane's exit or disappearance, and has a "stubborn"
+//! mode in which a pane ignores the polite step of the kill ladder, so the
+//! ladder must escalate to SIGKILL.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::error::{BackendError, Result};
+use crate::{BackendKind, Capabilities, PaneBackendExecutor, PaneId, PaneStatus, SpawnSpec};
+
+/// A signal step of the kill ladder as the fake saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FakeSignal {
+    Term,
+    Kill,
+}
+
+/// One recorded call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FakeCall {
+    Spawn(Box<SpawnSpec>),
+    Status(Vec<PaneId>),
+    Kill { pane: PaneId, grace: Duration },
+    Signal { pane: PaneId, signal: FakeSignal },
+    Close(PaneId),
+    Focus(PaneId),
+    Hide(PaneId),
+    Show(PaneId),
+    SetTitle(PaneId, String),
+    SetColor(PaneId, String),
+    Rebalance,
+    Capture(PaneId),
+}
+
+/// A fake pane.
+#[derive(Clone, Debug)]
+pub struct FakePane {
+    pub spec: SpawnSpec,
+    pub exited: Option<Option<i32>>,
+    pub stubborn: bool,
+    pub hidden: bool,
+    /// What `capture` returns.
+    pub screen: String,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    calls: Vec<FakeCall>,
+    panes: BTreeMap<u64, FakePane>,
+    next: u64,
+    fail_next_spawn: Option<String>,
+}
+
+/// The recording backend.
+#[derive(Debug, Default)]
+pub struct FakeBackend {
+    state: Mutex<State>,
+}
+
+fn index(pane: &PaneId) -> Option<u64> {
+    pane.as_str().strip_prefix("fake-")?.parse().ok()
+}
+
+impl FakeBackend {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Every call so far, in order.
+    pub fn calls(&self) -> Vec<FakeCall> {
+        self.state().calls.clone()
+    }
+
+    /// The spec a pane was spawned with.
+    pub fn spec(&self, pane: &PaneId) -> Option<SpawnSpec> {
+        let i = index(pane)?;
+        self.state().panes.get(&i).map(|p| p.spec.clone())
+    }
+
+    /// The pane, if it is still there.
+    pub fn pane(&self, pane: &PaneId) -> Option<FakePane> {
+        let i = index(pane)?;
+        self.state().panes.get(&i).cloned()
+    }
+
+    /// The signals the ladder sent to a pane, in order.
+    pub fn signals(&self, pane: &PaneId) -> Vec<FakeSignal> {
+        self.state()
+            .calls
+            .iter()
+            .filter_map(|c| match c {
+                FakeCall::Signal { pane: p, signal } if p == pane => Some(*signal),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Scripts the pane's process to exit with `code` (`None`: by a signal).
+    pub fn exit(&self, pane: &PaneId, code: Option<i32>) {
+        let mut st = self.state();
+        if let Some(p) = index(pane).and_then(|i| st.panes.get_mut(&i)) {
+            p.exited = Some(code);
+        }
+    }
+
+    /// Makes the pane ignore the polite step of the kill ladder.
+    pub fn set_stubborn(&self, pane: &PaneId, stubborn: bool) {
+        let mut st = self.state();
+        if let Some(p) = index(pane).and_then(|i| st.panes.get_mut(&i)) {
+            p.stubborn = stubborn;
+        }
+    }
+
+    /// Sets what `capture` returns for the pane.
+    pub fn set_screen(&self, pane: &PaneId, text: &str) {
+        let mut st = self.state();
+        if let Some(p) = index(pane).and_then(|i| st.panes.get_mut(&i)) {
+            p.screen = text.to_string();
+        }
+    }
+
+    /// Removes a pane as if it was closed behind the backend's back.
+    pub fn vanish(&self, pane: &PaneId) {
+        if let Some(i) = index(pane) {
+            self.state().panes.remove(&i);
+        }
+    }
+
+    /// Removes every pane, as a killed server would.
+    pub fn vanish_all(&self) {
+        self.state().panes.clear();
+    }
+
+    /// Makes the next spawn fail with `reason`.
+    pub fn fail_next_spawn(&self, reason: &str) {
+        self.state().fail_next_spawn = Some(reason.to_string());
+    }
+
+    fn record(&self, call: FakeCall) {
+        self.state().calls.push(call);
+    }
+
+    fn known(&self, pane: &PaneId) -> Result<u64> {
+        index(pane)
+            .filter(|i| self.state().panes.contains_key(i))
+            .ok_or_else(|| BackendError::UnknownPane {
+                backend: BackendKind::InProcess,
+                pane: pane.clone(),
+            })
+    }
+}
+
+#[async_trait::async_trait]
+impl PaneBackendExecutor for FakeBackend {
+    /// The fake stands in for a PTY host; it reports `in-process`.
+    fn kind(&self) -> BackendKind {
+        BackendKind::InProcess
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            focus: true,
+            hide_show: true,
+            set_title: true,
+            set_color: true,
+            rebalance: true,
+            capture: true,
+            panes_outlive_lead: false,
+            exact_env: true,
+            exit_codes: true,
+        }
+    }
+
+    async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneId> {
+        self.record(FakeCall::Spawn(Box::new(spec.clone())));
+        spec.validate()?;
+        let mut st = self.state();
+        if let Some(reason) = st.fail_next_spawn.take() {
+            return Err(BackendError::Spawn {
+                program: spec.program.clone(),
+                reason,
+            });
+        }
+        st.next += 1;
+        let i = st.next;
+        st.panes.insert(
+            i,
+            FakePane {
+                spec: spec.clone(),
+                exited: None,
+                stubborn: false,
+                hidden: false,
+                screen: String::new(),
+            },
+        );
+        Ok(PaneId::new(format!("fake-{i}")))
+    }
+
+    async fn status(&self, panes: &[PaneId]) -> Result<Vec<(PaneId, PaneStatus)>> {
+        self.record(FakeCall::Status(panes.to_vec()));
+        let st = self.state();
+        Ok(panes
+            .iter()
+            .map(|p| {
+                let status = match index(p).and_then(|i| st.panes.get(&i)) {
+                    None => PaneStatus::Gone,
+                    Some(FakePane {
+                        exited: Some(code), ..
+                    }) => PaneStatus::Exited { code: *code },
+                    // The fake has no processes, so no pid: never a made-up one.
+                    Some(_) => PaneStatus::Running { pid: None },
+                };
+                (p.clone(), status)
+            })
+            .collect())
+    }
+
+    async fn kill(&self, pane: &PaneId, grace: Duration) -> Result<()> {
+        self.record(FakeCall::Kill {
+            pane: pane.clone(),
+            grace,
+        });
+        let Some(i) = index(pane) else {
+            return Ok(());
+        };
+        let (running, stubborn) = match self.state().panes.get(&i) {
+            None => return Ok(()),
+            Some(p) => (p.exited.is_none(), p.stubborn),
+        };
+        if running {
+            self.record(FakeCall::Signal {
+                pane: pane.clone(),
+                signal: FakeSignal::Term,
+            });
+            if stubborn {
+                // A stubborn pane outlives the grace period.
+                tokio::time::sleep(grace).await;
+                self.record(FakeCall::Signal {
+                    pane: pane.clone(),
+                    signal: FakeSignal::Kill,
+                });
+            }
+        }
+        self.record(FakeCall::Close(pane.clone()));
+        self.state().panes.remove(&i);
+        Ok(())
+    }
+
+    async fn focus(&self, pane: &PaneId) -> Result<()> {
+        self.record(FakeCall::Focus(pane.clone()));
+        self.known(pane).map(drop)
+    }
+
+    async fn hide(&self, pane: &PaneId) -> Result<()> {
+        self.record(FakeCall::Hide(pane.clone()));
+        let i = self.known(pane)?;
+        if let Some(p) = self.state().panes.get_mut(&i) {
+            p.hidden = true;
+        }
+        Ok(())
+    }
+
+    async fn show(&self, pane: &PaneId) -> Result<()> {
+        self.record(FakeCall::Show(pane.clone()));
+        let i = self.known(pane)?;
+        if let Some(p) = self.state().panes.get_mut(&i) {
+            p.hidden = false;
+        }
+        Ok(())
+    }
+
+    async fn set_title(&self, pane: &PaneId, title: &str) -> Result<()> {
+        self.record(FakeCall::SetTitle(pane.clone(), title.to_string()));
+        let i = self.known(pane)?;
+        if let Some(p) = self.state().panes.get_mut(&i) {
+            p.spec.title = title.to_string();
+        }
+        Ok(())
+    }
+
+    async fn set_color(&self, pane: &PaneId, color: &str) -> Result<()> {
+        self.record(FakeCall::SetColor(pane.clone(), color.to_string()));
+        let i = self.known(pane)?;
+        if let Some(p) = self.state().panes.get_mut(&i) {
+            p.spec.color = Some(color.to_string());
+        }
+        Ok(())
+    }
+
+    async fn rebalance(&self) -> Result<()> {
+        self.record(FakeCall::Rebalance);
+        Ok(())
+    }
+
+    async fn capture(&self, pane: &PaneId) -> Result<String> {
+        self.record(FakeCall::Capture(pane.clone()));
+        let i = self.known(pane)?;
+        Ok(self
+            .state()
+            .panes
+            .get(&i)
+            .map(|p| p.screen.clone())
+            .unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> SpawnSpec {
+        SpawnSpec::new("agent", ["--x"], std::env::temp_dir()).title("alice")
+    }
+
+    #[tokio::test]
+    async fn records_calls_and_scripts_exits() {
+        let fake = FakeBackend::new();
+        let p = fake.spawn(&spec()).await.unwrap();
+        assert_eq!(fake.spec(&p).unwrap().title, "alice");
+        assert_eq!(
+            fake.status(std::slice::from_ref(&p)).await.unwrap()[0].1,
+            PaneStatus::Running { pid: None }
+        );
+        fake.exit(&p, Some(3));
+        assert_eq!(
+            fake.status(std::slice::from_ref(&p)).await.unwrap()[0].1,
+            PaneStatus::Exited { code: Some(3) }
+        );
+        assert!(matches!(fake.calls()[0], FakeCall::Spawn(_)));
+    }
+
+    #[tokio::test]
+    async fn a_stubborn_pane_makes_the_ladder_escalate() {
+        let fake = FakeBackend::new();
+        let polite = fake.spawn(&spec()).await.unwrap();
+        let stubborn = fake.spawn(&spec()).await.unwrap();
+        fake.set_stubborn(&stubborn, true);
+        fake.kill(&polite, Duration::from_millis(10)).await.unwrap();
+        fake.kill(&stubborn, Duration::from_millis(10))
+            .await
+            .unwrap();
+        assert_eq!(fake.signals(&polite), [FakeSignal::Term]);
+        assert_eq!(
+            fake.signals(&stubborn),
+            [FakeSignal::Term, FakeSignal::Kill]
+        );
+        let st = fake.status(&[polite, stubborn]).await.unwrap();
+        assert!(st.iter().all(|(_, s)| *s == PaneStatus::Gone));
+    }
+
+    #[tokio::test]
+    async fn a_scripted_spawn_failure() {
+        let fake = FakeBackend::new();
+        fake.fail_next_spawn("no room");
+        assert!(fake.spawn(&spec()).await.is_err());
+        assert!(fake.spawn(&spec()).await.is_ok());
+    }
+}

@@ -1,0 +1,331 @@
+//! The in-process backend: each pane is a PTY (`portable-pty`) hosted by the
+//! lead, with a reader thread per pane feeding a `vt100` screen and an output
+//! log, answers to terminal status queries, resize and key input. The pane's
+//! program runs as `env -i -- K=V … PROGRAM ARGS` so its environment is
+//! exactly the spec's. Panes die with the host: dropping the backend kills
+//! every pane's process group.
+
+mod pane;
+pub mod queries;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+
+use crate::error::{BackendError, Result};
+use crate::process;
+use crate::{BackendKind, Capabilities, PaneBackendExecutor, PaneId, PaneStatus, SpawnSpec};
+pub use pane::{LOG_CAP, OutputLog};
+use pane::{Pane, Shared, lock};
+
+/// The size of a new pane.
+pub const DEFAULT_SIZE: (u16, u16) = (24, 80);
+/// Lines of scrollback kept by each pane's screen.
+pub const SCROLLBACK: usize = 1000;
+
+/// Panes hosted in PTYs inside this process.
+pub struct InProcessBackend {
+    panes: Mutex<HashMap<PaneId, Arc<Pane>>>,
+    next: AtomicU64,
+    size: (u16, u16),
+}
+
+impl Default for InProcessBackend {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl InProcessBackend {
+    pub fn new() -> Self {
+        Self::with_size(DEFAULT_SIZE.0, DEFAULT_SIZE.1)
+    }
+
+    /// A backend whose new panes have `rows` x `cols`.
+    pub fn with_size(rows: u16, cols: u16) -> Self {
+        Self {
+            panes: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+            size: (rows, cols),
+        }
+    }
+
+    fn pane(&self, id: &PaneId) -> Result<Arc<Pane>> {
+        lock(&self.panes)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| BackendError::UnknownPane {
+                backend: BackendKind::InProcess,
+                pane: id.clone(),
+            })
+    }
+
+    /// The ids of the live panes, in creation order.
+    pub fn panes(&self) -> Vec<PaneId> {
+        let mut ids: Vec<PaneId> = lock(&self.panes).keys().cloned().collect();
+        ids.sort_by_key(|p| {
+            p.as_str()
+                .trim_start_matches("inproc-")
+                .parse::<u64>()
+                .unwrap_or(0)
+        });
+        ids
+    }
+
+    /// The current screen text.
+    pub fn screen(&self, id: &PaneId) -> Result<String> {
+        Ok(lock(&self.pane(id)?.shared.screen).screen().contents())
+    }
+
+    /// Runs `f` on the pane's screen (for the TUI, which draws cells).
+    pub fn with_screen<R>(&self, id: &PaneId, f: impl FnOnce(&vt100::Screen) -> R) -> Result<R> {
+        Ok(f(lock(&self.pane(id)?.shared.screen).screen()))
+    }
+
+    /// Output bytes from `offset`, and the offset to read from next.
+    pub fn read_output(&self, id: &PaneId, offset: u64) -> Result<(Vec<u8>, u64)> {
+        Ok(lock(&self.pane(id)?.shared.log).read_from(offset))
+    }
+
+    /// A receiver of the output log's end offset, for `--follow`.
+    pub fn subscribe_output(&self, id: &PaneId) -> Result<tokio::sync::watch::Receiver<u64>> {
+        Ok(self.pane(id)?.shared.progress.subscribe())
+    }
+
+    /// Forwards key bytes to the pane's program.
+    pub fn write_input(&self, id: &PaneId, bytes: &[u8]) -> Result<()> {
+        let pane = self.pane(id)?;
+        let mut w = lock(&pane.shared.writer);
+        w.write_all(bytes)
+            .and_then(|_| w.flush())
+            .map_err(|source| BackendError::Io {
+                action: "write input to pane",
+                path: id.as_str().into(),
+                source,
+            })
+    }
+
+    /// Resizes the PTY (the program gets SIGWINCH) and the screen.
+    pub fn resize(&self, id: &PaneId, rows: u16, cols: u16) -> Result<()> {
+        let pane = self.pane(id)?;
+        lock(&pane.master)
+            .resize(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .map_err(|e| {
+                BackendError::invalid("pane size", &format!("{rows}x{cols}"), e.to_string())
+            })?;
+        lock(&pane.shared.screen).screen_mut().set_size(rows, cols);
+        Ok(())
+    }
+
+    /// The pane's title as spawned or last set.
+    pub fn title(&self, id: &PaneId) -> Result<String> {
+        Ok(lock(&self.pane(id)?.title).clone())
+    }
+
+    fn exit_status(pane: &Pane) -> Option<Option<i32>> {
+        peek_exit(pane)
+    }
+}
+
+/// The pane's exit, if its process has ended, WITHOUT reaping it on Linux:
+/// the zombie keeps the pid (and so the process group id) reserved until
+/// `kill` reaps it, so the kill ladder can never signal a recycled id.
+#[cfg(target_os = "linux")]
+fn peek_exit(pane: &Pane) -> Option<Option<i32>> {
+    // SAFETY: an all-zero siginfo_t is a valid value for waitid to fill.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid on our own child's pid with WNOWAIT only reads its state.
+    let rc = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pane.pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    // SAFETY: si_pid/si_status are valid to read after a successful waitid.
+    let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
+    if rc != 0 {
+        // Already reaped (ECHILD): ask the child handle.
+        return lock(&pane.child)
+            .try_wait()
+            .ok()
+            .flatten()
+            .map(|s| s.signal().is_none().then_some(s.exit_code() as i32));
+    }
+    if pid == 0 {
+        return None;
+    }
+    Some((info.si_code == libc::CLD_EXITED).then_some(status))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn peek_exit(pane: &Pane) -> Option<Option<i32>> {
+    lock(&pane.child)
+        .try_wait()
+        .ok()
+        .flatten()
+        .map(|s| s.signal().is_none().then_some(s.exit_code() as i32))
+}
+
+impl Drop for InProcessBackend {
+    fn drop(&mut self) {
+        // Panes die with their host.
+        for (_, pane) in lock(&self.panes).drain() {
+            let _ = process::signal_group(pane.pid as i32, process::SIGKILL);
+            let _ = lock(&pane.child).wait();
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl PaneBackendExecutor for InProcessBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::InProcess
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            focus: false,
+            hide_show: false,
+            set_title: true,
+            set_color: false,
+            rebalance: false,
+            capture: true,
+            panes_outlive_lead: false,
+            exact_env: true,
+            exit_codes: true,
+        }
+    }
+
+    async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneId> {
+        spec.validate()?;
+        let fail = |reason: String| BackendError::Spawn {
+            program: spec.program.clone(),
+            reason,
+        };
+        let (rows, cols) = self.size;
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .map_err(|e| fail(format!("openpty: {e}")))?;
+        let mut cmd = CommandBuilder::from_argv(
+            spec.exact_env_argv()
+                .into_iter()
+                .map(std::ffi::OsString::from)
+                .collect(),
+        );
+        cmd.env_clear();
+        cmd.cwd(&spec.cwd);
+        let child = pair
+            .slave
+            .spawn_command(cmd)
+            .map_err(|e| fail(e.to_string()))?;
+        // The parent must not keep the child's side open, or EOF never comes.
+        drop(pair.slave);
+        let pid = child
+            .process_id()
+            .ok_or_else(|| fail("the PTY child has no pid".to_string()))?;
+        let reader = pair
+            .master
+            .try_clone_reader()
+            .map_err(|e| fail(format!("PTY reader: {e}")))?;
+        let writer = pair
+            .master
+            .take_writer()
+            .map_err(|e| fail(format!("PTY writer: {e}")))?;
+        let (progress, _) = tokio::sync::watch::channel(0);
+        let shared = Arc::new(Shared {
+            screen: Mutex::new(vt100::Parser::new(rows, cols, SCROLLBACK)),
+            log: Mutex::new(OutputLog::default()),
+            writer: Mutex::new(writer),
+            progress,
+        });
+        let id = PaneId::new(format!(
+            "inproc-{}",
+            self.next.fetch_add(1, Ordering::Relaxed)
+        ));
+        let thread_shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name(format!("swarm-pty-{id}"))
+            .spawn(move || pane::reader_loop(reader, thread_shared))
+            .map_err(|e| fail(format!("reader thread: {e}")))?;
+        let pane = Pane {
+            pid,
+            master: Mutex::new(pair.master),
+            child: Mutex::new(child),
+            shared,
+            title: Mutex::new(spec.title.clone()),
+        };
+        lock(&self.panes).insert(id.clone(), Arc::new(pane));
+        Ok(id)
+    }
+
+    async fn status(&self, panes: &[PaneId]) -> Result<Vec<(PaneId, PaneStatus)>> {
+        let map = lock(&self.panes).clone();
+        Ok(panes
+            .iter()
+            .map(|id| {
+                let status = match map.get(id) {
+                    None => PaneStatus::Gone,
+                    Some(pane) => match Self::exit_status(pane) {
+                        Some(code) => PaneStatus::Exited { code },
+                        None => PaneStatus::Running {
+                            pid: Some(pane.pid),
+                        },
+                    },
+                };
+                (id.clone(), status)
+            })
+            .collect())
+    }
+
+    async fn kill(&self, id: &PaneId, grace: Duration) -> Result<()> {
+        let Some(pane) = lock(&self.panes).get(id).cloned() else {
+            return Ok(());
+        };
+        // portable-pty makes the child a session leader (setsid): its group id is its pid.
+        let pgid = pane.pid as i32;
+        let reap_pane = Arc::clone(&pane);
+        process::terminate_group(pgid, grace, Duration::from_secs(2), move || {
+            let _ = lock(&reap_pane.child).try_wait();
+            async {}
+        })
+        .await
+        .map_err(|reason| BackendError::KillFailed {
+            pane: id.clone(),
+            reason,
+        })?;
+        let _ = lock(&pane.child).try_wait();
+        lock(&self.panes).remove(id);
+        if process::process_alive(pane.pid) || process::group_alive(pgid) {
+            return Err(BackendError::KillFailed {
+                pane: id.clone(),
+                reason: format!("pid {} or its group still alive after the ladder", pane.pid),
+            });
+        }
+        Ok(())
+    }
+
+    async fn set_title(&self, id: &PaneId, title: &str) -> Result<()> {
+        *lock(&self.pane(id)?.title) = title.to_string();
+        Ok(())
+    }
+
+    async fn capture(&self, id: &PaneId) -> Result<String> {
+        self.screen(id)
+    }
+}

@@ -1,0 +1,132 @@
+//! One in-process pane: a PTY whose child runs the spec's argv, a reader
+//! thread feeding a `vt100` screen and an output log readable by offset, and
+//! answers to the terminal queries the program sends.
+
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use portable_pty::{Child, MasterPty};
+
+use super::queries::QueryScanner;
+
+/// The most output bytes kept per pane; older bytes are dropped and the
+/// log's base offset advances.
+pub const LOG_CAP: usize = 4 << 20;
+
+/// Output bytes with stable offsets.
+#[derive(Debug, Default)]
+pub struct OutputLog {
+    base: u64,
+    bytes: VecDeque<u8>,
+}
+
+impl OutputLog {
+    pub fn push(&mut self, chunk: &[u8]) {
+        self.bytes.extend(chunk);
+        if self.bytes.len() > LOG_CAP {
+            let drop = self.bytes.len() - LOG_CAP / 2;
+            self.bytes.drain(..drop);
+            self.base += drop as u64;
+        }
+    }
+
+    /// The offset just past the last byte.
+    pub fn end(&self) -> u64 {
+        self.base + self.bytes.len() as u64
+    }
+
+    /// Bytes from `offset` (or from the oldest kept byte if `offset` was
+    /// dropped), and the offset to read from next.
+    pub fn read_from(&self, offset: u64) -> (Vec<u8>, u64) {
+        let start = offset.max(self.base).min(self.end());
+        let skip = (start - self.base) as usize;
+        (self.bytes.iter().skip(skip).copied().collect(), self.end())
+    }
+}
+
+/// Locks a mutex, recovering the data if a panicking thread poisoned it (the
+/// screen and log stay usable for diagnostics).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// State shared between the backend and the pane's reader thread.
+pub struct Shared {
+    pub screen: Mutex<vt100::Parser>,
+    pub log: Mutex<OutputLog>,
+    pub writer: Mutex<Box<dyn Write + Send>>,
+    /// The log's end offset, for followers.
+    pub progress: tokio::sync::watch::Sender<u64>,
+}
+
+/// A live pane.
+pub struct Pane {
+    pub pid: u32,
+    pub master: Mutex<Box<dyn MasterPty + Send>>,
+    pub child: Mutex<Box<dyn Child + Send + Sync>>,
+    pub shared: Arc<Shared>,
+    pub title: Mutex<String>,
+}
+
+/// Reads the PTY until EOF: feeds the screen and the log, answers queries.
+pub fn reader_loop(mut reader: Box<dyn Read + Send>, shared: Arc<Shared>) {
+    let mut buf = [0u8; 8192];
+    let mut scanner = QueryScanner::default();
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break, // EIO once the child side is closed
+        };
+        let chunk = &buf[..n];
+        let mut answers = Vec::new();
+        {
+            let mut screen = lock(&shared.screen);
+            let mut done = 0;
+            // Process up to each query so the cursor is where the program
+            // expects it when asking.
+            for (end, query) in scanner.feed(chunk) {
+                screen.process(&chunk[done..end]);
+                done = end;
+                answers.push(query.answer(screen.screen().cursor_position()));
+            }
+            screen.process(&chunk[done..]);
+        }
+        let end = {
+            let mut log = lock(&shared.log);
+            log.push(chunk);
+            log.end()
+        };
+        shared.progress.send_replace(end);
+        if !answers.is_empty() {
+            let mut w = lock(&shared.writer);
+            for a in answers {
+                let _ = w.write_all(&a);
+            }
+            let _ = w.flush();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_reads_by_offset_and_survives_dropping() {
+        let mut log = OutputLog::default();
+        log.push(b"hello ");
+        log.push(b"world");
+        assert_eq!(log.read_from(0), (b"hello world".to_vec(), 11));
+        assert_eq!(log.read_from(6), (b"world".to_vec(), 11));
+        assert_eq!(log.read_from(99), (Vec::new(), 11));
+        let big = vec![b'x'; LOG_CAP];
+        log.push(&big);
+        assert!(log.base > 0);
+        let (bytes, end) = log.read_from(0);
+        assert_eq!(end, 11 + LOG_CAP as u64);
+        assert_eq!(bytes.len() as u64, end - log.base);
+    }
+}

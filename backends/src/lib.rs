@@ -1,0 +1,630 @@
+//! `swarm-backends`: the one seam between swarm and a terminal. A backend
+//! opens panes that run a program directly as argv with an exact
+//! environment, reports their liveness, and kills them with a ladder
+//! (SIGTERM to the process group, SIGKILL after a grace period, close, verify).
+//! Backends know panes, not teams: nothing here touches a mailbox, a task or
+//! the TUI.
+//!
+//! # Layout
+//!
+//! - this file: [`PaneBackendExecutor`], [`SpawnSpec`], [`PaneId`],
+//!   [`PaneStatus`], [`Capabilities`], [`BackendKind`] and [`detect`].
+//! - [`error`] — [`BackendError`].
+//! - [`command`] — running an external program with a timeout.
+//! - [`process`] — signals to process groups (the kill ladder's mechanics).
+//! - [`tmux`] — the tmux backend; [`tmux::commands`] builds every tmux argv and
+//!   parses every `-F` output.
+//! - [`in_process`] — panes hosted in PTYs inside the lead.
+//! - [`iterm2`], [`windows_terminal`] — argv builders and parsers for macOS and
+//!   Windows terminals; [`pidfile`] — the pid records they rely on.
+//! - `fake` (feature `fake`): a recording backend with no processes.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use swarm_backends::{PaneBackendExecutor, Placement, SpawnSpec, in_process::InProcessBackend};
+//!
+//! # async fn demo() -> swarm_backends::Result<()> {
+//! let backend: Box<dyn PaneBackendExecutor> = Box::new(InProcessBackend::new());
+//! let spec = SpawnSpec::new("sh", ["-c", "echo hello; sleep 5"], std::env::temp_dir())
+//!     .env("PATH", "/usr/bin:/bin")
+//!     .title("alice")
+//!     .placement(Placement::NewWindow { session: None });
+//! let pane = backend.spawn(&spec).await?;
+//! println!("{:?}", backend.status(&[pane.clone()]).await?);
+//! backend.kill(&pane, Duration::from_millis(500)).await?;
+//! # Ok(()) }
+//! ```
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub mod command;
+pub mod error;
+#[cfg(feature = "fake")]
+pub mod fake;
+pub mod in_process;
+pub mod iterm2;
+pub mod pidfile;
+pub mod process;
+pub mod tmux;
+pub mod windows_terminal;
+
+pub use error::{BackendError, Result};
+
+/// The program that clears and sets a pane's environment: `env -i -- K=V … PROGRAM ARGS`.
+/// An absolute path, so that it is found whatever the pane's `PATH` is.
+pub const ENV_PROGRAM: &str = "/usr/bin/env";
+
+/// A pane's identity as its backend names it: `%12` for tmux, `inproc-3` for
+/// the in-process backend. Stored in the roster, so it is plain serde text.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PaneId(pub String);
+
+impl PaneId {
+    pub fn new(id: impl Into<String>) -> Self {
+        Self(id.into())
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for PaneId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Where a new pane goes. Backends without a notion interpret it as closely as
+/// they can (the in-process backend ignores it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Placement {
+    /// Beside the lead's pane: the lead pinned on the left, teammates tiled in
+    /// the right column, overflowing into a new window when panes would be
+    /// too small to read.
+    RightOfLead { lead: PaneId },
+    /// A new window, in the named session (tmux) or the current one.
+    NewWindow { session: Option<String> },
+    /// The first pane of a new detached session with this name.
+    Session { name: String },
+}
+
+/// What to run in a new pane.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpawnSpec {
+    /// The program, run directly (never through a shell string).
+    pub program: String,
+    /// Its arguments, each passed unchanged.
+    pub args: Vec<String>,
+    /// The working directory; must exist.
+    pub cwd: PathBuf,
+    /// The EXACT environment of the pane's process: nothing else leaks in.
+    pub env: Vec<(String, String)>,
+    /// The pane title.
+    pub title: String,
+    /// A palette colour name: red, blue, green, yellow, purple, orange, pink, cyan.
+    pub color: Option<String>,
+    pub placement: Placement,
+    /// Where the pane's process records its pid. Required by backends that
+    /// cannot list their panes (iTerm2, Windows Terminal); ignored by others.
+    pub pid_file: Option<PathBuf>,
+}
+
+impl SpawnSpec {
+    /// A spec with an empty environment, no title, no colour, a new window.
+    pub fn new<I, S>(program: impl Into<String>, args: I, cwd: impl Into<PathBuf>) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            cwd: cwd.into(),
+            env: Vec::new(),
+            title: String::new(),
+            color: None,
+            placement: Placement::NewWindow { session: None },
+            pid_file: None,
+        }
+    }
+
+    /// Adds one environment variable.
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = title.into();
+        self
+    }
+
+    pub fn color(mut self, color: impl Into<String>) -> Self {
+        self.color = Some(color.into());
+        self
+    }
+
+    pub fn placement(mut self, placement: Placement) -> Self {
+        self.placement = placement;
+        self
+    }
+
+    pub fn pid_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.pid_file = Some(path.into());
+        self
+    }
+
+    /// Checks what every backend needs: a program, valid variable names, an
+    /// existing working directory, a known colour.
+    pub fn validate(&self) -> Result<()> {
+        if self.program.is_empty() {
+            return Err(BackendError::invalid("program", "", "must not be empty"));
+        }
+        // `env` would read a program name containing '=' as one more variable.
+        if self.program.contains('=') {
+            return Err(BackendError::invalid(
+                "program",
+                &self.program,
+                "must not contain '=' (use a path without '=')",
+            ));
+        }
+        for (key, _) in &self.env {
+            if key.is_empty() || key.contains('=') || key.contains('\0') {
+                return Err(BackendError::invalid(
+                    "environment variable name",
+                    key,
+                    "must be non-empty and contain no '=' or NUL",
+                ));
+            }
+        }
+        for text in std::iter::once(&self.program)
+            .chain(&self.args)
+            .chain(self.env.iter().map(|(_, v)| v))
+        {
+            if text.contains('\0') {
+                return Err(BackendError::invalid("argument", text, "contains NUL"));
+            }
+        }
+        if !self.cwd.is_dir() {
+            return Err(BackendError::invalid(
+                "working directory",
+                &self.cwd.display().to_string(),
+                "is not an existing directory",
+            ));
+        }
+        if let Some(color) = &self.color
+            && !PALETTE.contains(&color.as_str())
+        {
+            return Err(BackendError::invalid(
+                "colour",
+                color,
+                format!("not one of {}", PALETTE.join(", ")),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The argv that runs the program with exactly `env`:
+    /// `/usr/bin/env -i -- K=V … PROGRAM ARGS`. `env` execs the program, so the
+    /// pane's pid is the program's pid.
+    pub fn exact_env_argv(&self) -> Vec<String> {
+        let mut argv = vec![ENV_PROGRAM.to_string(), "-i".to_string(), "--".to_string()];
+        argv.extend(self.env.iter().map(|(k, v)| format!("{k}={v}")));
+        argv.push(self.program.clone());
+        argv.extend(self.args.iter().cloned());
+        argv
+    }
+}
+
+/// The colour names a spec may use.
+pub const PALETTE: [&str; 8] = [
+    "red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan",
+];
+
+/// A pane's liveness.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PaneStatus {
+    /// The pane's process runs. `pid` is the real pid where the backend knows
+    /// it; `None` only for the fake backend, which has no processes.
+    Running { pid: Option<u32> },
+    /// The process ended and the pane is still there; `code` is `None` when
+    /// a signal ended it or the backend cannot know.
+    Exited { code: Option<i32> },
+    /// No such pane (closed, or its server is gone).
+    Gone,
+}
+
+/// What a backend can do beyond spawn, status and kill.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capabilities {
+    pub focus: bool,
+    pub hide_show: bool,
+    pub set_title: bool,
+    pub set_color: bool,
+    pub rebalance: bool,
+    pub capture: bool,
+    /// Panes keep running when the lead exits (tmux, iTerm2, WT: yes;
+    /// in-process: no).
+    pub panes_outlive_lead: bool,
+    /// The pane's process sees exactly the spec's environment.
+    pub exact_env: bool,
+    /// `status` can report an exit code.
+    pub exit_codes: bool,
+}
+
+/// The kinds of backend, named as the roster's `backendType` names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackendKind {
+    Tmux,
+    #[serde(rename = "iterm2")]
+    ITerm2,
+    WindowsTerminal,
+    InProcess,
+}
+
+impl BackendKind {
+    /// The roster's `backendType` string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tmux => "tmux",
+            Self::ITerm2 => "iterm2",
+            Self::WindowsTerminal => "windows-terminal",
+            Self::InProcess => "in-process",
+        }
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for BackendKind {
+    type Err = BackendError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "tmux" => Ok(Self::Tmux),
+            "iterm2" => Ok(Self::ITerm2),
+            "windows-terminal" => Ok(Self::WindowsTerminal),
+            "in-process" => Ok(Self::InProcess),
+            other => Err(BackendError::invalid(
+                "backend",
+                other,
+                "expected tmux, iterm2, windows-terminal or in-process",
+            )),
+        }
+    }
+}
+
+/// The seam between swarm and a terminal. Object-safe: the app holds a
+/// `Box<dyn PaneBackendExecutor>` chosen at run time. Optional operations
+/// default to [`BackendError::Unsupported`] and are declared in
+/// [`capabilities`](Self::capabilities).
+#[async_trait::async_trait]
+pub trait PaneBackendExecutor: Send + Sync {
+    /// Which backend this is.
+    fn kind(&self) -> BackendKind;
+
+    /// What it can do beyond spawn, status and kill.
+    fn capabilities(&self) -> Capabilities;
+
+    /// Opens a pane running `spec.program` + `spec.args` as argv with exactly
+    /// `spec.env`, and returns its id.
+    async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneId>;
+
+    /// The liveness of each pane, in the order asked.
+    async fn status(&self, panes: &[PaneId]) -> Result<Vec<(PaneId, PaneStatus)>>;
+
+    /// SIGTERM to the pane's process group, SIGKILL after `grace` if still
+    /// alive, close the pane, verify it is gone. Killing a gone pane is Ok.
+    async fn kill(&self, pane: &PaneId, grace: Duration) -> Result<()>;
+
+    async fn focus(&self, _pane: &PaneId) -> Result<()> {
+        Err(BackendError::unsupported(self.kind(), "focus"))
+    }
+    async fn hide(&self, _pane: &PaneId) -> Result<()> {
+        Err(BackendError::unsupported(self.kind(), "hide"))
+    }
+    async fn show(&self, _pane: &PaneId) -> Result<()> {
+        Err(BackendError::unsupported(self.kind(), "show"))
+    }
+    async fn set_title(&self, _pane: &PaneId, _title: &str) -> Result<()> {
+        Err(BackendError::unsupported(self.kind(), "set_title"))
+    }
+    async fn set_color(&self, _pane: &PaneId, _color: &str) -> Result<()> {
+        Err(BackendError::unsupported(self.kind(), "set_color"))
+    }
+    async fn rebalance(&self) -> Result<()> {
+        Err(BackendError::unsupported(self.kind(), "rebalance"))
+    }
+    /// The pane's visible text (diagnostics and tests).
+    async fn capture(&self, _pane: &PaneId) -> Result<String> {
+        Err(BackendError::unsupported(self.kind(), "capture"))
+    }
+}
+
+/// The facts detection decides from, gathered by the caller.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EnvFacts {
+    /// `TMUX` is set and non-empty.
+    pub in_tmux: bool,
+    /// `TMUX_PANE`, the lead's pane when inside tmux.
+    pub tmux_pane: Option<String>,
+    /// `TERM_PROGRAM`.
+    pub term_program: Option<String>,
+    /// `ITERM_SESSION_ID`.
+    pub iterm_session_id: Option<String>,
+    /// `WT_SESSION` is set.
+    pub wt_session: bool,
+    pub tmux_on_path: bool,
+    pub it2_on_path: bool,
+    pub wt_on_path: bool,
+    /// `--backend`, `None` for auto.
+    pub requested: Option<BackendKind>,
+}
+
+impl EnvFacts {
+    /// Reads the facts from this process's environment and `PATH`.
+    pub fn from_process_env() -> Self {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let on_path = |name: &str| {
+            std::env::split_paths(&path).any(|dir| {
+                let candidate = dir.join(name);
+                candidate.is_file() || candidate.with_extension("exe").is_file()
+            })
+        };
+        Self {
+            in_tmux: var("TMUX").is_some(),
+            tmux_pane: var("TMUX_PANE"),
+            term_program: var("TERM_PROGRAM"),
+            iterm_session_id: var("ITERM_SESSION_ID"),
+            wt_session: var("WT_SESSION").is_some(),
+            tmux_on_path: on_path("tmux"),
+            it2_on_path: on_path("it2"),
+            wt_on_path: on_path("wt"),
+            requested: None,
+        }
+    }
+}
+
+/// The backend chosen, and why (shown by `swarm doctor`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Detection {
+    pub kind: BackendKind,
+    pub reason: String,
+    /// The lead's own pane when it already runs inside the chosen multiplexer.
+    pub lead_pane: Option<PaneId>,
+}
+
+/// Chooses a backend from explicit facts. Auto order: inside tmux → tmux;
+/// iTerm2 with `it2` → iTerm2; Windows Terminal → WT; tmux installed → tmux
+/// (new session); otherwise in-process. An explicit request wins, but is
+/// refused when its tool is missing.
+pub fn detect(facts: &EnvFacts) -> Result<Detection> {
+    let in_iterm =
+        facts.term_program.as_deref() == Some("iTerm.app") || facts.iterm_session_id.is_some();
+    let tmux_lead = || {
+        if facts.in_tmux {
+            facts.tmux_pane.clone().map(PaneId)
+        } else {
+            None
+        }
+    };
+    if let Some(kind) = facts.requested {
+        let missing = match kind {
+            BackendKind::Tmux if !facts.tmux_on_path => Some("tmux is not on PATH"),
+            BackendKind::ITerm2 if !in_iterm => Some("this terminal is not iTerm2"),
+            BackendKind::WindowsTerminal if !facts.wt_on_path => Some("wt is not on PATH"),
+            _ => None,
+        };
+        if let Some(reason) = missing {
+            return Err(BackendError::Unavailable {
+                backend: kind,
+                reason: reason.to_string(),
+            });
+        }
+        let lead_pane = match kind {
+            BackendKind::Tmux => tmux_lead(),
+            _ => None,
+        };
+        return Ok(Detection {
+            kind,
+            reason: format!("--backend {kind} was requested"),
+            lead_pane,
+        });
+    }
+    let (kind, reason, lead_pane) = if facts.in_tmux {
+        (
+            BackendKind::Tmux,
+            "TMUX is set: the lead runs inside tmux".to_string(),
+            tmux_lead(),
+        )
+    } else if in_iterm && facts.it2_on_path {
+        (
+            BackendKind::ITerm2,
+            "iTerm2 (TERM_PROGRAM/ITERM_SESSION_ID) with it2 on PATH".to_string(),
+            None,
+        )
+    } else if facts.wt_session {
+        (
+            BackendKind::WindowsTerminal,
+            "WT_SESSION is set: Windows Terminal".to_string(),
+            None,
+        )
+    } else if facts.tmux_on_path {
+        (
+            BackendKind::Tmux,
+            "tmux is installed: a new tmux session".to_string(),
+            None,
+        )
+    } else {
+        let why = if in_iterm {
+            "iTerm2 without it2 on PATH and no tmux: in-process PTYs"
+        } else {
+            "no multiplexer found: in-process PTYs"
+        };
+        (BackendKind::InProcess, why.to_string(), None)
+    };
+    Ok(Detection {
+        kind,
+        reason,
+        lead_pane,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts() -> EnvFacts {
+        EnvFacts::default()
+    }
+
+    #[test]
+    fn inside_tmux_wins_and_names_the_lead_pane() {
+        let f = EnvFacts {
+            in_tmux: true,
+            tmux_pane: Some("%3".into()),
+            term_program: Some("iTerm.app".into()),
+            it2_on_path: true,
+            tmux_on_path: true,
+            ..facts()
+        };
+        let d = detect(&f).unwrap();
+        assert_eq!(d.kind, BackendKind::Tmux);
+        assert_eq!(d.lead_pane, Some(PaneId::new("%3")));
+        assert!(d.reason.contains("TMUX"), "{}", d.reason);
+    }
+
+    #[test]
+    fn iterm2_needs_it2() {
+        let base = EnvFacts {
+            iterm_session_id: Some("w0t0p0:ABC".into()),
+            tmux_on_path: true,
+            ..facts()
+        };
+        assert_eq!(detect(&base).unwrap().kind, BackendKind::Tmux);
+        let with_it2 = EnvFacts {
+            it2_on_path: true,
+            ..base
+        };
+        assert_eq!(detect(&with_it2).unwrap().kind, BackendKind::ITerm2);
+    }
+
+    #[test]
+    fn windows_terminal_then_tmux_then_in_process() {
+        let wt = EnvFacts {
+            wt_session: true,
+            tmux_on_path: true,
+            ..facts()
+        };
+        assert_eq!(detect(&wt).unwrap().kind, BackendKind::WindowsTerminal);
+        let tmux = EnvFacts {
+            tmux_on_path: true,
+            ..facts()
+        };
+        let d = detect(&tmux).unwrap();
+        assert_eq!(d.kind, BackendKind::Tmux);
+        assert_eq!(d.lead_pane, None);
+        let none = detect(&facts()).unwrap();
+        assert_eq!(none.kind, BackendKind::InProcess);
+        assert!(none.reason.contains("in-process"));
+    }
+
+    #[test]
+    fn an_explicit_request_wins_but_needs_its_tool() {
+        let f = EnvFacts {
+            in_tmux: true,
+            tmux_on_path: true,
+            requested: Some(BackendKind::InProcess),
+            ..facts()
+        };
+        assert_eq!(detect(&f).unwrap().kind, BackendKind::InProcess);
+        let f = EnvFacts {
+            requested: Some(BackendKind::Tmux),
+            ..facts()
+        };
+        assert!(matches!(
+            detect(&f),
+            Err(BackendError::Unavailable {
+                backend: BackendKind::Tmux,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn backend_kind_strings_round_trip() {
+        for kind in [
+            BackendKind::Tmux,
+            BackendKind::ITerm2,
+            BackendKind::WindowsTerminal,
+            BackendKind::InProcess,
+        ] {
+            assert_eq!(kind.as_str().parse::<BackendKind>().unwrap(), kind);
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{}\"", kind.as_str()));
+        }
+        assert!("screen".parse::<BackendKind>().is_err());
+    }
+
+    #[test]
+    fn pane_id_serializes_as_a_plain_string() {
+        let id = PaneId::new("%12");
+        assert_eq!(serde_json::to_string(&id).unwrap(), "\"%12\"");
+        let back: PaneId = serde_json::from_str("\"inproc-3\"").unwrap();
+        assert_eq!(back.as_str(), "inproc-3");
+    }
+
+    #[test]
+    fn exact_env_argv_clears_then_sets() {
+        let spec = SpawnSpec::new("prog", ["a b", ";"], "/").env("K", "v=1");
+        assert_eq!(
+            spec.exact_env_argv(),
+            ["/usr/bin/env", "-i", "--", "K=v=1", "prog", "a b", ";"]
+        );
+    }
+
+    #[test]
+    fn validation_refuses_what_env_would_misread() {
+        let dir = std::env::temp_dir();
+        assert!(
+            SpawnSpec::new("a=b", Vec::<String>::new(), &dir)
+                .validate()
+                .is_err()
+        );
+        assert!(
+            SpawnSpec::new("sh", Vec::<String>::new(), &dir)
+                .env("A=B", "1")
+                .validate()
+                .is_err()
+        );
+        assert!(
+            SpawnSpec::new("sh", Vec::<String>::new(), "/nonexistent/dir")
+                .validate()
+                .is_err()
+        );
+        assert!(
+            SpawnSpec::new("sh", Vec::<String>::new(), &dir)
+                .color("mauve")
+                .validate()
+                .is_err()
+        );
+        assert!(
+            SpawnSpec::new("sh", Vec::<String>::new(), &dir)
+                .color("purple")
+                .validate()
+                .is_ok()
+        );
+    }
+}

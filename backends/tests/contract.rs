@@ -1,0 +1,1058 @@
+//! The backend contract suite: one set of test functions run against tmux on
+//! a private server, the in-process backend and the fake, plus live tests of
+//! what only one backend does (tmux layout and styling, in-process terminal
+//! queries). Needs the `fake` feature.
+//!
+//! tmux tests never touch the user's server: each starts its own
+//! (`tmux -S <tmpdir>/sock -f /dev/null`, `TMUX`/`TMUX_PANE` removed) with a
+//! canary session that must survive every kill, and kills it on drop. When
+//! tmux is missing they print `SKIP` — or fail if `SWARM_REQUIRE_TMUX=1`.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use swarm_backends::fake::{FakeBackend, FakeSignal};
+use swarm_backends::in_process::InProcessBackend;
+use swarm_backends::tmux::{TmuxBackend, TmuxServer};
+use swarm_backends::{PaneBackendExecutor, PaneId, PaneStatus, Placement, SpawnSpec};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// Polls `probe` until it yields `Ok`, or panics naming what was awaited and
+/// the last thing seen.
+async fn wait_until<T>(what: &str, mut probe: impl AsyncFnMut() -> Result<T, String>) -> T {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match probe().await {
+            Ok(v) => return v,
+            Err(seen) if Instant::now() >= deadline => {
+                panic!("timed out after {WAIT:?} waiting for {what}; last seen: {seen}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+async fn status_of(b: &dyn PaneBackendExecutor, pane: &PaneId) -> PaneStatus {
+    let all = b.status(std::slice::from_ref(pane)).await.expect("status");
+    assert_eq!(all.len(), 1);
+    assert_eq!(&all[0].0, pane);
+    all[0].1
+}
+
+async fn wait_status(
+    b: &dyn PaneBackendExecutor,
+    pane: &PaneId,
+    what: &str,
+    ok: impl Fn(&PaneStatus) -> bool,
+) -> PaneStatus {
+    wait_until(what, async || {
+        let s = status_of(b, pane).await;
+        if ok(&s) { Ok(s) } else { Err(format!("{s:?}")) }
+    })
+    .await
+}
+
+async fn wait_file(path: &Path) -> String {
+    wait_until(&format!("file {}", path.display()), async || {
+        std::fs::read_to_string(path).map_err(|e| e.to_string())
+    })
+    .await
+}
+
+fn group_alive(pgid: i32) -> bool {
+    // SAFETY: signal 0 only checks existence.
+    unsafe { libc::kill(-pgid, 0) == 0 }
+}
+
+/// A private tmux server, killed on drop.
+struct PrivateTmux {
+    dir: tempfile::TempDir,
+    sock: PathBuf,
+}
+
+impl PrivateTmux {
+    /// Starts a server with a `canary` session and a 200x50 `lead` session;
+    /// `None` (after printing SKIP) when tmux is missing.
+    fn start(test: &str) -> Option<Self> {
+        let found = std::process::Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_ok();
+        if !found {
+            if std::env::var("SWARM_REQUIRE_TMUX").as_deref() == Ok("1") {
+                panic!("{test}: tmux not found and SWARM_REQUIRE_TMUX=1");
+            }
+            println!("SKIP {test}: tmux not found");
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sock = dir.path().join("sock");
+        let t = Self { dir, sock };
+        t.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "canary",
+            "-x",
+            "80",
+            "-y",
+            "24",
+            "--",
+            "sleep",
+            "100000",
+        ]);
+        t.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "lead",
+            "-x",
+            "200",
+            "-y",
+            "50",
+            "--",
+            "sleep",
+            "100000",
+        ]);
+        Some(t)
+    }
+
+    fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut c = std::process::Command::new("tmux");
+        c.arg("-S")
+            .arg(&self.sock)
+            .args(["-f", "/dev/null"])
+            .args(args);
+        c.env_remove("TMUX").env_remove("TMUX_PANE");
+        c
+    }
+
+    /// Runs a tmux command on this server; panics with stderr on failure.
+    fn run(&self, args: &[&str]) -> String {
+        let out = self.command(args).output().expect("run tmux");
+        assert!(
+            out.status.success(),
+            "tmux {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn server(&self) -> TmuxServer {
+        TmuxServer {
+            socket: Some(self.sock.clone()),
+            config: Some("/dev/null".into()),
+        }
+    }
+
+    fn lead_pane(&self) -> PaneId {
+        PaneId::new(
+            self.run(&["display-message", "-p", "-t", "=lead:", "#{pane_id}"])
+                .trim(),
+        )
+    }
+
+    /// The canary session and its process are still alive.
+    fn assert_canary(&self) {
+        let pid = self.run(&[
+            "display-message",
+            "-p",
+            "-t",
+            "=canary:",
+            "#{pane_pid} #{pane_dead}",
+        ]);
+        let mut f = pid.split_whitespace();
+        let pid: i32 = f.next().and_then(|p| p.parse().ok()).expect("canary pid");
+        assert_eq!(f.next(), Some("0"), "canary pane died");
+        // SAFETY: signal 0 only checks existence.
+        assert_eq!(
+            unsafe { libc::kill(pid, 0) },
+            0,
+            "canary process {pid} died"
+        );
+    }
+
+    /// Every pane's capture, for failure reports.
+    fn dump(&self) -> String {
+        self.command(&[
+            "list-panes",
+            "-a",
+            "-F",
+            "#{pane_id} #{pane_pid} #{pane_dead} #{pane_title}",
+        ])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+    }
+}
+
+impl Drop for PrivateTmux {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            // A failure reads like a bug report: every pane and its screen.
+            eprintln!(
+                "--- tmux panes on {}:\n{}",
+                self.sock.display(),
+                self.dump()
+            );
+            for line in self.dump().lines() {
+                if let Some(pane) = line.split_whitespace().next() {
+                    let capture = self
+                        .command(&["capture-pane", "-p", "-J", "-t", pane])
+                        .output()
+                        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                        .unwrap_or_default();
+                    eprintln!("--- capture of {pane}:\n{}", capture.trim_end());
+                }
+            }
+        }
+        let _ = self.command(&["kill-server"]).output();
+    }
+}
+
+/// One backend under the contract.
+trait Harness: Send + Sync {
+    fn backend(&self) -> &dyn PaneBackendExecutor;
+    fn placement(&self) -> Placement;
+    fn dir(&self) -> &Path;
+    /// The fake, whose panes run nothing: tests script and observe it.
+    fn fake(&self) -> Option<&FakeBackend> {
+        None
+    }
+    /// Kills the whole server behind the backend's back; false if the
+    /// backend has no such thing.
+    fn kill_server(&self) -> bool;
+    /// Checks done after every test (the tmux canary).
+    fn after(&self) {}
+
+    fn spec(&self, program: &str, args: &[&str]) -> SpawnSpec {
+        SpawnSpec::new(program, args.iter().copied(), self.dir())
+            .env("PATH", "/usr/bin:/bin")
+            .title("contract")
+            .color("purple")
+            .placement(self.placement())
+    }
+}
+
+struct TmuxHarness {
+    tmux: PrivateTmux,
+    backend: TmuxBackend,
+    lead: PaneId,
+}
+
+impl TmuxHarness {
+    fn start(test: &str) -> Option<Self> {
+        let tmux = PrivateTmux::start(test)?;
+        let backend = TmuxBackend::new(tmux.server());
+        let lead = tmux.lead_pane();
+        Some(Self {
+            tmux,
+            backend,
+            lead,
+        })
+    }
+}
+
+impl Harness for TmuxHarness {
+    fn backend(&self) -> &dyn PaneBackendExecutor {
+        &self.backend
+    }
+    fn placement(&self) -> Placement {
+        Placement::RightOfLead {
+            lead: self.lead.clone(),
+        }
+    }
+    fn dir(&self) -> &Path {
+        self.tmux.dir.path()
+    }
+    fn kill_server(&self) -> bool {
+        self.tmux.run(&["kill-server"]);
+        true
+    }
+    fn after(&self) {
+        self.tmux.assert_canary();
+    }
+}
+
+struct InProcessHarness {
+    dir: tempfile::TempDir,
+    backend: InProcessBackend,
+}
+
+impl Harness for InProcessHarness {
+    fn backend(&self) -> &dyn PaneBackendExecutor {
+        &self.backend
+    }
+    fn placement(&self) -> Placement {
+        Placement::NewWindow { session: None }
+    }
+    fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+    fn kill_server(&self) -> bool {
+        false
+    }
+}
+
+struct FakeHarness {
+    dir: tempfile::TempDir,
+    backend: FakeBackend,
+}
+
+impl Harness for FakeHarness {
+    fn backend(&self) -> &dyn PaneBackendExecutor {
+        &self.backend
+    }
+    fn placement(&self) -> Placement {
+        Placement::NewWindow { session: None }
+    }
+    fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+    fn fake(&self) -> Option<&FakeBackend> {
+        Some(&self.backend)
+    }
+    fn kill_server(&self) -> bool {
+        self.backend.vanish_all();
+        true
+    }
+}
+
+// ---- the contract ----------------------------------------------------------
+
+/// Arguments that a shell or tmux would mangle arrive unchanged.
+async fn argv_arrives_unchanged(h: &dyn Harness) {
+    let out = h.dir().join("args.txt");
+    let tricky = [
+        "plain",
+        "with space",
+        "it's \"quoted\"",
+        ";",
+        "ends;",
+        "back\\;",
+        "$(touch pwned)",
+        "`touch pwned2`",
+        "ünïcödé ✳ 日本",
+        "",
+        "-e",
+        "#{pane_id}",
+        "--",
+        "tab\there",
+    ];
+    let script = r#"printf '%s\n' "$@" > "$0.tmp" && mv "$0.tmp" "$0""#;
+    let mut args = vec!["-c", script, out.to_str().unwrap()];
+    args.extend(tricky);
+    let spec = h.spec("sh", &args);
+    let pane = h.backend().spawn(&spec).await.expect("spawn");
+    let seen: Vec<String> = match h.fake() {
+        Some(fake) => fake.spec(&pane).expect("recorded").args[3..].to_vec(),
+        None => wait_file(&out).await.lines().map(String::from).collect(),
+    };
+    assert_eq!(seen, tricky, "argv changed on the way");
+    assert!(!h.dir().join("pwned").exists() && !h.dir().join("pwned2").exists());
+    h.backend()
+        .kill(&pane, Duration::from_secs(1))
+        .await
+        .expect("kill");
+}
+
+/// The pane's process sees exactly the spec's environment.
+async fn env_is_exact(h: &dyn Harness) {
+    let spec = h
+        .spec("sleep", &["1000"])
+        .env("SWARM_CONTRACT", "v a;l $(x)")
+        .env("EMPTY", "");
+    let pane = h.backend().spawn(&spec).await.expect("spawn");
+    let expected: Vec<String> = spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let seen: Vec<String> = match h.fake() {
+        Some(fake) => {
+            let s = fake.spec(&pane).expect("recorded");
+            s.env.iter().map(|(k, v)| format!("{k}={v}")).collect()
+        }
+        None => {
+            let status = wait_status(h.backend(), &pane, "a running pane", |s| {
+                matches!(s, PaneStatus::Running { .. })
+            })
+            .await;
+            let PaneStatus::Running { pid: Some(pid) } = status else {
+                panic!("a real backend must report a pid: {status:?}");
+            };
+            // The environment the process was exec'd with, exactly.
+            let environ = wait_until("sleep to be exec'd", async || {
+                let cmdline =
+                    std::fs::read(format!("/proc/{pid}/cmdline")).map_err(|e| e.to_string())?;
+                if !cmdline.starts_with(b"sleep\0") {
+                    return Err(String::from_utf8_lossy(&cmdline).into_owned());
+                }
+                std::fs::read(format!("/proc/{pid}/environ")).map_err(|e| e.to_string())
+            })
+            .await;
+            environ
+                .split(|b| *b == 0)
+                .filter(|v| !v.is_empty())
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+                .collect()
+        }
+    };
+    assert_eq!(seen, expected, "environment is not exact");
+    for leaked in ["HOME", "TMUX", "TMUX_PANE", "CARGO_MANIFEST_DIR", "TERM"] {
+        assert!(
+            !seen.iter().any(|v| v.starts_with(&format!("{leaked}="))),
+            "{leaked} leaked"
+        );
+    }
+    h.backend()
+        .kill(&pane, Duration::from_secs(1))
+        .await
+        .expect("kill");
+}
+
+/// The pane starts in the spec's working directory.
+async fn cwd_is_used(h: &dyn Harness) {
+    let cwd = h.dir().join("work dir ünï #1");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let out = h.dir().join("pwd.txt");
+    let mut spec = h.spec(
+        "sh",
+        &[
+            "-c",
+            r#"pwd -P > "$0.tmp" && mv "$0.tmp" "$0""#,
+            out.to_str().unwrap(),
+        ],
+    );
+    spec.cwd = cwd.clone();
+    let pane = h.backend().spawn(&spec).await.expect("spawn");
+    let seen = match h.fake() {
+        Some(fake) => fake.spec(&pane).expect("recorded").cwd,
+        None => PathBuf::from(wait_file(&out).await.trim_end()),
+    };
+    assert_eq!(seen, cwd.canonicalize().unwrap());
+    h.backend()
+        .kill(&pane, Duration::from_secs(1))
+        .await
+        .expect("kill");
+}
+
+/// Running with a pid, then Exited with the process's exit code.
+async fn status_running_then_exited_with_code(h: &dyn Harness) {
+    let go = h.dir().join("go");
+    let spec = h.spec(
+        "sh",
+        &[
+            "-c",
+            r#"while [ ! -e "$0" ]; do sleep 0.01; done; exit 7"#,
+            go.to_str().unwrap(),
+        ],
+    );
+    let pane = h.backend().spawn(&spec).await.expect("spawn");
+    let running = status_of(h.backend(), &pane).await;
+    match (running, h.fake()) {
+        (PaneStatus::Running { pid: None }, Some(_)) => {}
+        (PaneStatus::Running { pid: Some(pid) }, None) => assert!(pid > 1),
+        other => panic!("expected Running, got {other:?}"),
+    }
+    match h.fake() {
+        Some(fake) => fake.exit(&pane, Some(7)),
+        None => std::fs::write(&go, b"").unwrap(),
+    }
+    wait_status(h.backend(), &pane, "Exited { code: Some(7) }", |s| {
+        *s == PaneStatus::Exited { code: Some(7) }
+    })
+    .await;
+    h.backend()
+        .kill(&pane, Duration::from_secs(1))
+        .await
+        .expect("kill an exited pane");
+    assert_eq!(status_of(h.backend(), &pane).await, PaneStatus::Gone);
+}
+
+/// A process that ignores SIGTERM is gone after the ladder, with its group.
+async fn kill_escalates_past_a_sigterm_trap(h: &dyn Harness) {
+    let ready = h.dir().join("ready");
+    let script =
+        r#"trap '' TERM; sleep 1000 & echo "$!" > "$0.tmp"; mv "$0.tmp" "$0"; wait; sleep 1000"#;
+    let spec = h.spec("sh", &["-c", script, ready.to_str().unwrap()]);
+    let pane = h.backend().spawn(&spec).await.expect("spawn");
+    let grace = Duration::from_millis(300);
+    match h.fake() {
+        Some(fake) => {
+            fake.set_stubborn(&pane, true);
+            let t = Instant::now();
+            h.backend().kill(&pane, grace).await.expect("kill");
+            assert!(t.elapsed() >= grace);
+            assert_eq!(fake.signals(&pane), [FakeSignal::Term, FakeSignal::Kill]);
+        }
+        None => {
+            let child: i32 = wait_file(&ready).await.trim().parse().expect("child pid");
+            let PaneStatus::Running { pid: Some(pid) } = status_of(h.backend(), &pane).await else {
+                panic!("not running");
+            };
+            let t = Instant::now();
+            h.backend().kill(&pane, grace).await.expect("kill");
+            assert!(t.elapsed() >= grace, "SIGTERM should have been ignored");
+            assert!(!group_alive(pid as i32), "process group {pid} survived");
+            // SAFETY: signal 0 only checks existence.
+            assert_ne!(
+                unsafe { libc::kill(child, 0) },
+                0,
+                "background child {child} survived"
+            );
+        }
+    }
+    assert_eq!(status_of(h.backend(), &pane).await, PaneStatus::Gone);
+}
+
+/// A polite process goes at SIGTERM, well within the grace period.
+async fn kill_is_quick_for_a_polite_process(h: &dyn Harness) {
+    let pane = h
+        .backend()
+        .spawn(&h.spec("sleep", &["1000"]))
+        .await
+        .expect("spawn");
+    wait_status(h.backend(), &pane, "running", |s| {
+        matches!(s, PaneStatus::Running { .. })
+    })
+    .await;
+    let t = Instant::now();
+    h.backend()
+        .kill(&pane, Duration::from_secs(5))
+        .await
+        .expect("kill");
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        t.elapsed()
+    );
+    if let Some(fake) = h.fake() {
+        assert_eq!(fake.signals(&pane), [FakeSignal::Term]);
+    }
+    assert_eq!(status_of(h.backend(), &pane).await, PaneStatus::Gone);
+    // Killing a gone pane is fine.
+    h.backend()
+        .kill(&pane, Duration::from_secs(1))
+        .await
+        .expect("kill again");
+}
+
+/// `capture` shows what the program printed.
+async fn capture_shows_printed_text(h: &dyn Harness) {
+    let spec = h.spec(
+        "sh",
+        &[
+            "-c",
+            "printf 'hello from %s\\n' pane-canary-7; exec sleep 1000",
+        ],
+    );
+    let pane = h.backend().spawn(&spec).await.expect("spawn");
+    if let Some(fake) = h.fake() {
+        fake.set_screen(&pane, "hello from pane-canary-7\n");
+    }
+    wait_until("the greeting on screen", async || {
+        let text = h
+            .backend()
+            .capture(&pane)
+            .await
+            .map_err(|e| e.to_string())?;
+        if text.contains("hello from pane-canary-7") {
+            Ok(())
+        } else {
+            Err(text)
+        }
+    })
+    .await;
+    h.backend()
+        .kill(&pane, Duration::from_secs(1))
+        .await
+        .expect("kill");
+}
+
+/// Panes are Gone once killed, and all of them once the server dies.
+async fn gone_after_kill_and_server_death(h: &dyn Harness) {
+    let a = h
+        .backend()
+        .spawn(&h.spec("sleep", &["1000"]))
+        .await
+        .expect("spawn a");
+    let b = h
+        .backend()
+        .spawn(&h.spec("sleep", &["1000"]))
+        .await
+        .expect("spawn b");
+    h.backend()
+        .kill(&a, Duration::from_secs(1))
+        .await
+        .expect("kill");
+    let both = h
+        .backend()
+        .status(&[a.clone(), b.clone()])
+        .await
+        .expect("status");
+    assert_eq!(both[0], (a.clone(), PaneStatus::Gone));
+    assert!(matches!(both[1].1, PaneStatus::Running { .. }), "{both:?}");
+    let unknown = PaneId::new(if h.fake().is_some() {
+        "fake-999"
+    } else {
+        "%999"
+    });
+    assert_eq!(status_of(h.backend(), &unknown).await, PaneStatus::Gone);
+    if h.kill_server() {
+        assert_eq!(status_of(h.backend(), &b).await, PaneStatus::Gone);
+    } else {
+        h.backend()
+            .kill(&b, Duration::from_secs(1))
+            .await
+            .expect("kill b");
+    }
+}
+
+/// Unsupported operations say so; supported ones work.
+async fn capabilities_are_honest(h: &dyn Harness) {
+    let caps = h.backend().capabilities();
+    let pane = h
+        .backend()
+        .spawn(&h.spec("sleep", &["1000"]))
+        .await
+        .expect("spawn");
+    let b = h.backend();
+    for (supported, result) in [
+        (caps.focus, b.focus(&pane).await),
+        (caps.set_title, b.set_title(&pane, "renamed").await),
+        (caps.set_color, b.set_color(&pane, "green").await),
+        (caps.rebalance, b.rebalance().await),
+    ] {
+        match result {
+            Ok(()) => assert!(supported),
+            Err(swarm_backends::BackendError::Unsupported { .. }) => assert!(!supported),
+            Err(e) => panic!("unexpected error: {e}"),
+        }
+    }
+    b.kill(&pane, Duration::from_secs(1)).await.expect("kill");
+}
+
+macro_rules! contract {
+    ($($test:ident),* $(,)?) => {
+        mod tmux_contract {
+            use super::Harness;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    let Some(h) = super::TmuxHarness::start(stringify!($test)) else { return };
+                    super::$test(&h).await;
+                    if stringify!($test) != "gone_after_kill_and_server_death" {
+                        h.after();
+                    }
+                }
+            )*
+        }
+        mod in_process_contract {
+            use super::Harness;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    let h = super::InProcessHarness {
+                        dir: tempfile::tempdir().unwrap(),
+                        backend: swarm_backends::in_process::InProcessBackend::new(),
+                    };
+                    super::$test(&h).await;
+                    h.after();
+                }
+            )*
+        }
+        mod fake_contract {
+            use super::Harness;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    let h = super::FakeHarness {
+                        dir: tempfile::tempdir().unwrap(),
+                        backend: swarm_backends::fake::FakeBackend::new(),
+                    };
+                    super::$test(&h).await;
+                    h.after();
+                }
+            )*
+        }
+    };
+}
+
+contract!(
+    argv_arrives_unchanged,
+    env_is_exact,
+    cwd_is_used,
+    status_running_then_exited_with_code,
+    kill_escalates_past_a_sigterm_trap,
+    kill_is_quick_for_a_polite_process,
+    capture_shows_printed_text,
+    gone_after_kill_and_server_death,
+    capabilities_are_honest,
+);
+
+// ---- what only tmux does ---------------------------------------------------
+
+mod tmux_live {
+    use super::*;
+    use swarm_backends::BackendError;
+
+    fn lead_spec(h: &TmuxHarness, lead: &PaneId) -> SpawnSpec {
+        h.spec("sleep", &["1000"])
+            .placement(Placement::RightOfLead { lead: lead.clone() })
+    }
+
+    fn pane_info(t: &PrivateTmux, pane: &PaneId, fmt: &str) -> String {
+        t.run(&["display-message", "-p", "-t", pane.as_str(), fmt])
+            .trim()
+            .to_string()
+    }
+
+    #[tokio::test]
+    async fn the_lead_is_pinned_left_and_teammates_fill_the_right_column() {
+        let Some(h) = TmuxHarness::start("layout") else {
+            return;
+        };
+        let mut panes = Vec::new();
+        for _ in 0..3 {
+            panes.push(
+                h.backend
+                    .spawn(&lead_spec(&h, &h.lead))
+                    .await
+                    .expect("spawn"),
+            );
+        }
+        let lead_width: u32 = pane_info(&h.tmux, &h.lead, "#{pane_width}")
+            .parse()
+            .unwrap();
+        assert!(
+            (60..=80).contains(&lead_width),
+            "lead width {lead_width} of 200\n{}",
+            h.tmux.dump()
+        );
+        let lead_window = pane_info(&h.tmux, &h.lead, "#{window_id}");
+        for p in &panes {
+            assert_eq!(pane_info(&h.tmux, p, "#{window_id}"), lead_window);
+            let left: u32 = pane_info(&h.tmux, p, "#{pane_left}").parse().unwrap();
+            assert!(left > lead_width, "{p} at column {left}");
+        }
+        h.after();
+    }
+
+    #[tokio::test]
+    async fn a_small_window_overflows_into_a_new_window() {
+        let Some(h) = TmuxHarness::start("overflow") else {
+            return;
+        };
+        h.tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "small",
+            "-x",
+            "80",
+            "-y",
+            "24",
+            "--",
+            "sleep",
+            "100000",
+        ]);
+        let lead = PaneId::new(
+            h.tmux
+                .run(&["display-message", "-p", "-t", "=small:", "#{pane_id}"])
+                .trim(),
+        );
+        let mut windows = Vec::new();
+        for _ in 0..3 {
+            let p = h.backend.spawn(&lead_spec(&h, &lead)).await.expect("spawn");
+            windows.push(pane_info(&h.tmux, &p, "#{window_id}"));
+        }
+        let lead_window = pane_info(&h.tmux, &lead, "#{window_id}");
+        assert_eq!(windows[..2], [lead_window.clone(), lead_window.clone()]);
+        assert_ne!(
+            windows[2],
+            lead_window,
+            "third teammate would have < 8 rows\n{}",
+            h.tmux.dump()
+        );
+        let rows: Vec<u32> = h
+            .tmux
+            .run(&["list-panes", "-t", lead.as_str(), "-F", "#{pane_height}"])
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect();
+        assert!(rows.iter().all(|r| *r >= 8), "pane heights {rows:?}");
+        h.after();
+    }
+
+    #[tokio::test]
+    async fn titles_and_colours_show_in_the_border() {
+        let Some(h) = TmuxHarness::start("styling") else {
+            return;
+        };
+        let spec = lead_spec(&h, &h.lead).title("alice #1").color("orange");
+        let p = h.backend.spawn(&spec).await.expect("spawn");
+        assert_eq!(
+            pane_info(&h.tmux, &p, "#{pane_title}|#{@swarm_color}"),
+            "alice #1|colour208"
+        );
+        let status = h.tmux.run(&[
+            "show-options",
+            "-w",
+            "-v",
+            "-t",
+            p.as_str(),
+            "pane-border-status",
+        ]);
+        assert_eq!(status.trim(), "top");
+        h.backend.set_color(&p, "pink").await.unwrap();
+        h.backend.set_title(&p, "bob").await.unwrap();
+        assert_eq!(
+            pane_info(&h.tmux, &p, "#{pane_title}|#{@swarm_color}"),
+            "bob|colour205"
+        );
+        assert!(h.backend.set_color(&p, "mauve").await.is_err());
+        h.after();
+    }
+
+    #[tokio::test]
+    async fn ensure_session_creates_once_with_the_lead_first() {
+        let Some(h) = TmuxHarness::start("ensure_session") else {
+            return;
+        };
+        let lead = h.spec("sleep", &["1000"]).title("lead");
+        let first = h
+            .backend
+            .ensure_session("swarm-demo", &lead)
+            .await
+            .expect("create");
+        let again = h
+            .backend
+            .ensure_session("swarm-demo", &lead)
+            .await
+            .expect("reuse");
+        assert_eq!(first, again);
+        assert!(h.backend.has_session("swarm-demo").await.unwrap());
+        assert!(
+            !h.backend.has_session("swarm-dem").await.unwrap(),
+            "targets must be exact"
+        );
+        let lead_remain = h.tmux.run(&[
+            "show-options",
+            "-p",
+            "-v",
+            "-t",
+            first.as_str(),
+            "remain-on-exit",
+        ]);
+        assert_eq!(
+            lead_remain.trim(),
+            "off",
+            "the lead's pane closes when the lead exits"
+        );
+        let mate = h
+            .backend
+            .spawn(&lead_spec(&h, &first))
+            .await
+            .expect("teammate");
+        let mate_remain = h.tmux.run(&[
+            "show-options",
+            "-p",
+            "-A",
+            "-v",
+            "-t",
+            mate.as_str(),
+            "remain-on-exit",
+        ]);
+        assert_eq!(mate_remain.trim(), "on");
+        let argv = h.backend.attach_argv("swarm-demo").unwrap();
+        assert_eq!(
+            argv[argv.len() - 3..],
+            ["attach-session", "-t", "=swarm-demo"]
+        );
+        h.after();
+    }
+
+    #[tokio::test]
+    async fn hide_show_and_focus() {
+        let Some(h) = TmuxHarness::start("hide_show") else {
+            return;
+        };
+        let p = h
+            .backend
+            .spawn(&lead_spec(&h, &h.lead))
+            .await
+            .expect("spawn");
+        let home = pane_info(&h.tmux, &h.lead, "#{window_id}");
+        h.backend.hide(&p).await.expect("hide");
+        assert_eq!(pane_info(&h.tmux, &p, "#{window_name}"), "swarm-hidden");
+        assert!(matches!(
+            status_of(&h.backend, &p).await,
+            PaneStatus::Running { .. }
+        ));
+        h.backend.show(&p).await.expect("show");
+        assert_eq!(pane_info(&h.tmux, &p, "#{window_id}"), home);
+        h.backend.focus(&p).await.expect("focus");
+        assert_eq!(pane_info(&h.tmux, &p, "#{pane_active}"), "1");
+        h.after();
+    }
+
+    #[tokio::test]
+    async fn bad_arguments_are_refused_before_tmux_runs() {
+        let Some(h) = TmuxHarness::start("refusals") else {
+            return;
+        };
+        let spec = h.spec("printf", &["a\nb"]);
+        let err = h.backend.spawn(&spec).await.unwrap_err();
+        assert!(matches!(err, BackendError::InvalidArgument { .. }), "{err}");
+        let err = h
+            .backend
+            .kill(&PaneId::new("{last}"), Duration::from_secs(1))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, BackendError::InvalidArgument { .. }), "{err}");
+        assert!(h.backend.check_version().await.unwrap() >= (3, 2));
+        h.after();
+    }
+
+    /// Prints the cost of one spawn (split + style) on this machine.
+    #[tokio::test]
+    async fn spawn_cost() {
+        let Some(h) = TmuxHarness::start("spawn_cost") else {
+            return;
+        };
+        h.tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "big",
+            "-x",
+            "400",
+            "-y",
+            "120",
+            "--",
+            "sleep",
+            "100000",
+        ]);
+        let lead = PaneId::new(
+            h.tmux
+                .run(&["display-message", "-p", "-t", "=big:", "#{pane_id}"])
+                .trim(),
+        );
+        let n = 8;
+        let t = Instant::now();
+        for _ in 0..n {
+            h.backend.spawn(&lead_spec(&h, &lead)).await.expect("spawn");
+        }
+        let per = t.elapsed() / n;
+        println!(
+            "tmux spawn cost: {:.1} ms per pane ({n} panes)",
+            per.as_secs_f64() * 1000.0
+        );
+        assert!(per < Duration::from_secs(1), "{per:?} per spawn");
+        h.after();
+    }
+}
+
+// ---- what only the in-process backend does ---------------------------------
+
+mod in_process_live {
+    use super::*;
+
+    fn harness() -> InProcessHarness {
+        InProcessHarness {
+            dir: tempfile::tempdir().unwrap(),
+            backend: InProcessBackend::new(),
+        }
+    }
+
+    async fn answer_to(query: &str, len: &str) -> String {
+        let h = harness();
+        let out = h.dir().join("answer");
+        let script = format!(
+            r#"stty raw -echo; printf '\033[2;5H{query}'; head -c {len} > "$0.tmp"; mv "$0.tmp" "$0""#
+        );
+        let p = h
+            .backend
+            .spawn(&h.spec("sh", &["-c", &script, out.to_str().unwrap()]))
+            .await
+            .unwrap();
+        let answer = wait_file(&out).await;
+        h.backend.kill(&p, Duration::from_secs(1)).await.unwrap();
+        answer
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn answers_cursor_position_and_device_attributes() {
+        assert_eq!(answer_to("\\033[6n", "6").await, "\x1b[2;5R");
+        assert_eq!(answer_to("\\033[c", "7").await, "\x1b[?1;2c");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn resize_reaches_the_program_and_the_screen() {
+        let h = harness();
+        let go = h.dir().join("go");
+        let script = r#"while [ ! -e "$0" ]; do sleep 0.01; done; stty size > "$0.tmp"; mv "$0.tmp" "$0.out""#;
+        let p = h
+            .backend
+            .spawn(&h.spec("sh", &["-c", script, go.to_str().unwrap()]))
+            .await
+            .unwrap();
+        h.backend.resize(&p, 30, 100).unwrap();
+        std::fs::write(&go, b"").unwrap();
+        assert_eq!(wait_file(&h.dir().join("go.out")).await.trim(), "30 100");
+        assert_eq!(h.backend.with_screen(&p, |s| s.size()).unwrap(), (30, 100));
+        h.backend.kill(&p, Duration::from_secs(1)).await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn keys_are_forwarded_and_output_is_logged_by_offset() {
+        let h = harness();
+        let out = h.dir().join("line");
+        let script = r#"printf 'ready\n'; read -r line; printf 'got:%s\n' "$line" > "$0.tmp"; mv "$0.tmp" "$0"; printf 'done\n'; exec sleep 1000"#;
+        let p = h
+            .backend
+            .spawn(&h.spec("sh", &["-c", script, out.to_str().unwrap()]))
+            .await
+            .unwrap();
+        let mut rx = h.backend.subscribe_output(&p).unwrap();
+        wait_until("ready on screen", async || {
+            let s = h.backend.screen(&p).map_err(|e| e.to_string())?;
+            if s.contains("ready") { Ok(()) } else { Err(s) }
+        })
+        .await;
+        let (first, offset) = h.backend.read_output(&p, 0).unwrap();
+        assert!(String::from_utf8_lossy(&first).contains("ready"));
+        h.backend.write_input(&p, b"hello world\r").unwrap();
+        assert_eq!(wait_file(&out).await, "got:hello world\n");
+        wait_until("done in the log", async || {
+            let (rest, _) = h
+                .backend
+                .read_output(&p, offset)
+                .map_err(|e| e.to_string())?;
+            let rest = String::from_utf8_lossy(&rest).into_owned();
+            if rest.contains("done") && !rest.contains("ready") {
+                Ok(())
+            } else {
+                Err(rest)
+            }
+        })
+        .await;
+        assert!(*rx.borrow_and_update() > offset);
+        h.backend.kill(&p, Duration::from_secs(1)).await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn panes_die_with_their_host() {
+        let h = harness();
+        assert!(!h.backend.capabilities().panes_outlive_lead);
+        let p = h.backend.spawn(&h.spec("sleep", &["1000"])).await.unwrap();
+        let PaneStatus::Running { pid: Some(pid) } = status_of(&h.backend, &p).await else {
+            panic!("not running");
+        };
+        drop(h);
+        // SAFETY: signal 0 only checks existence.
+        assert_ne!(
+            unsafe { libc::kill(pid as i32, 0) },
+            0,
+            "pid {pid} outlived the backend"
+        );
+    }
+}
