@@ -63,6 +63,171 @@ pub enum Command {
     /// Work with the shared task list
     #[command(subcommand)]
     Task(TaskCmd),
+    /// Start the team (or come back to it): the lead in a pane, one pane per teammate
+    Up(UpArgs),
+    /// Shut every teammate down gracefully, then delete the team
+    Down(DownArgs),
+    /// Add a teammate: a roster entry, a pane, and its first prompt in its inbox
+    Spawn(SpawnArgs),
+    /// Kill a teammate now: SIGTERM, SIGKILL after a grace period, pane closed, tasks back to the board
+    Kill(KillArgs),
+    /// Ask a teammate to shut down; on approval its pane closes and its tasks return to the board
+    Shutdown(ShutdownArgs),
+    /// Kill idle teammates (no task in progress, no unread mail)
+    Prune(PruneArgs),
+    /// Print a teammate's pane output without attaching
+    Output(OutputArgs),
+    /// Attach to the team's tmux session
+    Attach(BackendArgs),
+    /// Check which backends work here, the tmux version and the state root
+    Doctor(DoctorArgs),
+    /// The lead process (run by `swarm up` inside its pane)
+    #[command(hide = true)]
+    Lead(LeadArgs),
+    /// The teammate runtime (the first process in every teammate pane)
+    #[command(hide = true)]
+    Teammate(TeammateArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendChoice {
+    Auto,
+    Tmux,
+    Iterm2,
+    WindowsTerminal,
+    InProcess,
+}
+
+/// Where panes live.
+#[derive(Debug, Args, Clone)]
+pub struct BackendArgs {
+    /// Pane backend [default: auto: tmux inside tmux, iTerm2, Windows Terminal, tmux if installed, else in-process]
+    #[arg(long, value_enum, env = "SWARM_BACKEND")]
+    pub backend: Option<BackendChoice>,
+    /// tmux server socket to use outside tmux [default: tmux's default server]
+    #[arg(long, env = "SWARM_TMUX_SOCKET", value_name = "PATH")]
+    pub tmux_socket: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    /// Team spec (swarm.toml): team name, teammates, initial tasks
+    pub spec: Option<PathBuf>,
+    /// Run the embedded demo: three shell teammates and a small task board, no AI needed
+    #[arg(long, conflicts_with = "spec")]
+    pub demo: bool,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// Outside tmux: create the session but do not attach to it
+    #[arg(long)]
+    pub no_attach: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DownArgs {
+    /// Seconds to wait for teammates to approve their shutdown
+    #[arg(long, default_value_t = 10, value_name = "SECS")]
+    pub wait: u64,
+    /// Kill whoever did not shut down in time, and delete the team anyway
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SpawnArgs {
+    /// Member name: lowercase letters, digits and '-'
+    #[arg(allow_hyphen_values = true)]
+    pub name: String,
+    /// shell, claude, codex, gemini, aider, claude-print, or command (with -- CMD ARGS)
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// The teammate's first instructions (delivered through its inbox)
+    #[arg(long)]
+    pub prompt: Option<String>,
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Palette colour: red, blue, green, yellow, purple, orange, pink, cyan [default: next free]
+    #[arg(long)]
+    pub color: Option<String>,
+    /// Working directory of the teammate [default: the current directory]
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    /// The teammate must have each plan approved before it acts
+    #[arg(long)]
+    pub plan_mode_required: bool,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// Run this command in the pane instead of the teammate runtime
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct KillArgs {
+    pub name: String,
+    /// Seconds between SIGTERM and SIGKILL
+    #[arg(long, default_value_t = 2.0, value_name = "SECS")]
+    pub grace: f64,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ShutdownArgs {
+    pub name: String,
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Seconds to wait for the answer
+    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    pub wait: u64,
+    /// Kill the teammate if it has not approved after SECS
+    #[arg(long, value_name = "SECS")]
+    pub force_after: Option<u64>,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Only list who would be pruned
+    #[arg(long)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    pub name: String,
+    /// Keep printing new output as it arrives
+    #[arg(long)]
+    pub follow: bool,
+    /// Start at this byte offset of the output log
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub from_offset: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LeadArgs {
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TeammateArgs {
+    /// The member this runtime speaks for
+    #[arg(long)]
+    pub name: String,
 }
 
 #[derive(Debug, Subcommand)]

@@ -15,6 +15,7 @@
 //! - [`mailbox`]: inboxes: append, read, consume by identity, history, follow.
 //! - [`protocol`]: typed structured messages carried in inbox entries.
 //! - [`tasks`]: the shared task list: ids, claims, dependencies.
+//! - [`teammate`]: the runtime in every teammate pane.
 //!
 //! The design lives in `DESIGN.md` of the project's shared folder; the
 //! byte-level formats in its `reference/claude-code-teams.md`.
@@ -30,3 +31,4 @@ pub mod paths;
 pub mod protocol;
 pub mod tasks;
 pub mod team;
+pub mod teammate;

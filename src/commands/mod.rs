@@ -6,6 +6,7 @@
 //! error becomes exit code 2 in `main`.
 
 mod inbox;
+mod lifecycle;
 mod send;
 mod status;
 mod task;
@@ -88,6 +89,8 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Send(args) => send::run(&ctx, args),
         Command::Inbox(args) => inbox::run(&ctx, args),
         Command::Task(cmd) => task::run(&ctx, cmd),
+        Command::Teammate(args) => crate::teammate::run(&ctx, args),
+        other => lifecycle::run(&ctx, other),
     }
 }
 

@@ -7,7 +7,7 @@ pub mod names;
 pub mod post;
 pub mod roster;
 
-pub use roster::{Member, Roster, RosterError, TeamFile, list_teams};
+pub use roster::{Member, Roster, RosterError, SwarmField, TeamFile, list_teams};
 
 use crate::mailbox::Mailbox;
 use crate::paths::Root;
