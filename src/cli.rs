@@ -87,6 +87,18 @@ pub enum Command {
     /// The teammate runtime (the first process in every teammate pane)
     #[command(hide = true)]
     Teammate(TeammateArgs),
+    /// Waits until the pane's output is being captured, then execs the program
+    #[command(hide = true)]
+    PaneExec(PaneExecArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PaneExecArgs {
+    /// Created by the spawner once `pipe-pane` is attached
+    #[arg(long, value_name = "FILE")]
+    pub ready: PathBuf,
+    #[arg(last = true, required = true, value_name = "PROGRAM")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

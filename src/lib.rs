@@ -11,6 +11,7 @@
 //! - [`clock`]: epoch milliseconds and ISO timestamps.
 //! - [`cli`]: the command line (clap derive, parsing only).
 //! - [`commands`]: what each command does; [`logging`]: tracing setup.
+//! - [`lead`]: the lead process, pane backends per team, spawn and teardown.
 //! - [`team`]: names, colours and the roster (`config.json`).
 //! - [`mailbox`]: inboxes: append, read, consume by identity, history, follow.
 //! - [`protocol`]: typed structured messages carried in inbox entries.
@@ -25,6 +26,7 @@ pub mod cli;
 pub mod clock;
 pub mod commands;
 pub mod json_text;
+pub mod lead;
 pub mod logging;
 pub mod mailbox;
 pub mod paths;

@@ -1,10 +1,504 @@
 //! `swarm up | down | spawn | kill | shutdown | prune | output | attach |
 //! doctor | lead`: the pane lifecycle, over [`crate::lead`].
 
-use super::{Context, Exit};
-use crate::cli::Command;
-use anyhow::{Result, bail};
+use super::{Context, Exit, print_json};
+use crate::cli::{BackendArgs, Command, DoctorArgs, DownArgs, OutputArgs, SpawnArgs, UpArgs};
+use crate::lead::panes::{self, Opened, Panes, SessionRecord};
+use crate::lead::spawn::{SpawnRequest, spawn_member};
+use crate::lead::teardown::{self, ShutdownOutcome};
+use crate::lead::{Lead, lead_pid_alive, run_lead};
+use crate::team::{Roster, Team, names};
+use anyhow::{Context as _, Result, bail};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use swarm_backends::{BackendKind, PaneBackendExecutor, SpawnSpec};
 
-pub fn run(_ctx: &Context, cmd: Command) -> Result<Exit> {
-    bail!("{cmd:?}: the pane lifecycle is being built")
+pub fn run(ctx: &Context, cmd: Command) -> Result<Exit> {
+    let rt = panes::runtime()?;
+    match cmd {
+        Command::Up(args) => rt.block_on(up(ctx, args)),
+        Command::Lead(args) => rt.block_on(lead(ctx, args.backend)),
+        Command::Down(args) => rt.block_on(down(ctx, args)),
+        Command::Spawn(args) => rt.block_on(spawn(ctx, args)),
+        Command::Kill(args) => rt.block_on(async {
+            let (team, opened) = open(ctx, &args.backend)?;
+            let grace = Duration::from_secs_f64(args.grace.max(0.0));
+            let r = teardown::kill_member(&team, &opened, &args.name, grace).await?;
+            println!("killed {}{}", args.name, returned(&r.returned));
+            Ok(Exit::Ok)
+        }),
+        Command::Shutdown(args) => rt.block_on(async {
+            let (team, opened) = open(ctx, &args.backend)?;
+            let wait = Duration::from_secs(args.wait);
+            let force = args.force_after.map(Duration::from_secs);
+            match teardown::shutdown_member(&team, &opened, &args.name, args.reason, wait, force).await? {
+                ShutdownOutcome::Approved(r) => {
+                    println!("{} shut down{}", args.name, returned(&r.returned));
+                    Ok(Exit::Ok)
+                }
+                ShutdownOutcome::Rejected(reason) => {
+                    Ok(Exit::No(format!("{} declined to shut down: {reason}", args.name)))
+                }
+                ShutdownOutcome::Killed(r) => {
+                    println!("{} did not approve in time and was killed{}", args.name, returned(&r.returned));
+                    Ok(Exit::Ok)
+                }
+                ShutdownOutcome::NoAnswer => bail!(
+                    "no answer from {} within {} s; it keeps running (add --force-after SECS to kill it then)",
+                    args.name,
+                    args.wait
+                ),
+            }
+        }),
+        Command::Prune(args) => rt.block_on(async {
+            let (team, opened) = open(ctx, &args.backend)?;
+            let idle = teardown::idle_members(&team, &opened).await?;
+            if idle.is_empty() {
+                println!("no idle teammates");
+                return Ok(Exit::Ok);
+            }
+            for name in &idle {
+                if args.dry_run {
+                    println!("would prune {name}");
+                } else {
+                    let r = teardown::kill_member(&team, &opened, name, Duration::from_secs(1)).await?;
+                    println!("pruned {name}{}", returned(&r.returned));
+                }
+            }
+            Ok(Exit::Ok)
+        }),
+        Command::Output(args) => output(ctx, args),
+        Command::Attach(args) => rt.block_on(attach(ctx, args)),
+        Command::Doctor(args) => rt.block_on(doctor(ctx, args)),
+        other => bail!("{other:?} is not a lifecycle command"),
+    }
+}
+
+fn returned(tasks: &[crate::tasks::Task]) -> String {
+    if tasks.is_empty() {
+        String::new()
+    } else {
+        let ids: Vec<String> = tasks.iter().map(|t| format!("#{}", t.id)).collect();
+        format!("; task(s) {} back on the board", ids.join(", "))
+    }
+}
+
+fn open(ctx: &Context, args: &BackendArgs) -> Result<(Team, Opened)> {
+    let team = ctx.team()?;
+    team.roster().read()?;
+    let opened = panes::open(&ctx.root, &team.name, args)?;
+    Ok((team, opened))
+}
+
+/// The spec of the lead's own pane: `swarm lead`, with the team's identity.
+fn lead_spec(team: &Team, opened: &Opened) -> Result<SpawnSpec> {
+    let exe = std::env::current_exe().context("locating the swarm executable")?;
+    let mut args = vec!["lead".to_string()];
+    if let Some(sock) = &opened.record.tmux_socket {
+        args.push("--tmux-socket".into());
+        args.push(sock.to_string_lossy().into_owned());
+    }
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let mut spec = SpawnSpec::new(exe.to_string_lossy().into_owned(), args, cwd).title("lead");
+    for k in crate::lead::spawn::INHERITED {
+        let v = if k == "PATH" {
+            Some(crate::lead::spawn::path_with_swarm())
+        } else {
+            std::env::var(k).ok()
+        };
+        if let Some(v) = v.filter(|v| !v.is_empty()) {
+            spec = spec.env(k, v);
+        }
+    }
+    for k in ["SWARM_LOG", "NO_COLOR"] {
+        if let Ok(v) = std::env::var(k) {
+            spec = spec.env(k, v);
+        }
+    }
+    spec = spec
+        .env("SWARM_HOME", team.root.dir().to_string_lossy())
+        .env("SWARM_TEAM", team.name.clone());
+    Ok(spec)
+}
+
+async fn up(ctx: &Context, args: UpArgs) -> Result<Exit> {
+    let started = Instant::now();
+    let name = if args.demo {
+        "demo".to_string()
+    } else if let Some(spec) = &args.spec {
+        bail!(
+            "team specs ({}) arrive with the teammate runtime",
+            spec.display()
+        );
+    } else {
+        match &ctx.global.team {
+            Some(t) => t.clone(),
+            None => ctx
+                .team_name()
+                .context("swarm up needs a team: pass --team NAME, a spec file, or --demo")?,
+        }
+    };
+    let team = Team::new(&ctx.root, &name);
+    if !team.roster().exists() {
+        names::validate_team(&name)?;
+        let cwd = std::env::current_dir()?;
+        Roster::new(&ctx.root, &name).create(None, &cwd.to_string_lossy())?;
+        eprintln!("created team {name}");
+    }
+    let mut opened = panes::open(&ctx.root, &name, &args.backend)?;
+    if let Some(pid) = lead_pid_alive(&team)? {
+        eprintln!("the lead of team {name} is already running (pid {pid})");
+        return reattach(&team, &opened, args.no_attach).await;
+    }
+    match (&opened.panes, opened.own_pane.clone()) {
+        (Panes::Tmux(_), None) => {
+            let tmux = opened.panes.tmux().expect("tmux backend");
+            let session = opened
+                .record
+                .session
+                .clone()
+                .unwrap_or_else(|| panes::session_name(&name));
+            let spec = lead_spec(&team, &opened)?;
+            let lead_pane = if tmux.has_session(&session).await? {
+                // The session outlived its lead (e.g. kill -9): a new window.
+                let spec = spec.placement(swarm_backends::Placement::NewWindow {
+                    session: Some(session.clone()),
+                });
+                tmux.spawn(&spec).await?
+            } else {
+                tmux.ensure_session(&session, &spec).await?
+            };
+            opened.record.session = Some(session);
+            opened.record.lead_pane = Some(lead_pane.clone());
+            opened.record.save(&ctx.root, &name)?;
+            spawn_reserved(&team, &mut opened).await?;
+            eprintln!(
+                "team {name}: lead in pane {lead_pane} ({:.0} ms)",
+                started.elapsed().as_secs_f64() * 1000.0
+            );
+            reattach(&team, &opened, args.no_attach).await
+        }
+        (_, own) => {
+            opened.record.lead_pane = own;
+            opened.record.save(&ctx.root, &name)?;
+            spawn_reserved(&team, &mut opened).await?;
+            start_lead_logging(&team)?;
+            run_lead(Lead::new(team, opened)).await?;
+            Ok(Exit::Ok)
+        }
+    }
+}
+
+/// Spawns members that are on the roster but were never given a pane.
+async fn spawn_reserved(team: &Team, opened: &mut Opened) -> Result<()> {
+    let tf = team.roster().read()?;
+    for m in tf
+        .teammates()
+        .filter(|m| m.tmux_pane_id.is_empty())
+        .cloned()
+        .collect::<Vec<_>>()
+    {
+        let req = SpawnRequest {
+            name: m.name.clone(),
+            agent: m.agent().map(str::to_string),
+            prompt: None,
+            model: m.model.clone(),
+            color: m.color.clone(),
+            cwd: m
+                .cwd
+                .clone()
+                .map(PathBuf::from)
+                .unwrap_or(std::env::current_dir()?),
+            plan_mode_required: m.plan_mode_required == Some(true),
+            command: m
+                .swarm_field(crate::team::SwarmField::Command)
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default(),
+            env: Vec::new(),
+        };
+        let s = spawn_member(team, opened, &req).await?;
+        eprintln!("spawned {} in pane {}", s.name, s.pane);
+    }
+    Ok(())
+}
+
+async fn reattach(team: &Team, opened: &Opened, no_attach: bool) -> Result<Exit> {
+    let Some(tmux) = opened.panes.tmux() else {
+        bail!(
+            "the lead of team {} runs in another terminal (backend {})",
+            team.name,
+            opened.panes.kind()
+        );
+    };
+    let Some(session) = opened.record.session.clone() else {
+        if let Some(lead) = &opened.record.lead_pane {
+            tmux.focus(lead).await.ok();
+        }
+        return Ok(Exit::Ok);
+    };
+    use std::io::IsTerminal;
+    if no_attach || !std::io::stdin().is_terminal() {
+        eprintln!("attach with: swarm attach --team {}", team.name);
+        return Ok(Exit::Ok);
+    }
+    exec_attach(tmux.attach_argv(&session)?)
+}
+
+fn exec_attach(argv: Vec<String>) -> Result<Exit> {
+    use std::os::unix::process::CommandExt;
+    let err = std::process::Command::new(&argv[0]).args(&argv[1..]).exec();
+    Err(err).with_context(|| format!("running {}", argv.join(" ")))
+}
+
+fn start_lead_logging(team: &Team) -> Result<()> {
+    let log = team.root.logs_dir(&team.name)?.join("lead.log");
+    crate::logging::init_file(&log).with_context(|| format!("opening {}", log.display()))
+}
+
+async fn lead(ctx: &Context, args: BackendArgs) -> Result<Exit> {
+    let (team, opened) = open(ctx, &args)?;
+    start_lead_logging(&team)?;
+    run_lead(Lead::new(team, opened)).await?;
+    Ok(Exit::Ok)
+}
+
+async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
+    let (team, mut opened) = open(ctx, &args.backend)?;
+    if matches!(opened.panes, Panes::InProcess(_)) {
+        bail!(
+            "in-process panes live inside the lead; start the team with `swarm up --backend in-process` \
+             and add teammates from its TUI, or use tmux"
+        );
+    }
+    let req = SpawnRequest {
+        name: args.name,
+        agent: args.agent,
+        prompt: args.prompt,
+        model: args.model,
+        color: args.color,
+        cwd: match args.cwd {
+            Some(c) => c,
+            None => std::env::current_dir()?,
+        },
+        plan_mode_required: args.plan_mode_required,
+        command: args.command,
+        env: Vec::new(),
+    };
+    let s = spawn_member(&team, &mut opened, &req).await?;
+    match s.pid {
+        Some(pid) => println!("spawned {} in pane {} (pid {pid})", s.name, s.pane),
+        None => println!("spawned {} in pane {}", s.name, s.pane),
+    }
+    Ok(Exit::Ok)
+}
+
+async fn down(ctx: &Context, args: DownArgs) -> Result<Exit> {
+    let (team, opened) = open(ctx, &args.backend)?;
+    let r = teardown::down(&team, &opened, Duration::from_secs(args.wait), args.force).await?;
+    if !r.stayed.is_empty() {
+        bail!(
+            "still running after {} s: {}; nothing was deleted (use --force to kill them and delete the team)",
+            args.wait,
+            r.stayed.join(", ")
+        );
+    }
+    for n in &r.approved {
+        println!("{n} shut down");
+    }
+    for n in &r.killed {
+        println!("{n} killed (no answer in time)");
+    }
+    println!("team {} deleted", team.name);
+    Ok(Exit::Ok)
+}
+
+fn output(ctx: &Context, args: OutputArgs) -> Result<Exit> {
+    let team = ctx.team()?;
+    let tf = team.roster().read()?;
+    let path = ctx.root.output(&team.name, &args.name)?;
+    if !path.exists() {
+        if tf.member(&args.name).is_none() {
+            bail!(
+                "{} is not a member of team {} (members: {})",
+                names::shown(&args.name),
+                team.name,
+                tf.member_names().join(", ")
+            );
+        }
+        bail!(
+            "no output recorded for {} yet ({})",
+            args.name,
+            path.display()
+        );
+    }
+    let mut f =
+        std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
+    let mut offset = args.from_offset;
+    let mut out = std::io::stdout().lock();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut quiet_since: Option<Instant> = None;
+    loop {
+        f.seek(SeekFrom::Start(offset))?;
+        let n = f.read(&mut buf)?;
+        if n > 0 {
+            out.write_all(&buf[..n])?;
+            out.flush()?;
+            offset += n as u64;
+            quiet_since = None;
+            continue;
+        }
+        if !args.follow {
+            return Ok(Exit::Ok);
+        }
+        // Stop following once the member is gone and its output drained.
+        let gone = team
+            .roster()
+            .read()
+            .map(|tf| {
+                tf.member(&args.name)
+                    .is_none_or(|m| m.swarm_field(crate::team::SwarmField::Exit).is_some())
+            })
+            .unwrap_or(true);
+        let since = *quiet_since.get_or_insert_with(Instant::now);
+        if gone && since.elapsed() > Duration::from_millis(500) {
+            return Ok(Exit::Ok);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+async fn attach(ctx: &Context, args: BackendArgs) -> Result<Exit> {
+    let (team, opened) = open(ctx, &args)?;
+    let Some(tmux) = opened.panes.tmux() else {
+        bail!(
+            "team {} does not run on tmux (backend {}); nothing to attach to",
+            team.name,
+            opened.panes.kind()
+        );
+    };
+    let session = opened
+        .record
+        .session
+        .clone()
+        .unwrap_or_else(|| panes::session_name(&team.name));
+    if !tmux.has_session(&session).await? {
+        bail!(
+            "no tmux session {session} for team {}; start it with `swarm up --team {}`",
+            team.name,
+            team.name
+        );
+    }
+    exec_attach(tmux.attach_argv(&session)?)
+}
+
+async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
+    let facts = swarm_backends::EnvFacts::from_process_env();
+    let detection = swarm_backends::detect(&facts);
+    let tmux_version = match panes::open(
+        &ctx.root,
+        "doctor",
+        &BackendArgs {
+            backend: None,
+            tmux_socket: args.backend.tmux_socket.clone(),
+        },
+    ) {
+        Ok(Opened {
+            panes: Panes::Tmux(t),
+            ..
+        }) => t
+            .check_version()
+            .await
+            .map(|(a, b)| format!("{a}.{b}"))
+            .map_err(|e| e.to_string()),
+        _ if facts.tmux_on_path => swarm_backends::tmux::TmuxBackend::new(
+            swarm_backends::tmux::TmuxServer::default_server(),
+        )
+        .check_version()
+        .await
+        .map(|(a, b)| format!("{a}.{b}"))
+        .map_err(|e| e.to_string()),
+        _ => Err("tmux is not on PATH".to_string()),
+    };
+    let mut problems: Vec<String> = Vec::new();
+    let teams = crate::team::list_teams(&ctx.root).unwrap_or_default();
+    for t in &teams {
+        let team = Team::new(&ctx.root, t);
+        if let Ok(tf) = team.roster().read() {
+            for m in tf.teammates() {
+                if let Some(exit) = m.swarm_field(crate::team::SwarmField::Exit) {
+                    problems.push(format!(
+                        "team {t}: {} is dead ({exit}); `swarm kill {}` removes it",
+                        m.name, m.name
+                    ));
+                }
+            }
+            if tf.teammates().count() > 0 && lead_pid_alive(&team).ok().flatten().is_none() {
+                problems.push(format!(
+                    "team {t}: no live lead; `swarm up --team {t}` takes the team back"
+                ));
+            }
+        }
+        let _ = SessionRecord::load(&ctx.root, t);
+    }
+    let kinds = [
+        BackendKind::Tmux,
+        BackendKind::ITerm2,
+        BackendKind::WindowsTerminal,
+        BackendKind::InProcess,
+    ];
+    let available: Vec<(String, String)> = kinds
+        .iter()
+        .map(|k| {
+            let mut f = facts.clone();
+            f.requested = Some(*k);
+            let why = match swarm_backends::detect(&f) {
+                Ok(_) => "available".to_string(),
+                Err(e) => e.to_string(),
+            };
+            (k.as_str().to_string(), why)
+        })
+        .collect();
+    let (chosen, reason) = match &detection {
+        Ok(d) => (d.kind.as_str().to_string(), d.reason.clone()),
+        Err(e) => ("none".to_string(), e.to_string()),
+    };
+    if args.json {
+        print_json(&serde_json::json!({
+            "root": ctx.root.dir(), "rootSource": format!("{:?}", ctx.root_source),
+            "backend": chosen, "reason": reason,
+            "backends": available.iter().map(|(k, w)| serde_json::json!({"name": k, "status": w})).collect::<Vec<_>>(),
+            "tmuxVersion": tmux_version.as_ref().ok(), "teams": teams, "problems": problems,
+        }));
+        return Ok(Exit::Ok);
+    }
+    println!(
+        "state root: {} (from {:?})",
+        ctx.root.dir().display(),
+        ctx.root_source
+    );
+    println!("backend (auto): {chosen}: {reason}");
+    for (k, w) in &available {
+        println!("  {k:<17} {w}");
+    }
+    match &tmux_version {
+        Ok(v) => println!("tmux: {v}"),
+        Err(e) => println!("tmux: {e}"),
+    }
+    println!(
+        "teams: {}",
+        if teams.is_empty() {
+            "none".to_string()
+        } else {
+            teams.join(", ")
+        }
+    );
+    if problems.is_empty() {
+        println!("no problems found");
+    } else {
+        for p in &problems {
+            println!("problem: {p}");
+        }
+    }
+    Ok(Exit::Ok)
 }

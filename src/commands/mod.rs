@@ -90,6 +90,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Inbox(args) => inbox::run(&ctx, args),
         Command::Task(cmd) => task::run(&ctx, cmd),
         Command::Teammate(args) => crate::teammate::run(&ctx, args),
+        Command::PaneExec(args) => crate::lead::spawn::pane_exec(args),
         other => lifecycle::run(&ctx, other),
     }
 }

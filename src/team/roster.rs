@@ -118,6 +118,9 @@ pub enum SwarmField {
     TmuxSocket,
     /// The pane is hidden (bool).
     Hidden,
+    /// Pid of the pane's first process (number), for backends whose panes
+    /// another process cannot list (in-process, Windows Terminal).
+    Pid,
 }
 
 impl SwarmField {
@@ -129,6 +132,7 @@ impl SwarmField {
             SwarmField::Exit => "swarmExit",
             SwarmField::TmuxSocket => "swarmTmuxSocket",
             SwarmField::Hidden => "swarmHidden",
+            SwarmField::Pid => "swarmPid",
         }
     }
 }

@@ -507,6 +507,44 @@ pub fn kill_pane(pane: &PaneId) -> Result<Vec<String>> {
     ])
 }
 
+/// Quotes `text` as one word for `/bin/sh`: single quotes, with each `'`
+/// written as `'\''`. The only place a shell string is built: tmux's
+/// `pipe-pane` takes a shell command, and the file path must reach it intact.
+pub fn sh_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// `pipe-pane -O -t PANE 'exec cat >> FILE'`: append everything the pane
+/// prints to `file` (`-O`: output only; replaces an earlier pipe).
+pub fn pipe_pane_to_file(pane: &PaneId, file: &std::path::Path) -> Result<Vec<String>> {
+    let path = file.to_str().ok_or_else(|| {
+        BackendError::invalid("output file", &file.to_string_lossy(), "is not valid UTF-8")
+    })?;
+    if path.chars().any(|c| c.is_control()) {
+        return Err(BackendError::invalid(
+            "output file",
+            path,
+            "contains a control character",
+        ));
+    }
+    Ok(vec![
+        "pipe-pane".to_string(),
+        "-O".to_string(),
+        "-t".to_string(),
+        check_pane_id(pane)?.to_string(),
+        format!("exec cat >> {}", sh_quote(path)),
+    ])
+}
+
+/// `kill-session -t =NAME`.
+pub fn kill_session(name: &str) -> Result<Vec<String>> {
+    Ok(vec![
+        "kill-session".to_string(),
+        "-t".to_string(),
+        session_target(name)?,
+    ])
+}
+
 /// `capture-pane -p -J -t PANE [-S -]` (history from its start with `history`).
 pub fn capture_pane(pane: &PaneId, history: bool) -> Result<Vec<String>> {
     let mut argv = vec![
@@ -578,6 +616,30 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn pipe_pane_quotes_the_path_for_the_shell() {
+        let argv = pipe_pane_to_file(
+            &PaneId::new("%3"),
+            std::path::Path::new("/tmp/it's $(x); a.log"),
+        )
+        .unwrap();
+        assert_eq!(argv[..4], ["pipe-pane", "-O", "-t", "%3"]);
+        assert_eq!(argv[4], "exec cat >> '/tmp/it'\\''s $(x); a.log'");
+        // The quoted word reads back as the path through a real shell.
+        let out = std::process::Command::new("sh")
+            .args([
+                "-c",
+                &format!("printf %s {}", sh_quote("/tmp/it's $(x); a.log")),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "/tmp/it's $(x); a.log"
+        );
+        assert!(pipe_pane_to_file(&PaneId::new("%3"), std::path::Path::new("/tmp/a\nb")).is_err());
     }
 
     #[test]

@@ -209,6 +209,27 @@ impl TmuxBackend {
         Ok(argv)
     }
 
+    /// Appends everything `pane` prints to `file` (tmux `pipe-pane`).
+    pub async fn pipe_output(&self, pane: &PaneId, file: &std::path::Path) -> Result<()> {
+        self.tmux(commands::pipe_pane_to_file(pane, file)?)
+            .await
+            .map(drop)
+    }
+
+    /// Kills session `name` (exact match); a missing session or server is fine.
+    pub async fn kill_session(&self, name: &str) -> Result<()> {
+        let inv = self.invocation(commands::chain(vec![commands::kill_session(name)?])?);
+        let out = inv.output().await?;
+        if out.success()
+            || commands::is_missing_target(&out.stderr)
+            || commands::is_no_server(&out.stderr)
+        {
+            Ok(())
+        } else {
+            Err(inv.failed(&out))
+        }
+    }
+
     /// True when the server has a session with exactly this name.
     pub async fn has_session(&self, name: &str) -> Result<bool> {
         let out = self

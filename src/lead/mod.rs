@@ -1,0 +1,380 @@
+//! The lead: owns the roster, spawns and supervises panes through a
+//! backend, consumes the `team-lead` inbox, and shows the team.
+//!
+//! - [`panes`]: which backend and server a team lives on (its session
+//!   record), opened the same way from any process.
+//! - [`spawn`]: adding a teammate (roster entry, first prompt, pane).
+//! - [`teardown`]: kill ladder, graceful shutdown, prune, down.
+//! - this file: the lead process itself ([`run_lead`]): it records itself in
+//!   `leadProcess`, re-discovers live panes after a restart, notices a pane
+//!   whose process exited or vanished within about a second, handles
+//!   `shutdown_approved` and the other messages sent to the lead, and draws
+//!   a plain status view. It never learns state by reading pane contents.
+
+pub mod panes;
+pub mod spawn;
+pub mod teardown;
+
+use crate::mailbox::Entry;
+use crate::protocol::Message;
+use crate::team::names::LEAD_NAME;
+use crate::team::{Member, SwarmField, Team};
+use anyhow::{Context, Result};
+use panes::Opened;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::{Duration, Instant};
+use swarm_backends::{PaneId, PaneStatus};
+
+/// How often the lead checks pane liveness (a dead pane is noticed within
+/// this plus one backend call).
+pub const SUPERVISE_EVERY: Duration = Duration::from_millis(700);
+
+/// Field 22 of `/proc/<pid>/stat` (start time in clock ticks), as Claude
+/// Code records it.
+fn proc_start(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = stat.rsplit_once(')')?.1;
+    after.split_whitespace().nth(19).map(str::to_string)
+}
+
+fn pid_space() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into());
+    match std::fs::read_link("/proc/self/ns/pid") {
+        Ok(ns) => format!("{host}#{}", ns.to_string_lossy()),
+        Err(_) => host,
+    }
+}
+
+/// The pid of the team's lead if it is alive (Claude Code's liveness rule
+/// of reference §2.2: same pid space, pid present, same start time).
+pub fn lead_pid_alive(team: &Team) -> Result<Option<u32>> {
+    let tf = team.roster().read()?;
+    let Some(lp) = tf.lead_process.as_ref() else {
+        return Ok(None);
+    };
+    let Some(pid) = lp.get("pid").and_then(Value::as_u64) else {
+        return Ok(None);
+    };
+    let pid = pid as u32;
+    if lp.get("pidSpace").and_then(Value::as_str) != Some(pid_space().as_str()) {
+        return Ok(None);
+    }
+    let alive = swarm_backends::process::process_alive(pid)
+        && match lp.get("procStart").and_then(Value::as_str) {
+            Some(start) => proc_start(pid).as_deref() == Some(start),
+            None => true,
+        };
+    Ok(alive.then_some(pid))
+}
+
+/// Writes this process as the team's lead.
+pub fn claim_lead(team: &Team) -> Result<()> {
+    let pid = std::process::id();
+    let mut lp = json!({"pid": pid, "pidSpace": pid_space(), "claimedAt": crate::clock::now_ms()});
+    if let Some(start) = proc_start(pid) {
+        lp["procStart"] = Value::String(start);
+    }
+    team.roster().update(|tf| {
+        tf.lead_process = Some(lp);
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// What the lead knows of one member between ticks.
+#[derive(Debug, Clone, PartialEq)]
+enum Seen {
+    Running,
+    Dead(Option<i32>),
+}
+
+/// The lead process.
+pub struct Lead {
+    pub team: Team,
+    pub opened: Opened,
+    seen: HashMap<String, Seen>,
+    events: Vec<String>,
+    dirty: bool,
+}
+
+impl Lead {
+    pub fn new(team: Team, opened: Opened) -> Self {
+        Lead {
+            team,
+            opened,
+            seen: HashMap::new(),
+            events: Vec::new(),
+            dirty: true,
+        }
+    }
+
+    fn event(&mut self, text: String) {
+        tracing::info!("{text}");
+        self.events
+            .push(format!("{} {text}", &crate::clock::now_iso()[11..19]));
+        if self.events.len() > 200 {
+            self.events.drain(..100);
+        }
+        self.dirty = true;
+    }
+
+    /// Checks every member's pane once; records and reports deaths.
+    pub async fn supervise(&mut self) -> Result<()> {
+        let tf = self.team.roster().read()?;
+        let mut mine: Vec<Member> = Vec::new();
+        let kind = self.opened.panes.kind().as_str();
+        for m in tf.teammates() {
+            if m.backend_type.as_deref() == Some(kind) && !m.tmux_pane_id.is_empty() {
+                mine.push(m.clone());
+            }
+        }
+        self.seen
+            .retain(|name, _| mine.iter().any(|m| &m.name == name));
+        if mine.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<PaneId> = mine
+            .iter()
+            .map(|m| PaneId::new(m.tmux_pane_id.clone()))
+            .collect();
+        let statuses = self.opened.panes.exec().status(&ids).await?;
+        for (m, (_, status)) in mine.iter().zip(statuses) {
+            let now = match status {
+                PaneStatus::Running { .. } => Seen::Running,
+                PaneStatus::Exited { code } => Seen::Dead(code),
+                PaneStatus::Gone => Seen::Dead(None),
+            };
+            let before = self.seen.insert(m.name.clone(), now.clone());
+            if before.as_ref() == Some(&now) {
+                continue;
+            }
+            match now {
+                Seen::Running if before.is_none() => {
+                    self.event(format!("{} is running in pane {}", m.name, m.tmux_pane_id))
+                }
+                Seen::Running => {}
+                Seen::Dead(code) => {
+                    if m.swarm_field(SwarmField::Exit).is_some() && before.is_none() {
+                        continue; // already recorded by an earlier lead
+                    }
+                    self.record_death(m, status, code).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn record_death(
+        &mut self,
+        m: &Member,
+        status: PaneStatus,
+        code: Option<i32>,
+    ) -> Result<()> {
+        let at = crate::clock::now_ms();
+        self.team.roster().update_member(&m.name, |mm| {
+            mm.is_active = Some(false);
+            mm.set_swarm_field(SwarmField::Exit, json!({"code": code, "at": at}));
+        })?;
+        let returned = self.team.tasks().unassign_all_of(&m.name)?;
+        if matches!(status, PaneStatus::Exited { .. }) {
+            // Keep nothing half-alive: its process group and the dead pane go.
+            teardown::close_pane(&self.opened, m, Duration::from_millis(500))
+                .await
+                .ok();
+        }
+        let how = match (status, code) {
+            (PaneStatus::Gone, _) => "its pane disappeared".to_string(),
+            (_, Some(c)) => format!("exited with code {c}"),
+            _ => "was killed by a signal".to_string(),
+        };
+        let tasks = if returned.is_empty() {
+            String::new()
+        } else {
+            let ids: Vec<String> = returned.iter().map(|t| format!("#{}", t.id)).collect();
+            format!("; tasks {} back on the board", ids.join(", "))
+        };
+        self.event(format!("{} is dead: {how}{tasks}", m.name));
+        Ok(())
+    }
+
+    /// Handles every unread entry of the lead's inbox, then consumes them.
+    pub async fn handle_inbox(&mut self) -> Result<()> {
+        let mb = self.team.mailbox();
+        let read = mb.read(LEAD_NAME)?;
+        if let Some(q) = &read.quarantined {
+            self.event(format!(
+                "the lead's inbox was corrupt; copied to {}",
+                q.display()
+            ));
+        }
+        let fresh: Vec<Entry> = read.entries.into_iter().filter(Entry::is_unread).collect();
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        for e in &fresh {
+            self.handle(e).await?;
+        }
+        let keys: Vec<_> = fresh.iter().map(Entry::key).collect();
+        mb.consume(LEAD_NAME, &keys)?;
+        Ok(())
+    }
+
+    async fn handle(&mut self, e: &Entry) -> Result<()> {
+        match e.protocol() {
+            Some(Message::ShutdownApproved(a)) => {
+                let tf = self.team.roster().read()?;
+                let Some(m) = tf.member(&a.from).cloned() else {
+                    return Ok(()); // already released (e.g. by `swarm shutdown`)
+                };
+                if a.pane_id.as_deref().is_some_and(|p| p != m.tmux_pane_id) {
+                    self.event(format!(
+                        "ignored a shutdown approval from {} for another pane",
+                        a.from
+                    ));
+                    return Ok(());
+                }
+                teardown::close_pane(&self.opened, &m, Duration::from_secs(1)).await?;
+                let released = teardown::release_member(&self.team, &m.name)?;
+                self.seen.remove(&m.name);
+                let n = released.returned.len();
+                self.event(format!(
+                    "{} shut down; {n} task(s) returned to the board",
+                    m.name
+                ));
+            }
+            Some(Message::ShutdownRejected(r)) => {
+                self.event(format!("{} declined to shut down: {}", r.from, r.reason))
+            }
+            Some(msg @ (Message::PlanApprovalRequest(_) | Message::PermissionRequest(_))) => {
+                let id = msg.request_id().unwrap_or("?").to_string();
+                self.event(format!(
+                    "{} asks: {} (answer: swarm send --to {} --plan-response {id} --approve)",
+                    e.from,
+                    msg.one_line(),
+                    e.from
+                ));
+            }
+            Some(msg) => self.event(format!("{}: {}", e.from, msg.one_line())),
+            None => {
+                let first = e.text.lines().next().unwrap_or("");
+                self.event(format!(
+                    "{}: {}",
+                    e.from,
+                    first.chars().take(200).collect::<String>()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The plain status view (until the TeamsDialog TUI): members, tasks and
+    /// the latest events, redrawn only when something changed.
+    pub fn draw(&mut self, out: &mut impl Write) -> Result<()> {
+        if !self.dirty {
+            return Ok(());
+        }
+        self.dirty = false;
+        let tf = self.team.roster().read()?;
+        let tasks = self.team.tasks().list()?.tasks;
+        write!(out, "\x1b[H\x1b[2J")?;
+        writeln!(
+            out,
+            "swarm lead · team {} · {} backend",
+            self.team.name,
+            self.opened.panes.kind()
+        )?;
+        for m in tf.teammates() {
+            let state = match self.seen.get(&m.name) {
+                Some(Seen::Running) if m.is_active == Some(true) => "working".to_string(),
+                Some(Seen::Running) => "running".to_string(),
+                Some(Seen::Dead(Some(c))) => format!("dead (exit {c})"),
+                Some(Seen::Dead(None)) => "dead".to_string(),
+                None => "starting".to_string(),
+            };
+            let task = tasks
+                .iter()
+                .find(|t| {
+                    t.owner.as_deref() == Some(&m.name)
+                        && t.status == crate::tasks::Status::InProgress
+                })
+                .map(|t| format!("#{} {}", t.id, t.subject))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "  @{:<16} {:<8} {:<14} {task}",
+                m.name,
+                m.agent().unwrap_or("-"),
+                state
+            )?;
+        }
+        let done = tasks
+            .iter()
+            .filter(|t| t.status == crate::tasks::Status::Completed)
+            .count();
+        writeln!(out, "tasks {done}/{} completed", tasks.len())?;
+        for e in self
+            .events
+            .iter()
+            .rev()
+            .take(12)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
+            writeln!(out, "  {e}")?;
+        }
+        out.flush()?;
+        Ok(())
+    }
+}
+
+/// Runs the lead until the team is deleted or the process is told to stop.
+pub async fn run_lead(mut lead: Lead) -> Result<()> {
+    claim_lead(&lead.team)?;
+    let watcher = lead
+        .team
+        .mailbox()
+        .watch()
+        .context("watching the inboxes")?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    std::thread::Builder::new()
+        .name("inbox-watch".into())
+        .spawn(move || {
+            loop {
+                if watcher.wait(Duration::from_secs(3600)) && tx.send(()).is_err() {
+                    return;
+                }
+            }
+        })
+        .context("starting the inbox watcher")?;
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut tick = tokio::time::interval(SUPERVISE_EVERY);
+    let mut stdout = std::io::stdout();
+    let started = Instant::now();
+    loop {
+        if !lead.team.roster().exists() {
+            tracing::info!("the team was deleted; the lead exits");
+            return Ok(());
+        }
+        if let Err(e) = lead.handle_inbox().await {
+            lead.event(format!("error reading the lead's inbox: {e:#}"));
+        }
+        lead.draw(&mut stdout)?;
+        tokio::select! {
+            _ = tick.tick() => {
+                if let Err(e) = lead.supervise().await {
+                    lead.event(format!("error checking panes: {e:#}"));
+                }
+            }
+            _ = rx.recv() => {}
+            _ = term.recv() => {
+                tracing::info!(uptime_s = started.elapsed().as_secs(), "SIGTERM: the lead exits; teammates keep running");
+                return Ok(());
+            }
+        }
+    }
+}

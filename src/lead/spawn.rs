@@ -1,0 +1,378 @@
+//! Adding a teammate: the roster entry, the first prompt in its inbox, and
+//! its pane, in that order (as Claude Code does, so the teammate finds its
+//! record and its prompt the moment it starts).
+//!
+//! The pane runs `swarm teammate --name NAME` (the runtime, which drives the
+//! member's agent preset), or with `-- CMD ARGS` and no `--agent`, CMD itself
+//! (agent `process`: any program can be a teammate; it reaches the team
+//! through `swarm send` / `swarm task …`). Either way the environment is
+//! exactly the `SWARM_*` identity (DESIGN §6), the lead's `PATH` (swarm's own
+//! directory first), `HOME`, `USER`, `SHELL`, `TERM`, `LANG`, and what the
+//! spec names; nothing else leaks in.
+
+use super::panes::{Opened, Panes, placement};
+use crate::atomic_file;
+use crate::mailbox::Entry;
+use crate::team::names::{self, LEAD_NAME};
+use crate::team::{Member, SwarmField, Team, colors};
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use swarm_backends::{PaneId, PaneStatus, SpawnSpec};
+
+/// Agent presets the runtime knows, plus `process` (the pane runs a command
+/// directly).
+pub const AGENTS: [&str; 8] = [
+    "shell",
+    "claude",
+    "codex",
+    "gemini",
+    "aider",
+    "claude-print",
+    "command",
+    "process",
+];
+
+/// What to spawn.
+#[derive(Debug, Clone, Default)]
+pub struct SpawnRequest {
+    pub name: String,
+    pub agent: Option<String>,
+    pub prompt: Option<String>,
+    pub model: Option<String>,
+    pub color: Option<String>,
+    pub cwd: PathBuf,
+    pub plan_mode_required: bool,
+    /// `-- CMD ARGS`: the command preset's argv, or the pane's program.
+    pub command: Vec<String>,
+    /// Extra variables for the pane.
+    pub env: Vec<(String, String)>,
+}
+
+/// A spawned teammate.
+#[derive(Debug, Clone)]
+pub struct Spawned {
+    pub name: String,
+    pub pane: PaneId,
+    pub pid: Option<u32>,
+}
+
+/// The variables of the lead's environment a pane inherits.
+pub const INHERITED: [&str; 6] = ["PATH", "HOME", "USER", "SHELL", "TERM", "LANG"];
+
+/// `PATH` with the directory of the running `swarm` first.
+pub fn path_with_swarm() -> String {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+    {
+        dirs.push(dir);
+    }
+    if let Some(p) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&p));
+    }
+    dirs.dedup();
+    std::env::join_paths(dirs)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The exact environment of a member's pane.
+pub fn pane_env(team: &Team, member: &Member) -> Result<Vec<(String, String)>> {
+    let mut env: Vec<(String, String)> = Vec::new();
+    for k in INHERITED {
+        let v = match k {
+            "PATH" => Some(path_with_swarm()),
+            "TERM" => Some(std::env::var(k).unwrap_or_else(|_| "xterm-256color".into())),
+            _ => std::env::var(k).ok(),
+        };
+        if let Some(v) = v.filter(|v| !v.is_empty()) {
+            env.push((k.to_string(), v));
+        }
+    }
+    let root = team.root.dir().to_string_lossy().into_owned();
+    env.push(("SWARM_HOME".into(), root));
+    env.push(("SWARM_TEAM".into(), team.name.clone()));
+    env.push(("SWARM_AGENT_NAME".into(), member.name.clone()));
+    env.push(("SWARM_AGENT_ID".into(), member.agent_id.clone()));
+    env.push((
+        "SWARM_AGENT_COLOR".into(),
+        member.color.clone().unwrap_or_default(),
+    ));
+    let scratch = team.root.scratchpad(&team.name)?;
+    atomic_file::ensure_dir(&scratch)?;
+    env.push((
+        "SWARM_SCRATCHPAD".into(),
+        scratch.to_string_lossy().into_owned(),
+    ));
+    if let Some(Value::Object(extra)) = member.swarm_field(SwarmField::Env) {
+        for (k, v) in extra {
+            if let Some(v) = v.as_str() {
+                env.retain(|(key, _)| key != k);
+                env.push((k.clone(), v.to_string()));
+            }
+        }
+    }
+    Ok(env)
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+        .unwrap_or(false)
+}
+
+/// Refuses, before anything is created, what could only give a dead pane.
+pub fn check_request(req: &SpawnRequest) -> Result<String> {
+    names::validate_member(&req.name)?;
+    let agent = match (&req.agent, req.command.is_empty()) {
+        (Some(a), _) => a.clone(),
+        (None, false) => "process".to_string(),
+        (None, true) => "shell".to_string(),
+    };
+    if !AGENTS.contains(&agent.as_str()) {
+        bail!("unknown agent {agent:?}: pick one of {}", AGENTS.join(", "));
+    }
+    if matches!(agent.as_str(), "command" | "process") && req.command.is_empty() {
+        bail!(
+            "agent {agent:?} needs the command after `--`, e.g. `swarm spawn {} -- ./my-agent.sh`",
+            req.name
+        );
+    }
+    let binary = match agent.as_str() {
+        "claude" | "claude-print" => Some("claude"),
+        "codex" | "gemini" | "aider" => Some(agent.as_str()),
+        _ => None,
+    };
+    if let Some(b) = binary
+        && req.command.is_empty()
+        && !on_path(b)
+    {
+        bail!("{b} is not installed (not found on PATH); install it, or pick --agent shell");
+    }
+    if let Some(c) = &req.color
+        && !colors::is_palette(c)
+    {
+        bail!(
+            "unknown colour {c:?}: pick one of {}",
+            colors::PALETTE.join(", ")
+        );
+    }
+    if !req.cwd.is_dir() {
+        bail!("working directory {} does not exist", req.cwd.display());
+    }
+    Ok(agent)
+}
+
+/// `swarm pane-exec --ready FILE -- PROGRAM ARGS`: the first process of a
+/// tmux pane. tmux can only pipe a pane's output once the pane exists, so
+/// the program waits here (at most 5 s) until the spawner has attached
+/// `pipe-pane` and created FILE; then it replaces this process (same pid,
+/// same process group), so no output is ever printed uncaptured.
+pub fn pane_exec(args: crate::cli::PaneExecArgs) -> Result<crate::commands::Exit> {
+    use std::os::unix::process::CommandExt;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut pause = std::time::Duration::from_millis(1);
+    while !args.ready.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(20));
+    }
+    let _ = std::fs::remove_file(&args.ready);
+    let err = std::process::Command::new(&args.command[0])
+        .args(&args.command[1..])
+        .exec();
+    Err(err).with_context(|| format!("starting {}", names::shown(&args.command[0])))
+}
+
+/// Adds `req.name` to the team and opens its pane.
+pub async fn spawn_member(team: &Team, opened: &mut Opened, req: &SpawnRequest) -> Result<Spawned> {
+    let agent = check_request(req)?;
+    let roster = team.roster();
+    let tf = roster.read()?;
+    let cwd = std::path::absolute(&req.cwd)?
+        .to_string_lossy()
+        .into_owned();
+    let existing = tf.member(&req.name).cloned();
+    if let Some(m) = &existing {
+        if m.is_lead() {
+            bail!("{:?} is the lead", req.name);
+        }
+        if !m.tmux_pane_id.is_empty() && m.swarm_field(SwarmField::Exit).is_none() {
+            let st = opened
+                .panes
+                .exec()
+                .status(&[PaneId::new(m.tmux_pane_id.clone())])
+                .await?;
+            if matches!(st.first(), Some((_, PaneStatus::Running { .. }))) {
+                bail!("{} is already running in pane {}", req.name, m.tmux_pane_id);
+            }
+        }
+    }
+    let color = req
+        .color
+        .clone()
+        .or_else(|| existing.as_ref().and_then(|m| m.color.clone()))
+        .unwrap_or_else(|| {
+            let used: Vec<&str> = tf.teammates().filter_map(|m| m.color.as_deref()).collect();
+            (0..)
+                .map(colors::for_teammate)
+                .take(colors::PALETTE.len())
+                .find(|c| !used.contains(c))
+                .unwrap_or_else(|| colors::for_teammate(tf.teammates().count()))
+                .to_string()
+        });
+    let mut member = existing
+        .clone()
+        .unwrap_or_else(|| Member::teammate(&team.name, &req.name, &color, &cwd));
+    member.color = Some(color);
+    member.cwd = Some(cwd.clone());
+    member.tmux_pane_id = String::new();
+    member.model = req.model.clone().or(member.model);
+    member.prompt = req.prompt.clone().or(member.prompt);
+    member.plan_mode_required =
+        Some(req.plan_mode_required || member.plan_mode_required == Some(true));
+    member.backend_type = Some(opened.panes.kind().as_str().to_string());
+    member.is_active = Some(false);
+    member.set_swarm_field(SwarmField::Agent, Value::String(agent.clone()));
+    member.set_swarm_field(SwarmField::Exit, Value::Null);
+    member.set_swarm_field(SwarmField::Pid, Value::Null);
+    if !req.command.is_empty() {
+        member.set_swarm_field(SwarmField::Command, serde_json::json!(req.command));
+    }
+    if !req.env.is_empty() {
+        let env: serde_json::Map<String, Value> = req
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
+        member.set_swarm_field(SwarmField::Env, Value::Object(env));
+    }
+    let record = member.clone();
+    roster.update(|tf| {
+        match tf.member_mut(&record.name) {
+            Some(m) => *m = record.clone(),
+            None => tf.members.push(record.clone()),
+        }
+        Ok(())
+    })?;
+
+    if let Some(prompt) = &req.prompt
+        && agent != "process"
+    {
+        team.mailbox()
+            .append(&req.name, Entry::new(LEAD_NAME, prompt.clone(), None, None))
+            .with_context(|| format!("writing the first prompt of {}", req.name))?;
+    }
+
+    let (program, args) = if agent == "process" {
+        (req.command[0].clone(), req.command[1..].to_vec())
+    } else {
+        let exe = std::env::current_exe().context("locating the swarm executable")?;
+        (
+            exe.to_string_lossy().into_owned(),
+            vec![
+                "teammate".to_string(),
+                "--name".to_string(),
+                req.name.clone(),
+            ],
+        )
+    };
+    // On tmux the program first waits for its output capture (pane-exec).
+    let ready = team
+        .root
+        .state_dir(&team.name)?
+        .join("output")
+        .join(format!("{}.ready", req.name));
+    let (program, args) = match &opened.panes {
+        Panes::Tmux(_) => {
+            let _ = std::fs::remove_file(&ready);
+            let exe = std::env::current_exe().context("locating the swarm executable")?;
+            let mut a = vec![
+                "pane-exec".to_string(),
+                "--ready".into(),
+                ready.to_string_lossy().into_owned(),
+                "--".into(),
+            ];
+            a.push(program);
+            a.extend(args);
+            (exe.to_string_lossy().into_owned(), a)
+        }
+        _ => (program, args),
+    };
+    let place = placement(opened, &team.name).await?;
+    let mut spec = SpawnSpec::new(program, args, PathBuf::from(&cwd))
+        .title(req.name.clone())
+        .color(member.color.clone().unwrap_or_default())
+        .placement(place.clone());
+    for (k, v) in pane_env(team, &member)? {
+        spec = spec.env(k, v);
+    }
+    if matches!(opened.panes, Panes::ITerm2(_) | Panes::WindowsTerminal(_)) {
+        let dir = team.root.state_dir(&team.name)?.join("pids");
+        atomic_file::ensure_dir(&dir)?;
+        spec = spec.pid_file(dir.join(format!("{}.pid", req.name)));
+    }
+    let out_file = team.root.output(&team.name, &req.name)?;
+    if let Some(dir) = out_file.parent() {
+        atomic_file::ensure_dir(dir)?;
+    }
+    atomic_file::write_atomic(&out_file, b"")?;
+
+    let pane = match opened.panes.exec().spawn(&spec).await {
+        Ok(p) => p,
+        Err(e) => {
+            // Nothing half-made stays behind: the reservation goes.
+            let _ = roster.remove_member(&req.name);
+            return Err(e).with_context(|| format!("opening a pane for {}", req.name));
+        }
+    };
+    if let swarm_backends::Placement::Session { name }
+    | swarm_backends::Placement::NewWindow {
+        session: Some(name),
+    } = &place
+    {
+        opened.record.session = Some(name.clone());
+    }
+    opened.record.save(&team.root, &team.name)?;
+    if let Panes::Tmux(tmux) = &opened.panes {
+        let piped = tmux.pipe_output(&pane, &out_file).await;
+        // Start the program whether or not the capture worked: a teammate
+        // without `swarm output` beats no teammate; the failure is said.
+        atomic_file::write_atomic(&ready, b"")?;
+        if let Err(e) = piped {
+            eprintln!(
+                "swarm: warning: cannot capture the output of {}: {e}",
+                req.name
+            );
+        }
+    }
+    let pid = match opened
+        .panes
+        .exec()
+        .status(std::slice::from_ref(&pane))
+        .await?
+        .first()
+    {
+        Some((_, PaneStatus::Running { pid })) => *pid,
+        _ => None,
+    };
+    let socket = opened.record.tmux_socket.clone();
+    roster.update_member(&req.name, |m| {
+        m.tmux_pane_id = pane.as_str().to_string();
+        m.set_swarm_field(SwarmField::Pid, pid.map(Value::from).unwrap_or(Value::Null));
+        m.set_swarm_field(
+            SwarmField::TmuxSocket,
+            socket
+                .as_ref()
+                .map(|s| Value::String(s.to_string_lossy().into_owned()))
+                .unwrap_or(Value::Null),
+        );
+    })?;
+    tracing::info!(member = %req.name, pane = %pane, ?pid, "spawned");
+    Ok(Spawned {
+        name: req.name.clone(),
+        pane,
+        pid,
+    })
+}
