@@ -185,6 +185,35 @@ pub fn pane_exec(args: crate::cli::PaneExecArgs) -> Result<crate::commands::Exit
     Err(err).with_context(|| format!("starting {}", names::shown(&args.command[0])))
 }
 
+/// In-process panes: the lead appends each pane's PTY stream to the
+/// member's output file, so `swarm output` works from any shell, as on tmux.
+fn copy_output(host: std::sync::Arc<swarm_backends::in_process::InProcessBackend>, pane: PaneId, file: PathBuf) {
+    tokio::spawn(async move {
+        use std::io::Write;
+        let Ok(mut progress) = host.subscribe_output(&pane) else { return };
+        let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&file) else { return };
+        let mut offset = 0;
+        loop {
+            match host.read_output(&pane, offset) {
+                Ok((bytes, next)) => {
+                    if !bytes.is_empty() && f.write_all(&bytes).is_err() {
+                        return;
+                    }
+                    offset = next;
+                }
+                Err(_) => return,
+            }
+            if progress.changed().await.is_err() {
+                // The pane is gone: take what is left, then stop.
+                if let Ok((bytes, _)) = host.read_output(&pane, offset) {
+                    let _ = f.write_all(&bytes);
+                }
+                return;
+            }
+        }
+    });
+}
+
 /// Adds `req.name` to the team and opens its pane.
 pub async fn spawn_member(team: &Team, opened: &mut Opened, req: &SpawnRequest) -> Result<Spawned> {
     let agent = check_request(req)?;
@@ -346,6 +375,9 @@ pub async fn spawn_member(team: &Team, opened: &mut Opened, req: &SpawnRequest) 
                 req.name
             );
         }
+    }
+    if let Panes::InProcess(host) = &opened.panes {
+        copy_output(host.clone(), pane.clone(), out_file.clone());
     }
     let pid = match opened
         .panes
