@@ -10,8 +10,8 @@
 //! sent.
 //!
 //! After each unit: results go back (a reply to each sender; a task is
-//! completed with `metadata.exitCode`, `output` (bounded tail), `completedBy`
-//! and `durationMs`). When no work is left: exactly one `idle_notification`
+//! completed with `metadata.exitCode`, `output` (bounded tail), `completedBy`,
+//! `durationMs`, `startedAt` and `finishedAt` (epoch ms)). When no work is left: exactly one `idle_notification`
 //! to the lead for this transition to idle, describing the last unit, and
 //! `isActive:false` (set `true` when a unit starts).
 //!
@@ -309,9 +309,10 @@ impl Runtime {
             Some(_) => CompletedStatus::Failed,
             None => CompletedStatus::Resolved,
         });
-        self.send_idle(IdleReason::Available, task, status, failure, result)?;
+        // The roster says idle before the lead hears it.
         self.team.roster().set_active(&self.me, false)?;
         self.active = false;
+        self.send_idle(IdleReason::Available, task, status, failure, result)?;
         self.say("· idle");
         Ok(())
     }
@@ -409,6 +410,7 @@ impl Runtime {
                 }
             }
         }
+        let started_at = clock::now_ms();
         let f = self
             .runner
             .run_task(&task, self.mode.as_deref(), self.pane.clone());
@@ -426,6 +428,8 @@ impl Runtime {
             md.insert("outputTruncated".into(), json!(true));
         }
         md.insert("durationMs".into(), json!(f.elapsed.as_millis() as u64));
+        md.insert("startedAt".into(), json!(started_at));
+        md.insert("finishedAt".into(), json!(clock::now_ms()));
         let secs = f.elapsed.as_secs_f64();
         if f.ended.success() {
             md.insert("completedBy".into(), json!(self.me));
@@ -586,7 +590,7 @@ fn reply_text(f: &Finished) -> String {
     let footer = if f.ended.success() {
         String::new()
     } else {
-        format!("\n[{}]", f.ended.describe())
+        format!("[{}]", f.ended.describe())
     };
     let room = MAX_TEXT_BYTES - REPLY_SLACK - footer.len();
     let (tail, cut) = tail_of(&f.output, room);
@@ -600,8 +604,11 @@ fn reply_text(f: &Finished) -> String {
         ));
     }
     text.push_str(tail);
-    if text.trim().is_empty() {
+    if text.trim().is_empty() && footer.is_empty() {
         text = "(no output)".into();
+    }
+    if !footer.is_empty() && !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
     }
     text.push_str(&footer);
     text
