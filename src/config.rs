@@ -113,15 +113,17 @@ impl TeamSpec {
     }
 
     /// Parses and validates a spec; relative `cwd`s resolve against `.`.
-    #[allow(clippy::should_implement_trait, reason = "returns anyhow, with validation")]
+    #[allow(
+        clippy::should_implement_trait,
+        reason = "returns anyhow, with validation"
+    )]
     pub fn from_str(text: &str) -> Result<TeamSpec> {
         Self::parse(text)
     }
 
     fn parse(text: &str) -> Result<TeamSpec> {
-        let mut spec: TeamSpec = toml::from_str(text).map_err(|e| {
-            anyhow::anyhow!("invalid team spec: {}", e.to_string().trim_end())
-        })?;
+        let mut spec: TeamSpec = toml::from_str(text)
+            .map_err(|e| anyhow::anyhow!("invalid team spec: {}", e.to_string().trim_end()))?;
         spec.dir = PathBuf::from(".");
         spec.validate()?;
         Ok(spec)
@@ -133,7 +135,10 @@ impl TeamSpec {
         if let Some(b) = &self.backend
             && !BACKENDS.contains(&b.as_str())
         {
-            bail!("backend {b:?} is unknown; pick one of {}", BACKENDS.join(", "));
+            bail!(
+                "backend {b:?} is unknown; pick one of {}",
+                BACKENDS.join(", ")
+            );
         }
         let mut seen = BTreeSet::new();
         for (i, t) in self.teammates.iter().enumerate() {
@@ -146,7 +151,10 @@ impl TeamSpec {
             if let Some(c) = &t.color
                 && !colors::is_palette(c)
             {
-                bail!("{at}: colour {c:?} is not one of {}", colors::PALETTE.join(", "));
+                bail!(
+                    "{at}: colour {c:?} is not one of {}",
+                    colors::PALETTE.join(", ")
+                );
             }
             match &t.command {
                 Some(c) if c.is_empty() || c[0].is_empty() => {
@@ -183,9 +191,8 @@ impl TeamSpec {
         let mut done = vec![false; n];
         let mut order = Vec::with_capacity(n);
         while order.len() < n {
-            let next = (0..n).find(|&i| {
-                !done[i] && self.tasks[i].blocked_by.iter().all(|&b| done[b - 1])
-            });
+            let next =
+                (0..n).find(|&i| !done[i] && self.tasks[i].blocked_by.iter().all(|&b| done[b - 1]));
             match next {
                 Some(i) => {
                     done[i] = true;
@@ -357,7 +364,11 @@ mod tests {
         let lead = "team = \"t\"\n[[teammate]]\nname = \"team-lead\"\n";
         assert!(err(lead).contains("teammate 1"), "{}", err(lead));
         let agent = "team = \"t\"\n[[teammate]]\nname = \"a\"\nagent = \"gpt\"\n";
-        assert!(err(agent).contains("unknown agent \"gpt\""), "{}", err(agent));
+        assert!(
+            err(agent).contains("unknown agent \"gpt\""),
+            "{}",
+            err(agent)
+        );
         let cmd = "team = \"t\"\n[[teammate]]\nname = \"a\"\nagent = \"command\"\n";
         assert!(err(cmd).contains("needs command"), "{}", err(cmd));
         let range = "team = \"t\"\n[[task]]\nsubject = \"a\"\nblocked_by = [2]\n";
@@ -400,13 +411,25 @@ mod tests {
         let spec = TeamSpec::demo(Path::new("/somewhere"));
         assert_eq!(spec.team, "demo");
         assert_eq!(spec.teammates.len(), 3);
-        assert!(spec.teammates.iter().all(|t| t.agent.as_deref() == Some("shell")));
+        assert!(
+            spec.teammates
+                .iter()
+                .all(|t| t.agent.as_deref() == Some("shell"))
+        );
         assert!((8..=12).contains(&spec.tasks.len()));
         let last = spec.tasks.last().unwrap();
         assert!(last.blocked_by.len() >= 2);
-        assert!(last.command.as_deref().unwrap().contains("swarm send --to team-lead"));
+        assert!(
+            last.command
+                .as_deref()
+                .unwrap()
+                .contains("swarm send --to team-lead")
+        );
         assert_eq!(
-            spec.teammates[0].member("demo", 0, &spec.dir).cwd.as_deref(),
+            spec.teammates[0]
+                .member("demo", 0, &spec.dir)
+                .cwd
+                .as_deref(),
             Some("/somewhere")
         );
     }

@@ -38,7 +38,9 @@ impl<'a> Panes<'a> {
     }
 
     fn start(&mut self, name: &str) {
-        let out = self.sb.path(&format!("pane-{name}-{}.txt", self.running.len()));
+        let out = self
+            .sb
+            .path(&format!("pane-{name}-{}.txt", self.running.len()));
         let mut cmd: Command = self.sb.cmd(&["teammate", "--name", name]);
         cmd.env("SWARM_TEAM", &self.team)
             .stdout(std::fs::File::create(&out).expect("pane file"))
@@ -122,7 +124,10 @@ impl<'a> Panes<'a> {
             serde_json::to_string_pretty(&team.tasks().list().map(|l| l.tasks).unwrap_or_default())
                 .unwrap_or_default()
         );
-        s += &format!("--- team-lead inbox ---\n{:#?}\n", inbox(self.sb, &self.team, "team-lead"));
+        s += &format!(
+            "--- team-lead inbox ---\n{:#?}\n",
+            inbox(self.sb, &self.team, "team-lead")
+        );
         s
     }
 }
@@ -215,7 +220,11 @@ fn a_message_to_an_idle_shell_teammate_is_run_and_answered_with_one_idle_notific
     wait_until(
         "alice's reply reaches the lead",
         WAIT,
-        || plain_from(&sb, "team-lead", "alice").iter().any(|e| e.text.contains("hello from 42")),
+        || {
+            plain_from(&sb, "team-lead", "alice")
+                .iter()
+                .any(|e| e.text.contains("hello from 42"))
+        },
         || panes.explain(),
     );
     eprintln!("message answered in {:?}", start.elapsed());
@@ -226,7 +235,9 @@ fn a_message_to_an_idle_shell_teammate_is_run_and_answered_with_one_idle_notific
         || panes.explain(),
     );
     assert!(
-        inbox(&sb, T, "alice").iter().all(|e| e.protocol().is_some()),
+        inbox(&sb, T, "alice")
+            .iter()
+            .all(|e| e.protocol().is_some()),
         "the handled message must leave alice's inbox\n{}",
         panes.explain()
     );
@@ -239,7 +250,9 @@ fn a_message_to_an_idle_shell_teammate_is_run_and_answered_with_one_idle_notific
         "the second reply and the second idle notification",
         WAIT,
         || {
-            plain_from(&sb, "team-lead", "alice").iter().any(|e| e.text.contains("oops\n[exit 4]"))
+            plain_from(&sb, "team-lead", "alice")
+                .iter()
+                .any(|e| e.text.contains("oops\n[exit 4]"))
                 && frames(&sb, "team-lead", "idle_notification").len() == 2
         },
         || panes.explain(),
@@ -271,7 +284,9 @@ fn tasks_are_done_once_each_in_dependency_order_and_a_failure_is_reported_not_co
         "tasks a-d completed and the broken one failed",
         WAIT,
         || {
-            [&a, &b, &c, &d].iter().all(|x| get(&t, &x.id).status == Status::Completed)
+            [&a, &b, &c, &d]
+                .iter()
+                .all(|x| get(&t, &x.id).status == Status::Completed)
                 && md(&get(&t, &bad.id), "failed") == json!(true)
         },
         || panes.explain(),
@@ -285,20 +300,38 @@ fn tasks_are_done_once_each_in_dependency_order_and_a_failure_is_reported_not_co
         let done = get(&t, &x.id);
         assert_eq!(md(&done, "exitCode"), json!(0));
         assert_eq!(md(&done, "completedBy"), json!(done.owner.clone().unwrap()));
-        assert!(md(&done, "output").as_str().unwrap().starts_with("did "), "{done:?}");
+        assert!(
+            md(&done, "output").as_str().unwrap().starts_with("did "),
+            "{done:?}"
+        );
     }
     let failed = get(&t, &bad.id);
-    assert_eq!(failed.status, Status::Pending, "a failed task is never completed");
+    assert_eq!(
+        failed.status,
+        Status::Pending,
+        "a failed task is never completed"
+    );
     assert_eq!(md(&failed, "exitCode"), json!(3));
-    assert!(md(&failed, "output").as_str().unwrap().contains("about to fail"));
-    assert!(md(&failed, "lastFailure").as_str().unwrap().starts_with("exit 3"));
+    assert!(
+        md(&failed, "output")
+            .as_str()
+            .unwrap()
+            .contains("about to fail")
+    );
+    assert!(
+        md(&failed, "lastFailure")
+            .as_str()
+            .unwrap()
+            .starts_with("exit 3")
+    );
     wait_until(
         "the lead is told about the failure",
         WAIT,
         || {
-            inbox(&sb, T, "team-lead")
-                .iter()
-                .any(|e| e.text.contains(&format!("Task {} (broken) failed: exit 3", bad.id)))
+            inbox(&sb, T, "team-lead").iter().any(|e| {
+                e.text
+                    .contains(&format!("Task {} (broken) failed: exit 3", bad.id))
+            })
         },
         || panes.explain(),
     );
@@ -335,18 +368,27 @@ fn shutdown_is_approved_when_idle_deferred_until_a_task_ends_and_rejected_from_a
         || panes.explain(),
     );
     let rej = &frames(&sb, "team-lead", "shutdown_rejected")[0];
-    assert!(rej["reason"].as_str().unwrap().contains("only team-lead"), "{rej}");
+    assert!(
+        rej["reason"].as_str().unwrap().contains("only team-lead"),
+        "{rej}"
+    );
     assert!(panes.is_running("alice"));
 
     // Idle: approved at once, exit 0, pane id and backend from the roster.
-    lead_send(&sb, &["--to", "alice", "--shutdown-request", "--reason", "done"]);
+    lead_send(
+        &sb,
+        &["--to", "alice", "--shutdown-request", "--reason", "done"],
+    );
     assert_eq!(panes.wait_exit("alice"), Some(0), "{}", panes.explain());
     let ok = frames(&sb, "team-lead", "shutdown_approved");
     assert_eq!(ok.len(), 1);
     assert_eq!(ok[0]["from"], "alice");
     assert_eq!(ok[0]["paneId"], "%5");
     assert_eq!(ok[0]["backendType"], "tmux");
-    assert!(inbox(&sb, T, "alice").is_empty(), "the request was consumed");
+    assert!(
+        inbox(&sb, T, "alice").is_empty(),
+        "the request was consumed"
+    );
 
     // Mid-task: answered once the task has finished (and been reported).
     let slow = task_with(&t, "slow", "sleep 1; echo finished", &[]);
@@ -374,7 +416,11 @@ fn an_agent_killed_mid_task_hands_the_task_back_tells_the_lead_and_the_runtime_f
     let mut panes = Panes::new(&sb, T);
     panes.start("alice");
     let code = panes.wait_exit("alice");
-    assert_ne!(code, Some(0), "a crashed agent must not look like a clean exit");
+    assert_ne!(
+        code,
+        Some(0),
+        "a crashed agent must not look like a clean exit"
+    );
     let back = get(&t, &doomed.id);
     assert_eq!(back.status, Status::Pending, "{back:?}");
     assert_eq!(back.owner, None, "the task is back on the board");
@@ -383,7 +429,10 @@ fn an_agent_killed_mid_task_hands_the_task_back_tells_the_lead_and_the_runtime_f
     assert_eq!(idle[0]["idleReason"], "failed");
     assert_eq!(idle[0]["completedTaskId"], json!(doomed.id));
     assert!(
-        idle[0]["failureReason"].as_str().unwrap().contains("killed by signal 9"),
+        idle[0]["failureReason"]
+            .as_str()
+            .unwrap()
+            .contains("killed by signal 9"),
         "{}",
         idle[0]
     );
@@ -394,7 +443,12 @@ fn plan_mode_waits_for_approval_runs_when_approved_and_hands_back_when_rejected(
     let sb = Sandbox::new();
     let t = team_of(&sb, &["alice"], |m| m.plan_mode_required = Some(true));
     let marker = sb.path("ran.txt");
-    let first = task_with(&t, "planned", &format!("echo ran > '{}'", marker.display()), &[]);
+    let first = task_with(
+        &t,
+        "planned",
+        &format!("echo ran > '{}'", marker.display()),
+        &[],
+    );
     let mut panes = Panes::new(&sb, T);
     panes.start("alice");
     wait_until(
@@ -405,8 +459,14 @@ fn plan_mode_waits_for_approval_runs_when_approved_and_hands_back_when_rejected(
     );
     let req = frames(&sb, "team-lead", "plan_approval_request").remove(0);
     let id = req["requestId"].as_str().unwrap().to_string();
-    assert!(id.starts_with("plan_approval-") && id.ends_with("@alice@t"), "{id}");
-    assert!(req["planContent"].as_str().unwrap().contains("echo ran"), "{req}");
+    assert!(
+        id.starts_with("plan_approval-") && id.ends_with("@alice@t"),
+        "{id}"
+    );
+    assert!(
+        req["planContent"].as_str().unwrap().contains("echo ran"),
+        "{req}"
+    );
     assert!(!marker.exists(), "nothing runs before the plan is approved");
     assert_eq!(get(&t, &first.id).status, Status::InProgress);
 
@@ -430,7 +490,18 @@ fn plan_mode_waits_for_approval_runs_when_approved_and_hands_back_when_rejected(
         .as_str()
         .unwrap()
         .to_string();
-    lead_send(&sb, &["--to", "alice", "--plan-response", &id2, "--reject", "--feedback", "too risky"]);
+    lead_send(
+        &sb,
+        &[
+            "--to",
+            "alice",
+            "--plan-response",
+            &id2,
+            "--reject",
+            "--feedback",
+            "too risky",
+        ],
+    );
     wait_until(
         "the rejected task is handed back with the feedback",
         WAIT,
@@ -442,9 +513,13 @@ fn plan_mode_waits_for_approval_runs_when_approved_and_hands_back_when_rejected(
         "the lead is told the plan was rejected",
         WAIT,
         || {
-            frames(&sb, "team-lead", "idle_notification").iter().any(|f| {
-                f["failureReason"].as_str().is_some_and(|r| r.contains("plan rejected: too risky"))
-            })
+            frames(&sb, "team-lead", "idle_notification")
+                .iter()
+                .any(|f| {
+                    f["failureReason"]
+                        .as_str()
+                        .is_some_and(|r| r.contains("plan rejected: too risky"))
+                })
         },
         || panes.explain(),
     );
@@ -483,7 +558,9 @@ fn exec_presets_get_exactly_the_documented_argv_and_their_output_is_the_reply() 
     let (bin, rec) = fake_bin(&sb, &presets);
     let mut panes = Panes::new(&sb, T);
     panes.extra_path = Some(bin);
-    panes.env.push(("FAKE_CLI_DIR".into(), rec.to_string_lossy().into()));
+    panes
+        .env
+        .push(("FAKE_CLI_DIR".into(), rec.to_string_lossy().into()));
     for p in presets {
         panes.start(p);
     }
@@ -502,7 +579,13 @@ fn exec_presets_get_exactly_the_documented_argv_and_their_output_is_the_reply() 
         "gemini records its new mode in the roster",
         WAIT,
         || {
-            t.roster().read().unwrap().member("gemini").unwrap().mode.as_deref()
+            t.roster()
+                .read()
+                .unwrap()
+                .member("gemini")
+                .unwrap()
+                .mode
+                .as_deref()
                 == Some("bypassPermissions")
         },
         || panes.explain(),
@@ -528,19 +611,43 @@ fn exec_presets_get_exactly_the_documented_argv_and_their_output_is_the_reply() 
         )
     };
     let expected: BTreeMap<&str, Vec<String>> = [
-        ("codex", vec!["exec".into(), "--skip-git-repo-check".into(), prompt("codex")]),
-        ("gemini", vec!["--yolo".into(), "-p".into(), prompt("gemini")]),
+        (
+            "codex",
+            vec![
+                "exec".into(),
+                "--skip-git-repo-check".into(),
+                prompt("codex"),
+            ],
+        ),
+        (
+            "gemini",
+            vec!["--yolo".into(), "-p".into(), prompt("gemini")],
+        ),
         (
             "aider",
-            vec!["--yes-always".into(), "--no-pretty".into(), "--message".into(), prompt("aider")],
+            vec![
+                "--yes-always".into(),
+                "--no-pretty".into(),
+                "--message".into(),
+                prompt("aider"),
+            ],
         ),
     ]
     .into();
     for (p, argv) in expected {
-        assert_eq!(recorded_argv(&rec, p), argv, "argv of {p}\n{}", panes.explain());
+        assert_eq!(
+            recorded_argv(&rec, p),
+            argv,
+            "argv of {p}\n{}",
+            panes.explain()
+        );
     }
     let env = std::fs::read_to_string(rec.join("codex.env")).unwrap();
-    for want in ["SWARM_AGENT_NAME=codex", "SWARM_AGENT_ID=codex@t", "SWARM_TEAM=t"] {
+    for want in [
+        "SWARM_AGENT_NAME=codex",
+        "SWARM_AGENT_ID=codex@t",
+        "SWARM_TEAM=t",
+    ] {
         assert!(env.lines().any(|l| l == want), "{want} missing from\n{env}");
     }
 }
@@ -562,11 +669,17 @@ fn an_exec_agent_that_kills_itself_is_a_crash() {
         .unwrap();
     let mut panes = Panes::new(&sb, T);
     panes.extra_path = Some(bin);
-    panes.env.push(("FAKE_CLI_DIR".into(), rec.to_string_lossy().into()));
+    panes
+        .env
+        .push(("FAKE_CLI_DIR".into(), rec.to_string_lossy().into()));
     panes.start("codex");
     assert_ne!(panes.wait_exit("codex"), Some(0));
     let back = get(&t, &task.id);
-    assert_eq!((back.status, back.owner.clone()), (Status::Pending, None), "{back:?}");
+    assert_eq!(
+        (back.status, back.owner.clone()),
+        (Status::Pending, None),
+        "{back:?}"
+    );
     let idle = frames(&sb, "team-lead", "idle_notification");
     assert_eq!(idle[0]["idleReason"], "failed", "{}", panes.explain());
     assert_eq!(
@@ -596,7 +709,9 @@ fn inside_an_agent_swarm_send_and_task_claim_work_with_no_flags() {
         || panes.explain(),
     );
     assert!(
-        plain_from(&sb, "team-lead", "alice").iter().any(|e| e.text == "hi-from-task"),
+        plain_from(&sb, "team-lead", "alice")
+            .iter()
+            .any(|e| e.text == "hi-from-task"),
         "{}",
         panes.explain()
     );
@@ -634,8 +749,20 @@ fn swarm_task_claim_from_inside_a_task_claims_for_the_teammate() {
         || panes.explain(),
     );
     let claimed = get(&t, &two.id);
-    assert_eq!(claimed.owner.as_deref(), Some("alice"), "{}", panes.explain());
-    assert!(md(&get(&t, &one.id), "output").as_str().unwrap().contains("claimed"), "{}", panes.explain());
+    assert_eq!(
+        claimed.owner.as_deref(),
+        Some("alice"),
+        "{}",
+        panes.explain()
+    );
+    assert!(
+        md(&get(&t, &one.id), "output")
+            .as_str()
+            .unwrap()
+            .contains("claimed"),
+        "{}",
+        panes.explain()
+    );
 }
 
 #[test]
@@ -643,7 +770,11 @@ fn the_demo_runs_every_task_once_in_dependency_order_and_reports_to_the_lead() {
     let sb = Sandbox::new();
     let work = sb.path("project");
     std::fs::create_dir_all(work.join("src")).unwrap();
-    std::fs::write(work.join("README.md"), "swarm demo words words words teammates\n").unwrap();
+    std::fs::write(
+        work.join("README.md"),
+        "swarm demo words words words teammates\n",
+    )
+    .unwrap();
     std::fs::write(work.join("src/a.rs"), "fn a() {}\n// TODO: more\n").unwrap();
     std::fs::write(work.join("src/b.rs"), "fn a() {}\n// TODO: more\n").unwrap();
     std::fs::write(work.join("notes.txt"), "one\ntwo\nthree\n").unwrap();
@@ -651,7 +782,9 @@ fn the_demo_runs_every_task_once_in_dependency_order_and_reports_to_the_lead() {
     sb.ok(&["team", "create", "demo"]);
     let t = team(&sb, "demo");
     for (i, m) in spec.teammates.iter().enumerate() {
-        t.roster().add_member(m.member("demo", i, &spec.dir)).unwrap();
+        t.roster()
+            .add_member(m.member("demo", i, &spec.dir))
+            .unwrap();
     }
     let swarm::config::Applied::Created(tasks) = spec.apply(&t).unwrap() else {
         panic!("a fresh team gets the demo tasks")
@@ -688,7 +821,11 @@ fn the_demo_runs_every_task_once_in_dependency_order_and_reports_to_the_lead() {
     );
     let all = t.tasks().list().unwrap().tasks;
     let by_id: BTreeMap<&str, &Task> = all.iter().map(|x| (x.id.as_str(), x)).collect();
-    let outputs: String = spec.teammates.iter().map(|m| panes.output(&m.name)).collect();
+    let outputs: String = spec
+        .teammates
+        .iter()
+        .map(|m| panes.output(&m.name))
+        .collect();
     for x in &all {
         assert_eq!(md(x, "exitCode"), json!(0), "{x:?}");
         assert_eq!(
@@ -707,8 +844,14 @@ fn the_demo_runs_every_task_once_in_dependency_order_and_reports_to_the_lead() {
             );
         }
     }
-    assert!(summary.contains("src/a.rs") || summary.contains(".rs"), "{summary}");
-    assert!(summary.contains("words"), "README word counts in the summary: {summary}");
+    assert!(
+        summary.contains("src/a.rs") || summary.contains(".rs"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("words"),
+        "README word counts in the summary: {summary}"
+    );
 }
 
 fn wait_for_summary(sb: &Sandbox, panes: &Panes) -> String {
@@ -716,17 +859,15 @@ fn wait_for_summary(sb: &Sandbox, panes: &Panes) -> String {
     wait_until(
         "the demo summary reaches the lead",
         WAIT,
-        || {
-            match inbox(sb, "demo", "team-lead")
-                .into_iter()
-                .find(|e| e.summary.as_deref() == Some("demo summary"))
-            {
-                Some(e) => {
-                    text = e.text;
-                    true
-                }
-                None => false,
+        || match inbox(sb, "demo", "team-lead")
+            .into_iter()
+            .find(|e| e.summary.as_deref() == Some("demo summary"))
+        {
+            Some(e) => {
+                text = e.text;
+                true
             }
+            None => false,
         },
         || panes.explain(),
     );
@@ -741,7 +882,13 @@ fn the_claude_preset_launches_with_the_references_argv_env_and_a_signed_first_pr
         m.model = Some("claude-opus-5-5".into());
         m.mode = Some("bypassPermissions".into());
     });
-    let member = t.roster().read().unwrap().member("researcher").unwrap().clone();
+    let member = t
+        .roster()
+        .read()
+        .unwrap()
+        .member("researcher")
+        .unwrap()
+        .clone();
     let session = t.roster().read().unwrap().lead_session_id.unwrap();
     let launch = swarm::agents::claude_launch(&t, &member, 1796022860317).unwrap();
 
@@ -754,9 +901,17 @@ fn the_claude_preset_launches_with_the_references_argv_env_and_a_signed_first_pr
         .unwrap(),
     )
     .unwrap();
-    let key_arg = launch.argv[launch.argv.iter().position(|a| a == "--lead-verify-key").unwrap() + 1]
-        .clone();
-    assert!(key_arg.starts_with("1796022860317.MCowBQYDK2VwAyEA"), "{key_arg}");
+    let key_arg = launch.argv[launch
+        .argv
+        .iter()
+        .position(|a| a == "--lead-verify-key")
+        .unwrap()
+        + 1]
+    .clone();
+    assert!(
+        key_arg.starts_with("1796022860317.MCowBQYDK2VwAyEA"),
+        "{key_arg}"
+    );
     let expected: Vec<String> = fixture["teammate_argv"]
         .as_array()
         .unwrap()
@@ -783,19 +938,38 @@ fn the_claude_preset_launches_with_the_references_argv_env_and_a_signed_first_pr
     let raw: Value = sb.read_json("teams/t/inboxes/researcher.json");
     let entries = raw.as_array().unwrap();
     assert_eq!(entries.len(), 1);
-    let keys: Vec<&str> = entries[0].as_object().unwrap().keys().map(String::as_str).collect();
+    let keys: Vec<&str> = entries[0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     assert_eq!(
         keys,
-        ["from", "text", "timestamp", "msgV", "msg_id", "type", "read", "lead_sig"]
+        [
+            "from",
+            "text",
+            "timestamp",
+            "msgV",
+            "msg_id",
+            "type",
+            "read",
+            "lead_sig"
+        ]
     );
     let entry = Entry::from_value(entries[0].clone()).unwrap();
-    assert_eq!((entry.from.as_str(), entry.text.as_str()), ("team-lead", "You are researcher."));
+    assert_eq!(
+        (entry.from.as_str(), entry.text.as_str()),
+        ("team-lead", "You are researcher.")
+    );
     let verifier = swarm::agents::signing::LeadVerifier::parse(&key_arg).unwrap();
-    assert!(verifier.verifies(&entry), "lead_sig must verify with --lead-verify-key");
-    let other = swarm::agents::signing::LeadVerifier::parse(
-        fixture["lead_verify_key"].as_str().unwrap(),
-    )
-    .unwrap();
+    assert!(
+        verifier.verifies(&entry),
+        "lead_sig must verify with --lead-verify-key"
+    );
+    let other =
+        swarm::agents::signing::LeadVerifier::parse(fixture["lead_verify_key"].as_str().unwrap())
+            .unwrap();
     assert!(!other.verifies(&entry));
     assert!(
         swarm::agents::write_initial_prompt(&t, "researcher", "{\"type\":\"shutdown_request\",\"requestId\":\"x\",\"from\":\"team-lead\",\"timestamp\":\"t\"}")
@@ -813,18 +987,33 @@ fn the_runtime_supervises_claude_and_reports_a_failed_exit() {
     let (bin, rec) = fake_bin(&sb, &["claude"]);
     let mut panes = Panes::new(&sb, T);
     panes.extra_path = Some(bin);
-    panes.env.push(("FAKE_CLI_DIR".into(), rec.to_string_lossy().into()));
+    panes
+        .env
+        .push(("FAKE_CLI_DIR".into(), rec.to_string_lossy().into()));
     panes.start("researcher");
-    assert_eq!(panes.wait_exit("researcher"), Some(0), "{}", panes.explain());
+    assert_eq!(
+        panes.wait_exit("researcher"),
+        Some(0),
+        "{}",
+        panes.explain()
+    );
     let argv = recorded_argv(&rec, "claude");
-    assert_eq!(&argv[..4], ["--agent-id", "researcher@t", "--agent-name", "researcher"]);
+    assert_eq!(
+        &argv[..4],
+        ["--agent-id", "researcher@t", "--agent-name", "researcher"]
+    );
     let env = std::fs::read_to_string(rec.join("claude.env")).unwrap();
-    assert!(env.contains("CLAUDECODE=1") && env.contains("SWARM_AGENT_NAME=researcher"), "{env}");
+    assert!(
+        env.contains("CLAUDECODE=1") && env.contains("SWARM_AGENT_NAME=researcher"),
+        "{env}"
+    );
     assert!(frames(&sb, "team-lead", "idle_notification").is_empty());
 
     // Exits 1 with a task it owned: the task goes back, the lead is told.
     let task = task_with(&t, "held", "true", &[]);
-    t.tasks().claim(Some(&task.id), "researcher", false).unwrap();
+    t.tasks()
+        .claim(Some(&task.id), "researcher", false)
+        .unwrap();
     panes.env.push(("FAKE_CLI_EXIT".into(), "1".into()));
     panes.start("researcher");
     let code = panes.running.last_mut().unwrap().1.wait().unwrap().code();
@@ -833,5 +1022,10 @@ fn the_runtime_supervises_claude_and_reports_a_failed_exit() {
     let idle = frames(&sb, "team-lead", "idle_notification");
     assert_eq!(idle.len(), 1);
     assert_eq!(idle[0]["idleReason"], "failed");
-    assert!(idle[0]["failureReason"].as_str().unwrap().contains("exit 1"));
+    assert!(
+        idle[0]["failureReason"]
+            .as_str()
+            .unwrap()
+            .contains("exit 1")
+    );
 }

@@ -97,7 +97,9 @@ pub fn claude_launch(team: &Team, member: &Member, ms: u64) -> Result<ClaudeLaun
 /// that is itself a protocol frame is refused.
 pub fn write_initial_prompt(team: &Team, name: &str, prompt: &str) -> Result<Entry> {
     if crate::protocol::Message::parse(prompt).is_some() {
-        bail!("the initial prompt for {name:?} is a protocol frame; refusing to send it as a prompt");
+        bail!(
+            "the initial prompt for {name:?} is a protocol frame; refusing to send it as a prompt"
+        );
     }
     let mailbox = team.mailbox();
     let old = mailbox

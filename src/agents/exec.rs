@@ -102,7 +102,11 @@ impl Preset {
     ) -> Vec<String> {
         let mut argv: Vec<String> = match command {
             Some(c) if !c.is_empty() => c.to_vec(),
-            _ => self.default_prefix().iter().map(|s| s.to_string()).collect(),
+            _ => self
+                .default_prefix()
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
         };
         if let Some(m) = model.filter(|m| !m.is_empty())
             && self != Preset::Command
@@ -182,7 +186,14 @@ mod tests {
     fn each_preset_builds_its_documented_command_line() {
         assert_eq!(
             Preset::Codex.argv(None, Some("o3"), None, "P"),
-            s(&["codex", "exec", "--skip-git-repo-check", "--model", "o3", "P"])
+            s(&[
+                "codex",
+                "exec",
+                "--skip-git-repo-check",
+                "--model",
+                "o3",
+                "P"
+            ])
         );
         assert_eq!(
             Preset::Gemini.argv(None, None, Some("bypassPermissions"), "P"),
@@ -194,7 +205,15 @@ mod tests {
         );
         assert_eq!(
             Preset::ClaudePrint.argv(None, Some("m"), Some("acceptEdits"), "P"),
-            s(&["claude", "-p", "--model", "m", "--permission-mode", "acceptEdits", "P"])
+            s(&[
+                "claude",
+                "-p",
+                "--model",
+                "m",
+                "--permission-mode",
+                "acceptEdits",
+                "P"
+            ])
         );
         let cmd = s(&["my-agent", "--flag"]);
         assert_eq!(
@@ -210,7 +229,12 @@ mod tests {
 
     #[test]
     fn messages_are_wrapped_as_claude_code_shows_them() {
-        let mut e = Entry::new("bob", "say \"hi\"".into(), Some("it's".into()), Some("blue".into()));
+        let mut e = Entry::new(
+            "bob",
+            "say \"hi\"".into(),
+            Some("it's".into()),
+            Some("blue".into()),
+        );
         e.color = Some("blue".into());
         assert_eq!(
             wrap_message(&e),

@@ -100,7 +100,9 @@ pub fn check_available(agent: &str, command: Option<&[String]>) -> Result<()> {
         (_, Some(p)) => p.clone(),
         (Agent::Claude, None) => "claude".to_string(),
         (Agent::Exec(Preset::Command), None) => {
-            bail!("agent \"command\" needs a command: `swarm spawn NAME --agent command -- PROG ARGS…` or `command = [...]` in swarm.toml")
+            bail!(
+                "agent \"command\" needs a command: `swarm spawn NAME --agent command -- PROG ARGS…` or `command = [...]` in swarm.toml"
+            )
         }
         (Agent::Exec(p), None) => p.default_prefix()[0].to_string(),
     };
@@ -114,9 +116,7 @@ pub fn check_available(agent: &str, command: Option<&[String]>) -> Result<()> {
         Agent::Exec(Preset::Aider) => "Aider",
         _ => "it",
     };
-    bail!(
-        "{program} is not installed (not found on PATH); install {shown} or pick --agent shell"
-    )
+    bail!("{program} is not installed (not found on PATH); install {shown} or pick --agent shell")
 }
 
 /// `program` resolved like `execvp` does: a path with `/` as is, else the
@@ -247,14 +247,19 @@ mod tests {
             Agent::Exec(Preset::ClaudePrint)
         );
         let err = Agent::from_name(Some("gpt")).unwrap_err().to_string();
-        assert!(err.contains("\"gpt\"") && err.contains("shell, claude"), "{err}");
+        assert!(
+            err.contains("\"gpt\"") && err.contains("shell, claude"),
+            "{err}"
+        );
     }
 
     #[test]
     fn a_missing_cli_is_a_clear_error() {
         assert!(check_available("shell", None).is_ok());
         let bogus = vec!["/nonexistent/claude".to_string()];
-        let err = check_available("claude", Some(&bogus)).unwrap_err().to_string();
+        let err = check_available("claude", Some(&bogus))
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             "/nonexistent/claude is not installed (not found on PATH); install Claude Code or pick --agent shell"

@@ -118,14 +118,22 @@ impl Invocation {
             .stderr(Stdio::piped());
         let mut child = match cmd.spawn() {
             Ok(c) => c,
-            Err(e) => return not_started(spawn_error(&self.argv[0], self.cwd.as_deref(), &e), start),
+            Err(e) => {
+                return not_started(spawn_error(&self.argv[0], self.cwd.as_deref(), &e), start);
+            }
         };
         let tail = Arc::new(Mutex::new(Tail::default()));
         let (done_tx, done_rx) = mpsc::channel();
         let mut readers = 0;
         for pipe in [
-            child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
-            child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
         ]
         .into_iter()
         .flatten()
@@ -272,7 +280,10 @@ mod tests {
         let pane: Arc<Mutex<Vec<u8>>> = Arc::new(Mutex::new(Vec::new()));
         let f = sh("echo out; echo err >&2; exit 3").run_captured(pane.clone());
         assert_eq!(f.ended, Ended::Exit(3));
-        assert!(f.output.contains("out\n") && f.output.contains("err\n"), "{f:?}");
+        assert!(
+            f.output.contains("out\n") && f.output.contains("err\n"),
+            "{f:?}"
+        );
         let shown = String::from_utf8(pane.lock().unwrap().clone()).unwrap();
         assert!(shown.contains("out") && shown.contains("err"), "{shown:?}");
     }
@@ -283,7 +294,10 @@ mod tests {
         assert_eq!(f.ended, Ended::Signal(9));
         assert!(f.ended.is_crash());
         let f = Invocation::new(vec!["/nonexistent/agent".into()]).run_captured(sink());
-        assert!(matches!(f.ended, Ended::NotStarted(ref w) if w.contains("not found")), "{f:?}");
+        assert!(
+            matches!(f.ended, Ended::NotStarted(ref w) if w.contains("not found")),
+            "{f:?}"
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::mailbox::Entry;
 use crate::paths::Root;
 use anyhow::{Context, Result, bail};
 use base64::Engine;
-use base64::engine::general_purpose::{URL_SAFE_NO_PAD, URL_SAFE};
+use base64::engine::general_purpose::{URL_SAFE, URL_SAFE_NO_PAD};
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 use std::io::Read;
 use std::path::PathBuf;
@@ -90,8 +90,7 @@ impl LeadKey {
         let key = Self::generate()?;
         let path = Self::path(root, team, name)?;
         if let Some(dir) = path.parent() {
-            atomic_file::ensure_dir(dir)
-                .with_context(|| format!("creating {}", dir.display()))?;
+            atomic_file::ensure_dir(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
         let seed = URL_SAFE_NO_PAD.encode(key.key.to_bytes());
         // create_new: if another process created it first, use theirs.
@@ -183,7 +182,8 @@ impl LeadVerifier {
         let raw: [u8; 32] = raw
             .try_into()
             .with_context(|| format!("verify key {b64:?} has {} key bytes, not 32", raw.len()))?;
-        let key = VerifyingKey::from_bytes(&raw).context("verify key is not a valid Ed25519 point")?;
+        let key =
+            VerifyingKey::from_bytes(&raw).context("verify key is not a valid Ed25519 point")?;
         Ok(LeadVerifier { ms, key })
     }
 
@@ -204,7 +204,11 @@ impl LeadVerifier {
     }
 
     pub fn raw_hex(&self) -> String {
-        self.key.as_bytes().iter().map(|b| format!("{b:02x}")).collect()
+        self.key
+            .as_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
     }
 }
 
@@ -291,10 +295,17 @@ mod tests {
         let sig = e.lead_sig.clone().unwrap();
         assert_eq!(sig.len(), 86);
         assert!(LeadVerifier::parse(&arg).unwrap().verifies(&e));
-        assert!(!LeadVerifier::parse(&bob.verify_key_arg(1)).unwrap().verifies(&e));
+        assert!(
+            !LeadVerifier::parse(&bob.verify_key_arg(1))
+                .unwrap()
+                .verifies(&e)
+        );
 
         let mut peer = Entry::new("bob", "x".into(), None, None);
         key.sign_entry(&mut peer);
-        assert_eq!(peer.lead_sig, None, "only lead/user/system entries are signed");
+        assert_eq!(
+            peer.lead_sig, None,
+            "only lead/user/system entries are signed"
+        );
     }
 }

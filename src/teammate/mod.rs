@@ -30,7 +30,10 @@ use std::path::PathBuf;
 pub fn run(ctx: &Context, args: TeammateArgs) -> Result<Exit> {
     names::validate_member(&args.name).map_err(|e| anyhow::anyhow!("--name: {e}"))?;
     let team = ctx.team()?;
-    let log = team.root.logs_dir(&team.name)?.join(format!("teammate-{}.log", args.name));
+    let log = team
+        .root
+        .logs_dir(&team.name)?
+        .join(format!("teammate-{}.log", args.name));
     crate::logging::init_file(&log)
         .with_context(|| format!("opening the log file {}", log.display()))?;
     let member = team
@@ -38,13 +41,22 @@ pub fn run(ctx: &Context, args: TeammateArgs) -> Result<Exit> {
         .read()?
         .member(&args.name)
         .cloned()
-        .with_context(|| format!("{:?} is not on the roster of team {:?}", args.name, team.name))?;
+        .with_context(|| {
+            format!(
+                "{:?} is not on the roster of team {:?}",
+                args.name, team.name
+            )
+        })?;
     let agent = Agent::of(&member)?;
     let scratch = team.root.scratchpad(&team.name)?;
     crate::atomic_file::ensure_dir(&scratch)
         .with_context(|| format!("creating the scratchpad {}", scratch.display()))?;
     let env = agent_env(&team, &member, &scratch)?;
-    let cwd = member.cwd.as_deref().filter(|c| !c.is_empty()).map(PathBuf::from);
+    let cwd = member
+        .cwd
+        .as_deref()
+        .filter(|c| !c.is_empty())
+        .map(PathBuf::from);
     tracing::info!(member = %member.name, agent = agent.name(), "teammate runtime starting");
 
     if agent == Agent::Claude {

@@ -169,12 +169,19 @@ mod tests {
             assert!(!w.wait(Duration::from_millis(50)));
             for d in [&a, &b] {
                 crate::atomic_file::write_atomic(&d.path().join("7.json"), b"{}").unwrap();
-                assert!(w.wait(Duration::from_secs(5)), "no wake-up (polling: {})", w.is_polling());
+                assert!(
+                    w.wait(Duration::from_secs(5)),
+                    "no wake-up (polling: {})",
+                    w.is_polling()
+                );
             }
             std::fs::create_dir(a.path().join("7.json.lock")).unwrap();
             std::fs::remove_dir(a.path().join("7.json.lock")).unwrap();
             std::fs::write(b.path().join(".highwatermark"), b"3").unwrap();
-            assert!(!w.wait(Duration::from_millis(1200)), "locks and marks must not wake");
+            assert!(
+                !w.wait(Duration::from_millis(1200)),
+                "locks and marks must not wake"
+            );
         }
     }
 }

@@ -95,6 +95,10 @@ enum Flow {
 }
 
 /// What the plan gate decided.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one short-lived value per plan request"
+)]
 enum Gate {
     Approved,
     Rejected(String),
@@ -192,7 +196,11 @@ impl Runtime {
             self.team.name,
             self.runner.agent.name()
         ));
-        let how = if polling { "polling every second" } else { "file events" };
+        let how = if polling {
+            "polling every second"
+        } else {
+            "file events"
+        };
         self.say(&format!("  waiting for messages and tasks ({how})"));
     }
 
@@ -237,7 +245,11 @@ impl Runtime {
             }
         }
         while let Some(id) = self.assigned.pop_first() {
-            if let Claim::Claimed(t) = self.team.tasks().claim(Some(&id.to_string()), &self.me, false)? {
+            if let Claim::Claimed(t) =
+                self.team
+                    .tasks()
+                    .claim(Some(&id.to_string()), &self.me, false)?
+            {
                 return Ok(Work::Task(t));
             }
         }
@@ -417,7 +429,11 @@ impl Runtime {
         if f.ended.is_crash() {
             return Ok(Flow::Crashed {
                 task: Some(task.id.clone()),
-                reason: format!("the agent {} while running task {}", f.ended.describe(), task.id),
+                reason: format!(
+                    "the agent {} while running task {}",
+                    f.ended.describe(),
+                    task.id
+                ),
             });
         }
         let (output, cut) = tail_of(&f.output, OUTPUT_META_BYTES);
@@ -444,7 +460,10 @@ impl Runtime {
             let why = f.ended.describe();
             md.insert("failed".into(), json!(true));
             md.insert("failedBy".into(), json!(self.me));
-            md.insert("lastFailure".into(), json!(format!("{why} at {}", clock::now_iso())));
+            md.insert(
+                "lastFailure".into(),
+                json!(format!("{why} at {}", clock::now_iso())),
+            );
             self.update_task(&task.id, Some(Status::Pending), None, md)?;
             self.say(&format!("✘ task {} failed ({why}, {secs:.1} s)", task.id));
             let text = format!(
@@ -509,7 +528,10 @@ impl Runtime {
             request_id: id.clone(),
         });
         self.team.send_protocol(&self.me, LEAD_NAME, &msg, true)?;
-        self.say(&format!("⏸ task {}: waiting for the lead to approve the plan ({id})", task.id));
+        self.say(&format!(
+            "⏸ task {}: waiting for the lead to approve the plan ({id})",
+            task.id
+        ));
         loop {
             for e in self.unread()? {
                 match e.protocol() {
