@@ -17,14 +17,18 @@
 //! - [`protocol`]: typed structured messages carried in inbox entries.
 //! - [`tasks`]: the shared task list: ids, claims, dependencies.
 //! - [`teammate`]: the runtime in every teammate pane.
+//! - [`agents`]: shell, exec presets and Claude Code: how work reaches a CLI.
+//! - [`config`]: the team spec (`swarm.toml`) and the embedded demo.
 //!
 //! The design lives in `DESIGN.md` of the project's shared folder; the
 //! byte-level formats in its `reference/claude-code-teams.md`.
 
+pub mod agents;
 pub mod atomic_file;
 pub mod cli;
 pub mod clock;
 pub mod commands;
+pub mod config;
 pub mod json_text;
 pub mod lead;
 pub mod logging;

@@ -1,10 +1,132 @@
-//! The teammate runtime: the first process in every teammate pane.
+//! The teammate runtime: the first process in every teammate pane
+//! (`swarm teammate --name N`, with `--team`/`SWARM_TEAM` and
+//! `--home`/`SWARM_HOME`).
+//!
+//! It reads its member record, logs to `teammate-<name>.log` under the
+//! team's state (never to the pane), ensures the team scratchpad, and builds
+//! the agent's environment: `SWARM_HOME`, `SWARM_TEAM`, `SWARM_AGENT_NAME`,
+//! `SWARM_AGENT_ID`, `SWARM_AGENT_COLOR`, `SWARM_SCRATCHPAD`, the member's
+//! `swarmEnv`, and `PATH` with this `swarm` executable's directory first, so
+//! `swarm send …` and `swarm task …` work from the agent with no flags.
+//!
+//! Then, for `claude`, it execs Claude Code in teammate mode and supervises
+//! it (Claude Code reads its own inbox); for every other agent it runs the
+//! work loop of [`work`]: wake on file changes ([`wake`]), pick the most
+//! urgent unit, run it through the agent, report, go idle.
 
+mod wake;
+mod work;
+
+pub use wake::Wakeups;
+
+use crate::agents::{self, Agent, Runner};
 use crate::cli::TeammateArgs;
 use crate::commands::{Context, Exit};
-use anyhow::{Result, bail};
+use crate::team::{Member, SwarmField, Team, names};
+use anyhow::{Context as _, Result, bail};
+use std::path::PathBuf;
 
 /// Runs the runtime for one member until it shuts down.
-pub fn run(_ctx: &Context, args: TeammateArgs) -> Result<Exit> {
-    bail!("teammate runtime for {:?} is being built", args.name)
+pub fn run(ctx: &Context, args: TeammateArgs) -> Result<Exit> {
+    names::validate_member(&args.name).map_err(|e| anyhow::anyhow!("--name: {e}"))?;
+    let team = ctx.team()?;
+    let log = team
+        .root
+        .logs_dir(&team.name)?
+        .join(format!("teammate-{}.log", args.name));
+    crate::logging::init_file(&log)
+        .with_context(|| format!("opening the log file {}", log.display()))?;
+    let member = team
+        .roster()
+        .read()?
+        .member(&args.name)
+        .cloned()
+        .with_context(|| {
+            format!(
+                "{:?} is not on the roster of team {:?}",
+                args.name, team.name
+            )
+        })?;
+    let agent = Agent::of(&member)?;
+    let scratch = team.root.scratchpad(&team.name)?;
+    crate::atomic_file::ensure_dir(&scratch)
+        .with_context(|| format!("creating the scratchpad {}", scratch.display()))?;
+    let env = agent_env(&team, &member, &scratch)?;
+    let cwd = member
+        .cwd
+        .as_deref()
+        .filter(|c| !c.is_empty())
+        .map(PathBuf::from);
+    tracing::info!(member = %member.name, agent = agent.name(), "teammate runtime starting");
+
+    if agent == Agent::Claude {
+        return work::supervise_claude(&team, &member, cwd, env);
+    }
+    let runner = Runner {
+        agent,
+        cwd,
+        env,
+        command: agents::member_command(&member)?,
+        model: member.model.clone(),
+        role_prompt: member.prompt.clone(),
+    };
+    work::Runtime::new(team, member, runner).run()
+}
+
+/// The environment every agent process of `member` gets, on top of the
+/// pane's own.
+pub fn agent_env(
+    team: &Team,
+    member: &Member,
+    scratch: &std::path::Path,
+) -> Result<Vec<(String, String)>> {
+    let mut env = vec![
+        (
+            "SWARM_HOME".to_string(),
+            team.root.dir().to_string_lossy().into_owned(),
+        ),
+        ("SWARM_TEAM".to_string(), team.name.clone()),
+        ("SWARM_AGENT_NAME".to_string(), member.name.clone()),
+        (
+            "SWARM_AGENT_ID".to_string(),
+            format!("{}@{}", member.name, team.name),
+        ),
+        (
+            "SWARM_AGENT_COLOR".to_string(),
+            member.color.clone().unwrap_or_default(),
+        ),
+        (
+            "SWARM_SCRATCHPAD".to_string(),
+            scratch.to_string_lossy().into_owned(),
+        ),
+        ("PATH".to_string(), path_with_swarm()?),
+    ];
+    if let Some(v) = member.swarm_field(SwarmField::Env) {
+        let Some(obj) = v.as_object() else {
+            bail!("{}'s swarmEnv is not an object: {v}", member.name);
+        };
+        for (k, v) in obj {
+            let Some(s) = v.as_str() else {
+                bail!("{}'s swarmEnv.{k} is not a string: {v}", member.name);
+            };
+            env.retain(|(name, _)| name != k);
+            env.push((k.clone(), s.to_string()));
+        }
+    }
+    Ok(env)
+}
+
+/// `PATH` with the directory of the running `swarm` first.
+fn path_with_swarm() -> Result<String> {
+    let exe = std::env::current_exe().context("finding the swarm executable")?;
+    let dir = exe
+        .parent()
+        .context("the swarm executable has no directory")?
+        .to_path_buf();
+    let mut dirs = vec![dir.clone()];
+    if let Some(p) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&p).filter(|d| *d != dir));
+    }
+    let joined = std::env::join_paths(dirs).context("building PATH for the agent")?;
+    Ok(joined.to_string_lossy().into_owned())
 }

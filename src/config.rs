@@ -1,0 +1,436 @@
+//! The team spec, `swarm.toml`: the team's name, its backend, its
+//! teammates and its initial tasks; and the embedded demo spec.
+//!
+//! ```toml
+//! team = "demo"
+//! backend = "auto"            # optional: auto, tmux, iterm2, windows-terminal, in-process
+//!
+//! [[teammate]]
+//! name = "alice"              # required; ^[a-z0-9][a-z0-9-]{0,63}$
+//! agent = "shell"             # optional: shell (default), claude, codex, gemini, aider, claude-print, command
+//! prompt = "You count lines." # optional role prompt
+//! model = "o3"                # optional
+//! color = "blue"              # optional palette colour
+//! cwd = "src"                 # optional, relative to the spec's directory
+//! plan_mode_required = false  # optional
+//! command = ["prog", "arg"]   # optional: argv prefix (required for agent = "command")
+//! env = { K = "V" }           # optional extra environment
+//!
+//! [[task]]
+//! subject = "count lines"     # required
+//! description = "..."         # optional
+//! command = "wc -l *.rs"      # optional: what a shell teammate runs (metadata.command)
+//! blocked_by = [1]            # optional: 1-based indices of tasks in this file
+//! ```
+//!
+//! Unknown keys are refused with their name. [`TeamSpec::apply`] creates
+//! the tasks only on an empty task list, so running `swarm up` again never
+//! duplicates them.
+
+use crate::agents::Agent;
+use crate::tasks::{NewTask, Task};
+use crate::team::{Member, SwarmField, Team, colors, names};
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Backends a spec may name.
+pub const BACKENDS: [&str; 5] = ["auto", "tmux", "iterm2", "windows-terminal", "in-process"];
+
+/// A parsed and validated `swarm.toml`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TeamSpec {
+    pub team: String,
+    #[serde(default)]
+    pub backend: Option<String>,
+    #[serde(default, rename = "teammate")]
+    pub teammates: Vec<TeammateSpec>,
+    #[serde(default, rename = "task")]
+    pub tasks: Vec<TaskSpec>,
+    /// The directory relative `cwd`s are resolved against (the spec file's
+    /// directory; the current directory for a spec from a string).
+    #[serde(skip)]
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TeammateSpec {
+    pub name: String,
+    #[serde(default)]
+    pub agent: Option<String>,
+    #[serde(default)]
+    pub prompt: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub color: Option<String>,
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    #[serde(default)]
+    pub plan_mode_required: bool,
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskSpec {
+    pub subject: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub command: Option<String>,
+    #[serde(default)]
+    pub blocked_by: Vec<usize>,
+}
+
+/// What [`TeamSpec::apply`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Applied {
+    /// The tasks were created (in the spec's order where dependencies allow).
+    Created(Vec<Task>),
+    /// The task list already had this many tasks; nothing was created.
+    AlreadyHadTasks(usize),
+}
+
+impl TeamSpec {
+    /// Reads and validates a spec file.
+    pub fn load(path: &Path) -> Result<TeamSpec> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the team spec {}", path.display()))?;
+        let mut spec = Self::parse(&text).with_context(|| format!("in {}", path.display()))?;
+        spec.dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Ok(spec)
+    }
+
+    /// Parses and validates a spec; relative `cwd`s resolve against `.`.
+    #[allow(
+        clippy::should_implement_trait,
+        reason = "returns anyhow, with validation"
+    )]
+    pub fn from_str(text: &str) -> Result<TeamSpec> {
+        Self::parse(text)
+    }
+
+    fn parse(text: &str) -> Result<TeamSpec> {
+        let mut spec: TeamSpec = toml::from_str(text)
+            .map_err(|e| anyhow::anyhow!("invalid team spec: {}", e.to_string().trim_end()))?;
+        spec.dir = PathBuf::from(".");
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// Checks names, agents, colours, commands and task dependencies.
+    pub fn validate(&self) -> Result<()> {
+        names::validate_team(&self.team).map_err(|e| anyhow::anyhow!("team: {e}"))?;
+        if let Some(b) = &self.backend
+            && !BACKENDS.contains(&b.as_str())
+        {
+            bail!(
+                "backend {b:?} is unknown; pick one of {}",
+                BACKENDS.join(", ")
+            );
+        }
+        let mut seen = BTreeSet::new();
+        for (i, t) in self.teammates.iter().enumerate() {
+            let at = format!("teammate {} ({:?})", i + 1, t.name);
+            names::validate_member(&t.name).map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
+            if !seen.insert(t.name.to_ascii_lowercase()) {
+                bail!("{at}: the name {:?} is used twice", t.name);
+            }
+            let agent = Agent::from_name(t.agent.as_deref()).with_context(|| at.clone())?;
+            if let Some(c) = &t.color
+                && !colors::is_palette(c)
+            {
+                bail!(
+                    "{at}: colour {c:?} is not one of {}",
+                    colors::PALETTE.join(", ")
+                );
+            }
+            match &t.command {
+                Some(c) if c.is_empty() || c[0].is_empty() => {
+                    bail!("{at}: command must name a program")
+                }
+                None if agent == Agent::Exec(crate::agents::Preset::Command) => {
+                    bail!("{at}: agent \"command\" needs command = [\"prog\", \"args\", …]")
+                }
+                _ => {}
+            }
+        }
+        let n = self.tasks.len();
+        for (i, t) in self.tasks.iter().enumerate() {
+            let at = format!("task {} ({:?})", i + 1, t.subject);
+            if t.subject.trim().is_empty() {
+                bail!("task {}: subject is empty", i + 1);
+            }
+            for &b in &t.blocked_by {
+                if b == 0 || b > n {
+                    bail!("{at}: blocked_by {b} is out of range (tasks are numbered 1 to {n})");
+                }
+                if b == i + 1 {
+                    bail!("{at}: a task cannot be blocked by itself");
+                }
+            }
+        }
+        self.creation_order().map(|_| ())
+    }
+
+    /// Task indices (0-based) in an order where every blocker comes first,
+    /// the spec's order wherever dependencies allow; a cycle is an error.
+    fn creation_order(&self) -> Result<Vec<usize>> {
+        let n = self.tasks.len();
+        let mut done = vec![false; n];
+        let mut order = Vec::with_capacity(n);
+        while order.len() < n {
+            let next =
+                (0..n).find(|&i| !done[i] && self.tasks[i].blocked_by.iter().all(|&b| done[b - 1]));
+            match next {
+                Some(i) => {
+                    done[i] = true;
+                    order.push(i);
+                }
+                None => {
+                    let stuck: Vec<String> = (0..n)
+                        .filter(|&i| !done[i])
+                        .map(|i| (i + 1).to_string())
+                        .collect();
+                    bail!(
+                        "tasks {} block each other in a cycle (blocked_by)",
+                        stuck.join(", ")
+                    );
+                }
+            }
+        }
+        Ok(order)
+    }
+
+    /// Creates the spec's tasks on `team`'s empty task list (blockers
+    /// first, `blocked_by` indices mapped to the real ids, `command` in
+    /// `metadata.command`). A list that already has tasks is left alone.
+    pub fn apply(&self, team: &Team) -> Result<Applied> {
+        let store = team.tasks();
+        let existing = store.list()?.tasks.len();
+        if existing > 0 {
+            return Ok(Applied::AlreadyHadTasks(existing));
+        }
+        let mut ids: Vec<Option<String>> = vec![None; self.tasks.len()];
+        let mut created = Vec::new();
+        for i in self.creation_order()? {
+            let t = &self.tasks[i];
+            let metadata = t.command.as_ref().map(|c| {
+                let mut m = Map::new();
+                m.insert("command".into(), Value::String(c.clone()));
+                m
+            });
+            let blocked_by = t
+                .blocked_by
+                .iter()
+                .map(|&b| ids[b - 1].clone().expect("blockers are created first"))
+                .collect();
+            let task = store
+                .create(NewTask {
+                    subject: t.subject.clone(),
+                    description: t.description.clone(),
+                    active_form: None,
+                    blocked_by,
+                    metadata,
+                })
+                .with_context(|| format!("creating task {:?}", t.subject))?;
+            ids[i] = Some(task.id.clone());
+            created.push(task);
+        }
+        Ok(Applied::Created(created))
+    }
+}
+
+impl TeammateSpec {
+    /// The roster entry for this teammate, the `index`-th (0-based) of the
+    /// team (for the default colour), with a relative `cwd` resolved
+    /// against `dir`. Its pane does not exist yet (`tmuxPaneId` is `""`).
+    pub fn member(&self, team: &str, index: usize, dir: &Path) -> Member {
+        let color = self
+            .color
+            .clone()
+            .unwrap_or_else(|| colors::for_teammate(index).to_string());
+        let cwd = match &self.cwd {
+            Some(c) => dir.join(c),
+            None => dir.to_path_buf(),
+        };
+        let mut m = Member::teammate(team, &self.name, &color, &cwd.to_string_lossy());
+        m.model = self.model.clone();
+        m.prompt = self.prompt.clone();
+        m.plan_mode_required = Some(self.plan_mode_required);
+        m.set_swarm_field(
+            SwarmField::Agent,
+            json!(self.agent.clone().unwrap_or_else(|| "shell".into())),
+        );
+        if let Some(c) = &self.command {
+            m.set_swarm_field(SwarmField::Command, json!(c));
+        }
+        if !self.env.is_empty() {
+            m.set_swarm_field(SwarmField::Env, json!(self.env));
+        }
+        m
+    }
+}
+
+/// The embedded demo (`swarm up --demo`): three shell teammates and ten
+/// small real tasks over the current directory, using only POSIX tools.
+/// Results go to `$SWARM_SCRATCHPAD/demo/`; the last task summarises them
+/// and sends the summary to the lead.
+pub const DEMO_SPEC: &str = include_str!("config/demo.toml");
+
+impl TeamSpec {
+    /// The demo spec, its teammates working in `cwd`.
+    pub fn demo(cwd: &Path) -> TeamSpec {
+        let mut spec = TeamSpec::from_str(DEMO_SPEC).expect("the embedded demo spec is valid");
+        spec.dir = cwd.to_path_buf();
+        spec
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_spec_parses() {
+        let spec = TeamSpec::from_str(
+            r#"
+            team = "web"
+            backend = "tmux"
+            [[teammate]]
+            name = "alice"
+            agent = "codex"
+            prompt = "You write tests."
+            model = "o3"
+            color = "green"
+            cwd = "sub"
+            plan_mode_required = true
+            command = ["codex", "exec"]
+            env = { FOO = "bar" }
+            [[teammate]]
+            name = "bob"
+            [[task]]
+            subject = "a"
+            command = "true"
+            [[task]]
+            subject = "b"
+            blocked_by = [1]
+            "#,
+        )
+        .unwrap();
+        assert_eq!(spec.teammates.len(), 2);
+        assert_eq!(spec.tasks[1].blocked_by, vec![1]);
+        let m = spec.teammates[0].member("web", 0, Path::new("/p"));
+        assert_eq!(m.cwd.as_deref(), Some("/p/sub"));
+        assert_eq!(m.agent(), Some("codex"));
+        assert_eq!(m.color.as_deref(), Some("green"));
+        assert_eq!(m.plan_mode_required, Some(true));
+        assert_eq!(m.swarm_field(SwarmField::Env), Some(&json!({"FOO": "bar"})));
+        let b = spec.teammates[1].member("web", 1, Path::new("/p"));
+        assert_eq!(b.agent(), Some("shell"));
+        assert_eq!(b.color.as_deref(), Some(colors::for_teammate(1)));
+    }
+
+    fn err(text: &str) -> String {
+        format!("{:#}", TeamSpec::from_str(text).unwrap_err())
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_with_their_name() {
+        let e = err("team = \"t\"\ncolour = \"red\"\n");
+        assert!(e.contains("unknown field `colour`"), "{e}");
+        let e = err("team = \"t\"\n[[teammate]]\nname = \"a\"\nagnet = \"shell\"\n");
+        assert!(e.contains("unknown field `agnet`"), "{e}");
+        let e = err("team = \"t\"\n[[task]]\nsubject = \"a\"\nblockedBy = [1]\n");
+        assert!(e.contains("unknown field `blockedBy`"), "{e}");
+    }
+
+    #[test]
+    fn bad_names_duplicates_and_dependencies_are_clear_errors() {
+        assert!(err("team = \"Web\"").contains("team"));
+        let dup = "team = \"t\"\n[[teammate]]\nname = \"a\"\n[[teammate]]\nname = \"a\"\n";
+        assert!(err(dup).contains("used twice"), "{}", err(dup));
+        let lead = "team = \"t\"\n[[teammate]]\nname = \"team-lead\"\n";
+        assert!(err(lead).contains("teammate 1"), "{}", err(lead));
+        let agent = "team = \"t\"\n[[teammate]]\nname = \"a\"\nagent = \"gpt\"\n";
+        assert!(
+            err(agent).contains("unknown agent \"gpt\""),
+            "{}",
+            err(agent)
+        );
+        let cmd = "team = \"t\"\n[[teammate]]\nname = \"a\"\nagent = \"command\"\n";
+        assert!(err(cmd).contains("needs command"), "{}", err(cmd));
+        let range = "team = \"t\"\n[[task]]\nsubject = \"a\"\nblocked_by = [2]\n";
+        assert!(err(range).contains("out of range"), "{}", err(range));
+        let me = "team = \"t\"\n[[task]]\nsubject = \"a\"\nblocked_by = [1]\n";
+        assert!(err(me).contains("by itself"), "{}", err(me));
+        let cycle = "team = \"t\"\n[[task]]\nsubject = \"a\"\nblocked_by = [2]\n\
+                     [[task]]\nsubject = \"b\"\nblocked_by = [1]\n";
+        assert!(err(cycle).contains("cycle"), "{}", err(cycle));
+    }
+
+    #[test]
+    fn apply_maps_indices_to_ids_and_never_duplicates() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = crate::paths::Root::new(dir.path());
+        let team = Team::new(&root, "t");
+        team.roster().create(None, "/").unwrap();
+        // Task 1 is blocked by task 2, written later: 2 is created first.
+        let spec = TeamSpec::from_str(
+            "team = \"t\"\n[[task]]\nsubject = \"late\"\nblocked_by = [2]\n\
+             [[task]]\nsubject = \"early\"\ncommand = \"echo hi\"\n",
+        )
+        .unwrap();
+        let Applied::Created(tasks) = spec.apply(&team).unwrap() else {
+            panic!("expected tasks to be created")
+        };
+        assert_eq!(tasks[0].subject, "early");
+        assert_eq!(tasks[1].subject, "late");
+        assert_eq!(tasks[1].blocked_by, vec![tasks[0].id.clone()]);
+        assert_eq!(
+            tasks[0].metadata.as_ref().unwrap()["command"],
+            json!("echo hi")
+        );
+        assert_eq!(spec.apply(&team).unwrap(), Applied::AlreadyHadTasks(2));
+        assert_eq!(team.tasks().list().unwrap().tasks.len(), 2);
+    }
+
+    #[test]
+    fn the_demo_is_valid_three_shell_teammates_and_about_ten_tasks() {
+        let spec = TeamSpec::demo(Path::new("/somewhere"));
+        assert_eq!(spec.team, "demo");
+        assert_eq!(spec.teammates.len(), 3);
+        assert!(
+            spec.teammates
+                .iter()
+                .all(|t| t.agent.as_deref() == Some("shell"))
+        );
+        assert!((8..=12).contains(&spec.tasks.len()));
+        let last = spec.tasks.last().unwrap();
+        assert!(last.blocked_by.len() >= 2);
+        assert!(
+            last.command
+                .as_deref()
+                .unwrap()
+                .contains("swarm send --to team-lead")
+        );
+        assert_eq!(
+            spec.teammates[0]
+                .member("demo", 0, &spec.dir)
+                .cwd
+                .as_deref(),
+            Some("/somewhere")
+        );
+    }
+}

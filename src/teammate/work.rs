@@ -1,0 +1,695 @@
+//! The work loop of a teammate runtime (every agent but `claude`).
+//!
+//! Each time it picks work, in this order: a `shutdown_request` from the
+//! lead > plain messages from the lead > plain messages from peers > a task
+//! assigned to it by someone else > the lowest-id claimable task (claimed
+//! atomically, then a `task_assignment` to itself, as the CLI does). Other
+//! protocol frames are applied on the way (`mode_set_request` from the lead
+//! is recorded in the roster and used on the next run) or consumed and
+//! logged. A message is consumed only after its unit ran and the reply was
+//! sent.
+//!
+//! After each unit: results go back (a reply to each sender; a task is
+//! completed with `metadata.exitCode`, `output` (bounded tail), `completedBy`,
+//! `durationMs`, `startedAt` and `finishedAt` (epoch ms)). When no work is left: exactly one `idle_notification`
+//! to the lead for this transition to idle, describing the last unit, and
+//! `isActive:false` (set `true` when a unit starts).
+//!
+//! Decisions, documented:
+//! * **A failed task** (non-zero exit) is never completed. It stays on the
+//!   board `pending` and still owned by this member, with
+//!   `metadata.failed:true`, `exitCode`, `output`, `failedBy` and
+//!   `lastFailure`, so nobody re-runs it blindly in a loop; the lead gets a
+//!   plain message saying so. The lead retries by re-assigning it (the new
+//!   owner's runtime runs tasks assigned to it) or by unassigning it (then
+//!   anyone may claim it); a member that leaves returns it to the pool.
+//! * **A crash** (the agent killed by a signal, or not startable): the task
+//!   goes back to the board (owner removed, `pending`, `lastFailure`), the
+//!   lead gets `idle_notification` with `idleReason:"failed"` and a
+//!   `failureReason`, and the runtime exits non-zero.
+//! * **Shutdown**: the runtime runs one unit at a time, so a request that
+//!   arrives mid-unit is answered when the unit has finished (and its result
+//!   is reported): then nothing is in flight and it is approved
+//!   (`shutdown_approved` with the roster's `paneId` and `backendType`, exit
+//!   0). While a task waits for plan approval, the task is handed back to
+//!   the board first. A request not from `team-lead` is rejected with a
+//!   reason (`shutdown_rejected` to the lead).
+//! * **Plan mode**: before a task runs, a `plan_approval_request` whose
+//!   `planContent` is what will run goes to the lead; the runtime waits for
+//!   the matching response (still answering a shutdown). Rejected: the task
+//!   stays pending and owned, with `metadata.planRejected` holding the
+//!   feedback, and the idle notification says why.
+
+use crate::agents::process::{Finished, tail_of};
+use crate::agents::{Pane, Runner};
+use crate::clock;
+use crate::commands::Exit;
+use crate::mailbox::{Entry, MAX_TEXT_BYTES};
+use crate::protocol::{
+    self, CompletedStatus, IdleNotification, IdleReason, Message, ModeSetRequest,
+    PlanApprovalRequest, ShutdownApproved, ShutdownRejected, ShutdownRequest,
+};
+use crate::tasks::{Claim, Status, Task, TaskUpdate, parse_id};
+use crate::team::names::LEAD_NAME;
+use crate::team::{Member, Team};
+use anyhow::{Result, anyhow};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::Wakeups;
+
+/// How long an idle runtime sleeps before looking again on its own (file
+/// events wake it at once; this is only a safety net).
+const IDLE_WAIT: Duration = Duration::from_secs(300);
+/// Most bytes of output kept in a task's metadata.
+const OUTPUT_META_BYTES: usize = 4000;
+/// Most characters of `result` in an idle notification (as Claude Code).
+const RESULT_CHARS: usize = 4000;
+/// Room left in a reply for the truncation note and the exit line.
+const REPLY_SLACK: usize = 512;
+
+/// Senders whose plain messages count as the lead's.
+fn is_lead(from: &str) -> bool {
+    matches!(from, LEAD_NAME | "user" | "system")
+}
+
+/// What the loop does next.
+enum Work {
+    Shutdown(Entry, ShutdownRequest),
+    Messages(Vec<Entry>),
+    Task(Task),
+    Nothing,
+}
+
+/// How a unit ended, for the loop.
+enum Flow {
+    Continue,
+    Exit(Exit),
+    Crashed {
+        task: Option<String>,
+        reason: String,
+    },
+}
+
+/// What the plan gate decided.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one short-lived value per plan request"
+)]
+enum Gate {
+    Approved,
+    Rejected(String),
+    Shutdown(Entry, ShutdownRequest),
+}
+
+/// The last unit, for the idle notification.
+struct Outcome {
+    task: Option<String>,
+    failure: Option<String>,
+    result: String,
+}
+
+pub struct Runtime {
+    team: Team,
+    me: String,
+    member: Member,
+    runner: Runner,
+    pane: Pane,
+    mode: Option<String>,
+    active: bool,
+    last: Option<Outcome>,
+    /// Tasks someone else assigned to this member (from `task_assignment`).
+    assigned: BTreeSet<u64>,
+}
+
+impl Runtime {
+    pub fn new(team: Team, member: Member, runner: Runner) -> Runtime {
+        Runtime {
+            me: member.name.clone(),
+            mode: member.mode.clone(),
+            team,
+            member,
+            runner,
+            pane: Arc::new(Mutex::new(std::io::stdout())),
+            active: false,
+            last: None,
+            assigned: BTreeSet::new(),
+        }
+    }
+
+    pub fn run(mut self) -> Result<Exit> {
+        let inboxes = self.team.root.inboxes_dir(&self.team.name)?;
+        let tasks = self.team.tasks().dir()?;
+        for d in [&inboxes, &tasks] {
+            crate::atomic_file::ensure_dir(d)
+                .map_err(|e| anyhow!("creating {}: {e}", d.display()))?;
+        }
+        // Watch before the first look, so nothing written in between is missed.
+        let mut wake = Wakeups::new(&[inboxes, tasks]);
+        self.banner(wake.is_polling());
+        self.team.roster().set_active(&self.me, false)?;
+        loop {
+            let flow = match self.next_work()? {
+                Work::Shutdown(entry, req) => Flow::Exit(self.approve_shutdown(&entry, &req)?),
+                Work::Messages(batch) => {
+                    self.start()?;
+                    self.handle_messages(batch)?
+                }
+                Work::Task(task) => {
+                    self.start()?;
+                    self.handle_task(task, &mut wake)?
+                }
+                Work::Nothing => {
+                    if self.active {
+                        self.go_idle()?;
+                    }
+                    wake.wait(IDLE_WAIT);
+                    Flow::Continue
+                }
+            };
+            match flow {
+                Flow::Continue => {}
+                Flow::Exit(exit) => return Ok(exit),
+                Flow::Crashed { task, reason } => return Err(self.crash(task, &reason)),
+            }
+        }
+    }
+
+    fn say(&self, line: &str) {
+        let mut p = self.pane.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = writeln!(p, "{line}").and_then(|()| p.flush());
+    }
+
+    fn banner(&self, polling: bool) {
+        let cwd = self
+            .runner
+            .cwd
+            .as_ref()
+            .map(|c| c.display().to_string())
+            .unwrap_or_else(|| ".".into());
+        self.say(&format!(
+            "swarm teammate {}@{} · agent {} · cwd {cwd}",
+            self.me,
+            self.team.name,
+            self.runner.agent.name()
+        ));
+        let how = if polling {
+            "polling every second"
+        } else {
+            "file events"
+        };
+        self.say(&format!("  waiting for messages and tasks ({how})"));
+    }
+
+    /// Unread entries of this member's inbox.
+    fn unread(&self) -> Result<Vec<Entry>> {
+        let read = self.team.mailbox().read(&self.me)?;
+        if let Some(q) = &read.quarantined {
+            tracing::warn!(copy = %q.display(), "my inbox was corrupt; copied aside");
+        }
+        Ok(read.entries.into_iter().filter(Entry::is_unread).collect())
+    }
+
+    fn consume(&self, entries: &[Entry]) -> Result<()> {
+        let keys: Vec<_> = entries.iter().map(Entry::key).collect();
+        self.team.mailbox().consume(&self.me, &keys)?;
+        Ok(())
+    }
+
+    fn next_work(&mut self) -> Result<Work> {
+        let entries = self.unread()?;
+        if let Some((e, r)) = entries.iter().find_map(|e| match e.protocol() {
+            Some(Message::ShutdownRequest(r)) if e.from == LEAD_NAME => Some((e.clone(), r)),
+            _ => None,
+        }) {
+            return Ok(Work::Shutdown(e, r));
+        }
+        let (mut lead, mut peers, mut handled) = (Vec::new(), Vec::new(), Vec::new());
+        for e in entries {
+            match e.protocol() {
+                None if is_lead(&e.from) => lead.push(e),
+                None => peers.push(e),
+                Some(msg) => {
+                    self.apply_frame(&e, msg)?;
+                    handled.push(e);
+                }
+            }
+        }
+        self.consume(&handled)?;
+        for batch in [lead, peers] {
+            if !batch.is_empty() {
+                return Ok(Work::Messages(batch));
+            }
+        }
+        while let Some(id) = self.assigned.pop_first() {
+            if let Claim::Claimed(t) =
+                self.team
+                    .tasks()
+                    .claim(Some(&id.to_string()), &self.me, false)?
+            {
+                return Ok(Work::Task(t));
+            }
+        }
+        match self.team.tasks().claim(None, &self.me, false)? {
+            Claim::Claimed(t) => {
+                if let Err(e) = self.team.notify_assignment(&t, &self.me, &self.me) {
+                    tracing::warn!(error = %format!("{e:#}"), task = %t.id, "task_assignment not sent");
+                }
+                Ok(Work::Task(t))
+            }
+            Claim::Refused(_) => Ok(Work::Nothing),
+        }
+    }
+
+    /// A protocol frame that is not a unit of work by itself.
+    fn apply_frame(&mut self, e: &Entry, msg: Message) -> Result<()> {
+        match msg {
+            Message::ShutdownRequest(r) => {
+                let reason = format!(
+                    "only {LEAD_NAME} may ask me to shut down (this request came from {:?})",
+                    e.from
+                );
+                self.say(&format!("✘ shutdown request from {} rejected", e.from));
+                self.team.send_protocol(
+                    &self.me,
+                    LEAD_NAME,
+                    &Message::ShutdownRejected(ShutdownRejected {
+                        request_id: r.request_id,
+                        from: self.me.clone(),
+                        reason,
+                        timestamp: clock::now_iso(),
+                    }),
+                    true,
+                )?;
+            }
+            Message::ModeSetRequest(m) if e.from == LEAD_NAME => self.apply_mode(&m)?,
+            Message::TaskAssignment(a) if a.assigned_by != self.me => {
+                if let Some(n) = parse_id(&a.task_id) {
+                    self.assigned.insert(n);
+                }
+            }
+            other => tracing::info!(from = %e.from, frame = %other.one_line(), "consumed"),
+        }
+        Ok(())
+    }
+
+    fn apply_mode(&mut self, m: &ModeSetRequest) -> Result<()> {
+        self.team.roster().set_mode(&self.me, &m.mode)?;
+        self.mode = Some(m.mode.clone());
+        self.say(&format!("⚙ permission mode: {}", m.mode));
+        Ok(())
+    }
+
+    fn start(&mut self) -> Result<()> {
+        if !self.active {
+            self.team.roster().set_active(&self.me, true)?;
+            self.active = true;
+        }
+        Ok(())
+    }
+
+    fn go_idle(&mut self) -> Result<()> {
+        let last = self.last.take();
+        let (task, failure, result) = match last {
+            Some(o) => (o.task, o.failure, o.result),
+            None => (None, None, "Teammate idle.".to_string()),
+        };
+        let status = task.as_ref().map(|_| match failure {
+            Some(_) => CompletedStatus::Failed,
+            None => CompletedStatus::Resolved,
+        });
+        // The roster says idle before the lead hears it.
+        self.team.roster().set_active(&self.me, false)?;
+        self.active = false;
+        self.send_idle(IdleReason::Available, task, status, failure, result)?;
+        self.say("· idle");
+        Ok(())
+    }
+
+    fn send_idle(
+        &self,
+        reason: IdleReason,
+        task: Option<String>,
+        status: Option<CompletedStatus>,
+        failure: Option<String>,
+        result: String,
+    ) -> Result<()> {
+        let msg = Message::IdleNotification(IdleNotification {
+            from: self.me.clone(),
+            timestamp: clock::now_iso(),
+            idle_reason: Some(reason),
+            summary: None,
+            completed_task_id: task,
+            completed_status: status,
+            failure_reason: failure,
+            result: Some(result.chars().take(RESULT_CHARS).collect()),
+        });
+        self.team.send_protocol(&self.me, LEAD_NAME, &msg, true)?;
+        Ok(())
+    }
+
+    fn handle_messages(&mut self, batch: Vec<Entry>) -> Result<Flow> {
+        let units: Vec<Vec<Entry>> = if self.runner.one_message_per_run() {
+            batch.into_iter().map(|e| vec![e]).collect()
+        } else {
+            vec![batch]
+        };
+        for unit in units {
+            let senders: BTreeSet<&str> = unit.iter().map(|e| e.from.as_str()).collect();
+            let who = senders.iter().copied().collect::<Vec<_>>().join(", ");
+            let first = unit[0].text.lines().next().unwrap_or("");
+            self.say(&format!("▶ message from {who}: {}", clip(first, 100)));
+            let f = self
+                .runner
+                .run_messages(&unit, self.mode.as_deref(), self.pane.clone());
+            let reply = reply_text(&f);
+            for to in &senders {
+                if let Err(e) = self.team.send_text(
+                    &self.me,
+                    to,
+                    &reply,
+                    Some(&format!("reply: {}", clip(first, 80))),
+                    false,
+                ) {
+                    self.say(&format!("✘ could not reply to {to}: {e:#}"));
+                    tracing::warn!(to, error = %format!("{e:#}"), "reply not sent");
+                }
+            }
+            self.consume(&unit)?;
+            self.say(&format!(
+                "✔ replied to {who} ({}, {:.1} s)",
+                f.ended.describe(),
+                f.elapsed.as_secs_f64()
+            ));
+            self.last = Some(Outcome {
+                task: None,
+                failure: None,
+                result: reply,
+            });
+            if f.ended.is_crash() {
+                return Ok(Flow::Crashed {
+                    task: None,
+                    reason: format!("the agent {}", f.ended.describe()),
+                });
+            }
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn handle_task(&mut self, task: Task, wake: &mut Wakeups) -> Result<Flow> {
+        self.say(&format!("▶ task {}: {}", task.id, task.subject));
+        if self.member.plan_mode_required == Some(true) {
+            match self.plan_gate(&task, wake)? {
+                Gate::Approved => self.say(&format!("✔ plan for task {} approved", task.id)),
+                Gate::Rejected(feedback) => {
+                    let mut md = Map::new();
+                    md.insert("planRejected".into(), json!(feedback));
+                    self.update_task(&task.id, Some(Status::Pending), None, md)?;
+                    self.say(&format!("✘ plan for task {} rejected: {feedback}", task.id));
+                    self.last = Some(Outcome {
+                        task: Some(task.id.clone()),
+                        failure: Some(format!("plan rejected: {feedback}")),
+                        result: format!("Task {} not run: the plan was rejected.", task.id),
+                    });
+                    return Ok(Flow::Continue);
+                }
+                Gate::Shutdown(entry, req) => {
+                    self.hand_back(&task.id, "the teammate shut down before running it")?;
+                    return Ok(Flow::Exit(self.approve_shutdown(&entry, &req)?));
+                }
+            }
+        }
+        let started_at = clock::now_ms();
+        let f = self
+            .runner
+            .run_task(&task, self.mode.as_deref(), self.pane.clone());
+        if f.ended.is_crash() {
+            return Ok(Flow::Crashed {
+                task: Some(task.id.clone()),
+                reason: format!(
+                    "the agent {} while running task {}",
+                    f.ended.describe(),
+                    task.id
+                ),
+            });
+        }
+        let (output, cut) = tail_of(&f.output, OUTPUT_META_BYTES);
+        let mut md = Map::new();
+        md.insert("exitCode".into(), json!(f.ended.code()));
+        md.insert("output".into(), json!(output));
+        if cut || f.output_truncated {
+            md.insert("outputTruncated".into(), json!(true));
+        }
+        md.insert("durationMs".into(), json!(f.elapsed.as_millis() as u64));
+        md.insert("startedAt".into(), json!(started_at));
+        md.insert("finishedAt".into(), json!(clock::now_ms()));
+        let secs = f.elapsed.as_secs_f64();
+        if f.ended.success() {
+            md.insert("completedBy".into(), json!(self.me));
+            self.update_task(&task.id, Some(Status::Completed), None, md)?;
+            self.say(&format!("✔ task {} done (exit 0, {secs:.1} s)", task.id));
+            self.last = Some(Outcome {
+                task: Some(task.id.clone()),
+                failure: None,
+                result: format!("Task {} done: {}", task.id, clip(output.trim(), 200)),
+            });
+        } else {
+            let why = f.ended.describe();
+            md.insert("failed".into(), json!(true));
+            md.insert("failedBy".into(), json!(self.me));
+            md.insert(
+                "lastFailure".into(),
+                json!(format!("{why} at {}", clock::now_iso())),
+            );
+            self.update_task(&task.id, Some(Status::Pending), None, md)?;
+            self.say(&format!("✘ task {} failed ({why}, {secs:.1} s)", task.id));
+            let text = format!(
+                "Task {} ({}) failed: {why}. It stays pending and assigned to {} with the \
+                 output in its metadata; reassign or unassign it to retry.\n{}",
+                task.id,
+                task.subject,
+                self.me,
+                tail_of(&f.output, 2000).0
+            );
+            self.team.send_text(
+                &self.me,
+                LEAD_NAME,
+                &text,
+                Some(&format!("task {} failed ({why})", task.id)),
+                true,
+            )?;
+            self.last = Some(Outcome {
+                task: Some(task.id.clone()),
+                failure: Some(format!("task {} {why}", task.id)),
+                result: text,
+            });
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn update_task(
+        &self,
+        id: &str,
+        status: Option<Status>,
+        owner: Option<Option<String>>,
+        metadata: Map<String, Value>,
+    ) -> Result<()> {
+        let upd = TaskUpdate {
+            status,
+            owner,
+            metadata: Some(metadata),
+            ..TaskUpdate::default()
+        };
+        self.team.tasks().update(id, upd, &self.me)?;
+        Ok(())
+    }
+
+    /// Returns a task to the board: no owner, pending, the reason recorded.
+    fn hand_back(&self, id: &str, why: &str) -> Result<()> {
+        let mut md = Map::new();
+        md.insert(
+            "lastFailure".into(),
+            json!(format!("{why} ({} at {})", self.me, clock::now_iso())),
+        );
+        self.update_task(id, Some(Status::Pending), Some(None), md)
+    }
+
+    fn plan_gate(&mut self, task: &Task, wake: &mut Wakeups) -> Result<Gate> {
+        let plan = self.runner.task_plan(task, self.mode.as_deref());
+        let id = protocol::plan_approval_request_id(clock::now_ms(), &self.me, &self.team.name);
+        let msg = Message::PlanApprovalRequest(PlanApprovalRequest {
+            from: self.me.clone(),
+            timestamp: clock::now_iso(),
+            plan_file_path: String::new(),
+            plan_content: plan,
+            request_id: id.clone(),
+        });
+        self.team.send_protocol(&self.me, LEAD_NAME, &msg, true)?;
+        self.say(&format!(
+            "⏸ task {}: waiting for the lead to approve the plan ({id})",
+            task.id
+        ));
+        loop {
+            for e in self.unread()? {
+                match e.protocol() {
+                    Some(Message::PlanApprovalResponse(r))
+                        if r.request_id == id && e.from == LEAD_NAME =>
+                    {
+                        self.consume(std::slice::from_ref(&e))?;
+                        if r.approved {
+                            return Ok(Gate::Approved);
+                        }
+                        let fb = r.feedback.unwrap_or_else(|| "no feedback given".into());
+                        return Ok(Gate::Rejected(fb));
+                    }
+                    Some(Message::ShutdownRequest(r)) if e.from == LEAD_NAME => {
+                        return Ok(Gate::Shutdown(e, r));
+                    }
+                    Some(Message::ModeSetRequest(m)) if e.from == LEAD_NAME => {
+                        self.apply_mode(&m)?;
+                        self.consume(std::slice::from_ref(&e))?;
+                    }
+                    _ => {}
+                }
+            }
+            wake.wait(IDLE_WAIT);
+        }
+    }
+
+    fn approve_shutdown(&mut self, entry: &Entry, req: &ShutdownRequest) -> Result<Exit> {
+        let roster = self.team.roster().read()?;
+        let mine = roster.member(&self.me);
+        let msg = Message::ShutdownApproved(ShutdownApproved {
+            request_id: req.request_id.clone(),
+            from: self.me.clone(),
+            timestamp: clock::now_iso(),
+            pane_id: mine
+                .map(|m| m.tmux_pane_id.clone())
+                .filter(|p| !p.is_empty()),
+            backend_type: mine.and_then(|m| m.backend_type.clone()),
+        });
+        self.team.send_protocol(&self.me, LEAD_NAME, &msg, true)?;
+        self.consume(std::slice::from_ref(entry))?;
+        self.team.roster().set_active(&self.me, false)?;
+        let why = req.reason.as_deref().unwrap_or("no reason given");
+        self.say(&format!("■ shutdown approved ({why}); bye"));
+        Ok(Exit::Ok)
+    }
+
+    /// Reports a dead agent and returns the error the runtime exits with.
+    fn crash(&mut self, task: Option<String>, reason: &str) -> anyhow::Error {
+        self.say(&format!("✘ {reason}"));
+        tracing::error!(reason, "agent crashed");
+        if let Some(id) = &task
+            && let Err(e) = self.hand_back(id, reason)
+        {
+            tracing::error!(error = %format!("{e:#}"), task = %id, "could not hand the task back");
+        }
+        let status = task.as_ref().map(|_| CompletedStatus::Failed);
+        if let Err(e) = self.send_idle(
+            IdleReason::Failed,
+            task.clone(),
+            status,
+            Some(reason.to_string()),
+            format!("{} stopped: {reason}", self.me),
+        ) {
+            tracing::error!(error = %format!("{e:#}"), "could not tell the lead");
+        }
+        let _ = self.team.roster().set_active(&self.me, false);
+        match task {
+            Some(id) => anyhow!("{reason}; task {id} was returned to the board"),
+            None => anyhow!("{reason}"),
+        }
+    }
+}
+
+/// The reply to a message: the run's output (tail, fitted to the inbox text
+/// limit with a note when cut), and the exit status when it was not 0.
+fn reply_text(f: &Finished) -> String {
+    let footer = if f.ended.success() {
+        String::new()
+    } else {
+        format!("[{}]", f.ended.describe())
+    };
+    let room = MAX_TEXT_BYTES - REPLY_SLACK - footer.len();
+    let (tail, cut) = tail_of(&f.output, room);
+    let mut text = String::new();
+    if cut || f.output_truncated {
+        text.push_str(&format!(
+            "[output truncated: showing the last {} bytes of {}{} bytes]\n",
+            tail.len(),
+            if f.output_truncated { "more than " } else { "" },
+            f.output.len()
+        ));
+    }
+    text.push_str(tail);
+    if text.trim().is_empty() && footer.is_empty() {
+        text = "(no output)".into();
+    }
+    if !footer.is_empty() && !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&footer);
+    text
+}
+
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut c: String = s.chars().take(max - 1).collect();
+    c.push('…');
+    c
+}
+
+/// Runs Claude Code in teammate mode in this pane and waits for it. Claude
+/// Code reads its own inbox and speaks the protocol itself; a non-zero exit
+/// or a signal is reported like a crash (idle_notification failed, its
+/// tasks back to the board) and the runtime exits non-zero.
+pub fn supervise_claude(
+    team: &Team,
+    member: &Member,
+    cwd: Option<PathBuf>,
+    mut env: Vec<(String, String)>,
+) -> Result<Exit> {
+    let launch = crate::agents::claude_launch(team, member, clock::now_ms())?;
+    env.extend(launch.env);
+    println!(
+        "swarm teammate {}@{} · Claude Code: {}",
+        member.name,
+        team.name,
+        crate::agents::shown_argv(&launch.argv)
+    );
+    let ended = crate::agents::Invocation {
+        argv: launch.argv,
+        cwd,
+        env,
+    }
+    .run_attached();
+    if ended.success() {
+        let _ = team.roster().set_active(&member.name, false);
+        return Ok(Exit::Ok);
+    }
+    let reason = format!("Claude Code {}", ended.describe());
+    println!("✘ {reason}");
+    let back = team.tasks().unassign_all_of(&member.name)?;
+    let msg = Message::IdleNotification(IdleNotification {
+        from: member.name.clone(),
+        timestamp: clock::now_iso(),
+        idle_reason: Some(IdleReason::Failed),
+        summary: None,
+        completed_task_id: None,
+        completed_status: None,
+        failure_reason: Some(reason.clone()),
+        result: None,
+    });
+    team.send_protocol(&member.name, LEAD_NAME, &msg, true)?;
+    let _ = team.roster().set_active(&member.name, false);
+    Err(anyhow!(
+        "{reason}; {} task(s) returned to the board",
+        back.len()
+    ))
+}
