@@ -274,7 +274,7 @@ pub struct StatusArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("kind").args(["shutdown_request", "shutdown_response", "plan_response"])))]
+#[command(group(clap::ArgGroup::new("kind").args(["shutdown_request", "shutdown_response", "plan_response", "mode_set"])))]
 pub struct SendArgs {
     /// Recipient: a member name, or '*' for every member but yourself
     #[arg(long, value_name = "NAME|*")]
@@ -294,6 +294,9 @@ pub struct SendArgs {
     /// Answer a shutdown request by its id (with --approve or --reject --reason)
     #[arg(long, value_name = "REQUEST_ID")]
     pub shutdown_response: Option<String>,
+    /// Ask a teammate to switch permission mode (lead only): default, acceptEdits, plan, bypassPermissions
+    #[arg(long, value_name = "MODE")]
+    pub mode_set: Option<String>,
     /// Answer a plan approval request by its id (with --approve or --reject [--feedback])
     #[arg(long, value_name = "REQUEST_ID")]
     pub plan_response: Option<String>,

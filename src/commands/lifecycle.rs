@@ -124,28 +124,41 @@ fn lead_spec(team: &Team, opened: &Opened) -> Result<SpawnSpec> {
 
 async fn up(ctx: &Context, args: UpArgs) -> Result<Exit> {
     let started = Instant::now();
-    let name = if args.demo {
-        "demo".to_string()
-    } else if let Some(spec) = &args.spec {
-        bail!(
-            "team specs ({}) arrive with the teammate runtime",
-            spec.display()
-        );
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let spec = if args.demo {
+        Some(crate::config::TeamSpec::demo(&cwd))
     } else {
-        match &ctx.global.team {
-            Some(t) => t.clone(),
-            None => ctx
-                .team_name()
-                .context("swarm up needs a team: pass --team NAME, a spec file, or --demo")?,
-        }
+        args.spec
+            .as_deref()
+            .map(crate::config::TeamSpec::load)
+            .transpose()?
+    };
+    let name = match (&spec, &ctx.global.team) {
+        (Some(s), _) => s.team.clone(),
+        (None, Some(t)) => t.clone(),
+        (None, None) => ctx
+            .team_name()
+            .context("swarm up needs a team: pass --team NAME, a spec file, or --demo")?,
     };
     let team = Team::new(&ctx.root, &name);
     if !team.roster().exists() {
         names::validate_team(&name)?;
-        let cwd = std::env::current_dir()?;
         Roster::new(&ctx.root, &name).create(None, &cwd.to_string_lossy())?;
         eprintln!("created team {name}");
     }
+    let mut backend_args = args.backend.clone();
+    if let Some(spec) = &spec {
+        apply_spec(&team, spec)?;
+        if backend_args.backend.is_none()
+            && let Some(b) = spec.backend.as_deref()
+        {
+            backend_args.backend = clap::ValueEnum::from_str(b, true).ok();
+        }
+    }
+    let args = UpArgs {
+        backend: backend_args,
+        ..args
+    };
     let mut opened = panes::open(&ctx.root, &name, &args.backend)?;
     if let Some(pid) = lead_pid_alive(&team)? {
         eprintln!("the lead of team {name} is already running (pid {pid})");
@@ -190,6 +203,29 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Exit> {
     }
 }
 
+/// Puts the spec's teammates on the roster (reserved: no pane yet) and its
+/// tasks on an empty board. What already exists is kept, so `up` again on a
+/// running team creates nothing twice.
+fn apply_spec(team: &Team, spec: &crate::config::TeamSpec) -> Result<()> {
+    let tf = team.roster().read()?;
+    for (i, t) in spec.teammates.iter().enumerate() {
+        if tf.member(&t.name).is_some() {
+            continue;
+        }
+        let m = t.member(&team.name, i, &spec.dir);
+        crate::agents::check_available(m.agent().unwrap_or("shell"), t.command.as_deref())
+            .with_context(|| format!("teammate {}", t.name))?;
+        team.roster().add_member(m)?;
+    }
+    match spec.apply(team)? {
+        crate::config::Applied::Created(tasks) => eprintln!("created {} task(s)", tasks.len()),
+        crate::config::Applied::AlreadyHadTasks(n) => {
+            eprintln!("the task board already has {n} task(s); none added")
+        }
+    }
+    Ok(())
+}
+
 /// Spawns members that are on the roster but were never given a pane.
 async fn spawn_reserved(team: &Team, opened: &mut Opened) -> Result<()> {
     let tf = team.roster().read()?;
@@ -215,7 +251,15 @@ async fn spawn_reserved(team: &Team, opened: &mut Opened) -> Result<()> {
                 .swarm_field(crate::team::SwarmField::Command)
                 .and_then(|v| serde_json::from_value(v.clone()).ok())
                 .unwrap_or_default(),
-            env: Vec::new(),
+            env: m
+                .swarm_field(crate::team::SwarmField::Env)
+                .and_then(|v| {
+                    serde_json::from_value::<std::collections::BTreeMap<String, String>>(v.clone())
+                        .ok()
+                })
+                .unwrap_or_default()
+                .into_iter()
+                .collect(),
         };
         let s = spawn_member(team, opened, &req).await?;
         eprintln!("spawned {} in pane {}", s.name, s.pane);

@@ -73,6 +73,9 @@ fn report(args: &SendArgs, delivered: &[crate::team::post::Delivered]) -> Result
     Ok(())
 }
 
+/// Permission modes a teammate can be switched to.
+pub const PERMISSION_MODES: [&str; 4] = ["default", "acceptEdits", "plan", "bypassPermissions"];
+
 /// The structured message the flags ask for, if any.
 fn protocol_message(ctx: &Context, args: &SendArgs, me: &str) -> Result<Option<Message>> {
     let now = clock::now_iso();
@@ -118,6 +121,21 @@ fn protocol_message(ctx: &Context, args: &SendArgs, me: &str) -> Result<Option<M
                 timestamp: now,
             },
         )));
+    }
+    if let Some(mode) = &args.mode_set {
+        if me != LEAD_NAME {
+            bail!("only {LEAD_NAME} may change a teammate's permission mode (you are {me:?})");
+        }
+        if !PERMISSION_MODES.contains(&mode.as_str()) {
+            bail!(
+                "unknown permission mode {mode:?}: pick one of {}",
+                PERMISSION_MODES.join(", ")
+            );
+        }
+        return Ok(Some(Message::ModeSetRequest(protocol::ModeSetRequest {
+            mode: mode.clone(),
+            from: me.to_string(),
+        })));
     }
     if let Some(request_id) = &args.plan_response {
         if args.approve == args.reject {

@@ -12,8 +12,7 @@
 
 use super::panes::{Opened, Panes, placement};
 use crate::atomic_file;
-use crate::mailbox::Entry;
-use crate::team::names::{self, LEAD_NAME};
+use crate::team::names;
 use crate::team::{Member, SwarmField, Team, colors};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
@@ -117,12 +116,6 @@ pub fn pane_env(team: &Team, member: &Member) -> Result<Vec<(String, String)>> {
     Ok(env)
 }
 
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
-        .unwrap_or(false)
-}
-
 /// Refuses, before anything is created, what could only give a dead pane.
 pub fn check_request(req: &SpawnRequest) -> Result<String> {
     names::validate_member(&req.name)?;
@@ -140,16 +133,9 @@ pub fn check_request(req: &SpawnRequest) -> Result<String> {
             req.name
         );
     }
-    let binary = match agent.as_str() {
-        "claude" | "claude-print" => Some("claude"),
-        "codex" | "gemini" | "aider" => Some(agent.as_str()),
-        _ => None,
-    };
-    if let Some(b) = binary
-        && req.command.is_empty()
-        && !on_path(b)
-    {
-        bail!("{b} is not installed (not found on PATH); install it, or pick --agent shell");
+    if agent != "process" {
+        let command = (!req.command.is_empty()).then_some(req.command.as_slice());
+        crate::agents::check_available(&agent, command)?;
     }
     if let Some(c) = &req.color
         && !colors::is_palette(c)
@@ -187,11 +173,19 @@ pub fn pane_exec(args: crate::cli::PaneExecArgs) -> Result<crate::commands::Exit
 
 /// In-process panes: the lead appends each pane's PTY stream to the
 /// member's output file, so `swarm output` works from any shell, as on tmux.
-fn copy_output(host: std::sync::Arc<swarm_backends::in_process::InProcessBackend>, pane: PaneId, file: PathBuf) {
+fn copy_output(
+    host: std::sync::Arc<swarm_backends::in_process::InProcessBackend>,
+    pane: PaneId,
+    file: PathBuf,
+) {
     tokio::spawn(async move {
         use std::io::Write;
-        let Ok(mut progress) = host.subscribe_output(&pane) else { return };
-        let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&file) else { return };
+        let Ok(mut progress) = host.subscribe_output(&pane) else {
+            return;
+        };
+        let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&file) else {
+            return;
+        };
         let mut offset = 0;
         loop {
             match host.read_output(&pane, offset) {
@@ -286,14 +280,14 @@ pub async fn spawn_member(team: &Team, opened: &mut Opened, req: &SpawnRequest) 
         Ok(())
     })?;
 
-    if let Some(prompt) = &req.prompt
-        && agent != "process"
+    // Claude Code reads its first prompt from its inbox (signed by the lead);
+    // the runtime's other presets take the role prompt from the roster.
+    if agent == "claude"
+        && let Some(prompt) = &member.prompt
     {
-        team.mailbox()
-            .append(&req.name, Entry::new(LEAD_NAME, prompt.clone(), None, None))
+        crate::agents::write_initial_prompt(team, &req.name, prompt)
             .with_context(|| format!("writing the first prompt of {}", req.name))?;
     }
-
     let (program, args) = if agent == "process" {
         (req.command[0].clone(), req.command[1..].to_vec())
     } else {

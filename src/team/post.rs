@@ -98,7 +98,14 @@ impl Team {
         self.deliver(to, entry)
     }
 
-    fn deliver(&self, to: &str, entry: Entry) -> Result<Delivered> {
+    fn deliver(&self, to: &str, mut entry: Entry) -> Result<Delivered> {
+        // A Claude Code teammate started with --lead-verify-key obeys lead
+        // entries only when signed with its key (reference §4).
+        if matches!(entry.from.as_str(), "team-lead" | "user" | "system")
+            && let Some(key) = crate::agents::signing::LeadKey::load(&self.root, &self.name, to)?
+        {
+            key.sign_entry(&mut entry);
+        }
         let mailbox: Mailbox = self.mailbox();
         let appended = mailbox
             .append(to, entry.clone())
