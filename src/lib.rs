@@ -16,6 +16,8 @@
 //! - [`protocol`]: typed structured messages carried in inbox entries.
 //! - [`tasks`]: the shared task list: ids, claims, dependencies.
 //! - [`teammate`]: the runtime in every teammate pane.
+//! - [`tui`]: the lead's TeamsDialog: snapshot, pure view, keymap, terminal
+//!   guard, event loop.
 //!
 //! The design lives in `DESIGN.md` of the project's shared folder; the
 //! byte-level formats in its `reference/claude-code-teams.md`.
@@ -32,3 +34,4 @@ pub mod protocol;
 pub mod tasks;
 pub mod team;
 pub mod teammate;
+pub mod tui;
