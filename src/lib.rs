@@ -19,6 +19,8 @@
 //! - [`teammate`]: the runtime in every teammate pane.
 //! - [`agents`]: shell, exec presets and Claude Code: how work reaches a CLI.
 //! - [`config`]: the team spec (`swarm.toml`) and the embedded demo.
+//! - [`tui`]: the lead's TeamsDialog: snapshot, pure view, keymap, terminal
+//!   guard, event loop.
 //!
 //! The design lives in `DESIGN.md` of the project's shared folder; the
 //! byte-level formats in its `reference/claude-code-teams.md`.
@@ -38,3 +40,4 @@ pub mod protocol;
 pub mod tasks;
 pub mod team;
 pub mod teammate;
+pub mod tui;

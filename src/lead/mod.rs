@@ -5,12 +5,15 @@
 //!   record), opened the same way from any process.
 //! - [`spawn`]: adding a teammate (roster entry, first prompt, pane).
 //! - [`teardown`]: kill ladder, graceful shutdown, prune, down.
+//! - [`control`]: the TeamsDialog's view of the lead: snapshots and actions.
 //! - this file: the lead process itself ([`run_lead`]): it records itself in
 //!   `leadProcess`, re-discovers live panes after a restart, notices a pane
 //!   whose process exited or vanished within about a second, handles
 //!   `shutdown_approved` and the other messages sent to the lead, and draws
-//!   a plain status view. It never learns state by reading pane contents.
+//!   the TeamsDialog (or, without a terminal, a plain status view). It never
+//!   learns state by reading pane contents.
 
+pub mod control;
 pub mod panes;
 pub mod spawn;
 pub mod teardown;
@@ -24,6 +27,7 @@ use panes::Opened;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::Write;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use swarm_backends::{PaneId, PaneStatus};
 
@@ -87,17 +91,48 @@ pub fn claim_lead(team: &Team) -> Result<()> {
 
 /// What the lead knows of one member between ticks.
 #[derive(Debug, Clone, PartialEq)]
-enum Seen {
+pub enum Seen {
     Running,
     Dead(Option<i32>),
 }
 
-/// The lead process.
+/// A request from a teammate waiting for the user's answer.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub from: String,
+    pub message: Message,
+    pub since: Instant,
+}
+
+/// What the supervisor learns and the TeamsDialog shows, shared between
+/// the two (held only for short, synchronous updates).
+#[derive(Debug, Default)]
+pub struct Shared {
+    pub seen: HashMap<String, Seen>,
+    pub events: Vec<String>,
+    pub requests: Vec<Request>,
+    /// Members being shut down, and since when.
+    pub stopping: HashMap<String, Instant>,
+    /// Last time each member was heard from (message, idle notification).
+    pub heard: HashMap<String, Instant>,
+}
+
+impl Shared {
+    fn event(&mut self, text: String) {
+        tracing::info!("{text}");
+        self.events.push(format!("{} {text}", &crate::clock::now_iso()[11..19]));
+        if self.events.len() > 200 {
+            self.events.drain(..100);
+        }
+    }
+}
+
+/// The lead process's supervisor.
 pub struct Lead {
     pub team: Team,
-    pub opened: Opened,
-    seen: HashMap<String, Seen>,
-    events: Vec<String>,
+    pub opened: Arc<Opened>,
+    pub shared: Arc<Mutex<Shared>>,
+    wake: Option<std::sync::mpsc::Sender<()>>,
     dirty: bool,
 }
 
@@ -105,21 +140,27 @@ impl Lead {
     pub fn new(team: Team, opened: Opened) -> Self {
         Lead {
             team,
-            opened,
-            seen: HashMap::new(),
-            events: Vec::new(),
+            opened: Arc::new(opened),
+            shared: Arc::new(Mutex::new(Shared::default())),
+            wake: None,
             dirty: true,
         }
     }
 
+    fn shared(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn event(&mut self, text: String) {
-        tracing::info!("{text}");
-        self.events
-            .push(format!("{} {text}", &crate::clock::now_iso()[11..19]));
-        if self.events.len() > 200 {
-            self.events.drain(..100);
-        }
+        self.shared().event(text);
+        self.changed();
+    }
+
+    fn changed(&mut self) {
         self.dirty = true;
+        if let Some(w) = &self.wake {
+            let _ = w.send(());
+        }
     }
 
     /// Checks every member's pane once; records and reports deaths.
@@ -132,7 +173,8 @@ impl Lead {
                 mine.push(m.clone());
             }
         }
-        self.seen
+        self.shared()
+            .seen
             .retain(|name, _| mine.iter().any(|m| &m.name == name));
         if mine.is_empty() {
             return Ok(());
@@ -148,7 +190,7 @@ impl Lead {
                 PaneStatus::Exited { code } => Seen::Dead(code),
                 PaneStatus::Gone => Seen::Dead(None),
             };
-            let before = self.seen.insert(m.name.clone(), now.clone());
+            let before = self.shared().seen.insert(m.name.clone(), now.clone());
             if before.as_ref() == Some(&now) {
                 continue;
             }
@@ -220,10 +262,12 @@ impl Lead {
         }
         let keys: Vec<_> = fresh.iter().map(Entry::key).collect();
         mb.consume(LEAD_NAME, &keys)?;
+        self.changed();
         Ok(())
     }
 
     async fn handle(&mut self, e: &Entry) -> Result<()> {
+        self.shared().heard.insert(e.from.clone(), Instant::now());
         match e.protocol() {
             Some(Message::ShutdownApproved(a)) => {
                 let tf = self.team.roster().read()?;
@@ -239,7 +283,11 @@ impl Lead {
                 }
                 teardown::close_pane(&self.opened, &m, Duration::from_secs(1)).await?;
                 let released = teardown::release_member(&self.team, &m.name)?;
-                self.seen.remove(&m.name);
+                {
+                    let mut sh = self.shared();
+                    sh.seen.remove(&m.name);
+                    sh.stopping.remove(&m.name);
+                }
                 let n = released.returned.len();
                 self.event(format!(
                     "{} shut down; {n} task(s) returned to the board",
@@ -247,16 +295,17 @@ impl Lead {
                 ));
             }
             Some(Message::ShutdownRejected(r)) => {
+                self.shared().stopping.remove(&r.from);
                 self.event(format!("{} declined to shut down: {}", r.from, r.reason))
             }
             Some(msg @ (Message::PlanApprovalRequest(_) | Message::PermissionRequest(_))) => {
                 let id = msg.request_id().unwrap_or("?").to_string();
-                self.event(format!(
-                    "{} asks: {} (answer: swarm send --to {} --plan-response {id} --approve)",
-                    e.from,
-                    msg.one_line(),
-                    e.from
-                ));
+                self.shared().requests.push(Request {
+                    from: e.from.clone(),
+                    message: msg.clone(),
+                    since: Instant::now(),
+                });
+                self.event(format!("{} asks: {} (request {id}; a approves, r rejects)", e.from, msg.one_line()));
             }
             Some(msg) => self.event(format!("{}: {}", e.from, msg.one_line())),
             None => {
@@ -288,7 +337,7 @@ impl Lead {
             self.opened.panes.kind()
         )?;
         for m in tf.teammates() {
-            let state = match self.seen.get(&m.name) {
+            let state = match self.shared().seen.get(&m.name).cloned() {
                 Some(Seen::Running) if m.is_active == Some(true) => "working".to_string(),
                 Some(Seen::Running) => "running".to_string(),
                 Some(Seen::Dead(Some(c))) => format!("dead (exit {c})"),
@@ -332,14 +381,37 @@ impl Lead {
     }
 }
 
-/// Runs the lead until the team is deleted or the process is told to stop.
-pub async fn run_lead(mut lead: Lead) -> Result<()> {
+/// Runs the lead until the team is deleted, the user leaves the TUI, or
+/// the process is told to stop. With a terminal the TeamsDialog runs on
+/// this thread and the supervisor on the runtime's worker; without one, a
+/// plain status view is printed.
+pub fn run_lead(mut lead: Lead, rt: &tokio::runtime::Runtime) -> Result<()> {
+    use std::io::IsTerminal;
     claim_lead(&lead.team)?;
-    let watcher = lead
-        .team
-        .mailbox()
-        .watch()
-        .context("watching the inboxes")?;
+    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        return rt.block_on(supervise_loop(lead, true));
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    lead.wake = Some(tx);
+    let mut ui = control::LeadUi::new(&lead, rt.handle().clone());
+    let supervisor = rt.spawn(supervise_loop(lead, false));
+    let exit = crate::tui::run(&mut ui, crate::tui::RunOptions::from_env(Some(rx)));
+    supervisor.abort();
+    match exit? {
+        crate::tui::Exit::Quit => {
+            eprintln!("left the TeamsDialog; teammates keep running (`swarm up` comes back)");
+            Ok(())
+        }
+        crate::tui::Exit::Signal(sig) => {
+            tracing::info!(sig, "signal: the lead exits; teammates keep running");
+            Ok(())
+        }
+    }
+}
+
+/// The supervisor: inbox handling on every change, pane liveness on a tick.
+async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
+    let watcher = lead.team.mailbox().watch().context("watching the inboxes")?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     std::thread::Builder::new()
         .name("inbox-watch".into())
@@ -363,14 +435,16 @@ pub async fn run_lead(mut lead: Lead) -> Result<()> {
         if let Err(e) = lead.handle_inbox().await {
             lead.event(format!("error reading the lead's inbox: {e:#}"));
         }
-        lead.draw(&mut stdout)?;
+        if plain_view {
+            lead.draw(&mut stdout)?;
+        }
         tokio::select! {
             _ = tick.tick() => {
                 if let Err(e) = lead.supervise().await {
                     lead.event(format!("error checking panes: {e:#}"));
                 }
             }
-            _ = rx.recv() => {}
+            _ = rx.recv() => lead.changed(),
             _ = term.recv() => {
                 tracing::info!(uptime_s = started.elapsed().as_secs(), "SIGTERM: the lead exits; teammates keep running");
                 return Ok(());

@@ -1,0 +1,291 @@
+//! The TeamsDialog's view of the lead ([`LeadUi`], a [`LeadControl`]):
+//! snapshots gathered from the files and the supervisor's shared state, and
+//! each key's action carried out through the same code the `swarm`
+//! commands use (kill ladder, shutdown request, sends, tasks, protocol
+//! responses), so the TUI and the command line cannot drift apart.
+
+use super::panes::{Opened, Panes};
+use super::{Lead, Request, Seen, Shared, teardown};
+use crate::mailbox::Entry;
+use crate::protocol::{self, Message};
+use crate::tasks::{NewTask, Status};
+use crate::team::names::LEAD_NAME;
+use crate::team::{SwarmField, Team};
+use crate::tui::{
+    Action, LeadControl, MemberRow, MemberStatus, PendingRequest, RequestKind, ScreenSource,
+    TeamView,
+};
+use anyhow::{Result, bail};
+use serde_json::Value;
+use sha2::Digest;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use swarm_backends::{PaneBackendExecutor, PaneId};
+
+/// How many consumed lead messages the dialog shows.
+const INBOX_SHOWN: usize = 200;
+
+/// The lead as the TUI sees it.
+pub struct LeadUi {
+    team: Team,
+    opened: Arc<Opened>,
+    shared: Arc<Mutex<Shared>>,
+    rt: tokio::runtime::Handle,
+    notice: Option<String>,
+}
+
+impl LeadUi {
+    pub fn new(lead: &Lead, rt: tokio::runtime::Handle) -> Self {
+        LeadUi {
+            team: lead.team.clone(),
+            opened: lead.opened.clone(),
+            shared: lead.shared.clone(),
+            rt,
+            notice: None,
+        }
+    }
+
+    fn shared(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn pane_of(&self, name: &str) -> Result<PaneId> {
+        let tf = self.team.roster().read()?;
+        match tf.member(name) {
+            Some(m) if !m.tmux_pane_id.is_empty() => Ok(PaneId::new(m.tmux_pane_id.clone())),
+            Some(_) => bail!("{name} has no pane"),
+            None => bail!("{name} is not on the roster"),
+        }
+    }
+
+    fn in_process(&self) -> Option<&swarm_backends::in_process::InProcessBackend> {
+        match &self.opened.panes {
+            Panes::InProcess(b) => Some(b.as_ref()),
+            _ => None,
+        }
+    }
+
+    fn take_request(&self, id: &str) -> Result<Request> {
+        let mut sh = self.shared();
+        let Some(i) = sh.requests.iter().position(|r| r.message.request_id() == Some(id)) else {
+            bail!("no pending request {id}");
+        };
+        Ok(sh.requests.remove(i))
+    }
+
+    fn answer(&self, id: &str, approve: bool) -> Result<Option<String>> {
+        let req = self.take_request(id)?;
+        let now = crate::clock::now_iso();
+        let msg = match &req.message {
+            Message::PlanApprovalRequest(p) => {
+                Message::PlanApprovalResponse(protocol::PlanApprovalResponse {
+                    request_id: p.request_id.clone(),
+                    approved: approve,
+                    feedback: (!approve).then(|| "rejected by the lead".to_string()),
+                    timestamp: now,
+                    permission_mode: None,
+                    plan_digest: Some(hex(&sha2::Sha256::digest(p.plan_content.as_bytes()))),
+                })
+            }
+            Message::PermissionRequest(p) => {
+                Message::PermissionResponse(protocol::PermissionResponse {
+                    request_id: p.request_id.clone(),
+                    tool_use_id: Some(p.tool_use_id.clone()),
+                    approved_request: None,
+                    outcome: if approve {
+                        protocol::PermissionOutcome::Success { updated_input: None, permission_updates: None }
+                    } else {
+                        protocol::PermissionOutcome::Error { error: "rejected by the lead".into() }
+                    },
+                })
+            }
+            other => bail!("request {id} is a {}, which needs no answer", other.kind()),
+        };
+        self.team.send_protocol(LEAD_NAME, &req.from, &msg, false)?;
+        let verb = if approve { "approved" } else { "rejected" };
+        Ok(Some(format!("{verb} {} of @{}", req.message.kind(), req.from)))
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl ScreenSource for LeadUi {
+    fn with_screen(&self, name: &str, f: &mut dyn FnMut(&tui_term::vt100::Screen)) -> bool {
+        let Some(host) = self.in_process() else { return false };
+        let Ok(pane) = self.pane_of(name) else { return false };
+        host.with_screen(&pane, |s| f(s)).is_ok()
+    }
+}
+
+impl LeadControl for LeadUi {
+    fn snapshot(&mut self) -> TeamView {
+        match build_view(self) {
+            Ok(v) => v,
+            Err(e) => TeamView {
+                team: self.team.name.clone(),
+                backend_name: self.opened.panes.kind().to_string(),
+                notice: Some(format!("cannot read the team: {e:#}")),
+                ..TeamView::default()
+            },
+        }
+    }
+
+    fn perform(&mut self, action: Action) -> Result<Option<String>> {
+        let team = self.team.clone();
+        let opened = self.opened.clone();
+        match action {
+            Action::Focus(name) => {
+                if self.in_process().is_some() {
+                    return Ok(None); // the dialog zooms itself
+                }
+                let pane = self.pane_of(&name)?;
+                self.rt.block_on(opened.panes.exec().focus(&pane))?;
+                Ok(Some(format!("focused @{name}")))
+            }
+            Action::Input { to, bytes } => {
+                if let Some(host) = self.in_process() {
+                    host.write_input(&self.pane_of(&to)?, &bytes)?;
+                }
+                Ok(None)
+            }
+            Action::ResizePane { name, rows, cols } => {
+                if let Some(host) = self.in_process() {
+                    host.resize(&self.pane_of(&name)?, rows, cols)?;
+                }
+                Ok(None)
+            }
+            Action::Kill(name) => {
+                let r = self.rt.block_on(teardown::kill_member(&team, &opened, &name, Duration::from_secs(2)))?;
+                self.shared().seen.remove(&name);
+                Ok(Some(format!("killed @{name}; {} task(s) back on the board", r.returned.len())))
+            }
+            Action::Shutdown(name) => {
+                teardown::send_shutdown_request(&team, &name, Some("requested from the TeamsDialog".into()))?;
+                self.shared().stopping.insert(name.clone(), Instant::now());
+                Ok(Some(format!("asked @{name} to shut down")))
+            }
+            Action::Prune(names) => {
+                for n in &names {
+                    self.rt.block_on(teardown::kill_member(&team, &opened, n, Duration::from_secs(1)))?;
+                }
+                Ok(Some(format!("pruned {}", names.iter().map(|n| format!("@{n}")).collect::<Vec<_>>().join(" "))))
+            }
+            Action::Hide(name) => {
+                let pane = self.pane_of(&name)?;
+                self.rt.block_on(opened.panes.exec().hide(&pane))?;
+                team.roster().update_member(&name, |m| m.set_swarm_field(SwarmField::Hidden, Value::Bool(true)))?;
+                Ok(Some(format!("hid @{name}")))
+            }
+            Action::ShowAll => {
+                let tf = team.roster().read()?;
+                for m in tf.teammates().filter(|m| m.swarm_field(SwarmField::Hidden).is_some()) {
+                    self.rt.block_on(opened.panes.exec().show(&PaneId::new(m.tmux_pane_id.clone())))?;
+                    team.roster().update_member(&m.name, |mm| mm.set_swarm_field(SwarmField::Hidden, Value::Null))?;
+                }
+                Ok(Some("showing every pane".into()))
+            }
+            Action::CycleMode { target, mode } => {
+                let tf = team.roster().read()?;
+                let targets: Vec<String> = match target {
+                    Some(t) => vec![t],
+                    None => tf.teammates().map(|m| m.name.clone()).collect(),
+                };
+                let msg = Message::ModeSetRequest(protocol::ModeSetRequest { mode: mode.clone(), from: LEAD_NAME.into() });
+                for t in &targets {
+                    team.send_protocol(LEAD_NAME, t, &msg, false)?;
+                }
+                Ok(Some(format!("mode {mode} requested for {}", targets.join(", "))))
+            }
+            Action::Send { to, text } => {
+                let d = team.send_text(LEAD_NAME, &to, &text, None, false)?;
+                Ok(Some(format!("sent to {}", d.iter().map(|d| format!("@{}", d.to)).collect::<Vec<_>>().join(" "))))
+            }
+            Action::CreateTask { subject } => {
+                let t = team.tasks().create(NewTask {
+                    subject,
+                    description: String::new(),
+                    active_form: None,
+                    blocked_by: Vec::new(),
+                    metadata: None,
+                })?;
+                Ok(Some(format!("created task #{}", t.id)))
+            }
+            Action::Approve(id) => self.answer(&id, true),
+            Action::Reject(id) => self.answer(&id, false),
+            Action::Quit => Ok(None),
+        }
+        .inspect(|n| self.notice.clone_from(n))
+    }
+}
+
+fn build_view(ui: &LeadUi) -> Result<TeamView> {
+    let team = &ui.team;
+    let tf = team.roster().read()?;
+    let tasks = team.tasks().list()?.tasks;
+    let mb = team.mailbox();
+    let mut lead_inbox: Vec<Entry> = mb.history(LEAD_NAME)?;
+    if lead_inbox.len() > INBOX_SHOWN {
+        lead_inbox.drain(..lead_inbox.len() - INBOX_SHOWN);
+    }
+    lead_inbox.extend(mb.read(LEAD_NAME)?.entries.into_iter().filter(Entry::is_unread));
+    let sh = ui.shared();
+    let mut members = Vec::new();
+    for m in tf.teammates() {
+        let unread = mb.read(&m.name).map(|r| r.entries.iter().filter(|e| e.is_unread()).count()).unwrap_or(0);
+        let current = tasks
+            .iter()
+            .find(|t| t.owner.as_deref() == Some(&m.name) && t.status == Status::InProgress)
+            .map(|t| (t.id.clone(), t.subject.clone()));
+        let waiting = sh.requests.iter().any(|r| r.from == m.name);
+        let exit = m.swarm_field(SwarmField::Exit).map(|e| e.get("code").and_then(Value::as_i64).map(|c| c as i32));
+        let status = match (exit, sh.seen.get(&m.name), sh.stopping.get(&m.name)) {
+            (Some(code), _, _) => MemberStatus::Dead { exit_code: code },
+            (_, Some(Seen::Dead(code)), _) => MemberStatus::Dead { exit_code: *code },
+            (_, _, Some(since)) => MemberStatus::Stopping { since: since.elapsed() },
+            _ if waiting => MemberStatus::WaitingForApproval,
+            _ if m.is_active == Some(true) || current.is_some() => MemberStatus::Running,
+            _ => MemberStatus::Idle,
+        };
+        let mut row = MemberRow::new(m.name.clone());
+        row.color = m.color.clone();
+        row.agent = m.agent().unwrap_or("shell").to_string();
+        row.model = m.model.clone();
+        row.status = status;
+        row.current_task = current;
+        row.last_activity = sh.heard.get(&m.name).map(Instant::elapsed);
+        row.unread = unread;
+        row.hidden = m.swarm_field(SwarmField::Hidden).is_some();
+        row.mode = m.mode.clone();
+        members.push(row);
+    }
+    let requests = sh
+        .requests
+        .iter()
+        .map(|r| PendingRequest {
+            id: r.message.request_id().unwrap_or("").to_string(),
+            from: r.from.clone(),
+            kind: match &r.message {
+                Message::PlanApprovalRequest(p) => RequestKind::Plan { content: p.plan_content.clone() },
+                Message::PermissionRequest(p) => {
+                    RequestKind::Permission { tool: p.tool_name.clone(), description: p.description.clone() }
+                }
+                other => RequestKind::Plan { content: other.one_line() },
+            },
+            age: Some(r.since.elapsed()),
+        })
+        .collect();
+    let notice = ui.notice.clone().or_else(|| sh.events.last().cloned());
+    Ok(TeamView {
+        team: team.name.clone(),
+        backend_name: ui.opened.panes.kind().to_string(),
+        members,
+        tasks,
+        lead_inbox,
+        requests,
+        notice,
+        can_hide: ui.opened.panes.exec().capabilities().hide_show,
+        in_process: matches!(ui.opened.panes, Panes::InProcess(_)),
+    })
+}

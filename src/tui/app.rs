@@ -1,0 +1,411 @@
+//! The event loop: the one place that joins the lead ([`LeadControl`]), the
+//! keys, the clock and the terminal. It redraws only when something changed
+//! (a wake-up from the lead, a key, a resize, a countdown or activity-age
+//! tick) and at most once per [`RunOptions::min_frame`]; between changes it
+//! sleeps on one channel. It never prints: notices go to the footer, logs to
+//! the lead's log file.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use crossterm::event::{self, Event};
+use ratatui::Terminal;
+use ratatui::backend::Backend;
+use ratatui::layout::Rect;
+
+use super::keymap::{self, Action};
+use super::state::{MemberStatus, Modal, TeamView, UiState};
+use super::terminal::{TerminalGuard, termination_signal};
+use super::view::{self, ScreenSource};
+
+/// What the TUI needs from the lead. Everything it does goes through
+/// [`LeadControl::perform`]; everything it shows comes from
+/// [`LeadControl::snapshot`]. Live in-process screens come through the
+/// [`ScreenSource`] supertrait (backends without them return `false`).
+pub trait LeadControl: ScreenSource {
+    /// The team as it is now.
+    fn snapshot(&mut self) -> TeamView;
+    /// Carries out an action; `Ok(Some(text))` is a notice for the footer
+    /// (e.g. `sent to @bob`), `Err` is shown there too.
+    fn perform(&mut self, action: Action) -> Result<Option<String>>;
+}
+
+/// How [`run`] behaves.
+pub struct RunOptions {
+    /// Draw colours (false under NO_COLOR).
+    pub color: bool,
+    /// The lead sends `()` whenever a file it watches or a pane's liveness
+    /// changes; the loop re-snapshots. Several sends coalesce into one redraw.
+    pub wake: Option<Receiver<()>>,
+    /// The shortest time between two frames.
+    pub min_frame: Duration,
+}
+
+impl RunOptions {
+    /// Colours unless `NO_COLOR` is set to a non-empty value
+    /// (<https://no-color.org>), 100 ms between frames.
+    pub fn from_env(wake: Option<Receiver<()>>) -> RunOptions {
+        RunOptions {
+            color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+            wake,
+            min_frame: Duration::from_millis(100),
+        }
+    }
+}
+
+/// Why [`run`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// The user pressed `q` (teammates keep running).
+    Quit,
+    /// SIGTERM, SIGHUP or SIGINT arrived.
+    Signal(i32),
+}
+
+/// One thing the loop wakes up for.
+#[derive(Debug)]
+pub enum Input {
+    Term(Event),
+    Wake,
+    Signal(i32),
+    Failed(std::io::Error),
+}
+
+/// How often the input thread looks at the stop and signal flags.
+const INPUT_POLL: Duration = Duration::from_millis(250);
+/// Activity ages under a minute are shown in seconds: tick every second.
+const FAST_TICK: Duration = Duration::from_secs(1);
+const SLOW_TICK: Duration = Duration::from_secs(30);
+
+/// Takes over the terminal and runs the TeamsDialog until `q` or a signal.
+/// The terminal is restored whatever happens.
+pub fn run(control: &mut dyn LeadControl, opts: RunOptions) -> Result<Exit> {
+    let mut guard = TerminalGuard::enter()?;
+    let (tx, rx) = mpsc::channel();
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = spawn_input(tx.clone(), stop.clone())?;
+    let RunOptions {
+        color,
+        wake,
+        min_frame,
+    } = opts;
+    if let Some(wake) = wake {
+        // Ends when the lead drops its sender or the loop has gone.
+        thread::Builder::new()
+            .name("tui-wake".into())
+            .spawn(move || {
+                while wake.recv().is_ok() {
+                    if tx.send(Input::Wake).is_err() {
+                        break;
+                    }
+                }
+            })
+            .context("spawn the TUI wake-up thread")?;
+    } else {
+        drop(tx);
+    }
+    let result = event_loop(guard.terminal(), control, &rx, color, min_frame);
+    stop.store(true, Ordering::SeqCst);
+    let _ = reader.join();
+    drop(guard);
+    result
+}
+
+fn spawn_input(tx: Sender<Input>, stop: Arc<AtomicBool>) -> Result<thread::JoinHandle<()>> {
+    thread::Builder::new()
+        .name("tui-input".into())
+        .spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                if let Some(sig) = termination_signal() {
+                    let _ = tx.send(Input::Signal(sig));
+                    return;
+                }
+                let next = match event::poll(INPUT_POLL) {
+                    Ok(false) => continue,
+                    Ok(true) => event::read(),
+                    Err(e) => Err(e),
+                };
+                let sent = match next {
+                    Ok(ev) => tx.send(Input::Term(ev)),
+                    Err(e) => {
+                        let _ = tx.send(Input::Failed(e));
+                        return;
+                    }
+                };
+                if sent.is_err() {
+                    return;
+                }
+            }
+        })
+        .context("spawn the TUI input thread")
+}
+
+/// Whether some shown age changes every second.
+fn ages_in_seconds(view: &TeamView) -> bool {
+    view.members.iter().any(|m| {
+        m.last_activity.is_some_and(|a| a < Duration::from_secs(60))
+            || matches!(m.status, MemberStatus::Stopping { .. })
+    }) || view
+        .requests
+        .iter()
+        .any(|r| r.age.is_some_and(|a| a < Duration::from_secs(60)))
+}
+
+/// The loop proper, over any ratatui backend and any source of [`Input`]
+/// (the tests drive it with a `TestBackend` and a channel).
+pub fn event_loop<B: Backend>(
+    terminal: &mut Terminal<B>,
+    control: &mut dyn LeadControl,
+    inputs: &Receiver<Input>,
+    color: bool,
+    min_frame: Duration,
+) -> Result<Exit>
+where
+    B::Error: Send + Sync + 'static,
+{
+    let mut view = control.snapshot();
+    let mut ui = UiState::new(&view);
+    let mut dirty = true;
+    let mut last_draw: Option<Instant> = None;
+    let mut last_tick = Instant::now();
+    let mut zoom_size: Option<(String, Rect)> = None;
+    loop {
+        if let Some(sig) = termination_signal() {
+            return Ok(Exit::Signal(sig));
+        }
+        let now = Instant::now();
+        let fast = ages_in_seconds(&view) || matches!(ui.modal, Modal::ShutdownCountdown { .. });
+        let tick_every = if fast { FAST_TICK } else { SLOW_TICK };
+        if now >= last_tick + tick_every {
+            ui.tick(now - last_tick);
+            last_tick = now;
+            if fast {
+                view = control.snapshot();
+                ui.sync(&view);
+            }
+            dirty = true;
+        }
+        let mut wait = (last_tick + tick_every).saturating_duration_since(now);
+        if dirty {
+            let due = last_draw.map_or(now, |t| t + min_frame);
+            if now >= due {
+                resize_zoomed(terminal, control, &ui, &mut zoom_size)?;
+                let screens: &dyn ScreenSource = &*control;
+                terminal
+                    .draw(|f| view::draw(f, &view, &ui, screens, color))
+                    .context("draw the TUI")?;
+                last_draw = Some(now);
+                dirty = false;
+            } else {
+                wait = wait.min(due - now);
+            }
+        }
+        let input = match inputs.recv_timeout(wait) {
+            Ok(input) => input,
+            Err(RecvTimeoutError::Timeout) => continue,
+            // Every sender gone: no more keys can come.
+            Err(RecvTimeoutError::Disconnected) => return Ok(Exit::Quit),
+        };
+        match input {
+            Input::Term(Event::Key(key)) => {
+                if let Some(action) = keymap::handle(key, &view, &mut ui) {
+                    if action == Action::Quit {
+                        return Ok(Exit::Quit);
+                    }
+                    let forwarded = matches!(action, Action::Input { .. });
+                    match control.perform(action) {
+                        Ok(Some(notice)) => ui.notice = Some(notice),
+                        Ok(None) => {}
+                        Err(e) => ui.notice = Some(format!("{e:#}")),
+                    }
+                    if !forwarded {
+                        view = control.snapshot();
+                        ui.sync(&view);
+                    }
+                }
+                dirty = true;
+            }
+            Input::Term(Event::Resize(..)) => dirty = true,
+            Input::Term(_) => {}
+            Input::Wake => {
+                // Coalesce a burst of wake-ups into one snapshot.
+                while matches!(inputs.try_recv(), Ok(Input::Wake)) {}
+                view = control.snapshot();
+                ui.sync(&view);
+                dirty = true;
+            }
+            Input::Signal(sig) => return Ok(Exit::Signal(sig)),
+            Input::Failed(e) => return Err(e).context("read the terminal"),
+        }
+    }
+}
+
+/// Keeps the zoomed pane's PTY the size of the area it is drawn in.
+fn resize_zoomed<B: Backend>(
+    terminal: &mut Terminal<B>,
+    control: &mut dyn LeadControl,
+    ui: &UiState,
+    last: &mut Option<(String, Rect)>,
+) -> Result<()>
+where
+    B::Error: Send + Sync + 'static,
+{
+    let Some(name) = &ui.zoomed else {
+        *last = None;
+        return Ok(());
+    };
+    let size = terminal.size().context("read the terminal size")?;
+    let area = view::zoom_area(Rect::new(0, 0, size.width, size.height));
+    if last.as_ref() != Some(&(name.clone(), area)) {
+        *last = Some((name.clone(), area));
+        if let Err(e) = control.perform(Action::ResizePane {
+            name: name.clone(),
+            rows: area.height,
+            cols: area.width,
+        }) {
+            tracing::warn!("resize the zoomed pane of {name}: {e:#}");
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::state::MemberRow;
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use ratatui::backend::TestBackend;
+    use tui_term::vt100;
+
+    /// A lead with one or two teammates that records what it was asked.
+    struct FakeLead {
+        members: Vec<&'static str>,
+        in_process: bool,
+        snapshots: usize,
+        done: Vec<Action>,
+    }
+
+    impl ScreenSource for FakeLead {
+        fn with_screen(&self, _: &str, _: &mut dyn FnMut(&vt100::Screen)) -> bool {
+            false
+        }
+    }
+
+    impl LeadControl for FakeLead {
+        fn snapshot(&mut self) -> TeamView {
+            self.snapshots += 1;
+            TeamView {
+                team: "demo".into(),
+                backend_name: "fake".into(),
+                members: self.members.iter().map(|n| MemberRow::new(*n)).collect(),
+                in_process: self.in_process,
+                ..TeamView::default()
+            }
+        }
+
+        fn perform(&mut self, action: Action) -> Result<Option<String>> {
+            if let Action::Kill(name) = &action {
+                self.members.retain(|m| m != name);
+            }
+            self.done.push(action);
+            Ok(Some("done".into()))
+        }
+    }
+
+    fn key(c: char) -> Input {
+        Input::Term(Event::Key(KeyEvent::new(
+            KeyCode::Char(c),
+            KeyModifiers::NONE,
+        )))
+    }
+
+    fn run_with(lead: &mut FakeLead, inputs: Vec<Input>) -> (Exit, Terminal<TestBackend>) {
+        let (tx, rx) = mpsc::channel();
+        for i in inputs {
+            tx.send(i).unwrap();
+        }
+        drop(tx);
+        let _serial = crate::tui::terminal::SIGNAL_TESTS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+        let exit = event_loop(&mut terminal, lead, &rx, false, Duration::ZERO).unwrap();
+        (exit, terminal)
+    }
+
+    #[test]
+    fn k_then_y_kills_the_selected_member_and_q_quits() {
+        let mut lead = FakeLead {
+            members: vec!["alice", "bob"],
+            in_process: false,
+            snapshots: 0,
+            done: vec![],
+        };
+        let (exit, _) = run_with(&mut lead, vec![key('k'), key('y'), key('q')]);
+        assert_eq!(exit, Exit::Quit);
+        assert_eq!(lead.done, [Action::Kill("alice".into())]);
+        assert_eq!(lead.members, ["bob"]);
+    }
+
+    #[test]
+    fn wake_ups_coalesce_into_one_snapshot() {
+        let mut lead = FakeLead {
+            members: vec!["alice"],
+            in_process: false,
+            snapshots: 0,
+            done: vec![],
+        };
+        let wakes = (0..50).map(|_| Input::Wake).collect();
+        let (exit, terminal) = run_with(&mut lead, wakes);
+        assert_eq!(exit, Exit::Quit, "all senders gone");
+        assert_eq!(lead.snapshots, 2, "the first, then one for the burst");
+        let screen = format!("{:?}", terminal.backend().buffer());
+        assert!(screen.contains("1 teammates"), "{screen}");
+    }
+
+    #[test]
+    fn zooming_resizes_the_pane_to_the_zoom_area_and_forwards_keys() {
+        let mut lead = FakeLead {
+            members: vec!["alice"],
+            in_process: true,
+            snapshots: 0,
+            done: vec![],
+        };
+        let enter = Input::Term(Event::Key(KeyEvent::new(
+            KeyCode::Enter,
+            KeyModifiers::NONE,
+        )));
+        let (_, _) = run_with(&mut lead, vec![enter, key('x')]);
+        assert_eq!(
+            lead.done,
+            [
+                Action::Focus("alice".into()),
+                Action::ResizePane {
+                    name: "alice".into(),
+                    rows: 23,
+                    cols: 80
+                },
+                Action::Input {
+                    to: "alice".into(),
+                    bytes: b"x".to_vec()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_signal_ends_the_loop() {
+        let mut lead = FakeLead {
+            members: vec![],
+            in_process: false,
+            snapshots: 0,
+            done: vec![],
+        };
+        let (exit, _) = run_with(&mut lead, vec![Input::Signal(libc::SIGTERM)]);
+        assert_eq!(exit, Exit::Signal(libc::SIGTERM));
+    }
+}

@@ -1,0 +1,397 @@
+//! Snapshot tests of the pure view: the main states rendered into ratatui's
+//! `TestBackend` and compared as text with `insta` (the `.snap` files under
+//! `snapshots/` are the reviewed renderings). Plus the properties a snapshot
+//! cannot say: NO_COLOR sets no colour, protocol frames never show as JSON.
+
+use std::time::Duration;
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::style::Color;
+use tui_term::vt100;
+
+use super::state::{
+    MemberRow, MemberStatus, Modal, Panel, PendingRequest, RequestKind, TeamView, UiState,
+};
+use super::view::{NoScreens, ScreenSource, draw};
+use crate::mailbox::Entry;
+use crate::protocol::{Message, ShutdownApproved};
+use crate::tasks::{Status, Task};
+
+/// The buffer as text, one line per row, trailing blanks trimmed.
+fn text(buf: &Buffer) -> String {
+    let w = buf.area.width as usize;
+    buf.content
+        .chunks(w)
+        .map(|row| {
+            let line: String = row.iter().map(|c| c.symbol()).collect();
+            line.trim_end().to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn render_with(
+    view: &TeamView,
+    ui: &UiState,
+    screens: &dyn ScreenSource,
+    color: bool,
+    (w, h): (u16, u16),
+) -> Buffer {
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+    terminal
+        .draw(|f| draw(f, view, ui, screens, color))
+        .unwrap();
+    terminal.backend().buffer().clone()
+}
+
+fn render(view: &TeamView, ui: &UiState, size: (u16, u16)) -> String {
+    text(&render_with(view, ui, &NoScreens, true, size))
+}
+
+fn entry(from: &str, color: Option<&str>, text: &str, summary: Option<&str>, t: &str) -> Entry {
+    let mut e = Entry::new(
+        from,
+        text.to_owned(),
+        summary.map(str::to_owned),
+        color.map(str::to_owned),
+    );
+    e.timestamp = format!("2026-11-30T{t}.000Z");
+    e
+}
+
+fn member(name: &str, color: &str, status: MemberStatus) -> MemberRow {
+    MemberRow {
+        color: Some(color.into()),
+        status,
+        ..MemberRow::new(name)
+    }
+}
+
+fn task(id: &str, subject: &str, status: Status, owner: Option<&str>, blocked: &[&str]) -> Task {
+    let mut t = Task::new(id, subject);
+    t.status = status;
+    t.owner = owner.map(str::to_owned);
+    t.blocked_by = blocked.iter().map(|s| s.to_string()).collect();
+    t
+}
+
+fn empty_team() -> TeamView {
+    TeamView {
+        team: "demo".into(),
+        backend_name: "tmux".into(),
+        can_hide: true,
+        ..TeamView::default()
+    }
+}
+
+/// Four teammates at work, a board, a mixed inbox.
+fn busy_team() -> TeamView {
+    let mut alice = member("alice", "blue", MemberStatus::Running);
+    alice.model = Some("sonnet".into());
+    alice.agent = "claude".into();
+    alice.mode = Some("acceptEdits".into());
+    alice.current_task = Some(("2".into(), "Write the parser".into()));
+    alice.last_activity = Some(Duration::from_secs(4));
+    let mut bob = member("bob", "green", MemberStatus::Running);
+    bob.current_task = Some(("3".into(), "Run the test suite".into()));
+    bob.last_activity = Some(Duration::from_secs(12));
+    bob.unread = 2;
+    let mut carol = member("carol", "yellow", MemberStatus::Idle);
+    carol.last_activity = Some(Duration::from_secs(190));
+    let mut dave = member("dave", "purple", MemberStatus::Idle);
+    dave.hidden = true;
+    dave.agent = "codex".into();
+    dave.last_activity = Some(Duration::from_secs(3 * 3600));
+    let approved = Message::ShutdownApproved(ShutdownApproved {
+        request_id: "shutdown-1@erin".into(),
+        from: "erin".into(),
+        timestamp: "2026-11-30T07:15:28.205Z".into(),
+        pane_id: Some("%3".into()),
+        backend_type: None,
+    });
+    TeamView {
+        members: vec![alice, bob, carol, dave],
+        tasks: vec![
+            task(
+                "1",
+                "Sketch the design",
+                Status::Completed,
+                Some("carol"),
+                &[],
+            ),
+            task(
+                "2",
+                "Write the parser",
+                Status::InProgress,
+                Some("alice"),
+                &[],
+            ),
+            task(
+                "3",
+                "Run the test suite",
+                Status::InProgress,
+                Some("bob"),
+                &[],
+            ),
+            task("4", "Benchmark", Status::Pending, None, &["2", "3"]),
+            task("5", "Release notes", Status::Pending, None, &["4"]),
+        ],
+        lead_inbox: vec![
+            entry(
+                "carol",
+                Some("yellow"),
+                "The design is in scratch/design.md",
+                Some("design done"),
+                "07:10:02",
+            ),
+            entry("erin", Some("cyan"), &approved.to_text(), None, "07:15:28"),
+            entry(
+                "bob",
+                Some("green"),
+                "3 tests fail\nin tui::view; looking",
+                None,
+                "07:16:40",
+            ),
+        ],
+        ..empty_team()
+    }
+}
+
+fn with_plan(mut view: TeamView) -> TeamView {
+    view.members[0].status = MemberStatus::WaitingForApproval;
+    view.requests.push(PendingRequest {
+        id: "plan_approval-1796022927589@alice@demo".into(),
+        from: "alice".into(),
+        kind: RequestKind::Plan {
+            content:
+                "# Plan: parser\n1. Tokenise the input\n2. Build the tree\n3. Tests for every rule"
+                    .into(),
+        },
+        age: Some(Duration::from_secs(35)),
+    });
+    view.requests.push(PendingRequest {
+        id: "perm-1796022927600-x".into(),
+        from: "bob".into(),
+        kind: RequestKind::Permission {
+            tool: "Bash".into(),
+            description: "cargo test --all".into(),
+        },
+        age: Some(Duration::from_secs(3)),
+    });
+    view
+}
+
+#[test]
+fn an_empty_team() {
+    let v = empty_team();
+    insta::assert_snapshot!(render(&v, &UiState::new(&v), (100, 20)));
+}
+
+#[test]
+fn a_busy_team() {
+    let v = busy_team();
+    insta::assert_snapshot!(render(&v, &UiState::new(&v), (120, 30)));
+}
+
+#[test]
+fn dead_member() {
+    let mut v = busy_team();
+    v.members[1].status = MemberStatus::Dead { exit_code: Some(3) };
+    v.members[1].current_task = None;
+    v.members[2].status = MemberStatus::Stopping {
+        since: Duration::from_secs(4),
+    };
+    let out = render(&v, &UiState::new(&v), (120, 30));
+    assert!(out.contains("dead (exit 3)") && out.contains("stopping 4s"));
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn pending_plan_approval() {
+    let v = with_plan(busy_team());
+    let ui = UiState {
+        panel: Panel::Requests,
+        ..UiState::new(&v)
+    };
+    let out = render(&v, &ui, (120, 34));
+    assert!(out.contains("1. Tokenise the input"), "plan content shown");
+    assert!(out.contains("2 waiting"));
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn kill_confirmation() {
+    let v = busy_team();
+    let ui = UiState {
+        member_row: 2,
+        modal: Modal::ConfirmKill { name: "bob".into() },
+        ..UiState::new(&v)
+    };
+    let out = render(&v, &ui, (100, 24));
+    assert!(out.contains("Kill @bob? y/N"));
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn shutdown_countdown_and_prune_confirmation() {
+    let v = busy_team();
+    let mut ui = UiState {
+        modal: Modal::ShutdownCountdown {
+            name: "bob".into(),
+            left: Duration::from_millis(6200),
+        },
+        ..UiState::new(&v)
+    };
+    assert!(render(&v, &ui, (100, 24)).contains("Shutting down @bob… 7s"));
+    ui.tick(Duration::from_secs(10));
+    assert!(render(&v, &ui, (100, 24)).contains("k kill · Esc close"));
+    ui.modal = Modal::ConfirmPrune {
+        names: vec!["carol".into(), "dave".into()],
+    };
+    let out = render(&v, &ui, (100, 24));
+    assert!(out.contains("Prune 2 idle teammates? y/N") && out.contains("@carol @dave"));
+}
+
+#[test]
+fn help_overlay_lists_every_key() {
+    let v = busy_team();
+    let ui = UiState {
+        modal: Modal::Help,
+        ..UiState::new(&v)
+    };
+    let out = render(&v, &ui, (80, 24));
+    for (key, what) in super::keymap::KEYS {
+        assert!(out.contains(key) && out.contains(what), "{key} missing");
+    }
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn narrow_80x24_keeps_status_members_tasks_and_inbox() {
+    let v = with_plan(busy_team());
+    let out = render(&v, &UiState::new(&v), (80, 24));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        "4 teammates · 1 running · 2 idle · tasks 1/5 · 2 waiting"
+    );
+    for name in ["@alice", "@bob", "@carol", "@dave"] {
+        assert!(out.contains(name), "{name} visible");
+    }
+    assert!(out.contains("tasks 1/5") && out.contains("inbox (3)"));
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn compose_and_new_task_dialogs() {
+    let v = busy_team();
+    let mut ui = UiState {
+        modal: Modal::Compose {
+            to: "bob".into(),
+            text: "rerun with --nocapture".into(),
+        },
+        ..UiState::new(&v)
+    };
+    let out = render(&v, &ui, (100, 24));
+    assert!(out.contains("To: @bob") && out.contains("> rerun with --nocapture"));
+    ui.modal = Modal::NewTask {
+        subject: "Fix the flaky test".into(),
+    };
+    assert!(render(&v, &ui, (100, 24)).contains("Subject: Fix the flaky test"));
+}
+
+#[test]
+fn no_color_sets_no_colour_anywhere() {
+    let v = with_plan(busy_team());
+    let ui = UiState::new(&v);
+    let coloured = |buf: &Buffer| {
+        buf.content
+            .iter()
+            .filter(|c| c.fg != Color::Reset || c.bg != Color::Reset)
+            .count()
+    };
+    let with = render_with(&v, &ui, &NoScreens, true, (120, 34));
+    assert!(coloured(&with) > 0, "colour is on by default");
+    let without = render_with(&v, &ui, &NoScreens, false, (120, 34));
+    assert_eq!(coloured(&without), 0);
+    assert_eq!(text(&with), text(&without), "same text either way");
+    // The grid of live screens too, even when the programs print colours.
+    let mut v = busy_team();
+    v.in_process = true;
+    let screens = FakeScreens::new(&v);
+    let ui = UiState::new(&v);
+    let without = render_with(&v, &ui, &screens, false, (120, 30));
+    assert_eq!(coloured(&without), 0);
+}
+
+#[test]
+fn a_protocol_frame_in_the_inbox_reads_as_one_line_not_json() {
+    let v = busy_team();
+    let out = render(&v, &UiState::new(&v), (120, 30));
+    assert!(
+        out.contains("@erin · shutdown approved by erin (pane %3)"),
+        "{out}"
+    );
+    assert!(!out.contains("{\"type\""), "raw JSON shown:\n{out}");
+    assert!(
+        out.contains("@bob: 3 tests fail in tui::view; looking"),
+        "flattened"
+    );
+    assert!(out.contains("@carol: design done"), "summary preferred");
+}
+
+/// vt100 screens fed with a few lines of output per teammate.
+struct FakeScreens(Vec<(String, vt100::Parser)>);
+
+impl FakeScreens {
+    fn new(view: &TeamView) -> FakeScreens {
+        FakeScreens(
+            view.members
+                .iter()
+                .map(|m| {
+                    let mut p = vt100::Parser::new(24, 80, 0);
+                    for i in 1..=30 {
+                        p.process(format!("\x1b[32m{}\x1b[0m line {i}\r\n", m.name).as_bytes());
+                    }
+                    p.process(b"$ ");
+                    (m.name.clone(), p)
+                })
+                .collect(),
+        )
+    }
+}
+
+impl ScreenSource for FakeScreens {
+    fn with_screen(&self, name: &str, f: &mut dyn FnMut(&vt100::Screen)) -> bool {
+        match self.0.iter().find(|(n, _)| n == name) {
+            Some((_, p)) => {
+                f(p.screen());
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+#[test]
+fn in_process_grid_shows_every_live_screen_and_zoom_shows_one() {
+    let mut v = busy_team();
+    v.in_process = true;
+    v.backend_name = "in-process".into();
+    let screens = FakeScreens::new(&v);
+    let ui = UiState::new(&v);
+    let grid = text(&render_with(&v, &ui, &screens, true, (120, 30)));
+    for m in &v.members {
+        assert!(grid.contains(&format!("{} line 30", m.name)), "{}", m.name);
+    }
+    insta::assert_snapshot!(grid);
+    let zoomed = UiState {
+        zoomed: Some("bob".into()),
+        ..ui
+    };
+    let zoom = text(&render_with(&v, &zoomed, &screens, true, (80, 24)));
+    assert!(zoom.starts_with("@bob running · Ctrl-] returns"));
+    assert!(zoom.contains("bob line 30") && !zoom.contains("alice line"));
+}

@@ -1,0 +1,461 @@
+//! What the TUI shows and where the user is in it: [`TeamView`], a plain-data
+//! snapshot of the team the lead gathers (roster, liveness, tasks, the lead's
+//! inbox, pending requests), and [`UiState`], the selection, the open modal
+//! and the zoomed pane. Neither knows where the data came from, so the view
+//! and the keymap stay pure functions of these two values.
+
+use std::time::Duration;
+
+use crate::mailbox::Entry;
+use crate::tasks::{Status, Task};
+
+/// Everything one frame shows, gathered by the lead.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TeamView {
+    pub team: String,
+    /// `tmux`, `in-process`, … shown in the title.
+    pub backend_name: String,
+    /// Teammates, in roster order; the lead is not one of them.
+    pub members: Vec<MemberRow>,
+    /// The board, in the order to show (the lead sorts by id).
+    pub tasks: Vec<Task>,
+    /// The lead's inbox, newest last.
+    pub lead_inbox: Vec<Entry>,
+    /// Plan approvals and permission requests waiting for the user, oldest first.
+    pub requests: Vec<PendingRequest>,
+    /// A line from the lead (the result of the last action, an error).
+    pub notice: Option<String>,
+    /// The backend can hide and show panes (`h` / `H`).
+    pub can_hide: bool,
+    /// Panes live inside the lead: the grid and zoom views are available.
+    pub in_process: bool,
+}
+
+/// One teammate's row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemberRow {
+    pub name: String,
+    /// Palette colour name (`blue`, `green`, …).
+    pub color: Option<String>,
+    /// `shell`, `claude`, `codex`, …
+    pub agent: String,
+    pub model: Option<String>,
+    pub status: MemberStatus,
+    /// `(task id, subject)` of the task it is working on.
+    pub current_task: Option<(String, String)>,
+    /// Time since its last message, output or task change.
+    pub last_activity: Option<Duration>,
+    /// Messages in its inbox it has not consumed yet.
+    pub unread: usize,
+    /// Its pane is hidden.
+    pub hidden: bool,
+    /// Permission mode (`default`, `acceptEdits`, `plan`, `bypassPermissions`).
+    pub mode: Option<String>,
+}
+
+impl MemberRow {
+    /// A running shell teammate with nothing else set; tests and the bench
+    /// build on it.
+    pub fn new(name: impl Into<String>) -> MemberRow {
+        MemberRow {
+            name: name.into(),
+            color: None,
+            agent: "shell".to_owned(),
+            model: None,
+            status: MemberStatus::Running,
+            current_task: None,
+            last_activity: None,
+            unread: 0,
+            hidden: false,
+            mode: None,
+        }
+    }
+}
+
+/// Where a teammate's process is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemberStatus {
+    /// Working on something.
+    Running,
+    /// Alive, waiting for work.
+    Idle,
+    /// Blocked on a plan or permission request to the lead.
+    WaitingForApproval,
+    /// A shutdown was requested `since` ago.
+    Stopping { since: Duration },
+    /// Its process ended.
+    Dead { exit_code: Option<i32> },
+}
+
+impl MemberStatus {
+    /// The words shown in the members list: `running`, `dead (exit 3)`, …
+    pub fn label(&self) -> String {
+        match self {
+            MemberStatus::Running => "running".to_owned(),
+            MemberStatus::Idle => "idle".to_owned(),
+            MemberStatus::WaitingForApproval => "waiting approval".to_owned(),
+            MemberStatus::Stopping { since } => format!("stopping {}", age(*since)),
+            MemberStatus::Dead {
+                exit_code: Some(code),
+            } => format!("dead (exit {code})"),
+            MemberStatus::Dead { exit_code: None } => "dead (signal)".to_owned(),
+        }
+    }
+}
+
+/// A request waiting for the user's yes or no.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingRequest {
+    /// The protocol request id the response must carry.
+    pub id: String,
+    /// The teammate asking.
+    pub from: String,
+    pub kind: RequestKind,
+    /// Age of the request.
+    pub age: Option<Duration>,
+}
+
+/// What is being asked.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RequestKind {
+    /// A plan to approve (`plan_approval_request`): its markdown.
+    Plan { content: String },
+    /// A tool use to allow (`permission_request`).
+    Permission { tool: String, description: String },
+}
+
+impl RequestKind {
+    /// `plan` or `permission`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            RequestKind::Plan { .. } => "plan",
+            RequestKind::Permission { .. } => "permission",
+        }
+    }
+}
+
+/// The figures of the TeamStatus line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Totals {
+    pub teammates: usize,
+    pub running: usize,
+    pub idle: usize,
+    pub tasks_done: usize,
+    pub tasks: usize,
+    pub waiting: usize,
+}
+
+impl TeamView {
+    /// Counts for the status line. Internal tasks (hidden from Claude Code's
+    /// TaskList) are not counted.
+    pub fn totals(&self) -> Totals {
+        let mut t = Totals {
+            teammates: self.members.len(),
+            running: 0,
+            idle: 0,
+            tasks_done: 0,
+            tasks: 0,
+            waiting: self.requests.len(),
+        };
+        for m in &self.members {
+            match m.status {
+                MemberStatus::Running => t.running += 1,
+                MemberStatus::Idle => t.idle += 1,
+                _ => {}
+            }
+        }
+        for task in self.tasks.iter().filter(|t| !t.is_internal()) {
+            t.tasks += 1;
+            if task.status == Status::Completed {
+                t.tasks_done += 1;
+            }
+        }
+        t
+    }
+
+    /// The TeamStatus line: `N teammates · R running · I idle · tasks D/T · Q waiting`.
+    pub fn status_line(&self) -> String {
+        let t = self.totals();
+        format!(
+            "{} teammates · {} running · {} idle · tasks {}/{} · {} waiting",
+            t.teammates, t.running, t.idle, t.tasks_done, t.tasks, t.waiting
+        )
+    }
+
+    /// Teammates `p` would prune: idle, no task in progress, no unread mail.
+    pub fn prunable(&self) -> Vec<String> {
+        self.members
+            .iter()
+            .filter(|m| {
+                m.status == MemberStatus::Idle
+                    && m.current_task.is_none()
+                    && m.unread == 0
+                    && !self.tasks.iter().any(|t| {
+                        t.status == Status::InProgress && t.owner.as_deref() == Some(&m.name)
+                    })
+            })
+            .map(|m| m.name.clone())
+            .collect()
+    }
+
+    /// The teammate called `name`.
+    pub fn member(&self, name: &str) -> Option<&MemberRow> {
+        self.members.iter().find(|m| m.name == name)
+    }
+
+    /// Tasks the board shows (internal ones left out).
+    pub fn visible_tasks(&self) -> impl Iterator<Item = &Task> {
+        self.tasks.iter().filter(|t| !t.is_internal())
+    }
+}
+
+/// `4s`, `3m`, `2h`, `5d`: an age in its largest whole unit.
+pub fn age(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s / 60),
+        3600..86400 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86400),
+    }
+}
+
+/// The permission modes Shift+Tab cycles through, in order.
+pub const MODES: [&str; 4] = ["default", "acceptEdits", "plan", "bypassPermissions"];
+
+/// The mode after `current` in [`MODES`]; an unknown or absent mode counts
+/// as `default`.
+pub fn next_mode(current: Option<&str>) -> &'static str {
+    let i = current
+        .and_then(|c| MODES.iter().position(|m| *m == c))
+        .unwrap_or(0);
+    MODES[(i + 1) % MODES.len()]
+}
+
+/// The panels Tab moves between, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Panel {
+    #[default]
+    Members,
+    Tasks,
+    Inbox,
+    Requests,
+}
+
+impl Panel {
+    /// The panel after this one.
+    pub fn next(self) -> Panel {
+        match self {
+            Panel::Members => Panel::Tasks,
+            Panel::Tasks => Panel::Inbox,
+            Panel::Inbox => Panel::Requests,
+            Panel::Requests => Panel::Members,
+        }
+    }
+}
+
+/// The dialog over the panels, if any.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Modal {
+    #[default]
+    None,
+    /// `Kill @name? y/N`.
+    ConfirmKill { name: String },
+    /// `Prune N idle teammates? y/N` with their names.
+    ConfirmPrune { names: Vec<String> },
+    /// A shutdown was requested; `left` counts down to zero, then `k` is offered.
+    ShutdownCountdown { name: String, left: Duration },
+    /// A message being typed; `to` is a name or `*`.
+    Compose { to: String, text: String },
+    /// A task subject being typed.
+    NewTask { subject: String },
+    /// Every key.
+    Help,
+}
+
+/// How long the shutdown countdown runs before `k` is offered.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Where the user is: focused panel, selected rows, modal, zoom.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct UiState {
+    pub panel: Panel,
+    /// Row in the members list: 0 is the "all teammates" row, `i + 1` is
+    /// `members[i]`.
+    pub member_row: usize,
+    /// Row in the task board (among the visible tasks).
+    pub task_row: usize,
+    /// Entries back from the newest in the lead's inbox (0: the newest).
+    pub inbox_back: usize,
+    /// Row in the requests queue.
+    pub request_row: usize,
+    pub modal: Modal,
+    /// In-process: the teammate whose pane fills the screen, keys forwarded.
+    pub zoomed: Option<String>,
+    /// In-process: show every teammate's live screen in a grid.
+    pub grid: bool,
+    /// A line from the TUI itself (e.g. "hide is not supported").
+    pub notice: Option<String>,
+}
+
+impl UiState {
+    /// The starting state for `view`: the first teammate selected, the grid
+    /// on when the panes are in-process.
+    pub fn new(view: &TeamView) -> UiState {
+        UiState {
+            member_row: usize::from(!view.members.is_empty()),
+            grid: view.in_process,
+            ..UiState::default()
+        }
+    }
+
+    /// The selected teammate (none when the "all" row is selected).
+    pub fn selected_member<'v>(&self, view: &'v TeamView) -> Option<&'v MemberRow> {
+        self.member_row
+            .checked_sub(1)
+            .and_then(|i| view.members.get(i))
+    }
+
+    /// The selected request.
+    pub fn selected_request<'v>(&self, view: &'v TeamView) -> Option<&'v PendingRequest> {
+        view.requests.get(self.request_row)
+    }
+
+    /// Brings the state in line with a new snapshot: selections clamped, a
+    /// zoom or modal about a teammate who left closed, the countdown closed
+    /// when its teammate is gone.
+    pub fn sync(&mut self, view: &TeamView) {
+        self.member_row = self.member_row.min(view.members.len());
+        self.task_row = self
+            .task_row
+            .min(view.visible_tasks().count().saturating_sub(1));
+        self.inbox_back = self.inbox_back.min(view.lead_inbox.len().saturating_sub(1));
+        self.request_row = self.request_row.min(view.requests.len().saturating_sub(1));
+        if let Some(z) = &self.zoomed
+            && (!view.in_process || view.member(z).is_none())
+        {
+            self.zoomed = None;
+        }
+        let gone = |name: &str| view.member(name).is_none();
+        match &self.modal {
+            Modal::ConfirmKill { name } | Modal::ShutdownCountdown { name, .. } if gone(name) => {
+                self.modal = Modal::None;
+            }
+            _ => {}
+        }
+    }
+
+    /// Advances the shutdown countdown by `dt`; true if it was running.
+    pub fn tick(&mut self, dt: Duration) -> bool {
+        if let Modal::ShutdownCountdown { left, .. } = &mut self.modal
+            && !left.is_zero()
+        {
+            *left = left.saturating_sub(dt);
+            return true;
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(members: Vec<MemberRow>) -> TeamView {
+        TeamView {
+            team: "demo".into(),
+            backend_name: "tmux".into(),
+            members,
+            ..TeamView::default()
+        }
+    }
+
+    #[test]
+    fn ages_use_their_largest_unit() {
+        assert_eq!(age(Duration::from_secs(4)), "4s");
+        assert_eq!(age(Duration::from_secs(185)), "3m");
+        assert_eq!(age(Duration::from_secs(7300)), "2h");
+        assert_eq!(age(Duration::from_secs(3 * 86400)), "3d");
+    }
+
+    #[test]
+    fn modes_cycle_default_accept_edits_plan_bypass_default() {
+        assert_eq!(next_mode(None), "acceptEdits");
+        assert_eq!(next_mode(Some("default")), "acceptEdits");
+        assert_eq!(next_mode(Some("acceptEdits")), "plan");
+        assert_eq!(next_mode(Some("plan")), "bypassPermissions");
+        assert_eq!(next_mode(Some("bypassPermissions")), "default");
+        assert_eq!(next_mode(Some("weird")), "acceptEdits");
+    }
+
+    #[test]
+    fn the_status_line_counts_members_tasks_and_requests() {
+        let mut v = view(vec![MemberRow::new("a"), MemberRow::new("b")]);
+        v.members[1].status = MemberStatus::Idle;
+        let mut done = Task::new("1", "x");
+        done.status = Status::Completed;
+        v.tasks = vec![done, Task::new("2", "y")];
+        v.requests.push(PendingRequest {
+            id: "r".into(),
+            from: "a".into(),
+            kind: RequestKind::Plan {
+                content: "p".into(),
+            },
+            age: None,
+        });
+        assert_eq!(
+            v.status_line(),
+            "2 teammates · 1 running · 1 idle · tasks 1/2 · 1 waiting"
+        );
+    }
+
+    #[test]
+    fn only_idle_members_without_work_or_mail_are_prunable() {
+        let mut v = view(
+            ["busy", "mail", "free", "owner"]
+                .map(MemberRow::new)
+                .to_vec(),
+        );
+        for m in &mut v.members[1..] {
+            m.status = MemberStatus::Idle;
+        }
+        v.members[1].unread = 2;
+        let mut t = Task::new("1", "x");
+        t.status = Status::InProgress;
+        t.owner = Some("owner".into());
+        v.tasks.push(t);
+        assert_eq!(v.prunable(), ["free"]);
+    }
+
+    #[test]
+    fn sync_clamps_selection_and_closes_what_refers_to_a_departed_member() {
+        let v = view(vec![MemberRow::new("a")]);
+        let mut ui = UiState {
+            member_row: 5,
+            modal: Modal::ConfirmKill {
+                name: "gone".into(),
+            },
+            zoomed: Some("gone".into()),
+            ..UiState::default()
+        };
+        ui.sync(&v);
+        assert_eq!(
+            (ui.member_row, &ui.modal, &ui.zoomed),
+            (1, &Modal::None, &None)
+        );
+    }
+
+    #[test]
+    fn the_countdown_ticks_down_to_zero_and_stops() {
+        let mut ui = UiState {
+            modal: Modal::ShutdownCountdown {
+                name: "a".into(),
+                left: Duration::from_secs(1),
+            },
+            ..UiState::default()
+        };
+        assert!(ui.tick(Duration::from_millis(600)));
+        assert!(ui.tick(Duration::from_millis(600)));
+        assert!(!ui.tick(Duration::from_millis(600)), "stopped at zero");
+    }
+}
