@@ -14,11 +14,32 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use swarm_backends::{BackendKind, PaneBackendExecutor, SpawnSpec};
 
+/// What `up` and `lead` leave to do once their async setup is over: either
+/// nothing more, or run the lead (which needs the runtime itself, outside
+/// `block_on`, to host the TUI beside the supervisor).
+enum Next {
+    Done(Exit),
+    RunLead(Box<Lead>),
+}
+
 pub fn run(ctx: &Context, cmd: Command) -> Result<Exit> {
     let rt = panes::runtime()?;
+    let next = match cmd {
+        Command::Up(args) => rt.block_on(up(ctx, args))?,
+        Command::Lead(args) => rt.block_on(lead(ctx, args.backend))?,
+        other => return run_other(ctx, &rt, other),
+    };
+    match next {
+        Next::Done(exit) => Ok(exit),
+        Next::RunLead(lead) => {
+            run_lead(*lead, &rt)?;
+            Ok(Exit::Ok)
+        }
+    }
+}
+
+fn run_other(ctx: &Context, rt: &tokio::runtime::Runtime, cmd: Command) -> Result<Exit> {
     match cmd {
-        Command::Up(args) => rt.block_on(up(ctx, args)),
-        Command::Lead(args) => rt.block_on(lead(ctx, args.backend)),
         Command::Down(args) => rt.block_on(down(ctx, args)),
         Command::Spawn(args) => rt.block_on(spawn(ctx, args)),
         Command::Kill(args) => rt.block_on(async {
@@ -122,7 +143,7 @@ fn lead_spec(team: &Team, opened: &Opened) -> Result<SpawnSpec> {
     Ok(spec)
 }
 
-async fn up(ctx: &Context, args: UpArgs) -> Result<Exit> {
+async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
     let started = Instant::now();
     let cwd = std::env::current_dir().context("reading the current directory")?;
     let spec = if args.demo {
@@ -162,7 +183,9 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Exit> {
     let mut opened = panes::open(&ctx.root, &name, &args.backend)?;
     if let Some(pid) = lead_pid_alive(&team)? {
         eprintln!("the lead of team {name} is already running (pid {pid})");
-        return reattach(&team, &opened, args.no_attach).await;
+        return reattach(&team, &opened, args.no_attach)
+            .await
+            .map(Next::Done);
     }
     match (&opened.panes, opened.own_pane.clone()) {
         (Panes::Tmux(_), None) => {
@@ -190,15 +213,16 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Exit> {
                 "team {name}: lead in pane {lead_pane} ({:.0} ms)",
                 started.elapsed().as_secs_f64() * 1000.0
             );
-            reattach(&team, &opened, args.no_attach).await
+            reattach(&team, &opened, args.no_attach)
+                .await
+                .map(Next::Done)
         }
         (_, own) => {
             opened.record.lead_pane = own;
             opened.record.save(&ctx.root, &name)?;
             spawn_reserved(&team, &mut opened).await?;
             start_lead_logging(&team)?;
-            run_lead(Lead::new(team, opened)).await?;
-            Ok(Exit::Ok)
+            Ok(Next::RunLead(Box::new(Lead::new(team, opened))))
         }
     }
 }
@@ -300,11 +324,10 @@ fn start_lead_logging(team: &Team) -> Result<()> {
     crate::logging::init_file(&log).with_context(|| format!("opening {}", log.display()))
 }
 
-async fn lead(ctx: &Context, args: BackendArgs) -> Result<Exit> {
+async fn lead(ctx: &Context, args: BackendArgs) -> Result<Next> {
     let (team, opened) = open(ctx, &args)?;
     start_lead_logging(&team)?;
-    run_lead(Lead::new(team, opened)).await?;
-    Ok(Exit::Ok)
+    Ok(Next::RunLead(Box::new(Lead::new(team, opened))))
 }
 
 async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {

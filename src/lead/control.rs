@@ -20,7 +20,7 @@ use serde_json::Value;
 use sha2::Digest;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use swarm_backends::{PaneBackendExecutor, PaneId};
+use swarm_backends::PaneId;
 
 /// How many consumed lead messages the dialog shows.
 const INBOX_SHOWN: usize = 200;
@@ -67,7 +67,11 @@ impl LeadUi {
 
     fn take_request(&self, id: &str) -> Result<Request> {
         let mut sh = self.shared();
-        let Some(i) = sh.requests.iter().position(|r| r.message.request_id() == Some(id)) else {
+        let Some(i) = sh
+            .requests
+            .iter()
+            .position(|r| r.message.request_id() == Some(id))
+        else {
             bail!("no pending request {id}");
         };
         Ok(sh.requests.remove(i))
@@ -93,9 +97,14 @@ impl LeadUi {
                     tool_use_id: Some(p.tool_use_id.clone()),
                     approved_request: None,
                     outcome: if approve {
-                        protocol::PermissionOutcome::Success { updated_input: None, permission_updates: None }
+                        protocol::PermissionOutcome::Success {
+                            updated_input: None,
+                            permission_updates: None,
+                        }
                     } else {
-                        protocol::PermissionOutcome::Error { error: "rejected by the lead".into() }
+                        protocol::PermissionOutcome::Error {
+                            error: "rejected by the lead".into(),
+                        }
                     },
                 })
             }
@@ -103,7 +112,11 @@ impl LeadUi {
         };
         self.team.send_protocol(LEAD_NAME, &req.from, &msg, false)?;
         let verb = if approve { "approved" } else { "rejected" };
-        Ok(Some(format!("{verb} {} of @{}", req.message.kind(), req.from)))
+        Ok(Some(format!(
+            "{verb} {} of @{}",
+            req.message.kind(),
+            req.from
+        )))
     }
 }
 
@@ -113,8 +126,12 @@ fn hex(bytes: &[u8]) -> String {
 
 impl ScreenSource for LeadUi {
     fn with_screen(&self, name: &str, f: &mut dyn FnMut(&tui_term::vt100::Screen)) -> bool {
-        let Some(host) = self.in_process() else { return false };
-        let Ok(pane) = self.pane_of(name) else { return false };
+        let Some(host) = self.in_process() else {
+            return false;
+        };
+        let Ok(pane) = self.pane_of(name) else {
+            return false;
+        };
         host.with_screen(&pane, |s| f(s)).is_ok()
     }
 }
@@ -157,32 +174,68 @@ impl LeadControl for LeadUi {
                 Ok(None)
             }
             Action::Kill(name) => {
-                let r = self.rt.block_on(teardown::kill_member(&team, &opened, &name, Duration::from_secs(2)))?;
+                let r = self.rt.block_on(teardown::kill_member(
+                    &team,
+                    &opened,
+                    &name,
+                    Duration::from_secs(2),
+                ))?;
                 self.shared().seen.remove(&name);
-                Ok(Some(format!("killed @{name}; {} task(s) back on the board", r.returned.len())))
+                Ok(Some(format!(
+                    "killed @{name}; {} task(s) back on the board",
+                    r.returned.len()
+                )))
             }
             Action::Shutdown(name) => {
-                teardown::send_shutdown_request(&team, &name, Some("requested from the TeamsDialog".into()))?;
+                teardown::send_shutdown_request(
+                    &team,
+                    &name,
+                    Some("requested from the TeamsDialog".into()),
+                )?;
                 self.shared().stopping.insert(name.clone(), Instant::now());
                 Ok(Some(format!("asked @{name} to shut down")))
             }
             Action::Prune(names) => {
                 for n in &names {
-                    self.rt.block_on(teardown::kill_member(&team, &opened, n, Duration::from_secs(1)))?;
+                    self.rt.block_on(teardown::kill_member(
+                        &team,
+                        &opened,
+                        n,
+                        Duration::from_secs(1),
+                    ))?;
                 }
-                Ok(Some(format!("pruned {}", names.iter().map(|n| format!("@{n}")).collect::<Vec<_>>().join(" "))))
+                Ok(Some(format!(
+                    "pruned {}",
+                    names
+                        .iter()
+                        .map(|n| format!("@{n}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )))
             }
             Action::Hide(name) => {
                 let pane = self.pane_of(&name)?;
                 self.rt.block_on(opened.panes.exec().hide(&pane))?;
-                team.roster().update_member(&name, |m| m.set_swarm_field(SwarmField::Hidden, Value::Bool(true)))?;
+                team.roster().update_member(&name, |m| {
+                    m.set_swarm_field(SwarmField::Hidden, Value::Bool(true))
+                })?;
                 Ok(Some(format!("hid @{name}")))
             }
             Action::ShowAll => {
                 let tf = team.roster().read()?;
-                for m in tf.teammates().filter(|m| m.swarm_field(SwarmField::Hidden).is_some()) {
-                    self.rt.block_on(opened.panes.exec().show(&PaneId::new(m.tmux_pane_id.clone())))?;
-                    team.roster().update_member(&m.name, |mm| mm.set_swarm_field(SwarmField::Hidden, Value::Null))?;
+                for m in tf
+                    .teammates()
+                    .filter(|m| m.swarm_field(SwarmField::Hidden).is_some())
+                {
+                    self.rt.block_on(
+                        opened
+                            .panes
+                            .exec()
+                            .show(&PaneId::new(m.tmux_pane_id.clone())),
+                    )?;
+                    team.roster().update_member(&m.name, |mm| {
+                        mm.set_swarm_field(SwarmField::Hidden, Value::Null)
+                    })?;
                 }
                 Ok(Some("showing every pane".into()))
             }
@@ -192,15 +245,27 @@ impl LeadControl for LeadUi {
                     Some(t) => vec![t],
                     None => tf.teammates().map(|m| m.name.clone()).collect(),
                 };
-                let msg = Message::ModeSetRequest(protocol::ModeSetRequest { mode: mode.clone(), from: LEAD_NAME.into() });
+                let msg = Message::ModeSetRequest(protocol::ModeSetRequest {
+                    mode: mode.clone(),
+                    from: LEAD_NAME.into(),
+                });
                 for t in &targets {
                     team.send_protocol(LEAD_NAME, t, &msg, false)?;
                 }
-                Ok(Some(format!("mode {mode} requested for {}", targets.join(", "))))
+                Ok(Some(format!(
+                    "mode {mode} requested for {}",
+                    targets.join(", ")
+                )))
             }
             Action::Send { to, text } => {
                 let d = team.send_text(LEAD_NAME, &to, &text, None, false)?;
-                Ok(Some(format!("sent to {}", d.iter().map(|d| format!("@{}", d.to)).collect::<Vec<_>>().join(" "))))
+                Ok(Some(format!(
+                    "sent to {}",
+                    d.iter()
+                        .map(|d| format!("@{}", d.to))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )))
             }
             Action::CreateTask { subject } => {
                 let t = team.tasks().create(NewTask {
@@ -229,21 +294,33 @@ fn build_view(ui: &LeadUi) -> Result<TeamView> {
     if lead_inbox.len() > INBOX_SHOWN {
         lead_inbox.drain(..lead_inbox.len() - INBOX_SHOWN);
     }
-    lead_inbox.extend(mb.read(LEAD_NAME)?.entries.into_iter().filter(Entry::is_unread));
+    lead_inbox.extend(
+        mb.read(LEAD_NAME)?
+            .entries
+            .into_iter()
+            .filter(Entry::is_unread),
+    );
     let sh = ui.shared();
     let mut members = Vec::new();
     for m in tf.teammates() {
-        let unread = mb.read(&m.name).map(|r| r.entries.iter().filter(|e| e.is_unread()).count()).unwrap_or(0);
+        let unread = mb
+            .read(&m.name)
+            .map(|r| r.entries.iter().filter(|e| e.is_unread()).count())
+            .unwrap_or(0);
         let current = tasks
             .iter()
             .find(|t| t.owner.as_deref() == Some(&m.name) && t.status == Status::InProgress)
             .map(|t| (t.id.clone(), t.subject.clone()));
         let waiting = sh.requests.iter().any(|r| r.from == m.name);
-        let exit = m.swarm_field(SwarmField::Exit).map(|e| e.get("code").and_then(Value::as_i64).map(|c| c as i32));
+        let exit = m
+            .swarm_field(SwarmField::Exit)
+            .map(|e| e.get("code").and_then(Value::as_i64).map(|c| c as i32));
         let status = match (exit, sh.seen.get(&m.name), sh.stopping.get(&m.name)) {
             (Some(code), _, _) => MemberStatus::Dead { exit_code: code },
             (_, Some(Seen::Dead(code)), _) => MemberStatus::Dead { exit_code: *code },
-            (_, _, Some(since)) => MemberStatus::Stopping { since: since.elapsed() },
+            (_, _, Some(since)) => MemberStatus::Stopping {
+                since: since.elapsed(),
+            },
             _ if waiting => MemberStatus::WaitingForApproval,
             _ if m.is_active == Some(true) || current.is_some() => MemberStatus::Running,
             _ => MemberStatus::Idle,
@@ -267,11 +344,16 @@ fn build_view(ui: &LeadUi) -> Result<TeamView> {
             id: r.message.request_id().unwrap_or("").to_string(),
             from: r.from.clone(),
             kind: match &r.message {
-                Message::PlanApprovalRequest(p) => RequestKind::Plan { content: p.plan_content.clone() },
-                Message::PermissionRequest(p) => {
-                    RequestKind::Permission { tool: p.tool_name.clone(), description: p.description.clone() }
-                }
-                other => RequestKind::Plan { content: other.one_line() },
+                Message::PlanApprovalRequest(p) => RequestKind::Plan {
+                    content: p.plan_content.clone(),
+                },
+                Message::PermissionRequest(p) => RequestKind::Permission {
+                    tool: p.tool_name.clone(),
+                    description: p.description.clone(),
+                },
+                other => RequestKind::Plan {
+                    content: other.one_line(),
+                },
             },
             age: Some(r.since.elapsed()),
         })

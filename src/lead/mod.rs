@@ -120,7 +120,8 @@ pub struct Shared {
 impl Shared {
     fn event(&mut self, text: String) {
         tracing::info!("{text}");
-        self.events.push(format!("{} {text}", &crate::clock::now_iso()[11..19]));
+        self.events
+            .push(format!("{} {text}", &crate::clock::now_iso()[11..19]));
         if self.events.len() > 200 {
             self.events.drain(..100);
         }
@@ -305,7 +306,11 @@ impl Lead {
                     message: msg.clone(),
                     since: Instant::now(),
                 });
-                self.event(format!("{} asks: {} (request {id}; a approves, r rejects)", e.from, msg.one_line()));
+                self.event(format!(
+                    "{} asks: {} (request {id}; a approves, r rejects)",
+                    e.from,
+                    msg.one_line()
+                ));
             }
             Some(msg) => self.event(format!("{}: {}", e.from, msg.one_line())),
             None => {
@@ -365,15 +370,15 @@ impl Lead {
             .filter(|t| t.status == crate::tasks::Status::Completed)
             .count();
         writeln!(out, "tasks {done}/{} completed", tasks.len())?;
-        for e in self
+        let events: Vec<String> = self
+            .shared()
             .events
             .iter()
             .rev()
             .take(12)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-        {
+            .cloned()
+            .collect();
+        for e in events.into_iter().rev() {
             writeln!(out, "  {e}")?;
         }
         out.flush()?;
@@ -411,7 +416,11 @@ pub fn run_lead(mut lead: Lead, rt: &tokio::runtime::Runtime) -> Result<()> {
 
 /// The supervisor: inbox handling on every change, pane liveness on a tick.
 async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
-    let watcher = lead.team.mailbox().watch().context("watching the inboxes")?;
+    let watcher = lead
+        .team
+        .mailbox()
+        .watch()
+        .context("watching the inboxes")?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     std::thread::Builder::new()
         .name("inbox-watch".into())

@@ -195,9 +195,11 @@ pub async fn placement(opened: &Opened, team: &str) -> Result<Placement> {
     }
 }
 
-/// A current-thread tokio runtime for one command.
+/// The tokio runtime of one command: one worker thread, so the lead's
+/// supervisor runs beside the TeamsDialog on the main thread.
 pub fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .build()
         .context("starting the async runtime")
