@@ -26,7 +26,9 @@ use std::cell::OnceCell;
 pub(crate) struct Stored {
     pub text: Box<str>,
     meta: Meta,
-    entry: OnceCell<Entry>,
+    /// Boxed: most entries of a send are never built, and an empty cell
+    /// should cost a pointer, not an `Entry`.
+    entry: OnceCell<Box<Entry>>,
 }
 
 /// What compaction and de-duplication need to know of an entry without
@@ -60,19 +62,19 @@ impl Stored {
         Stored {
             meta: Meta::of(&entry),
             text,
-            entry: OnceCell::from(entry),
+            entry: OnceCell::from(Box::new(entry)),
         }
     }
 
     /// The entry, built from its text on first use.
     pub fn entry(&self) -> &Entry {
-        self.entry.get_or_init(|| build(&self.text))
+        self.entry.get_or_init(|| Box::new(build(&self.text)))
     }
 
     /// The entry, by value.
     pub fn into_entry(self) -> Entry {
         match self.entry.into_inner() {
-            Some(e) => e,
+            Some(e) => *e,
             None => build(&self.text),
         }
     }
@@ -150,7 +152,8 @@ fn parse_with(bytes: &[u8], lazy: bool) -> Parsed {
             }
         },
     };
-    let mut stored = Vec::with_capacity(items.len());
+    // One spare slot: a send pushes its entry next.
+    let mut stored = Vec::with_capacity(items.len() + 1);
     let mut invalid = Vec::new();
     for (i, item) in items.into_iter().enumerate() {
         match item.into_stored(lazy) {

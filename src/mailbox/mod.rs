@@ -241,13 +241,15 @@ impl Mailbox {
         // Read back: the file at the inbox path must hold the new entry. It
         // normally holds exactly what was written (one compare); if someone
         // else (a writer that does not lock) replaced it since, search it.
-        let on_disk = std::fs::read(&path).map_err(|e| MailboxError::io(&path, e))?;
-        let needle = format!("\"msg_id\": {}", crate::json_text::to_compact(&msg_id));
-        if on_disk != rendered && !contains(&on_disk, needle.as_bytes()) {
-            return Err(MailboxError::NotPersisted {
-                inbox: path,
-                msg_id,
-            });
+        if !holds_exactly(&path, &rendered).map_err(|e| MailboxError::io(&path, e))? {
+            let on_disk = std::fs::read(&path).map_err(|e| MailboxError::io(&path, e))?;
+            let needle = format!("\"msg_id\": {}", crate::json_text::to_compact(&msg_id));
+            if !contains(&on_disk, needle.as_bytes()) {
+                return Err(MailboxError::NotPersisted {
+                    inbox: path,
+                    msg_id,
+                });
+            }
         }
         Ok(Appended {
             msg_id,
@@ -434,6 +436,28 @@ fn load_locked(
 
 fn write_inbox(path: &Path, stored: &[Stored]) -> Result<(), MailboxError> {
     atomic_file::write_atomic(path, &inbox::render(stored)).map_err(|e| MailboxError::io(path, e))
+}
+
+/// Whether the file at `path` holds exactly `expected`, compared a chunk at
+/// a time (no copy of the whole file).
+fn holds_exactly(path: &Path, expected: &[u8]) -> std::io::Result<bool> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    if file.metadata()?.len() != expected.len() as u64 {
+        return Ok(false);
+    }
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut at = 0;
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            return Ok(at == expected.len());
+        }
+        if expected.get(at..at + n) != Some(&buf[..n]) {
+            return Ok(false);
+        }
+        at += n;
+    }
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
