@@ -36,7 +36,7 @@ pub(crate) fn read(path: &Path) -> Result<Vec<Entry>, MailboxError> {
         }
     }
     .into_iter()
-    .map(|s| s.entry)
+    .map(Stored::into_entry)
     .collect())
 }
 
@@ -64,14 +64,17 @@ pub(crate) fn record(path: &Path, consumed: &[Stored]) -> Result<(), MailboxErro
             }
         },
     };
-    let mut ids: HashSet<String> = kept.iter().filter_map(|s| s.entry.msg_id.clone()).collect();
-    let mut keys: HashSet<EntryKey> = kept.iter().map(|s| s.entry.key()).collect();
+    let mut ids: HashSet<String> = kept
+        .iter()
+        .filter_map(|s| s.msg_id().map(str::to_owned))
+        .collect();
+    let mut keys: HashSet<EntryKey> = kept.iter().map(|s| s.entry().key()).collect();
     for s in consumed {
-        let seen = match &s.entry.msg_id {
-            Some(id) => !ids.insert(id.clone()),
+        let seen = match s.msg_id() {
+            Some(id) => !ids.insert(id.to_owned()),
             None => false,
         };
-        if !seen && keys.insert(s.entry.key()) {
+        if !seen && keys.insert(s.entry().key()) {
             kept.push(s.clone());
         }
     }

@@ -9,27 +9,100 @@
 //! entries someone wrote in another layout, are serialized by swarm.
 
 use super::entry::{Entry, InvalidEntry};
+use super::view;
 use serde_json::Value;
 use serde_json::value::RawValue;
+use std::cell::OnceCell;
 
 /// An entry and its text in the file (indented for depth 1).
+///
+/// The [`Entry`] itself is built on first use: a send only needs each
+/// existing entry's `msg_id`, `read` flag and size (kept in [`Meta`]), so it
+/// validates the file in one borrowed pass ([`view`]) and never builds the
+/// thousands of entries it only copies through. Building one later parses
+/// `text`, which is the entry's original bytes, so it yields exactly what an
+/// eager parse would have.
 #[derive(Debug, Clone)]
 pub(crate) struct Stored {
-    pub entry: Entry,
     pub text: Box<str>,
+    meta: Meta,
+    /// Boxed: most entries of a send are never built, and an empty cell
+    /// should cost a pointer, not an `Entry`.
+    entry: OnceCell<Box<Entry>>,
+}
+
+/// What compaction and de-duplication need to know of an entry without
+/// building it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Meta {
+    msg_id: Option<Box<str>>,
+    read: Option<bool>,
+    /// `text` starts with `{` (after whitespace): it may be a protocol frame.
+    brace: bool,
+}
+
+impl Meta {
+    fn of(entry: &Entry) -> Meta {
+        Meta {
+            msg_id: entry.msg_id.as_deref().map(Into::into),
+            read: entry.read,
+            brace: view::may_be_frame(&entry.text),
+        }
+    }
 }
 
 impl Stored {
     /// A new entry, serialized by swarm.
     pub fn new(entry: Entry) -> Stored {
         let text = indent(&crate::json_text::to_pretty(&entry));
-        Stored { entry, text }
+        Stored::built(entry, text)
+    }
+
+    fn built(entry: Entry, text: Box<str>) -> Stored {
+        Stored {
+            meta: Meta::of(&entry),
+            text,
+            entry: OnceCell::from(Box::new(entry)),
+        }
+    }
+
+    /// The entry, built from its text on first use.
+    pub fn entry(&self) -> &Entry {
+        self.entry.get_or_init(|| Box::new(build(&self.text)))
+    }
+
+    /// The entry, by value.
+    pub fn into_entry(self) -> Entry {
+        match self.entry.into_inner() {
+            Some(e) => *e,
+            None => build(&self.text),
+        }
+    }
+
+    /// The `msg_id`, without building the entry.
+    pub fn msg_id(&self) -> Option<&str> {
+        self.meta.msg_id.as_deref()
+    }
+
+    /// Not yet consumed (`read` absent or `false`), without building the entry.
+    pub fn is_unread(&self) -> bool {
+        self.meta.read != Some(true)
     }
 
     /// Bytes this entry adds to a file: two of indent, two of separator.
     fn cost(&self) -> usize {
         self.text.len() + 4
     }
+}
+
+/// Builds the entry of a text that [`view::check`] accepted. That check
+/// accepts only what [`Entry::from_value`] accepts (see [`view`]), so this
+/// cannot fail; a failure would be a bug in that module, not bad input.
+fn build(text: &str) -> Entry {
+    crate::json_text::parse_lenient::<Value>(text.as_bytes())
+        .map_err(|e| InvalidEntry(e.to_string()))
+        .and_then(Entry::from_value)
+        .unwrap_or_else(|e| panic!("an entry validated on reading no longer reads: {e}"))
 }
 
 /// What a file's bytes hold.
@@ -44,8 +117,20 @@ pub(crate) enum Parsed {
     },
 }
 
-/// Reads a file's bytes (a UTF-8 BOM and lone surrogate escapes tolerated).
+/// Reads a file's bytes (a UTF-8 BOM and lone surrogate escapes tolerated),
+/// building every entry.
 pub(crate) fn parse(bytes: &[u8]) -> Parsed {
+    parse_with(bytes, false)
+}
+
+/// [`parse`], but entries laid out as swarm and Claude Code write them are
+/// only validated, and built on first use ([`Stored::entry`]). Same result,
+/// same verdict on every entry.
+pub(crate) fn parse_lazy(bytes: &[u8]) -> Parsed {
+    parse_with(bytes, true)
+}
+
+fn parse_with(bytes: &[u8], lazy: bool) -> Parsed {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let items: Vec<Item<'_>> = match serde_json::from_slice::<Vec<&RawValue>>(bytes) {
         Ok(raws) => raws.into_iter().map(Item::Raw).collect(),
@@ -67,10 +152,11 @@ pub(crate) fn parse(bytes: &[u8]) -> Parsed {
             }
         },
     };
-    let mut stored = Vec::with_capacity(items.len());
+    // One spare slot: a send pushes its entry next.
+    let mut stored = Vec::with_capacity(items.len() + 1);
     let mut invalid = Vec::new();
     for (i, item) in items.into_iter().enumerate() {
-        match item.into_stored() {
+        match item.into_stored(lazy) {
             Ok(s) => stored.push(s),
             Err(e) => invalid.push(format!("entry {i}: {e}")),
         }
@@ -96,9 +182,28 @@ enum Item<'a> {
 }
 
 impl Item<'_> {
-    fn into_stored(self) -> Result<Stored, InvalidEntry> {
+    fn into_stored(self, lazy: bool) -> Result<Stored, InvalidEntry> {
         match self {
             Item::Raw(raw) => {
+                // Fast path: an entry already in file layout that the borrowed
+                // check accepts is kept as text. Anything else (another
+                // layout, or anything the check refuses, including what only
+                // the lenient reader accepts) takes the full path, which
+                // decides.
+                if lazy
+                    && pretty_shaped(raw.get())
+                    && let Some(v) = view::check(raw.get())
+                {
+                    return Ok(Stored {
+                        text: raw.get().into(),
+                        meta: Meta {
+                            msg_id: v.msg_id,
+                            read: v.read,
+                            brace: v.brace,
+                        },
+                        entry: OnceCell::new(),
+                    });
+                }
                 let value: Value = crate::json_text::parse_lenient(raw.get().as_bytes())
                     .map_err(|e| InvalidEntry(format!("unreadable ({e})")))?;
                 let text: Box<str> = if pretty_shaped(raw.get()) {
@@ -106,17 +211,11 @@ impl Item<'_> {
                 } else {
                     canonical(&value)
                 };
-                Ok(Stored {
-                    entry: Entry::from_value(value)?,
-                    text,
-                })
+                Ok(Stored::built(Entry::from_value(value)?, text))
             }
             Item::Value(value) => {
                 let text = canonical(&value);
-                Ok(Stored {
-                    entry: Entry::from_value(value)?,
-                    text,
-                })
+                Ok(Stored::built(Entry::from_value(value)?, text))
             }
         }
     }
@@ -210,14 +309,32 @@ enum Class {
     UnreadPlain,
 }
 
-fn classify(e: &Entry) -> (Class, bool) {
-    let protocol = e.text.trim_start().starts_with('{') && e.protocol().is_some();
-    let class = match (e.is_unread(), protocol) {
+fn classify(s: &Stored) -> (Class, bool) {
+    let protocol = s.meta.brace && s.entry().protocol().is_some();
+    let class = match (s.is_unread(), protocol) {
         (false, _) => Class::Read,
         (true, true) => Class::UnreadProtocol,
         (true, false) => Class::UnreadPlain,
     };
     (class, protocol)
+}
+
+/// Whether [`compact`] would certainly drop nothing, judged without
+/// classifying any entry (which means parsing every possible frame): each
+/// cap below is checked against an upper bound of what it counts.
+fn surely_under_caps(entries: &[Stored], limits: Limits) -> bool {
+    let n = entries.len();
+    let read = entries.iter().filter(|s| !s.is_unread()).count();
+    let maybe_unread_frames = entries
+        .iter()
+        .filter(|s| s.is_unread() && s.meta.brace)
+        .count();
+    // Plain cap: only read plain entries are dropped for it; the plain count
+    // is at most `n`.
+    (n <= limits.max_plain || read == 0)
+        && read <= limits.max_read
+        && maybe_unread_frames <= limits.max_unread_protocol
+        && rendered_len(entries) <= limits.max_file_bytes
 }
 
 /// Applies the caps to `entries`, whose last element is the entry being
@@ -233,8 +350,11 @@ fn classify(e: &Entry) -> (Class, bool) {
 ///   go until the file is ≤ `target_bytes`; still over `max_file_bytes` →
 ///   full.
 pub(crate) fn compact(entries: &mut Vec<Stored>, limits: Limits) -> Result<Vec<Stored>, String> {
+    if surely_under_caps(entries, limits) {
+        return Ok(Vec::new());
+    }
     let n = entries.len();
-    let classes: Vec<(Class, bool)> = entries.iter().map(|s| classify(&s.entry)).collect();
+    let classes: Vec<(Class, bool)> = entries.iter().map(classify).collect();
     let mut drop = vec![false; n];
     let droppable = |i: usize| i + 1 < n;
     let count = |drop: &[bool], f: &dyn Fn((Class, bool)) -> bool| {
@@ -325,7 +445,7 @@ mod tests {
     }
 
     fn texts(v: &[Stored]) -> Vec<String> {
-        v.iter().map(|s| s.entry.text.clone()).collect()
+        v.iter().map(|s| s.entry().text.clone()).collect()
     }
 
     const SMALL: Limits = Limits {
@@ -360,7 +480,7 @@ mod tests {
         let Parsed::Clean(v) = parse(file.as_bytes()) else {
             panic!("not clean")
         };
-        assert_eq!(v[0].entry.text, "x\u{e9}\u{fffd}");
+        assert_eq!(v[0].entry().text, "x\u{e9}\u{fffd}");
         let out = String::from_utf8(render(&v)).unwrap();
         let first_end = file.find("\n  },").unwrap() + 4;
         assert_eq!(
@@ -469,7 +589,7 @@ mod tests {
         let dropped = compact(&mut v, limits).unwrap();
         assert_eq!(dropped.len(), 3);
         assert!(rendered_len(&v) <= limits.target_bytes);
-        assert!(v[1].entry.text.starts_with('n'), "the new entry stays");
+        assert!(v[1].entry().text.starts_with('n'), "the new entry stays");
         let mut v: Vec<_> = (0..6).map(|_| big("u", false)).collect();
         let err = compact(&mut v, limits).unwrap_err();
         assert!(err.contains(&format!("limit {}", 4 * c)), "{err}");

@@ -20,6 +20,7 @@
 mod entry;
 mod history;
 mod inbox;
+mod view;
 mod watch;
 
 #[cfg(test)]
@@ -200,13 +201,10 @@ impl Mailbox {
         atomic_file::ensure_dir(&dir).map_err(|e| MailboxError::io(&dir, e))?;
         atomic_file::create_new(&path, b"[]").map_err(|e| MailboxError::io(&path, e))?;
         let _lock = FileLock::acquire(&path, self.lock_timeout)?;
-        let (mut stored, quarantined) = load_locked(&path)?;
+        let (mut stored, quarantined) = load_locked(&path, inbox::parse_lazy)?;
 
-        if let Some(old) = stored
-            .iter()
-            .find(|s| s.entry.msg_id.as_deref() == Some(&msg_id))
-        {
-            if old.entry.key() != entry.key() {
+        if let Some(old) = stored.iter().find(|s| s.msg_id() == Some(&msg_id)) {
+            if old.entry().key() != entry.key() {
                 return Err(MailboxError::DuplicateMsgId {
                     inbox: path,
                     msg_id,
@@ -237,15 +235,21 @@ impl Mailbox {
             );
             history::record(&self.root.history(&self.team, to)?, &dropped)?;
         }
-        write_inbox(&path, &stored)?;
+        let rendered = inbox::render(&stored);
+        atomic_file::write_atomic(&path, &rendered).map_err(|e| MailboxError::io(&path, e))?;
 
-        let needle = format!("\"msg_id\": {}", crate::json_text::to_compact(&msg_id));
-        let on_disk = std::fs::read(&path).map_err(|e| MailboxError::io(&path, e))?;
-        if !contains(&on_disk, needle.as_bytes()) {
-            return Err(MailboxError::NotPersisted {
-                inbox: path,
-                msg_id,
-            });
+        // Read back: the file at the inbox path must hold the new entry. It
+        // normally holds exactly what was written (one compare); if someone
+        // else (a writer that does not lock) replaced it since, search it.
+        if !holds_exactly(&path, &rendered).map_err(|e| MailboxError::io(&path, e))? {
+            let on_disk = std::fs::read(&path).map_err(|e| MailboxError::io(&path, e))?;
+            let needle = format!("\"msg_id\": {}", crate::json_text::to_compact(&msg_id));
+            if !contains(&on_disk, needle.as_bytes()) {
+                return Err(MailboxError::NotPersisted {
+                    inbox: path,
+                    msg_id,
+                });
+            }
         }
         Ok(Appended {
             msg_id,
@@ -274,7 +278,7 @@ impl Mailbox {
             });
         }
         let _lock = FileLock::acquire(&path, self.lock_timeout)?;
-        let (stored, quarantined) = load_locked(&path)?;
+        let (stored, quarantined) = load_locked(&path, inbox::parse)?;
         if quarantined.is_some() {
             write_inbox(&path, &stored)?;
         }
@@ -294,11 +298,11 @@ impl Mailbox {
             return Ok(0);
         }
         let _lock = FileLock::acquire(&path, self.lock_timeout)?;
-        let (stored, quarantined) = load_locked(&path)?;
+        let (stored, quarantined) = load_locked(&path, inbox::parse)?;
         let wanted: HashSet<&EntryKey> = keys.iter().collect();
         let (taken, kept): (Vec<Stored>, Vec<Stored>) = stored
             .into_iter()
-            .partition(|s| wanted.contains(&s.entry.key()));
+            .partition(|s| wanted.contains(&s.entry().key()));
         if taken.is_empty() && quarantined.is_none() {
             return Ok(0);
         }
@@ -388,19 +392,23 @@ impl Mailbox {
 }
 
 fn entries(stored: Vec<Stored>) -> Vec<Entry> {
-    stored.into_iter().map(|s| s.entry).collect()
+    stored.into_iter().map(Stored::into_entry).collect()
 }
 
 /// Reads the inbox while its lock is held. A corrupt file is re-read once
 /// (a writer that does not lock, such as Claude Code 2.1.88, may be half
 /// way through), then copied aside and reported; the caller must then
-/// rewrite the inbox with the salvaged entries returned.
-fn load_locked(path: &Path) -> Result<(Vec<Stored>, Option<PathBuf>), MailboxError> {
+/// rewrite the inbox with the salvaged entries returned. `parse` is
+/// [`inbox::parse`] or [`inbox::parse_lazy`].
+fn load_locked(
+    path: &Path,
+    parse: fn(&[u8]) -> Parsed,
+) -> Result<(Vec<Stored>, Option<PathBuf>), MailboxError> {
     let read = || atomic_file::read_optional(path).map_err(|e| MailboxError::io(path, e));
     let mut bytes = read()?.unwrap_or_else(|| b"[]".to_vec());
     let mut retried = false;
     loop {
-        match inbox::parse(&bytes) {
+        match parse(&bytes) {
             Parsed::Clean(stored) => return Ok((stored, None)),
             Parsed::Corrupt { salvaged, problem } => {
                 if !retried {
@@ -428,6 +436,28 @@ fn load_locked(path: &Path) -> Result<(Vec<Stored>, Option<PathBuf>), MailboxErr
 
 fn write_inbox(path: &Path, stored: &[Stored]) -> Result<(), MailboxError> {
     atomic_file::write_atomic(path, &inbox::render(stored)).map_err(|e| MailboxError::io(path, e))
+}
+
+/// Whether the file at `path` holds exactly `expected`, compared a chunk at
+/// a time (no copy of the whole file).
+fn holds_exactly(path: &Path, expected: &[u8]) -> std::io::Result<bool> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    if file.metadata()?.len() != expected.len() as u64 {
+        return Ok(false);
+    }
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut at = 0;
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            return Ok(at == expected.len());
+        }
+        if expected.get(at..at + n) != Some(&buf[..n]) {
+            return Ok(false);
+        }
+        at += n;
+    }
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
