@@ -9,3 +9,4 @@ mod compat;
 mod concurrency;
 mod corruption;
 mod crash;
+mod lifecycle;
