@@ -9,4 +9,5 @@ mod compat;
 mod concurrency;
 mod corruption;
 mod crash;
+mod lifecycle;
 mod runtime;

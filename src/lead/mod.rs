@@ -67,7 +67,12 @@ pub fn lead_pid_alive(team: &Team) -> Result<Option<u32>> {
     if lp.get("pidSpace").and_then(Value::as_str) != Some(pid_space().as_str()) {
         return Ok(None);
     }
+    // A zombie is dead: a lead killed with SIGKILL stays one until its
+    // parent reaps it, and tmux 3.3a can leave a pane's process unreaped
+    // (see the tmux backend's `reap_lost_child`), which made `swarm up`
+    // believe the dead lead still ran and never start a new one.
     let alive = swarm_backends::process::process_alive(pid)
+        && swarm_backends::process::is_zombie(pid) != Some(true)
         && match lp.get("procStart").and_then(Value::as_str) {
             Some(start) => proc_start(pid).as_deref() == Some(start),
             None => true,
@@ -282,6 +287,12 @@ impl Lead {
                     ));
                     return Ok(());
                 }
+                // The teammate exits by itself after approving; let it. The
+                // ladder at once would SIGTERM its group while the `swarm
+                // send` that carried the approval may still be releasing the
+                // lead's inbox lock (seen in tests: a `team-lead.json.lock`
+                // left behind by a killed sender).
+                teardown::wait_for_exit(&self.opened, &m, Duration::from_secs(2)).await?;
                 teardown::close_pane(&self.opened, &m, Duration::from_secs(1)).await?;
                 let released = teardown::release_member(&self.team, &m.name)?;
                 {

@@ -209,7 +209,8 @@ pub fn send_shutdown_request(team: &Team, name: &str, reason: Option<String>) ->
     Ok(request_id)
 }
 
-async fn wait_for_exit(opened: &Opened, m: &Member, within: Duration) -> Result<()> {
+/// Waits up to `within` for the member's pane process to stop running.
+pub async fn wait_for_exit(opened: &Opened, m: &Member, within: Duration) -> Result<()> {
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
         if !matches!(pane_status(opened, m).await?, PaneStatus::Running { .. }) {

@@ -605,9 +605,11 @@ pub fn is_no_server(stderr: &str) -> bool {
         || stderr.contains("server exited unexpectedly")
 }
 
-/// True when stderr says a pane target does not exist.
+/// True when stderr says a target (pane, window or session) does not exist.
 pub fn is_missing_target(stderr: &str) -> bool {
-    stderr.contains("can't find pane") || stderr.contains("can't find window")
+    stderr.contains("can't find pane")
+        || stderr.contains("can't find window")
+        || stderr.contains("can't find session")
 }
 
 #[cfg(test)]
@@ -925,6 +927,8 @@ mod tests {
             "error connecting to /tmp/x/sock (No such file or directory)\n"
         ));
         assert!(is_missing_target("can't find pane: %9\n"));
+        // `kill-session -t =swarm-x` once the session closed by itself.
+        assert!(is_missing_target("can't find session: swarm-x\n"));
         assert!(!is_no_server("unknown option"));
     }
 }

@@ -1,0 +1,880 @@
+//! The pane lifecycle end to end on real tmux: `up`, `spawn`, `kill`,
+//! `shutdown`, `prune`, `down`, `output`, `doctor`, the lead's supervision
+//! and its restart. Each test runs the real binary against a private state
+//! root and a private tmux server ([`TmuxTeam`]) holding a `canary` session
+//! that every teardown must leave alone. Teammates are fake agents from
+//! `tests/agents/` started with `swarm spawn NAME -- CMD` (agent `process`).
+
+use crate::util::tmux::{TmuxTeam, WAIT, agent, group_alive, lock_dirs};
+use crate::util::{Run, swarm_bin, wait_until};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How fast the lead must notice a dead pane (issue 3, "Must show").
+const DETECT_WITHIN: Duration = Duration::from_secs(2);
+
+/// Arguments a shell would mangle: they must reach the agent unchanged.
+const HOSTILE_ARGS: [&str; 8] = [
+    "two words",
+    "it's \"quoted\"",
+    "a;b",
+    "trailing;",
+    ";",
+    "$(touch pwned) `touch pwned2`",
+    "ünïcødé ✓ 日本",
+    "--not-a-flag",
+];
+
+/// Variables a POSIX shell adds to the environment it runs `env` with.
+const SHELL_ADDED: [&str; 4] = ["PWD", "OLDPWD", "SHLVL", "_"];
+
+/// The variables every pane must have (DESIGN §6).
+const PANE_ENV: [&str; 12] = [
+    "SWARM_HOME",
+    "SWARM_TEAM",
+    "SWARM_AGENT_NAME",
+    "SWARM_AGENT_ID",
+    "SWARM_AGENT_COLOR",
+    "SWARM_SCRATCHPAD",
+    "PATH",
+    "HOME",
+    "USER",
+    "SHELL",
+    "TERM",
+    "LANG",
+];
+
+fn recorder_cmd() -> Vec<String> {
+    let mut c = vec![agent("recorder")];
+    c.extend(HOSTILE_ARGS.iter().map(|s| s.to_string()));
+    c
+}
+
+/// Reads a NUL-separated file written by the recorder.
+fn nul_fields(t: &TmuxTeam, file: &str) -> Vec<String> {
+    let p = t.work.join(file);
+    let bytes =
+        std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}\n{}", p.display(), t.explain()));
+    let mut v: Vec<String> = bytes
+        .split(|b| *b == 0)
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect();
+    if v.last().is_some_and(String::is_empty) {
+        v.pop();
+    }
+    v
+}
+
+fn recorded_env(t: &TmuxTeam, name: &str) -> BTreeMap<String, String> {
+    nul_fields(t, &format!("{name}.env"))
+        .into_iter()
+        .filter_map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+/// Checks what recorder `name` saw: argv, cwd and exactly the pane env.
+fn assert_recorded(t: &TmuxTeam, name: &str, caller: &BTreeMap<&str, &str>) {
+    t.wait_ready(name);
+    let argv = nul_fields(t, &format!("{name}.argv"));
+    assert_eq!(argv, HOSTILE_ARGS, "argv of {name}\n{}", t.explain());
+    let cwd = std::fs::read_to_string(t.work.join(format!("{name}.cwd"))).expect("cwd file");
+    assert_eq!(
+        std::path::Path::new(cwd.trim_end()).canonicalize().ok(),
+        t.work.canonicalize().ok(),
+        "cwd of {name}"
+    );
+    let env = recorded_env(t, name);
+    let keys: Vec<&str> = env
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !SHELL_ADDED.contains(k))
+        .collect();
+    let mut want: Vec<&str> = PANE_ENV.to_vec();
+    want.sort();
+    assert_eq!(keys, want, "exactly the pane env for {name}; got {env:#?}");
+    let member = t.member(name).expect("on the roster");
+    let field = |k: &str| {
+        member
+            .get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(env["SWARM_HOME"], t.sb.root().to_string_lossy());
+    assert_eq!(env["SWARM_TEAM"], t.team);
+    assert_eq!(env["SWARM_AGENT_NAME"], name);
+    assert_eq!(env["SWARM_AGENT_ID"], field("agentId"));
+    assert_eq!(env["SWARM_AGENT_COLOR"], field("color"));
+    let swarm_dir = std::path::Path::new(swarm_bin()).parent().expect("bin dir");
+    assert!(
+        env["PATH"].starts_with(&*swarm_dir.to_string_lossy()),
+        "PATH of {name} starts with swarm's directory: {}",
+        env["PATH"]
+    );
+    for (k, v) in caller {
+        assert_eq!(env.get(*k).map(String::as_str), Some(*v), "{k} of {name}");
+    }
+}
+
+/// The spawn caller's environment for the exact-env checks (`LEAKME` is not
+/// in any spec and must not reach a pane).
+fn caller_env() -> BTreeMap<&'static str, &'static str> {
+    BTreeMap::from([
+        ("USER", "swarm-tester"),
+        ("SHELL", "/bin/sh"),
+        ("TERM", "xterm-256color"),
+        ("LANG", "C.UTF-8"),
+    ])
+}
+
+fn spawn_recorder(t: &TmuxTeam, name: &str) -> Run {
+    let cmd = recorder_cmd();
+    let mut args: Vec<&str> = vec!["spawn", name, "--"];
+    args.extend(cmd.iter().map(String::as_str));
+    let mut c = t.cmd(&args);
+    for (k, v) in caller_env() {
+        c.env(k, v);
+    }
+    c.env("LEAKME", "1");
+    let r = Run::of(c, &args);
+    if r.code != Some(0) {
+        panic!("spawn {name}\n{}\n{}", r.explain(), t.explain());
+    }
+    r
+}
+
+/// No `*.lock` directory stays. A live lead may hold one for a moment
+/// (consuming its inbox), so allow a second; a lock left by a dead holder
+/// stays until someone contends for it.
+fn assert_no_lock_dirs(t: &TmuxTeam) {
+    wait_until(
+        "no *.lock directories are left under the root",
+        Duration::from_secs(1),
+        || lock_dirs(t.sb.root()).is_empty(),
+        || format!("left: {:?}\n{}", lock_dirs(t.sb.root()), t.explain()),
+    );
+}
+
+/// The tmux colour the backend stores in `@swarm_color` for a palette name.
+fn tmux_colour(palette: &str) -> &str {
+    match palette {
+        "purple" => "magenta",
+        "orange" => "colour208",
+        "pink" => "colour205",
+        other => other,
+    }
+}
+
+fn assert_group_dead(t: &TmuxTeam, what: &str, pgid: u32) {
+    wait_until(
+        &format!("the process group {pgid} of {what} is dead"),
+        Duration::from_secs(3),
+        || !group_alive(pgid),
+        || t.explain(),
+    );
+}
+
+fn assert_canary(t: &TmuxTeam, after: &str) {
+    assert!(
+        t.tmux.canary_alive(),
+        "the canary session survives {after}\n{}",
+        t.explain()
+    );
+}
+
+fn task_status(t: &TmuxTeam, id: &str) -> (String, Option<String>) {
+    let task = t.task(id);
+    (
+        task["status"].as_str().unwrap_or("?").to_string(),
+        task.get("owner")
+            .and_then(|o| o.as_str())
+            .filter(|o| !o.is_empty())
+            .map(str::to_string),
+    )
+}
+
+fn assert_task_back(t: &TmuxTeam, id: &str) {
+    assert_eq!(
+        task_status(t, id),
+        ("pending".to_string(), None),
+        "task #{id} is back on the board\n{}",
+        t.explain()
+    );
+}
+
+// ---------------------------------------------------------------- spawn
+
+#[test]
+fn eight_teammates_spawned_from_outside_tmux_get_exact_panes() {
+    let Some(t) = TmuxTeam::new("eight_teammates_spawned_from_outside_tmux", "octo") else {
+        return;
+    };
+    t.up();
+    let names: Vec<String> = (0..8).map(|i| format!("agent-{i}")).collect();
+    for n in &names {
+        spawn_recorder(&t, n);
+    }
+    let mut colors = Vec::new();
+    for n in &names {
+        assert_recorded(&t, n, &caller_env());
+        let pane = t.pane_of(n);
+        let p = t.tmux.pane(&pane).expect("pane listed");
+        assert_eq!(p.session, "swarm-octo", "{n} lives in the team's session");
+        assert_eq!(p.title, *n, "title of {n}\n{}", t.explain());
+        let color = t.member(n).unwrap()["color"].as_str().unwrap().to_string();
+        assert_eq!(p.color, tmux_colour(&color), "@swarm_color of {n}");
+        colors.push(color);
+    }
+    colors.sort();
+    colors.dedup();
+    assert_eq!(colors.len(), 8, "8 distinct colours: {colors:?}");
+    let team_panes: Vec<_> = t
+        .tmux
+        .panes()
+        .into_iter()
+        .filter(|p| p.session == "swarm-octo")
+        .collect();
+    assert_eq!(
+        team_panes.len(),
+        9,
+        "the lead and 8 teammates\n{}",
+        t.explain()
+    );
+    assert!(!t.work.join("pwned").exists() && !t.work.join("pwned2").exists());
+    assert_canary(&t, "spawning");
+}
+
+#[test]
+fn eight_teammates_spawned_inside_tmux_split_the_leads_window() {
+    let Some(t) = TmuxTeam::new("eight_teammates_spawned_inside_tmux", "inner") else {
+        return;
+    };
+    // `swarm up` inside a pane of the private server: tmux sets TMUX and
+    // TMUX_PANE for it; the lead runs right there, in that pane.
+    let root = t.sb.root().to_string_lossy().into_owned();
+    let sock = t.tmux.sock.to_string_lossy().into_owned();
+    let work = t.work.to_string_lossy().into_owned();
+    // Not `env -i`: the lead must keep the TMUX and TMUX_PANE tmux gave it.
+    t.tmux.ok(&[
+        "new-session",
+        "-d",
+        "-s",
+        "outer",
+        "-x",
+        "250",
+        "-y",
+        "120",
+        "-c",
+        &work,
+        "--",
+        "/usr/bin/env",
+        "-u",
+        "SWARM_TEAM",
+        "-u",
+        "SWARM_AGENT_NAME",
+        "-u",
+        "SWARM_BACKEND",
+        "-u",
+        "CLAUDE_CONFIG_DIR",
+        &format!("HOME={root}"),
+        &format!("SWARM_HOME={root}"),
+        &format!("SWARM_TMUX_SOCKET={sock}"),
+        "LEAKME=1",
+        swarm_bin(),
+        "up",
+        "--team",
+        "inner",
+    ]);
+    t.wait_lead();
+    let lead_pane = t
+        .tmux
+        .panes()
+        .into_iter()
+        .find(|p| p.session == "outer")
+        .expect("the outer pane");
+    assert_eq!(
+        Some(lead_pane.pid),
+        t.lead_pid(),
+        "the lead runs in the pane `swarm up` was started in\n{}",
+        t.explain()
+    );
+    // The spawns run inside tmux too (another window of the same server),
+    // with TMUX, TMUX_PANE, LEAKME and the server's whole environment around
+    // them: none of it may reach a teammate.
+    let names: Vec<String> = (0..8).map(|i| format!("in-{i}")).collect();
+    let rc = t.work.join("spawns.rc");
+    let log = t.work.join("spawns.log");
+    let script = r#"for n in $NAMES; do "$SWARM" spawn "$n" -- "$@" || exit 1; done > "$LOG" 2>&1; echo $? > "$RC""#;
+    let mut args: Vec<String> = vec!["new-window", "-d", "-t", "=outer:5", "-c", &work]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let mut env: Vec<(String, String)> = caller_env()
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    env.extend([
+        ("LEAKME".into(), "1".into()),
+        ("HOME".into(), root.clone()),
+        ("SWARM_HOME".into(), root.clone()),
+        ("SWARM_TEAM".into(), "inner".into()),
+        ("SWARM".into(), swarm_bin().into()),
+        ("NAMES".into(), names.join(" ")),
+        ("LOG".into(), log.to_string_lossy().into_owned()),
+        ("RC".into(), rc.to_string_lossy().into_owned()),
+    ]);
+    for (k, v) in env {
+        args.push("-e".into());
+        args.push(format!("{k}={v}"));
+    }
+    args.extend([
+        "--".into(),
+        "/bin/sh".into(),
+        "-c".into(),
+        script.into(),
+        "sh".into(),
+    ]);
+    // tmux reads an argument ending in ';' as a command separator: escape
+    // it here as the backend does.
+    args.extend(
+        recorder_cmd()
+            .into_iter()
+            .map(|a| match a.strip_suffix(';') {
+                Some(head) => format!("{head}\\;"),
+                None => a,
+            }),
+    );
+    t.tmux
+        .ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    wait_until(
+        "the 8 spawns run from inside tmux finish",
+        WAIT * 3,
+        || std::fs::read_to_string(&rc).is_ok_and(|s| !s.trim().is_empty()),
+        || t.explain(),
+    );
+    let spawned = std::fs::read_to_string(&rc).unwrap_or_default();
+    assert_eq!(
+        spawned.trim(),
+        "0",
+        "spawns from inside tmux:\n{}\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default(),
+        t.explain()
+    );
+    for n in &names {
+        // tmux sets SHELL (its default-shell) for every process it starts,
+        // the spawner included, so only the others are compared.
+        let mut from_spawner = caller_env();
+        from_spawner.remove("SHELL");
+        assert_recorded(&t, n, &from_spawner);
+        let p = t.tmux.pane(&t.pane_of(n)).expect("pane listed");
+        assert_eq!(
+            (p.session.as_str(), p.window.as_str()),
+            ("outer", lead_pane.window.as_str()),
+            "{n} splits the lead's window\n{}",
+            t.explain()
+        );
+        assert_eq!(p.title, *n);
+    }
+    assert!(
+        !t.tmux.has_session("swarm-inner"),
+        "no extra session inside tmux"
+    );
+    assert_canary(&t, "spawning");
+}
+
+// ------------------------------------------------------------- teardown
+
+#[test]
+fn kill_removes_the_member_its_pane_and_its_process_group() {
+    let Some(t) = TmuxTeam::new("kill_removes_the_member", "kt") else {
+        return;
+    };
+    t.up();
+    spawn_recorder(&t, "victim");
+    spawn_recorder(&t, "bystander");
+    t.wait_ready("victim");
+    let pane = t.pane_of("victim");
+    let pgid = t.pid_of("victim");
+    let task = t.task_in_progress("work", "victim");
+    let r = t.ok(&["kill", "victim"]);
+    assert!(r.stdout.contains("killed victim"), "{}", r.explain());
+    assert!(
+        !t.members().contains(&"victim".to_string()),
+        "{}",
+        t.explain()
+    );
+    assert!(
+        t.tmux.pane(&pane).is_none(),
+        "pane {pane} closed\n{}",
+        t.explain()
+    );
+    assert_group_dead(&t, "victim", pgid);
+    assert_task_back(&t, &task);
+    assert!(
+        t.tmux.pane(&t.pane_of("bystander")).is_some(),
+        "bystander untouched"
+    );
+    assert_no_lock_dirs(&t);
+    assert_canary(&t, "kill");
+}
+
+#[test]
+fn kill_gets_through_an_agent_that_ignores_sigterm() {
+    let Some(t) = TmuxTeam::new("kill_gets_through_sigterm", "stub") else {
+        return;
+    };
+    t.up();
+    t.spawn("mule", &[&agent("stubborn")]);
+    t.wait_ready("mule");
+    let pane = t.pane_of("mule");
+    let pgid = t.pid_of("mule");
+    let started = Instant::now();
+    t.ok(&["kill", "mule", "--grace", "0.3"]);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "ladder took {:?}",
+        started.elapsed()
+    );
+    assert!(t.tmux.pane(&pane).is_none(), "pane closed\n{}", t.explain());
+    assert_group_dead(&t, "mule", pgid);
+    assert!(t.members().is_empty(), "{}", t.explain());
+    assert_canary(&t, "kill");
+}
+
+#[test]
+fn shutdown_approved_closes_the_pane_and_returns_the_task() {
+    let Some(t) = TmuxTeam::new("shutdown_approved", "sa") else {
+        return;
+    };
+    t.up();
+    t.spawn("polite", &[&agent("answerer"), "approve"]);
+    t.wait_ready("polite");
+    let pane = t.pane_of("polite");
+    let pgid = t.pid_of("polite");
+    let task = t.task_in_progress("work", "polite");
+    let r = t.ok(&["shutdown", "polite", "--wait", "10"]);
+    assert!(r.stdout.contains("polite shut down"), "{}", r.explain());
+    assert!(t.tmux.pane(&pane).is_none(), "pane closed\n{}", t.explain());
+    assert!(
+        t.member("polite").is_none(),
+        "member removed\n{}",
+        t.explain()
+    );
+    assert_group_dead(&t, "polite", pgid);
+    assert_task_back(&t, &task);
+    assert_no_lock_dirs(&t);
+    assert_canary(&t, "shutdown");
+}
+
+#[test]
+fn shutdown_rejected_reports_the_reason_and_keeps_the_pane() {
+    let Some(t) = TmuxTeam::new("shutdown_rejected", "sr") else {
+        return;
+    };
+    t.up();
+    t.spawn("busy", &[&agent("answerer"), "reject", "still on task #7"]);
+    t.wait_ready("busy");
+    let pane = t.pane_of("busy");
+    let r = t.run(&["shutdown", "busy", "--wait", "10"]);
+    r.assert_code(1);
+    assert!(
+        r.stderr
+            .contains("busy declined to shut down: still on task #7"),
+        "{}",
+        r.explain()
+    );
+    let p = t.tmux.pane(&pane).expect("pane still there");
+    assert!(!p.dead, "still running\n{}", t.explain());
+    assert!(t.member("busy").is_some());
+    assert_no_lock_dirs(&t);
+    assert_canary(&t, "a rejected shutdown");
+}
+
+#[test]
+fn prune_takes_only_the_idle() {
+    let Some(t) = TmuxTeam::new("prune_takes_only_the_idle", "pr") else {
+        return;
+    };
+    t.up();
+    for n in ["working", "mailed", "idle"] {
+        spawn_recorder(&t, n);
+    }
+    for n in ["working", "mailed", "idle"] {
+        t.wait_ready(n);
+    }
+    let idle_pgid = t.pid_of("idle");
+    let idle_pane = t.pane_of("idle");
+    t.task_in_progress("work", "working");
+    t.ok(&["send", "--to", "mailed", "please look at #1"]);
+    let dry = t.ok(&["prune", "--dry-run"]);
+    assert_eq!(dry.stdout.trim(), "would prune idle", "{}", dry.explain());
+    let r = t.ok(&["prune"]);
+    assert!(r.stdout.contains("pruned idle"), "{}", r.explain());
+    assert_eq!(t.members(), ["working", "mailed"], "{}", t.explain());
+    assert!(t.tmux.pane(&idle_pane).is_none());
+    assert_group_dead(&t, "idle", idle_pgid);
+    for n in ["working", "mailed"] {
+        assert!(
+            t.tmux.pane(&t.pane_of(n)).is_some_and(|p| !p.dead),
+            "{n} stays"
+        );
+    }
+    assert_no_lock_dirs(&t);
+    assert_canary(&t, "prune");
+}
+
+#[test]
+fn down_leaves_nothing_of_the_team() {
+    let Some(t) = TmuxTeam::new("down_leaves_nothing", "dn") else {
+        return;
+    };
+    t.up();
+    let lead = t.wait_lead();
+    t.spawn("a", &[&agent("answerer"), "approve"]);
+    t.spawn("b", &[&agent("answerer"), "approve"]);
+    spawn_recorder(&t, "deaf");
+    for n in ["a", "b", "deaf"] {
+        t.wait_ready(n);
+    }
+    let groups: Vec<(String, u32)> = ["a", "b", "deaf"]
+        .iter()
+        .map(|n| (n.to_string(), t.pid_of(n)))
+        .collect();
+    // Without --force a member that never answers keeps the team alive.
+    let refused = t.run(&["down", "--wait", "1"]);
+    refused.assert_error("still running after 1 s: deaf");
+    assert_eq!(
+        t.members(),
+        ["deaf"],
+        "the polite ones went\n{}",
+        t.explain()
+    );
+    let r = t.ok(&["down", "--wait", "1", "--force"]);
+    assert!(r.stdout.contains("team dn deleted"), "{}", r.explain());
+    assert!(
+        !t.tmux.has_session("swarm-dn"),
+        "session closed\n{}",
+        t.explain()
+    );
+    let left: Vec<_> = t
+        .tmux
+        .panes()
+        .into_iter()
+        .filter(|p| p.session != "canary")
+        .collect();
+    assert!(left.is_empty(), "no team panes left: {left:?}");
+    for (n, g) in &groups {
+        assert_group_dead(&t, n, *g);
+    }
+    wait_until(
+        "the lead exits",
+        WAIT,
+        || !group_alive(lead) && !std::path::Path::new(&format!("/proc/{lead}")).exists(),
+        || t.explain(),
+    );
+    assert!(
+        t.team_dirs().is_empty(),
+        "team dirs deleted: {:?}",
+        t.team_dirs()
+    );
+    assert!(!t.sb.path("swarm/dn").exists(), "swarm state deleted");
+    assert_no_lock_dirs(&t);
+    assert_canary(&t, "down");
+}
+
+// ----------------------------------------------------------- supervision
+
+/// Polls until `name` is marked dead on the roster and its `task` (if any)
+/// is back on the board; returns how long that took from `since`.
+fn wait_marked_dead(t: &TmuxTeam, name: &str, task: Option<&str>, since: Instant) -> Duration {
+    let mut took = Duration::ZERO;
+    wait_until(
+        &format!(
+            "the lead marks {name} dead (swarmExit set, isActive false) and returns task {task:?}"
+        ),
+        WAIT,
+        || {
+            let dead = t.member(name).is_some_and(|m| {
+                m.get("swarmExit").is_some_and(|e| !e.is_null())
+                    && m.get("isActive") == Some(&serde_json::Value::Bool(false))
+            }) && task
+                .is_none_or(|id| task_status(t, id) == ("pending".to_string(), None));
+            if dead {
+                took = since.elapsed();
+            }
+            dead
+        },
+        || t.explain(),
+    );
+    took
+}
+
+fn wait_log(t: &TmuxTeam, needle: &str) {
+    wait_until(
+        &format!("lead.log says {needle:?}"),
+        WAIT,
+        || std::fs::read_to_string(t.lead_log()).is_ok_and(|l| l.contains(needle)),
+        || t.explain(),
+    );
+}
+
+#[test]
+fn a_pane_closed_by_the_user_is_noticed_within_two_seconds() {
+    let Some(t) = TmuxTeam::new("pane_closed_by_the_user", "uc") else {
+        return;
+    };
+    t.up();
+    spawn_recorder(&t, "gone");
+    t.wait_ready("gone");
+    let task = t.task_in_progress("work", "gone");
+    wait_log(&t, "gone is running");
+    let pane = t.pane_of("gone");
+    let pgid = t.pid_of("gone");
+    let at = Instant::now();
+    t.tmux.ok(&["kill-pane", "-t", &pane]);
+    let took = wait_marked_dead(&t, "gone", Some(&task), at);
+    println!("detection latency (pane closed): {took:?}");
+    assert!(
+        took <= DETECT_WITHIN,
+        "noticed after {took:?}\n{}",
+        t.explain()
+    );
+    assert_task_back(&t, &task);
+    wait_log(&t, "gone is dead: its pane disappeared");
+    assert_group_dead(&t, "gone", pgid);
+    assert_canary(&t, "a user closing a pane");
+}
+
+/// A lead started directly (`swarm lead`, not in a pane), killed on drop.
+struct LeadProcess(Child);
+
+impl Drop for LeadProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_killed_tmux_server_is_noticed_within_two_seconds() {
+    let Some(t) = TmuxTeam::new("killed_tmux_server", "ks") else {
+        return;
+    };
+    // The lead must outlive the server to report it: run it outside tmux.
+    t.ok(&["team", "create", "ks"]);
+    spawn_recorder(&t, "doomed");
+    t.wait_ready("doomed");
+    let task = t.task_in_progress("work", "doomed");
+    let mut c = t.cmd(&["lead"]);
+    c.stdout(Stdio::null()).stderr(Stdio::null());
+    let _lead = LeadProcess(c.spawn().expect("starting swarm lead"));
+    t.wait_lead();
+    wait_log(&t, "doomed is running");
+    let pgid = t.pid_of("doomed");
+    let at = Instant::now();
+    t.tmux.ok(&["kill-server"]);
+    let took = wait_marked_dead(&t, "doomed", Some(&task), at);
+    println!("detection latency (server killed): {took:?}");
+    assert!(
+        took <= DETECT_WITHIN,
+        "noticed after {took:?}\n{}",
+        t.explain()
+    );
+    assert_task_back(&t, &task);
+    wait_log(&t, "doomed is dead");
+    assert_group_dead(&t, "doomed", pgid);
+}
+
+#[test]
+fn a_restarted_lead_takes_the_team_back() {
+    let Some(t) = TmuxTeam::new("restarted_lead", "rl") else {
+        return;
+    };
+    t.up();
+    for n in ["one", "two"] {
+        spawn_recorder(&t, n);
+        t.wait_ready(n);
+    }
+    let before: Vec<(String, u32)> = ["one", "two"]
+        .iter()
+        .map(|n| (t.pane_of(n), t.pid_of(n)))
+        .collect();
+    let old = t.wait_lead();
+    // SAFETY: signalling a pid this test's team recorded and that is alive.
+    assert_eq!(unsafe { libc::kill(old as i32, libc::SIGKILL) }, 0);
+    wait_until(
+        "the old lead is dead (a zombie or reaped)",
+        WAIT,
+        || {
+            std::fs::read_to_string(format!("/proc/{old}/stat"))
+                .map(|st| {
+                    st.rsplit_once(')')
+                        .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+                })
+                .unwrap_or(true)
+        },
+        || t.explain(),
+    );
+    let up = t.ok(&["up", "--no-attach"]);
+    let mut new = 0;
+    wait_until(
+        "a new lead records itself",
+        WAIT,
+        || {
+            new = t.lead_pid().unwrap_or(0);
+            new != 0 && new != old
+        },
+        || format!("{}\n{}", up.explain(), t.explain()),
+    );
+    let after: Vec<(String, u32)> = ["one", "two"]
+        .iter()
+        .map(|n| (t.pane_of(n), t.pid_of(n)))
+        .collect();
+    assert_eq!(after, before, "same panes, same processes\n{}", t.explain());
+    assert_eq!(t.members(), ["one", "two"]);
+    let at = Instant::now();
+    t.tmux.ok(&["kill-pane", "-t", &after[0].0]);
+    let took = wait_marked_dead(&t, "one", None, at);
+    assert!(
+        took <= DETECT_WITHIN,
+        "the new lead noticed after {took:?}\n{}",
+        t.explain()
+    );
+    assert!(
+        t.member("two")
+            .unwrap()
+            .get("swarmExit")
+            .is_none_or(|e| e.is_null())
+    );
+    assert_canary(&t, "a lead restart");
+}
+
+// --------------------------------------------------------------- output
+
+/// `swarm output NAME --follow` running, killed on drop.
+struct Follower(Child);
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn output_follow_shows_what_the_agent_prints_in_order() {
+    let Some(t) = TmuxTeam::new("output_follow", "of") else {
+        return;
+    };
+    t.ok(&["team", "create", "of"]);
+    t.spawn("talker", &[&agent("printer"), "300"]);
+    let mut c = t.cmd(&["output", "talker", "--follow"]);
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut f = Follower(c.spawn().expect("swarm output --follow"));
+    let stdout = f.0.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let mut lines: Vec<String> = Vec::new();
+    let deadline = Instant::now() + WAIT;
+    while !lines.iter().any(|l| l.trim_end_matches('\r') == "done") {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(l) => lines.push(l),
+            Err(_) => panic!(
+                "timed out waiting for \"done\" from swarm output --follow; got {} lines: {:?}\n{}",
+                lines.len(),
+                lines.iter().rev().take(5).collect::<Vec<_>>(),
+                t.explain()
+            ),
+        }
+    }
+    let numbered: Vec<String> = lines
+        .iter()
+        .map(|l| l.trim_end_matches('\r').to_string())
+        .filter(|l| l.starts_with("line "))
+        .collect();
+    let want: Vec<String> = (1..=300).map(|i| format!("line {i}")).collect();
+    assert_eq!(numbered, want, "every line, in order");
+    // Once the member is gone, --follow ends by itself.
+    t.ok(&["kill", "talker"]);
+    let end = Instant::now() + WAIT;
+    loop {
+        if let Some(st) = f.0.try_wait().expect("try_wait") {
+            assert!(st.success(), "output --follow exit {st:?}");
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "output --follow did not end after kill\n{}",
+            t.explain()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+// ---------------------------------------------------------- hostile input
+
+#[test]
+fn hostile_names_and_unknown_members_get_one_clear_error() {
+    let Some(t) = TmuxTeam::new("hostile_names", "hn") else {
+        return;
+    };
+    t.ok(&["team", "create", "hn"]);
+    spawn_recorder(&t, "real");
+    t.wait_ready("real");
+    let panes_before = t.tmux.panes();
+    let long = "a".repeat(10 * 1024);
+    for bad in ["../x", "a;b", long.as_str(), "Upper", "-rf"] {
+        let r = t.run(&["spawn", bad, "--", "true"]);
+        r.assert_error("member");
+        assert!(
+            r.stderr.len() < 400,
+            "a short error line for a long name:\n{}",
+            r.stderr
+        );
+    }
+    let again = t.run(&["spawn", "real", "--", "true"]);
+    again.assert_error("real is already running");
+    let nobody = t.run(&["kill", "nobody"]);
+    nobody.assert_error("nobody");
+    assert!(
+        nobody.stderr.contains("real"),
+        "lists the members: {}",
+        nobody.stderr
+    );
+    assert_eq!(t.tmux.panes(), panes_before, "no pane opened or closed");
+    assert_eq!(t.members(), ["real"], "nothing new on the roster");
+    assert!(!t.sb.path("x").exists() && !t.sb.path("teams/x").exists());
+}
+
+// --------------------------------------------------------------- doctor
+
+#[test]
+fn doctor_names_the_backend_and_the_tmux_version() {
+    let Some(t) = TmuxTeam::new("doctor", "dr") else {
+        return;
+    };
+    let v = Command::new("tmux").arg("-V").output().expect("tmux -V");
+    let v = String::from_utf8_lossy(&v.stdout);
+    let version = v
+        .trim()
+        .trim_start_matches("tmux ")
+        .trim_end_matches(char::is_alphabetic);
+    let r = t.ok(&["doctor"]);
+    assert!(r.stdout.contains("backend (auto): tmux"), "{}", r.explain());
+    assert!(
+        r.stdout.contains(&format!("tmux: {version}")),
+        "tmux {version}\n{}",
+        r.explain()
+    );
+}
