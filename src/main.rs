@@ -9,7 +9,15 @@ use swarm::commands::{self, Exit};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    swarm::logging::init_stderr();
+    // The lead and the teammate runtime log to their own files (they own a
+    // terminal someone watches); every other command to stderr if asked.
+    use swarm::cli::Command;
+    if !matches!(
+        cli.command,
+        Command::Up(_) | Command::Lead(_) | Command::Teammate(_)
+    ) {
+        swarm::logging::init_stderr();
+    }
     match commands::run(cli) {
         Ok(Exit::Ok) => ExitCode::SUCCESS,
         Ok(Exit::No(why)) => {

@@ -207,6 +207,9 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
             };
             opened.record.session = Some(session);
             opened.record.lead_pane = Some(lead_pane.clone());
+            opened.placement = Some(swarm_backends::Placement::RightOfLead {
+                lead: lead_pane.clone(),
+            });
             opened.record.save(&ctx.root, &name)?;
             spawn_reserved(&team, &mut opened).await?;
             eprintln!(
@@ -218,6 +221,10 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
                 .map(Next::Done)
         }
         (_, own) => {
+            if let Some(lead) = &own {
+                opened.placement =
+                    Some(swarm_backends::Placement::RightOfLead { lead: lead.clone() });
+            }
             opened.record.lead_pane = own;
             opened.record.save(&ctx.root, &name)?;
             spawn_reserved(&team, &mut opened).await?;

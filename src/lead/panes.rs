@@ -105,6 +105,9 @@ pub struct Opened {
     pub reason: String,
     /// The pane this process runs in, when it runs inside the chosen tmux.
     pub own_pane: Option<PaneId>,
+    /// Where this process's next teammate goes, once known (saves a
+    /// liveness check per spawn when `up` spawns a whole team).
+    pub placement: Option<Placement>,
 }
 
 fn requested(choice: Option<BackendChoice>) -> Option<BackendKind> {
@@ -164,6 +167,7 @@ pub fn open(root: &Root, team: &str, args: &BackendArgs) -> Result<Opened> {
         record,
         reason: detection.reason,
         own_pane,
+        placement: None,
     })
 }
 

@@ -171,6 +171,20 @@ pub fn pane_exec(args: crate::cli::PaneExecArgs) -> Result<crate::commands::Exit
     Err(err).with_context(|| format!("starting {}", names::shown(&args.command[0])))
 }
 
+/// Creates (or with `truncate`, empties) a private scratch file. Not
+/// fsynced: output logs and readiness markers need no crash durability.
+fn touch_private(path: &Path, truncate: bool) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(truncate)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    Ok(())
+}
+
 /// In-process panes: the lead appends each pane's PTY stream to the
 /// member's output file, so `swarm output` works from any shell, as on tmux.
 fn copy_output(
@@ -323,7 +337,10 @@ pub async fn spawn_member(team: &Team, opened: &mut Opened, req: &SpawnRequest) 
         }
         _ => (program, args),
     };
-    let place = placement(opened, &team.name).await?;
+    let place = match &opened.placement {
+        Some(p) => p.clone(),
+        None => placement(opened, &team.name).await?,
+    };
     let mut spec = SpawnSpec::new(program, args, PathBuf::from(&cwd))
         .title(req.name.clone())
         .color(member.color.clone().unwrap_or_default())
@@ -340,7 +357,7 @@ pub async fn spawn_member(team: &Team, opened: &mut Opened, req: &SpawnRequest) 
     if let Some(dir) = out_file.parent() {
         atomic_file::ensure_dir(dir)?;
     }
-    atomic_file::write_atomic(&out_file, b"")?;
+    touch_private(&out_file, true)?;
 
     let pane = match opened.panes.exec().spawn(&spec).await {
         Ok(p) => p,
@@ -362,7 +379,7 @@ pub async fn spawn_member(team: &Team, opened: &mut Opened, req: &SpawnRequest) 
         let piped = tmux.pipe_output(&pane, &out_file).await;
         // Start the program whether or not the capture worked: a teammate
         // without `swarm output` beats no teammate; the failure is said.
-        atomic_file::write_atomic(&ready, b"")?;
+        touch_private(&ready, false)?;
         if let Err(e) = piped {
             eprintln!(
                 "swarm: warning: cannot capture the output of {}: {e}",
@@ -373,15 +390,19 @@ pub async fn spawn_member(team: &Team, opened: &mut Opened, req: &SpawnRequest) 
     if let Panes::InProcess(host) = &opened.panes {
         copy_output(host.clone(), pane.clone(), out_file.clone());
     }
-    let pid = match opened
-        .panes
-        .exec()
-        .status(std::slice::from_ref(&pane))
-        .await?
-        .first()
-    {
-        Some((_, PaneStatus::Running { pid })) => *pid,
-        _ => None,
+    // tmux answers liveness by pane id; the others need the pid on record.
+    let pid = match &opened.panes {
+        Panes::Tmux(_) => None,
+        _ => match opened
+            .panes
+            .exec()
+            .status(std::slice::from_ref(&pane))
+            .await?
+            .first()
+        {
+            Some((_, PaneStatus::Running { pid })) => *pid,
+            _ => None,
+        },
     };
     let socket = opened.record.tmux_socket.clone();
     roster.update_member(&req.name, |m| {

@@ -234,6 +234,12 @@ pub fn new_session(name: &str, launch: &Launch<'_>) -> Result<Vec<String>> {
         "-d".to_string(),
         "-s".to_string(),
         check_session_name(name)?.to_string(),
+        // A detached session is 80x24 by default: too small for a lead and
+        // its teammates. An attaching client resizes it to its terminal.
+        "-x".to_string(),
+        SESSION_COLS.to_string(),
+        "-y".to_string(),
+        SESSION_ROWS.to_string(),
         "-P".to_string(),
         "-F".to_string(),
         PANE_ID_FORMAT.to_string(),
@@ -241,6 +247,10 @@ pub fn new_session(name: &str, launch: &Launch<'_>) -> Result<Vec<String>> {
     launch.push_into(&mut argv);
     Ok(argv)
 }
+
+/// The size of a session created detached (before anyone attaches).
+pub const SESSION_COLS: u32 = 200;
+pub const SESSION_ROWS: u32 = 50;
 
 /// `set-option -w -t TARGET remain-on-exit on|off` (window level: new panes
 /// of the window inherit it).
@@ -769,6 +779,10 @@ mod tests {
                 "-d",
                 "-s",
                 "swarm-demo",
+                "-x",
+                "200",
+                "-y",
+                "50",
                 "-P",
                 "-F",
                 "#{pane_id}",
