@@ -102,6 +102,7 @@ impl Team {
         // A Claude Code teammate started with --lead-verify-key obeys lead
         // entries only when signed with its key (reference §4).
         if matches!(entry.from.as_str(), "team-lead" | "user" | "system")
+            && crate::team::names::validate_member(to).is_ok()
             && let Some(key) = crate::agents::signing::LeadKey::load(&self.root, &self.name, to)?
         {
             key.sign_entry(&mut entry);
