@@ -34,9 +34,12 @@ pub const FILE_MODE: u32 = 0o600;
 pub const STALE_AFTER: Duration = Duration::from_secs(10);
 /// Claude Code refreshes a held lock's mtime this often; so does swarm.
 pub const REFRESH_EVERY: Duration = Duration::from_secs(5);
-/// How long swarm waits for a lock by default: long enough to outlast a
-/// Claude Code holder that died (10 s stale rule) with margin.
-pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long swarm waits for a lock by default. Waiting on live swarm
+/// holders always makes progress (each holds a lock for milliseconds), but
+/// under heavy contention on a loaded machine the kernel does not queue
+/// waiters fairly, so the deadline is generous; it also outlasts a Claude
+/// Code holder that died (10 s stale rule). Past it, the wait is an error.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Creates `dir` and any missing parents with mode 0700. Modes are set
 /// explicitly after creation, because the umask may have narrowed them.

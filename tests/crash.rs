@@ -28,6 +28,7 @@ fn kill_dash_nine_at_random_moments_loses_nothing_acknowledged() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos() as u64;
+    let _heavy = crate::util::heavy();
     eprintln!("crash test seed {seed} ({} trials)", trials());
     let mut rng = Rng::new(seed);
     let s = Sandbox::new();

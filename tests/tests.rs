@@ -9,5 +9,6 @@ mod compat;
 mod concurrency;
 mod corruption;
 mod crash;
+mod demo;
 mod lifecycle;
 mod runtime;

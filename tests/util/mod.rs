@@ -207,6 +207,13 @@ pub fn wait_until(
     }
 }
 
+/// Serialises the load tests (many processes each): run together on a
+/// 2-core machine they would measure the machine, not swarm.
+pub fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    HEAVY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A tiny deterministic PRNG for tests (no extra dependency, reproducible
 /// from the printed seed).
 pub struct Rng(u64);
