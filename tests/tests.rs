@@ -11,3 +11,4 @@ mod corruption;
 mod crash;
 mod lifecycle;
 mod runtime;
+mod tui_e2e;
