@@ -12,3 +12,4 @@ mod crash;
 mod demo;
 mod lifecycle;
 mod runtime;
+mod tui_e2e;

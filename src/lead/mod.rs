@@ -427,22 +427,37 @@ pub fn run_lead(mut lead: Lead, rt: &tokio::runtime::Runtime) -> Result<()> {
 
 /// The supervisor: inbox handling on every change, pane liveness on a tick.
 async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
-    let watcher = lead
-        .team
-        .mailbox()
-        .watch()
-        .context("watching the inboxes")?;
+    // The inboxes, and the task board and the roster, which the dialog
+    // shows: without those two a task created or a teammate killed from
+    // the command line reached the dialog only on its 30 s tick.
+    let root = &lead.team.root;
+    let team = &lead.team.name;
+    let tasks_dir = root.tasks_dir(team)?;
+    crate::atomic_file::ensure_dir(&tasks_dir)
+        .with_context(|| format!("creating {}", tasks_dir.display()))?;
+    let watchers = [
+        lead.team
+            .mailbox()
+            .watch()
+            .context("watching the inboxes")?,
+        crate::mailbox::InboxWatcher::new(&tasks_dir),
+        crate::mailbox::InboxWatcher::new(&root.team_dir(team)?),
+    ];
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
-    std::thread::Builder::new()
-        .name("inbox-watch".into())
-        .spawn(move || {
-            loop {
-                if watcher.wait(Duration::from_secs(3600)) && tx.send(()).is_err() {
-                    return;
+    for watcher in watchers {
+        let tx = tx.clone();
+        std::thread::Builder::new()
+            .name("file-watch".into())
+            .spawn(move || {
+                loop {
+                    if watcher.wait(Duration::from_secs(3600)) && tx.send(()).is_err() {
+                        return;
+                    }
                 }
-            }
-        })
-        .context("starting the inbox watcher")?;
+            })
+            .context("starting a file watcher")?;
+    }
+    drop(tx);
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut tick = tokio::time::interval(SUPERVISE_EVERY);
     let mut stdout = std::io::stdout();

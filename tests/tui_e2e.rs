@@ -1,0 +1,501 @@
+//! The TeamsDialog end to end (issue 5, "Must show"): `swarm up --no-attach`
+//! on a private tmux server starts the lead's pane with the dialog; the
+//! tests press keys in it with `send-keys`, read it with `capture-pane`,
+//! and check the files (roster, inboxes) and tmux (panes, processes).
+//! Teammates are fake agents from `tests/agents/`.
+
+use crate::util::tmux::{TmuxTeam, WAIT, agent, group_alive};
+use crate::util::wait_until;
+
+/// A team on a private tmux server whose lead pane shows the dialog.
+struct Dialog {
+    t: TmuxTeam,
+    /// The lead's pane (`%N`).
+    pane: String,
+}
+
+/// The pane `swarm up` reports for the lead (`lead in pane %N`).
+fn lead_pane_of(t: &TmuxTeam, stderr: &str) -> String {
+    stderr
+        .split("lead in pane ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("`swarm up` names no lead pane: {stderr}\n{}", t.explain()))
+}
+
+impl Dialog {
+    /// Starts the team; the teammates are spawned before the dialog is
+    /// looked at, so its first snapshot already lists them.
+    fn open(test: &str, team: &str, spawn: &[(&str, &[&str])]) -> Option<Dialog> {
+        let t = TmuxTeam::new(test, team)?;
+        let up = t.up();
+        let pane = lead_pane_of(&t, &up.stderr);
+        let d = Dialog { t, pane };
+        for (name, cmd) in spawn {
+            d.t.spawn(name, cmd);
+        }
+        d.roomy();
+        d.wait_screen("the dialog shows its status line", |s| {
+            s.contains(" teammates · ")
+        });
+        for (name, _) in spawn {
+            d.wait_screen(&format!("the dialog lists @{name}"), |s| {
+                s.contains(&format!("@{name} "))
+            });
+        }
+        Some(d)
+    }
+
+    /// Gives the lead's window room (160×48) and the lead's pane all of it.
+    fn roomy(&self) {
+        let session = format!("=swarm-{}", self.t.team);
+        self.t
+            .tmux
+            .ok(&["resize-window", "-t", &session, "-x", "160", "-y", "48"]);
+        let zoom = self.t.tmux.ok(&[
+            "display-message",
+            "-p",
+            "-t",
+            &self.pane,
+            "#{window_panes} #{window_zoomed_flag}",
+        ]);
+        let mut f = zoom.split_whitespace();
+        let (panes, zoomed) = (f.next().unwrap_or("1"), f.next().unwrap_or("0"));
+        if panes != "1" && zoomed != "1" {
+            self.t.tmux.ok(&["resize-pane", "-Z", "-t", &self.pane]);
+        }
+    }
+
+    /// What the lead's pane shows now.
+    fn screen(&self) -> String {
+        let out = self.t.tmux.run(&["capture-pane", "-p", "-t", &self.pane]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Presses keys in the lead's pane (tmux key names: `Up`, `Enter`, `BTab`…).
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", &self.pane];
+        args.extend_from_slice(keys);
+        self.t.tmux.ok(&args);
+    }
+
+    /// Types `text` literally.
+    fn type_text(&self, text: &str) {
+        self.t.tmux.ok(&["send-keys", "-t", &self.pane, "-l", text]);
+    }
+
+    fn explain(&self) -> String {
+        format!(
+            "=== the dialog (pane {}) ===\n{}\n{}",
+            self.pane,
+            self.screen(),
+            self.t.explain()
+        )
+    }
+
+    fn wait_screen(&self, what: &str, check: impl Fn(&str) -> bool) {
+        wait_until(what, WAIT, || check(&self.screen()), || self.explain());
+    }
+
+    fn wait(&self, what: &str, check: impl FnMut() -> bool) {
+        wait_until(what, WAIT, check, || self.explain());
+    }
+
+    /// Selects teammate `name` in the members list (row 0 is "all").
+    fn select(&self, name: &str) {
+        let i = self
+            .t
+            .members()
+            .iter()
+            .position(|m| m == name)
+            .unwrap_or_else(|| panic!("{name} not on the roster\n{}", self.explain()));
+        let ups = vec!["Up"; self.t.members().len() + 1];
+        self.keys(&ups);
+        self.keys(&vec!["Down"; i + 1]);
+        self.wait_screen(&format!("@{name} is selected"), |s| {
+            s.lines().any(|l| l.contains(&format!("▸ @{name} ")))
+        });
+    }
+
+    /// Entries of `name`'s inbox file (unconsumed), each with its `text`
+    /// parsed when it is a protocol frame.
+    fn inbox(&self, name: &str) -> Vec<serde_json::Value> {
+        let p = self
+            .t
+            .sb
+            .path(&format!("teams/{}/inboxes/{name}.json", self.t.team));
+        let Ok(bytes) = std::fs::read(&p) else {
+            return Vec::new();
+        };
+        serde_json::from_slice::<Vec<serde_json::Value>>(&bytes).unwrap_or_default()
+    }
+
+    /// Protocol frames (the parsed `text`) in `name`'s inbox of type `kind`.
+    fn frames(&self, name: &str, kind: &str) -> Vec<serde_json::Value> {
+        self.inbox(name)
+            .iter()
+            .filter_map(|e| e.get("text").and_then(|t| t.as_str()))
+            .filter_map(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+            .filter(|f| f.get("type").and_then(|t| t.as_str()) == Some(kind))
+            .collect()
+    }
+
+    fn pane_alive(&self, pane: &str) -> bool {
+        self.t.tmux.pane(pane).is_some_and(|p| !p.dead)
+    }
+}
+
+fn pid_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|st| {
+            !st.rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
+// ---------------------------------------------------------------- kill
+
+#[test]
+fn k_then_y_kills_exactly_the_selected_member_and_its_pane() {
+    let rec = agent("recorder");
+    let rec = rec.as_str();
+    let Some(d) = Dialog::open(
+        "tui_k_y_kills",
+        "tk",
+        &[("ann", &[rec]), ("bob", &[rec]), ("cat", &[rec])],
+    ) else {
+        return;
+    };
+    let panes: Vec<String> = ["ann", "bob", "cat"]
+        .iter()
+        .map(|n| d.t.pane_of(n))
+        .collect();
+    let bob_pgid = d.t.pid_of("bob");
+    d.select("bob");
+    d.keys(&["k"]);
+    d.wait_screen("the kill confirmation names @bob", |s| {
+        s.contains("Kill @bob? y/N")
+    });
+    d.keys(&["y"]);
+    d.wait("bob leaves the roster", || {
+        !d.t.members().contains(&"bob".to_string())
+    });
+    d.wait("bob's pane is closed", || {
+        d.t.tmux.pane(&panes[1]).is_none()
+    });
+    d.wait("bob's process group is gone", || !group_alive(bob_pgid));
+    assert_eq!(d.t.members(), ["ann", "cat"], "{}", d.explain());
+    for p in [&panes[0], &panes[2]] {
+        assert!(d.pane_alive(p), "pane {p} stays\n{}", d.explain());
+    }
+    d.wait_screen("the dialog shows two teammates", |s| {
+        s.contains("2 teammates ·") && !s.contains("@bob ")
+    });
+}
+
+#[test]
+fn k_then_n_or_esc_kills_nobody() {
+    let rec = agent("recorder");
+    let rec = rec.as_str();
+    let Some(d) = Dialog::open(
+        "tui_k_n_kills_nobody",
+        "tn",
+        &[("ann", &[rec]), ("bob", &[rec])],
+    ) else {
+        return;
+    };
+    d.select("ann");
+    for cancel in ["n", "Escape", "j"] {
+        d.keys(&["k"]);
+        d.wait_screen("the kill confirmation is open", |s| {
+            s.contains("Kill @ann? y/N")
+        });
+        d.keys(&[cancel]);
+        d.wait_screen(&format!("{cancel} closes the confirmation"), |s| {
+            !s.contains("Kill @ann? y/N")
+        });
+    }
+    // Anything the dialog did would have happened by the time it answered
+    // the next key; `?` opens the help, proving the keys were read.
+    d.keys(&["?"]);
+    d.wait_screen("the help overlay opens", |s| s.contains("this help"));
+    d.keys(&["Escape"]);
+    assert_eq!(d.t.members(), ["ann", "bob"], "{}", d.explain());
+    for n in ["ann", "bob"] {
+        assert!(d.pane_alive(&d.t.pane_of(n)), "{n} alive\n{}", d.explain());
+    }
+}
+
+// ------------------------------------------------------------ shutdown
+
+#[test]
+fn s_shuts_down_gracefully_and_closes_the_pane() {
+    let Some(d) = Dialog::open(
+        "tui_s_shutdown",
+        "ts",
+        &[
+            ("polite", &[agent("answerer").as_str(), "approve"]),
+            ("other", &[agent("recorder").as_str()]),
+        ],
+    ) else {
+        return;
+    };
+    d.t.wait_ready("polite");
+    let pane = d.t.pane_of("polite");
+    let pgid = d.t.pid_of("polite");
+    d.select("polite");
+    d.keys(&["s"]);
+    d.wait("polite leaves the roster", || {
+        d.t.member("polite").is_none()
+    });
+    d.wait("polite's pane is closed", || d.t.tmux.pane(&pane).is_none());
+    d.wait("polite's process group is gone", || !group_alive(pgid));
+    let hist = d.t.ok(&["inbox", "team-lead", "--all", "--json"]);
+    assert!(
+        hist.stdout.contains("shutdown_approved"),
+        "the lead got shutdown_approved\n{}\n{}",
+        hist.explain(),
+        d.explain()
+    );
+    assert_eq!(d.t.members(), ["other"], "{}", d.explain());
+    assert!(d.pane_alive(&d.t.pane_of("other")), "{}", d.explain());
+    d.wait_screen("the dialog drops @polite", |s| {
+        s.contains("1 teammates ·") && !s.contains("@polite ")
+    });
+}
+
+// --------------------------------------------------------------- prune
+
+#[test]
+fn p_then_y_prunes_only_the_idle() {
+    let rec = agent("recorder");
+    let rec = rec.as_str();
+    let Some(d) = Dialog::open(
+        "tui_p_prunes_idle",
+        "tp",
+        &[("busy", &[rec]), ("idle", &[rec])],
+    ) else {
+        return;
+    };
+    d.t.task_in_progress("work", "busy");
+    // The busy one's task reaches the dialog as a running member.
+    d.wait_screen("busy shows its task", |s| {
+        s.lines()
+            .any(|l| l.contains("@busy ") && l.contains("work"))
+    });
+    let idle_pane = d.t.pane_of("idle");
+    let idle_pgid = d.t.pid_of("idle");
+    d.keys(&["p"]);
+    d.wait_screen("the prune confirmation lists only @idle", |s| {
+        s.contains("Prune 1 idle teammates? y/N") && s.contains("@idle")
+    });
+    d.keys(&["y"]);
+    d.wait("idle leaves the roster", || d.t.member("idle").is_none());
+    d.wait("idle's pane is closed", || {
+        d.t.tmux.pane(&idle_pane).is_none()
+    });
+    d.wait("idle's process group is gone", || !group_alive(idle_pgid));
+    assert_eq!(d.t.members(), ["busy"], "{}", d.explain());
+    assert!(d.pane_alive(&d.t.pane_of("busy")), "{}", d.explain());
+}
+
+// ------------------------------------------------------------- message
+
+#[test]
+fn m_sends_a_message_to_the_selected_members_inbox() {
+    let rec = agent("recorder");
+    let rec = rec.as_str();
+    let Some(d) = Dialog::open("tui_m_sends", "tm", &[("ann", &[rec]), ("bob", &[rec])]) else {
+        return;
+    };
+    d.select("bob");
+    d.keys(&["m"]);
+    d.wait_screen("the compose box is addressed to @bob", |s| {
+        s.contains("To: @bob")
+    });
+    d.type_text("please rebase on main");
+    d.wait_screen("the text is typed", |s| {
+        s.contains("> please rebase on main")
+    });
+    d.keys(&["Enter"]);
+    d.wait("bob's inbox holds the message", || {
+        d.inbox("bob").iter().any(|e| {
+            e.get("text").and_then(|t| t.as_str()) == Some("please rebase on main")
+                && e.get("from").and_then(|f| f.as_str()) == Some("team-lead")
+        })
+    });
+    assert!(
+        d.inbox("ann")
+            .iter()
+            .all(|e| e.get("text").and_then(|t| t.as_str()) != Some("please rebase on main")),
+        "only bob got it\n{}",
+        d.explain()
+    );
+    d.wait_screen("the footer confirms", |s| s.contains("sent to @bob"));
+}
+
+// ------------------------------------------------------------- approve
+
+#[test]
+fn a_approves_a_plan_request_from_a_teammate() {
+    let Some(d) = Dialog::open(
+        "tui_a_approves",
+        "ta",
+        &[("bob", &[agent("planner").as_str(), "rewrite the parser"])],
+    ) else {
+        return;
+    };
+    d.t.wait_ready("bob");
+    d.wait_screen("the request is on screen", |s| {
+        s.contains("rewrite the parser") && s.contains("1 waiting")
+    });
+    d.keys(&["a"]);
+    d.wait("bob's inbox holds the plan_approval_response", || {
+        !d.frames("bob", "plan_approval_response").is_empty()
+    });
+    let r = &d.frames("bob", "plan_approval_response")[0];
+    assert_eq!(r["approved"], true, "{r}\n{}", d.explain());
+    assert_eq!(
+        r["requestId"],
+        format!("plan_approval-1@bob@{}", d.t.team),
+        "{r}"
+    );
+    d.wait_screen("the request leaves the queue", |s| s.contains("0 waiting"));
+}
+
+// ---------------------------------------------------------------- mode
+
+#[test]
+fn shift_tab_writes_mode_set_request_to_the_selected_member() {
+    let rec = agent("recorder");
+    let rec = rec.as_str();
+    let Some(d) = Dialog::open("tui_btab_mode", "tb", &[("ann", &[rec]), ("bob", &[rec])]) else {
+        return;
+    };
+    d.select("bob");
+    d.keys(&["BTab"]);
+    d.wait("bob's inbox holds a mode_set_request", || {
+        !d.frames("bob", "mode_set_request").is_empty()
+    });
+    let f = &d.frames("bob", "mode_set_request")[0];
+    assert_eq!(f["mode"], "acceptEdits", "{f}");
+    assert_eq!(f["from"], "team-lead", "{f}");
+    assert!(
+        d.frames("ann", "mode_set_request").is_empty(),
+        "only bob\n{}",
+        d.explain()
+    );
+}
+
+// ---------------------------------------------------------- quit and up
+
+#[test]
+fn q_leaves_teammates_running_and_up_brings_the_dialog_back() {
+    let rec = agent("recorder");
+    let rec = rec.as_str();
+    let Some(d) = Dialog::open("tui_q_then_up", "tq", &[("ann", &[rec]), ("bob", &[rec])]) else {
+        return;
+    };
+    let before: Vec<(String, u32)> = ["ann", "bob"]
+        .iter()
+        .map(|n| (d.t.pane_of(n), d.t.pid_of(n)))
+        .collect();
+    let lead = d.t.wait_lead();
+    d.keys(&["q"]);
+    d.wait("the lead process exits", || !pid_alive(lead));
+    for (pane, pid) in &before {
+        assert!(d.pane_alive(pane), "pane {pane} alive\n{}", d.explain());
+        assert!(group_alive(*pid), "process {pid} alive\n{}", d.explain());
+    }
+    let up = d.t.ok(&["up", "--no-attach"]);
+    let again = Dialog {
+        pane: lead_pane_of(&d.t, &up.stderr),
+        t: d.t,
+    };
+    let mut new = 0;
+    again.wait("a new lead records itself", || {
+        new = again.t.lead_pid().unwrap_or(0);
+        new != 0 && new != lead && pid_alive(new)
+    });
+    again.roomy();
+    again.wait_screen("the new lead pane shows the dialog with both", |s| {
+        s.contains("2 teammates ·") && s.contains("@ann ") && s.contains("@bob ")
+    });
+    let after: Vec<(String, u32)> = ["ann", "bob"]
+        .iter()
+        .map(|n| (again.t.pane_of(n), again.t.pid_of(n)))
+        .collect();
+    assert_eq!(after, before, "same panes, same processes");
+}
+
+// --------------------------------------------------------- status line
+
+#[test]
+fn the_status_line_counts_a_known_team() {
+    let rec = agent("recorder");
+    let rec = rec.as_str();
+    let Some(d) = Dialog::open(
+        "tui_status_line",
+        "tl",
+        &[
+            ("ann", &[rec]),
+            ("bob", &[rec]),
+            ("cat", &[agent("planner").as_str(), "ship it"]),
+        ],
+    ) else {
+        return;
+    };
+    d.t.wait_ready("cat");
+    // ann works on #1; #2 is done; #3 waits: tasks 1/3. cat waits for its
+    // plan, so it is neither running nor idle.
+    d.t.task_in_progress("first", "ann");
+    let done = d.t.task_in_progress("second", "bob");
+    d.t.ok(&["task", "update", &done, "--status", "completed"]);
+    d.t.ok(&["task", "create", "third"]);
+    d.wait_screen("the status line counts the team", |s| {
+        s.lines()
+            .next()
+            .is_some_and(|l| l.trim() == "3 teammates · 1 running · 1 idle · tasks 1/3 · 1 waiting")
+    });
+}
+
+// ---------------------------------------------------------- lost terminal
+
+#[test]
+fn the_lead_exits_when_its_terminal_goes_away() {
+    let Some(d) = Dialog::open(
+        "tui_lost_terminal",
+        "tx",
+        &[("ann", &[agent("recorder").as_str()])],
+    ) else {
+        return;
+    };
+    let lead = d.t.wait_lead();
+    d.t.tmux.ok(&["kill-server"]);
+    d.wait("the lead exits once its terminal is gone", || {
+        !pid_alive(lead)
+    });
+}
+
+// ------------------------------------------------------------- updates
+
+#[test]
+fn changes_made_on_the_command_line_reach_the_dialog_at_once() {
+    let rec = agent("recorder");
+    let rec = rec.as_str();
+    let Some(d) = Dialog::open("tui_cli_changes", "tu", &[("ann", &[rec]), ("bob", &[rec])]) else {
+        return;
+    };
+    // Nobody talks to the lead, so no once-a-second tick redraws: only
+    // watching the files can bring these in before the 30 s tick.
+    d.t.ok(&["task", "create", "hello board"]);
+    d.wait_screen("a task created by `swarm task create` shows", |s| {
+        s.contains("hello board") && s.contains("tasks 0/1")
+    });
+    d.t.ok(&["kill", "bob"]);
+    d.wait_screen("a teammate killed by `swarm kill` leaves the list", |s| {
+        s.contains("1 teammates ·") && !s.contains("@bob ")
+    });
+}
