@@ -208,6 +208,9 @@ where
     let mut last_draw: Option<Instant> = None;
     let mut last_tick = Instant::now();
     let mut zoom_size: Option<(String, Rect)> = None;
+    // An input taken out of the channel while coalescing wake-ups, handled
+    // next: a key pressed during a burst of wake-ups must not be lost.
+    let mut stashed: Option<Input> = None;
     loop {
         if let Some(sig) = termination_signal() {
             return Ok(Exit::Signal(sig));
@@ -239,11 +242,14 @@ where
                 wait = wait.min(due - now);
             }
         }
-        let input = match inputs.recv_timeout(wait) {
-            Ok(input) => input,
-            Err(RecvTimeoutError::Timeout) => continue,
-            // Every sender gone: no more keys can come.
-            Err(RecvTimeoutError::Disconnected) => return Ok(Exit::Quit),
+        let input = match stashed.take() {
+            Some(input) => input,
+            None => match inputs.recv_timeout(wait) {
+                Ok(input) => input,
+                Err(RecvTimeoutError::Timeout) => continue,
+                // Every sender gone: no more keys can come.
+                Err(RecvTimeoutError::Disconnected) => return Ok(Exit::Quit),
+            },
         };
         match input {
             Input::Term(Event::Key(key)) => {
@@ -267,8 +273,14 @@ where
             Input::Term(Event::Resize(..)) => dirty = true,
             Input::Term(_) => {}
             Input::Wake => {
-                // Coalesce a burst of wake-ups into one snapshot.
-                while matches!(inputs.try_recv(), Ok(Input::Wake)) {}
+                // Coalesce a burst of wake-ups into one snapshot, keeping
+                // whatever else was queued behind them (a key press).
+                while let Ok(next) = inputs.try_recv() {
+                    if !matches!(next, Input::Wake) {
+                        stashed = Some(next);
+                        break;
+                    }
+                }
                 view = control.snapshot();
                 ui.sync(&view);
                 dirty = true;

@@ -196,11 +196,46 @@ impl TmuxServer {
 
 impl Drop for TmuxServer {
     fn drop(&mut self) {
+        // Every pane's process group goes first, by the pids this server
+        // reports (processes the test started): a lead whose server simply
+        // vanished would otherwise outlive the test.
+        if let Ok(out) = self
+            .command(&["list-panes", "-a", "-F", "#{pane_pid}"])
+            .output()
+        {
+            for pid in String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(|l| l.trim().parse::<i32>().ok())
+            {
+                if pid > 1 {
+                    // SAFETY: signalling a pane process (and its group) this server started.
+                    unsafe {
+                        libc::kill(-pid, libc::SIGKILL);
+                        libc::kill(pid, libc::SIGKILL);
+                    }
+                }
+            }
+        }
         let _ = self
             .command(&["kill-server"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
+    }
+}
+
+impl Drop for TmuxTeam {
+    fn drop(&mut self) {
+        // A lead started outside the server's panes (or one that lost its
+        // server) is ended by its recorded pid before the server goes.
+        if let Some(pid) = self.lead_pid().filter(|p| *p > 1)
+            && std::path::Path::new(&format!("/proc/{pid}")).exists()
+        {
+            // SAFETY: signalling the lead this test started, by its pid.
+            unsafe {
+                libc::kill(pid as i32, libc::SIGKILL);
+            }
+        }
     }
 }
 
