@@ -124,18 +124,17 @@ fn spawn_input(tx: Sender<Input>, stop: Arc<AtomicBool>) -> Result<thread::JoinH
                     let _ = tx.send(Input::Signal(sig));
                     return;
                 }
-                // Ask crossterm only once the terminal has input and has
-                // not hung up: on a hung-up tty its read loop never returns
-                // (every read gives EOF or EIO), which left a lead whose
-                // tmux server was killed spinning a core forever.
-                // Crossterm is asked without waiting even when nothing was
-                // typed: a resize (SIGWINCH) is pending in it, not on stdin.
-                let next =
-                    match terminal_wait(INPUT_POLL).and_then(|()| event::poll(Duration::ZERO)) {
-                        Ok(false) => continue,
-                        Ok(true) => event::read(),
-                        Err(e) => Err(e),
-                    };
+                // A hung-up terminal makes crossterm's poll fail or report
+                // input forever; `terminal_hung_up` ends the thread then.
+                if terminal_hung_up() {
+                    let _ = tx.send(Input::Failed(std::io::Error::other("the terminal hung up")));
+                    return;
+                }
+                let next = match event::poll(INPUT_POLL) {
+                    Ok(false) => continue,
+                    Ok(true) => event::read(),
+                    Err(e) => Err(e),
+                };
                 let sent = match next {
                     Ok(ev) => tx.send(Input::Term(ev)),
                     Err(e) => {
@@ -151,32 +150,18 @@ fn spawn_input(tx: Sender<Input>, stop: Arc<AtomicBool>) -> Result<thread::JoinH
         .context("spawn the TUI input thread")
 }
 
-/// Waits up to `timeout` for input on the terminal (stdin, the descriptor
-/// crossterm reads when it is a tty); `Err` when the terminal hung up.
-fn terminal_wait(timeout: Duration) -> std::io::Result<()> {
+/// True when the terminal (stdin) has hung up: a zero-timeout `poll`
+/// reports POLLHUP/POLLERR/POLLNVAL. Checked before each wait for a key, so
+/// a lead whose terminal went away ends instead of spinning in crossterm.
+fn terminal_hung_up() -> bool {
     let mut fd = libc::pollfd {
         fd: libc::STDIN_FILENO,
         events: libc::POLLIN,
         revents: 0,
     };
-    let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
-    // SAFETY: one valid pollfd, its count, a finite timeout.
-    if unsafe { libc::poll(&mut fd, 1, ms) } < 0 {
-        let e = std::io::Error::last_os_error();
-        // A signal (SIGWINCH on a resize) is no failure.
-        return if e.kind() == std::io::ErrorKind::Interrupted {
-            Ok(())
-        } else {
-            Err(e)
-        };
-    }
-    if fd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::BrokenPipe,
-            "the terminal hung up",
-        ));
-    }
-    Ok(())
+    // SAFETY: one valid pollfd, its count, a zero timeout.
+    let n = unsafe { libc::poll(&mut fd, 1, 0) };
+    n > 0 && fd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
 }
 
 /// Whether some shown age changes every second.
