@@ -72,7 +72,7 @@ impl Sandbox {
 
 fn fixture(name: &str) -> Option<Vec<u8>> {
     let path = format!(
-        "{}/../shared/fixtures/claude-code/{name}",
+        "{}/tests/fixtures/claude-code/{name}",
         env!("CARGO_MANIFEST_DIR")
     );
     match std::fs::read(&path) {

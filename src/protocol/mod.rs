@@ -259,7 +259,7 @@ mod tests {
     fn fixture_frames() -> Vec<(String, String)> {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/fixtures/claude-code/inbox-samples.json"
+            "/tests/fixtures/claude-code/inbox-samples.json"
         );
         let Ok(bytes) = std::fs::read(path) else {
             eprintln!("SKIP fixture test: {path} not found");

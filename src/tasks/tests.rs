@@ -586,8 +586,7 @@ fn a_held_lock_times_out_with_an_error_naming_the_lock() {
 
 #[test]
 fn the_claude_code_fixture_tasks_read_correctly_and_rewrite_unchanged() {
-    let fixtures =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/claude-code/tasks");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/tasks");
     if !fixtures.is_dir() {
         eprintln!("SKIP fixture test: {} not found", fixtures.display());
         return;
