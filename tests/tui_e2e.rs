@@ -370,8 +370,6 @@ fn a_approves_a_plan_request_from_a_teammate() {
 // ---------------------------------------------------------------- mode
 
 #[test]
-#[ignore = "open bug: Shift+Tab sent with tmux send-keys does not reach the keymap in the real \
-            lead (keymap unit tests pass; `swarm send --mode-set` covers the protocol); see the note"]
 fn shift_tab_writes_mode_set_request_to_the_selected_member() {
     let rec = agent("recorder");
     let rec = rec.as_str();
@@ -468,8 +466,6 @@ fn the_status_line_counts_a_known_team() {
 // ---------------------------------------------------------- lost terminal
 
 #[test]
-#[ignore = "open bug: a lead whose terminal hangs up can keep running (crossterm's poll \
-            keeps reporting input); see the session note"]
 fn the_lead_exits_when_its_terminal_goes_away() {
     let Some(d) = Dialog::open(
         "tui_lost_terminal",

@@ -422,6 +422,10 @@ pub fn run_lead(mut lead: Lead, rt: &tokio::runtime::Runtime) -> Result<()> {
             tracing::info!(sig, "signal: the lead exits; teammates keep running");
             Ok(())
         }
+        crate::tui::Exit::TerminalLost => {
+            tracing::info!("the terminal went away: the lead exits; teammates keep running");
+            Ok(())
+        }
     }
 }
 

@@ -64,6 +64,10 @@ pub enum Exit {
     Quit,
     /// SIGTERM, SIGHUP or SIGINT arrived.
     Signal(i32),
+    /// The terminal went away (its tmux server or window was killed): the
+    /// kernel does not always send SIGHUP to a process that is not the
+    /// session leader, so this is watched for separately.
+    TerminalLost,
 }
 
 /// One thing the loop wakes up for.
@@ -72,6 +76,8 @@ pub enum Input {
     Term(Event),
     Wake,
     Signal(i32),
+    /// The terminal hung up (see [`spawn_hangup_watch`]).
+    HungUp,
     Failed(std::io::Error),
 }
 
@@ -88,6 +94,7 @@ pub fn run(control: &mut dyn LeadControl, opts: RunOptions) -> Result<Exit> {
     let (tx, rx) = mpsc::channel();
     let stop = Arc::new(AtomicBool::new(false));
     let reader = spawn_input(tx.clone(), stop.clone())?;
+    spawn_hangup_watch(tx.clone())?;
     let RunOptions {
         color,
         wake,
@@ -110,24 +117,26 @@ pub fn run(control: &mut dyn LeadControl, opts: RunOptions) -> Result<Exit> {
     }
     let result = event_loop(guard.terminal(), control, &rx, color, min_frame);
     stop.store(true, Ordering::SeqCst);
-    let _ = reader.join();
+    // The input thread sees `stop` within INPUT_POLL. After a hang-up it
+    // may instead be stuck inside crossterm, which reads end-of-file from
+    // the dead terminal in a loop: it is then left to end with the process
+    // rather than waited for forever.
+    let _ = reader.recv_timeout(INPUT_POLL * 4);
     drop(guard);
     result
 }
 
-fn spawn_input(tx: Sender<Input>, stop: Arc<AtomicBool>) -> Result<thread::JoinHandle<()>> {
+/// Starts the thread that reads keys; the receiver it returns is
+/// disconnected when the thread ends.
+fn spawn_input(tx: Sender<Input>, stop: Arc<AtomicBool>) -> Result<Receiver<()>> {
+    let (ended, done) = mpsc::channel::<()>();
     thread::Builder::new()
         .name("tui-input".into())
         .spawn(move || {
+            let _ended = ended;
             while !stop.load(Ordering::SeqCst) {
                 if let Some(sig) = termination_signal() {
                     let _ = tx.send(Input::Signal(sig));
-                    return;
-                }
-                // A hung-up terminal makes crossterm's poll fail or report
-                // input forever; `terminal_hung_up` ends the thread then.
-                if terminal_hung_up() {
-                    let _ = tx.send(Input::Failed(std::io::Error::other("the terminal hung up")));
                     return;
                 }
                 let next = match event::poll(INPUT_POLL) {
@@ -147,21 +156,51 @@ fn spawn_input(tx: Sender<Input>, stop: Arc<AtomicBool>) -> Result<thread::JoinH
                 }
             }
         })
-        .context("spawn the TUI input thread")
+        .context("spawn the TUI input thread")?;
+    Ok(done)
 }
 
-/// True when the terminal (stdin) has hung up: a zero-timeout `poll`
-/// reports POLLHUP/POLLERR/POLLNVAL. Checked before each wait for a key, so
-/// a lead whose terminal went away ends instead of spinning in crossterm.
-fn terminal_hung_up() -> bool {
-    let mut fd = libc::pollfd {
-        fd: libc::STDIN_FILENO,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, its count, a zero timeout.
-    let n = unsafe { libc::poll(&mut fd, 1, 0) };
-    n > 0 && fd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
+/// Watches stdin for a hang-up and sends [`Input::HungUp`] when it comes.
+///
+/// crossterm's reader, given a terminal whose other end is gone, reads
+/// end-of-file in a loop and never returns (a lead whose tmux server was
+/// killed spun a core that way), and the kernel sends SIGHUP only to the
+/// session leader. This thread sleeps in `poll(2)` with no events asked
+/// for: it reports only POLLHUP, POLLERR and POLLNVAL, so it costs nothing
+/// while the terminal lives and never competes with crossterm for keys.
+fn spawn_hangup_watch(tx: Sender<Input>) -> Result<()> {
+    thread::Builder::new()
+        .name("tui-hangup".into())
+        .spawn(move || {
+            if wait_for_hangup(libc::STDIN_FILENO) {
+                let _ = tx.send(Input::HungUp);
+            }
+        })
+        .context("spawn the TUI hang-up thread")?;
+    Ok(())
+}
+
+/// Blocks until `fd` hangs up or fails (true), or `poll` itself fails
+/// (false).
+fn wait_for_hangup(fd: libc::c_int) -> bool {
+    loop {
+        let mut pfd = libc::pollfd {
+            fd,
+            events: 0,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, its count, no timeout.
+        let n = unsafe { libc::poll(&mut pfd, 1, -1) };
+        if n < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return false;
+        }
+        if pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            return true;
+        }
+    }
 }
 
 /// Whether some shown age changes every second.
@@ -271,6 +310,7 @@ where
                 dirty = true;
             }
             Input::Signal(sig) => return Ok(Exit::Signal(sig)),
+            Input::HungUp => return Ok(Exit::TerminalLost),
             Input::Failed(e) => return Err(e).context("read the terminal"),
         }
     }
@@ -439,5 +479,53 @@ mod tests {
         };
         let (exit, _) = run_with(&mut lead, vec![Input::Signal(libc::SIGTERM)]);
         assert_eq!(exit, Exit::Signal(libc::SIGTERM));
+    }
+
+    #[test]
+    fn a_hang_up_ends_the_loop_as_terminal_lost() {
+        let mut lead = FakeLead {
+            members: vec![],
+            in_process: false,
+            snapshots: 0,
+            done: vec![],
+        };
+        let (exit, _) = run_with(&mut lead, vec![Input::HungUp]);
+        assert_eq!(exit, Exit::TerminalLost);
+    }
+
+    /// A pseudo-terminal pair: (master, slave) file descriptors.
+    fn open_pty() -> (libc::c_int, libc::c_int) {
+        // SAFETY: plain libc calls on descriptors this test owns.
+        unsafe {
+            let master = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+            assert!(master >= 0, "posix_openpt");
+            assert_eq!(libc::grantpt(master), 0);
+            assert_eq!(libc::unlockpt(master), 0);
+            let name = libc::ptsname(master);
+            assert!(!name.is_null());
+            let slave = libc::open(name, libc::O_RDWR | libc::O_NOCTTY);
+            assert!(slave >= 0, "open the slave");
+            (master, slave)
+        }
+    }
+
+    #[test]
+    fn the_hang_up_watch_sleeps_while_the_terminal_lives_and_wakes_when_it_goes() {
+        let (master, slave) = open_pty();
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || tx.send(wait_for_hangup(slave)).unwrap());
+        // Typed input is not a hang-up: the watch asks for no events.
+        // SAFETY: writing two bytes from a live buffer to our master.
+        assert_eq!(unsafe { libc::write(master, b"q\r".as_ptr().cast(), 2) }, 2);
+        assert!(
+            rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            "woke while the terminal was alive"
+        );
+        // The other end goes away, as when tmux's server is killed.
+        // SAFETY: closing the master this test opened.
+        unsafe { libc::close(master) };
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(true));
+        // SAFETY: closing the slave this test opened.
+        unsafe { libc::close(slave) };
     }
 }
