@@ -175,6 +175,7 @@ impl PaneBackendExecutor for FakeBackend {
             panes_outlive_lead: false,
             exact_env: true,
             exit_codes: true,
+            exit_events: false,
         }
     }
 

@@ -257,6 +257,9 @@ pub struct Capabilities {
     pub exact_env: bool,
     /// `status` can report an exit code.
     pub exit_codes: bool,
+    /// [`PaneBackendExecutor::changed`] resolves when a pane's process
+    /// exits, so liveness need not be polled (in-process on Linux).
+    pub exit_events: bool,
 }
 
 /// The kinds of backend, named as the roster's `backendType` names them.
@@ -327,6 +330,14 @@ pub trait PaneBackendExecutor: Send + Sync {
     /// SIGTERM to the pane's process group, SIGKILL after `grace` if still
     /// alive, close the pane, verify it is gone. Killing a gone pane is Ok.
     async fn kill(&self, pane: &PaneId, grace: Duration) -> Result<()>;
+
+    /// Resolves when some pane's process has exited since the last call
+    /// (an exit before the call counts), where
+    /// [`Capabilities::exit_events`] says so. The default never resolves:
+    /// those backends' callers poll [`status`](Self::status).
+    async fn changed(&self) {
+        std::future::pending::<()>().await
+    }
 
     async fn focus(&self, _pane: &PaneId) -> Result<()> {
         Err(BackendError::unsupported(self.kind(), "focus"))

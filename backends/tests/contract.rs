@@ -979,6 +979,36 @@ mod in_process_live {
         answer
     }
 
+    /// An exit wakes `changed` at once; nothing else does (no timer).
+    #[cfg(target_os = "linux")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn changed_wakes_on_an_exit_and_not_on_a_timer() {
+        let h = harness();
+        let go = h.dir().join("go");
+        let script = r#"while [ ! -e "$0" ]; do sleep 0.01; done; exit 7"#;
+        let p = h
+            .backend
+            .spawn(&h.spec("sh", &["-c", script, go.to_str().unwrap()]))
+            .await
+            .unwrap();
+        assert!(h.backend.capabilities().exit_events);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(400), h.backend.changed())
+                .await
+                .is_err(),
+            "changed resolved while every pane was running"
+        );
+        std::fs::write(&go, b"").unwrap();
+        tokio::time::timeout(Duration::from_secs(5), h.backend.changed())
+            .await
+            .expect("changed resolves when the pane's process exits");
+        assert_eq!(
+            status_of(&h.backend, &p).await,
+            PaneStatus::Exited { code: Some(7) }
+        );
+        h.backend.kill(&p, Duration::from_secs(1)).await.unwrap();
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn answers_cursor_position_and_device_attributes() {
         assert_eq!(answer_to("\\033[6n", "6").await, "\x1b[2;5R");

@@ -34,6 +34,9 @@ use swarm_backends::{PaneId, PaneStatus};
 /// How often the lead checks pane liveness (a dead pane is noticed within
 /// this plus one backend call).
 pub const SUPERVISE_EVERY: Duration = Duration::from_millis(700);
+/// How often panes that report their exits are checked anyway (and the
+/// team's existence, should a watcher miss its deletion).
+pub const SAFETY_TICK: Duration = Duration::from_secs(10);
 
 /// Field 22 of `/proc/<pid>/stat` (start time in clock ticks), as Claude
 /// Code records it.
@@ -463,7 +466,14 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
     }
     drop(tx);
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let mut tick = tokio::time::interval(SUPERVISE_EVERY);
+    // Panes whose backend reports exits as they happen (in-process) are
+    // checked then, with a slow safety tick; the others are polled.
+    let exit_events = lead.opened.panes.exec().capabilities().exit_events;
+    let mut tick = tokio::time::interval(if exit_events {
+        SAFETY_TICK
+    } else {
+        SUPERVISE_EVERY
+    });
     let mut stdout = std::io::stdout();
     let started = Instant::now();
     loop {
@@ -479,6 +489,11 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
         }
         tokio::select! {
             _ = tick.tick() => {
+                if let Err(e) = lead.supervise().await {
+                    lead.event(format!("error checking panes: {e:#}"));
+                }
+            }
+            _ = lead.opened.panes.exec().changed(), if exit_events => {
                 if let Err(e) = lead.supervise().await {
                     lead.event(format!("error checking panes: {e:#}"));
                 }

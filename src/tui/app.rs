@@ -5,8 +5,7 @@
 //! sleeps on one channel. It never prints: notices go to the footer, logs to
 //! the lead's log file.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -76,13 +75,11 @@ pub enum Input {
     Term(Event),
     Wake,
     Signal(i32),
-    /// The terminal hung up (see [`spawn_hangup_watch`]).
+    /// The terminal hung up (see [`watch_terminal`]).
     HungUp,
     Failed(std::io::Error),
 }
 
-/// How often the input thread looks at the stop and signal flags.
-const INPUT_POLL: Duration = Duration::from_millis(250);
 /// Activity ages under a minute are shown in seconds: tick every second.
 const FAST_TICK: Duration = Duration::from_secs(1);
 const SLOW_TICK: Duration = Duration::from_secs(30);
@@ -92,9 +89,8 @@ const SLOW_TICK: Duration = Duration::from_secs(30);
 pub fn run(control: &mut dyn LeadControl, opts: RunOptions) -> Result<Exit> {
     let mut guard = TerminalGuard::enter()?;
     let (tx, rx) = mpsc::channel();
-    let stop = Arc::new(AtomicBool::new(false));
-    let reader = spawn_input(tx.clone(), stop.clone())?;
-    spawn_hangup_watch(tx.clone())?;
+    spawn_input(tx.clone())?;
+    spawn_watch(tx.clone(), guard.take_signal_pipe())?;
     let RunOptions {
         color,
         wake,
@@ -116,35 +112,22 @@ pub fn run(control: &mut dyn LeadControl, opts: RunOptions) -> Result<Exit> {
         drop(tx);
     }
     let result = event_loop(guard.terminal(), control, &rx, color, min_frame);
-    stop.store(true, Ordering::SeqCst);
-    // The input thread sees `stop` within INPUT_POLL. After a hang-up it
-    // may instead be stuck inside crossterm, which reads end-of-file from
-    // the dead terminal in a loop: it is then left to end with the process
-    // rather than waited for forever.
-    let _ = reader.recv_timeout(INPUT_POLL * 4);
+    // The watch thread ends when the guard hangs up its signal pipe.
     drop(guard);
     result
 }
 
-/// Starts the thread that reads keys; the receiver it returns is
-/// disconnected when the thread ends.
-fn spawn_input(tx: Sender<Input>, stop: Arc<AtomicBool>) -> Result<Receiver<()>> {
-    let (ended, done) = mpsc::channel::<()>();
+/// Starts the thread that reads keys. It sleeps in crossterm's blocking
+/// read and is not joined: once the loop has gone its next event finds
+/// the channel closed, or the process ends first. (A thread that woke on
+/// a timer to look for a stop flag cost a wake-up four times a second for
+/// the whole life of the lead.)
+fn spawn_input(tx: Sender<Input>) -> Result<()> {
     thread::Builder::new()
         .name("tui-input".into())
         .spawn(move || {
-            let _ended = ended;
-            while !stop.load(Ordering::SeqCst) {
-                if let Some(sig) = termination_signal() {
-                    let _ = tx.send(Input::Signal(sig));
-                    return;
-                }
-                let next = match event::poll(INPUT_POLL) {
-                    Ok(false) => continue,
-                    Ok(true) => event::read(),
-                    Err(e) => Err(e),
-                };
-                let sent = match next {
+            loop {
+                let sent = match event::read() {
                     Ok(ev) => tx.send(Input::Term(ev)),
                     Err(e) => {
                         let _ = tx.send(Input::Failed(e));
@@ -157,48 +140,86 @@ fn spawn_input(tx: Sender<Input>, stop: Arc<AtomicBool>) -> Result<Receiver<()>>
             }
         })
         .context("spawn the TUI input thread")?;
-    Ok(done)
+    Ok(())
 }
 
-/// Watches stdin for a hang-up and sends [`Input::HungUp`] when it comes.
+/// What [`watch_terminal`] saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Watched {
+    /// The terminal hung up (or its descriptor failed).
+    HungUp,
+    /// A termination signal: its number, from the signal pipe.
+    Signal(i32),
+    /// The signal pipe hung up: the TUI is over.
+    Stopped,
+    /// `poll` itself failed.
+    Failed,
+}
+
+/// Starts the thread that turns a hang-up of the terminal and the
+/// termination signals into [`Input`]s (see [`watch_terminal`]).
+fn spawn_watch(tx: Sender<Input>, signals: Option<OwnedFd>) -> Result<()> {
+    thread::Builder::new()
+        .name("tui-watch".into())
+        .spawn(move || {
+            let signal_fd = signals.as_ref().map(|fd| fd.as_raw_fd());
+            let input = match watch_terminal(libc::STDIN_FILENO, signal_fd) {
+                Watched::HungUp => Input::HungUp,
+                Watched::Signal(sig) => Input::Signal(sig),
+                Watched::Stopped | Watched::Failed => return,
+            };
+            let _ = tx.send(input);
+        })
+        .context("spawn the TUI watch thread")?;
+    Ok(())
+}
+
+/// Sleeps in `poll(2)` until the terminal `tty` hangs up or the signal
+/// pipe `signals` has a byte or hangs up.
 ///
 /// crossterm's reader, given a terminal whose other end is gone, reads
 /// end-of-file in a loop and never returns (a lead whose tmux server was
 /// killed spun a core that way), and the kernel sends SIGHUP only to the
-/// session leader. This thread sleeps in `poll(2)` with no events asked
-/// for: it reports only POLLHUP, POLLERR and POLLNVAL, so it costs nothing
-/// while the terminal lives and never competes with crossterm for keys.
-fn spawn_hangup_watch(tx: Sender<Input>) -> Result<()> {
-    thread::Builder::new()
-        .name("tui-hangup".into())
-        .spawn(move || {
-            if wait_for_hangup(libc::STDIN_FILENO) {
-                let _ = tx.send(Input::HungUp);
-            }
-        })
-        .context("spawn the TUI hang-up thread")?;
-    Ok(())
-}
-
-/// Blocks until `fd` hangs up or fails (true), or `poll` itself fails
-/// (false).
-fn wait_for_hangup(fd: libc::c_int) -> bool {
+/// session leader. The terminal is polled for no events: `poll` then
+/// reports only POLLHUP, POLLERR and POLLNVAL, so typed keys do not wake
+/// this thread and are left to crossterm.
+fn watch_terminal(tty: RawFd, signals: Option<RawFd>) -> Watched {
+    let broken = libc::POLLHUP | libc::POLLERR | libc::POLLNVAL;
     loop {
-        let mut pfd = libc::pollfd {
-            fd,
-            events: 0,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd, its count, no timeout.
-        let n = unsafe { libc::poll(&mut pfd, 1, -1) };
+        let mut fds = [
+            libc::pollfd {
+                fd: tty,
+                events: 0,
+                revents: 0,
+            },
+            libc::pollfd {
+                // A negative descriptor is ignored by poll.
+                fd: signals.unwrap_or(-1),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: a valid array of two pollfds, its length, no timeout.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
         if n < 0 {
             if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
-            return false;
+            return Watched::Failed;
         }
-        if pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
-            return true;
+        if fds[1].revents & libc::POLLIN != 0 {
+            let mut byte = 0u8;
+            // SAFETY: reading one byte into a live local from our pipe.
+            let got = unsafe { libc::read(fds[1].fd, (&mut byte as *mut u8).cast(), 1) };
+            if got == 1 {
+                return Watched::Signal(i32::from(byte));
+            }
+        }
+        if fds[1].revents & broken != 0 {
+            return Watched::Stopped;
+        }
+        if fds[0].revents & broken != 0 {
+            return Watched::HungUp;
         }
     }
 }
@@ -510,10 +531,10 @@ mod tests {
     }
 
     #[test]
-    fn the_hang_up_watch_sleeps_while_the_terminal_lives_and_wakes_when_it_goes() {
+    fn the_watch_sleeps_while_the_terminal_lives_and_wakes_when_it_goes() {
         let (master, slave) = open_pty();
         let (tx, rx) = mpsc::channel();
-        thread::spawn(move || tx.send(wait_for_hangup(slave)).unwrap());
+        thread::spawn(move || tx.send(watch_terminal(slave, None)).unwrap());
         // Typed input is not a hang-up: the watch asks for no events.
         // SAFETY: writing two bytes from a live buffer to our master.
         assert_eq!(unsafe { libc::write(master, b"q\r".as_ptr().cast(), 2) }, 2);
@@ -524,8 +545,39 @@ mod tests {
         // The other end goes away, as when tmux's server is killed.
         // SAFETY: closing the master this test opened.
         unsafe { libc::close(master) };
-        assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(true));
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(Watched::HungUp));
         // SAFETY: closing the slave this test opened.
         unsafe { libc::close(slave) };
+    }
+
+    #[test]
+    fn the_watch_reports_a_signal_byte_and_ends_when_its_pipe_hangs_up() {
+        let (master, slave) = open_pty();
+        let pipe = || {
+            let mut fds = [0; 2];
+            // SAFETY: pipe fills the array it is given.
+            assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+            fds
+        };
+        let [r, w] = pipe();
+        // SAFETY: one byte from a live local into our pipe.
+        assert_eq!(
+            unsafe { libc::write(w, [libc::SIGTERM as u8].as_ptr().cast(), 1) },
+            1
+        );
+        assert_eq!(
+            watch_terminal(slave, Some(r)),
+            Watched::Signal(libc::SIGTERM)
+        );
+        // The guard dropped: its write end closes.
+        // SAFETY: closing descriptors this test opened.
+        unsafe { libc::close(w) };
+        assert_eq!(watch_terminal(slave, Some(r)), Watched::Stopped);
+        // SAFETY: closing descriptors this test opened.
+        unsafe {
+            libc::close(r);
+            libc::close(master);
+            libc::close(slave);
+        }
     }
 }

@@ -32,6 +32,8 @@ pub struct InProcessBackend {
     panes: Mutex<HashMap<PaneId, Arc<Pane>>>,
     next: AtomicU64,
     size: (u16, u16),
+    /// Notified by each pane's exit watcher (see [`watch_exit`]).
+    exits: Arc<tokio::sync::Notify>,
 }
 
 impl Default for InProcessBackend {
@@ -51,6 +53,7 @@ impl InProcessBackend {
             panes: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
             size: (rows, cols),
+            exits: Arc::new(tokio::sync::Notify::new()),
         }
     }
 
@@ -177,6 +180,48 @@ fn peek_exit(pane: &Pane) -> Option<Option<i32>> {
         .map(|s| s.signal().is_none().then_some(s.exit_code() as i32))
 }
 
+/// Starts a thread that sleeps until the child `pid` ends, then notifies
+/// `exits`: the lead learns of an exit at once without polling (a
+/// thread blocked in `waitid` costs no CPU). `WNOWAIT` leaves the zombie
+/// for `kill` to reap, as [`peek_exit`] does.
+#[cfg(target_os = "linux")]
+fn watch_exit(id: &PaneId, pid: u32, exits: Arc<tokio::sync::Notify>) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name(format!("swarm-exit-{id}"))
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            loop {
+                // SAFETY: an all-zero siginfo_t is a valid value to fill.
+                let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+                // SAFETY: a blocking waitid on our own child; WNOWAIT only
+                // reads its state.
+                let rc = unsafe {
+                    libc::waitid(
+                        libc::P_PID,
+                        pid as libc::id_t,
+                        &mut info,
+                        libc::WEXITED | libc::WNOWAIT,
+                    )
+                };
+                if rc == 0
+                    || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+                {
+                    break; // exited, or already reaped (ECHILD)
+                }
+            }
+            // A stored permit if nobody waits now: the next wait sees it.
+            exits.notify_one();
+        })
+        .map(|_| ())
+}
+
+/// Without a non-reaping blocking wait, exits are polled
+/// (`exit_events` is false).
+#[cfg(not(target_os = "linux"))]
+fn watch_exit(_: &PaneId, _: u32, _: Arc<tokio::sync::Notify>) -> std::io::Result<()> {
+    Ok(())
+}
+
 impl Drop for InProcessBackend {
     fn drop(&mut self) {
         // Panes die with their host.
@@ -204,6 +249,7 @@ impl PaneBackendExecutor for InProcessBackend {
             panes_outlive_lead: false,
             exact_env: true,
             exit_codes: true,
+            exit_events: cfg!(target_os = "linux"),
         }
     }
 
@@ -263,6 +309,8 @@ impl PaneBackendExecutor for InProcessBackend {
             .name(format!("swarm-pty-{id}"))
             .spawn(move || pane::reader_loop(reader, thread_shared))
             .map_err(|e| fail(format!("reader thread: {e}")))?;
+        watch_exit(&id, pid, Arc::clone(&self.exits))
+            .map_err(|e| fail(format!("exit watcher thread: {e}")))?;
         let pane = Pane {
             pid,
             master: Mutex::new(pair.master),
@@ -291,6 +339,16 @@ impl PaneBackendExecutor for InProcessBackend {
                 (id.clone(), status)
             })
             .collect())
+    }
+
+    /// On Linux: when some pane's process has exited (a thread per pane
+    /// waits for it), never on a timer. Elsewhere: never (polled).
+    async fn changed(&self) {
+        if cfg!(target_os = "linux") {
+            self.exits.notified().await
+        } else {
+            std::future::pending::<()>().await
+        }
     }
 
     async fn kill(&self, id: &PaneId, grace: Duration) -> Result<()> {

@@ -475,6 +475,7 @@ impl PaneBackendExecutor for TmuxBackend {
             panes_outlive_lead: true,
             exact_env: true,
             exit_codes: true,
+            exit_events: false,
         }
     }
 
