@@ -147,7 +147,15 @@ impl TeamSpec {
             if !seen.insert(t.name.to_ascii_lowercase()) {
                 bail!("{at}: the name {:?} is used twice", t.name);
             }
-            let agent = Agent::from_name(t.agent.as_deref()).with_context(|| at.clone())?;
+            // No agent and a command: the command is the teammate's program
+            // (as `swarm spawn NAME -- CMD`), agent "process".
+            let process =
+                t.agent.as_deref() == Some("process") || (t.agent.is_none() && t.command.is_some());
+            let agent = if process {
+                None
+            } else {
+                Some(Agent::from_name(t.agent.as_deref()).with_context(|| at.clone())?)
+            };
             if let Some(c) = &t.color
                 && !colors::is_palette(c)
             {
@@ -160,9 +168,16 @@ impl TeamSpec {
                 Some(c) if c.is_empty() || c[0].is_empty() => {
                     bail!("{at}: command must name a program")
                 }
-                None if agent == Agent::Exec(crate::agents::Preset::Command) => {
+                None if process => {
+                    bail!("{at}: agent \"process\" needs command = [\"prog\", \"args\", …]")
+                }
+                None if agent == Some(Agent::Exec(crate::agents::Preset::Command)) => {
                     bail!("{at}: agent \"command\" needs command = [\"prog\", \"args\", …]")
                 }
+                Some(_) if agent == Some(Agent::Shell) => bail!(
+                    "{at}: the shell agent runs the tasks' commands and takes no command; \
+                     leave `agent` out to run the command as the teammate's program"
+                ),
                 _ => {}
             }
         }
@@ -271,7 +286,14 @@ impl TeammateSpec {
         m.plan_mode_required = Some(self.plan_mode_required);
         m.set_swarm_field(
             SwarmField::Agent,
-            json!(self.agent.clone().unwrap_or_else(|| "shell".into())),
+            json!(self.agent.clone().unwrap_or_else(|| {
+                let default = if self.command.is_some() {
+                    "process"
+                } else {
+                    "shell"
+                };
+                default.into()
+            })),
         );
         if let Some(c) = &self.command {
             m.set_swarm_field(SwarmField::Command, json!(c));
@@ -344,6 +366,31 @@ mod tests {
 
     fn err(text: &str) -> String {
         format!("{:#}", TeamSpec::from_str(text).unwrap_err())
+    }
+
+    #[test]
+    fn a_command_without_an_agent_is_the_teammates_program() {
+        let spec = TeamSpec::from_str(
+            "team = \"t\"\n[[teammate]]\nname = \"a\"\ncommand = [\"sleep\", \"9\"]\n\
+             [[teammate]]\nname = \"b\"\nagent = \"process\"\ncommand = [\"top\"]\n",
+        )
+        .unwrap();
+        let a = spec.teammates[0].member("t", 0, Path::new("/p"));
+        assert_eq!(a.agent(), Some("process"));
+        assert_eq!(
+            a.swarm_field(SwarmField::Command),
+            Some(&json!(["sleep", "9"]))
+        );
+        let b = spec.teammates[1].member("t", 1, Path::new("/p"));
+        assert_eq!(b.agent(), Some("process"));
+        let e = err("team = \"t\"\n[[teammate]]\nname = \"a\"\nagent = \"process\"\n");
+        assert!(e.contains("agent \"process\" needs command"), "{e}");
+        let e =
+            err("team = \"t\"\n[[teammate]]\nname = \"a\"\nagent = \"shell\"\ncommand = [\"x\"]\n");
+        assert!(
+            e.contains("shell agent") && e.contains("takes no command"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -501,3 +501,121 @@ fn changes_made_on_the_command_line_reach_the_dialog_at_once() {
         s.contains("1 teammates ·") && !s.contains("@bob ")
     });
 }
+
+// ----------------------------------------------------------- in-process
+
+/// SIGKILLs process groups on drop: in-process teammates are the lead's
+/// children (each a session leader), not tmux panes, so the team's own
+/// clean-up, which SIGKILLs the lead, would orphan them.
+struct Groups(Vec<u32>);
+
+impl Drop for Groups {
+    fn drop(&mut self) {
+        for &pgid in self.0.iter().filter(|p| **p > 1) {
+            // SAFETY: signalling a process group this test started.
+            unsafe { libc::kill(-(pgid as i32), libc::SIGKILL) };
+        }
+    }
+}
+
+#[test]
+fn in_process_grid_zoom_forwards_keys_and_q_asks_before_ending_teammates() {
+    let Some(t) = TmuxTeam::new("tui_in_process", "ti") else {
+        return;
+    };
+    // Each teammate records its pid, says it is ready, then echoes lines.
+    let script = r#"echo $$ > "$0"; echo "READY-$1"; while read -r l; do echo "got-$1:$l"; done"#;
+    let work = t.work.clone();
+    let pid_file = |name: &str| work.join(format!("{name}.pid"));
+    let mut spec = format!("team = {:?}\n", t.team);
+    for name in ["ann", "bob"] {
+        let pid_path = pid_file(name);
+        let argv = ["sh", "-c", script, pid_path.to_str().unwrap(), name];
+        spec += &format!(
+            "[[teammate]]\nname = {name:?}\ncommand = {}\n",
+            serde_json::to_string(&argv).unwrap()
+        );
+    }
+    let spec_path = t.work.join("swarm.toml");
+    std::fs::write(&spec_path, spec).unwrap();
+    // The lead runs in a pane of the private server, as a user's terminal.
+    let home = format!("SWARM_HOME={}", t.sb.root().display());
+    let path = format!("PATH={}", std::env::var("PATH").unwrap_or_default());
+    let pane = t
+        .tmux
+        .ok(&[
+            "new-session",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "-s",
+            "lead",
+            "-x",
+            "160",
+            "-y",
+            "48",
+            "-c",
+            t.work.to_str().unwrap(),
+            "--",
+            "env",
+            "-i",
+            &home,
+            &path,
+            "TERM=screen",
+            crate::util::swarm_bin(),
+            "up",
+            spec_path.to_str().unwrap(),
+            "--backend",
+            "in-process",
+        ])
+        .trim()
+        .to_string();
+    let d = Dialog { t, pane };
+    let mut groups = Groups(Vec::new());
+    let lead = d.t.wait_lead();
+    for name in ["ann", "bob"] {
+        d.wait(&format!("{name} records its pid"), || {
+            std::fs::read_to_string(pid_file(name)).is_ok_and(|p| p.trim().parse::<u32>().is_ok())
+        });
+        let pid: u32 = std::fs::read_to_string(pid_file(name))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        groups.0.push(pid);
+    }
+    d.wait_screen("the grid shows both live screens", |s| {
+        s.contains("READY-ann") && s.contains("READY-bob")
+    });
+    d.select("bob");
+    d.keys(&["Enter"]);
+    d.type_text("hello");
+    d.keys(&["Enter"]);
+    d.wait_screen("bob's zoomed screen shows the forwarded line", |s| {
+        s.contains("got-bob:hello")
+    });
+    assert!(
+        !d.screen().contains("got-ann"),
+        "only bob got it\n{}",
+        d.explain()
+    );
+    // Ctrl-] leaves the zoom; keys act on the dialog again.
+    d.keys(&["C-]"]);
+    d.wait_screen("back to the members list", |s| s.contains("2 teammates ·"));
+    // q asks (they would end); n keeps everything as it was.
+    d.keys(&["q"]);
+    d.wait_screen("q asks before ending the teammates", |s| {
+        s.contains("Quit and end 2 teammates? y/N")
+    });
+    d.keys(&["n"]);
+    d.wait_screen("n closes the question", |s| !s.contains("Quit and end"));
+    assert!(pid_alive(lead), "n keeps the lead\n{}", d.explain());
+    d.keys(&["q", "y"]);
+    d.wait("the lead exits", || !pid_alive(lead));
+    for &pid in &groups.0 {
+        d.wait(&format!("teammate {pid} ended with the lead"), || {
+            !group_alive(pid)
+        });
+    }
+}

@@ -244,8 +244,13 @@ fn apply_spec(team: &Team, spec: &crate::config::TeamSpec) -> Result<()> {
             continue;
         }
         let m = t.member(&team.name, i, &spec.dir);
-        crate::agents::check_available(m.agent().unwrap_or("shell"), t.command.as_deref())
-            .with_context(|| format!("teammate {}", t.name))?;
+        let agent = m.agent().unwrap_or("shell");
+        // A "process" teammate's program is checked when it starts, as
+        // with `swarm spawn NAME -- CMD` (a relative path means its cwd).
+        if agent != "process" {
+            crate::agents::check_available(agent, t.command.as_deref())
+                .with_context(|| format!("teammate {}", t.name))?;
+        }
         team.roster().add_member(m)?;
     }
     match spec.apply(team)? {
@@ -341,8 +346,8 @@ async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
     let (team, mut opened) = open(ctx, &args.backend)?;
     if matches!(opened.panes, Panes::InProcess(_)) {
         bail!(
-            "in-process panes live inside the lead; start the team with `swarm up --backend in-process` \
-             and add teammates from its TUI, or use tmux"
+            "in-process panes live inside the lead, so another process cannot add one: list the \
+             teammates in a spec and run `swarm up SPEC --backend in-process`, or use tmux"
         );
     }
     let req = SpawnRequest {

@@ -412,11 +412,16 @@ pub fn run_lead(mut lead: Lead, rt: &tokio::runtime::Runtime) -> Result<()> {
     }
     let (tx, rx) = std::sync::mpsc::channel();
     lead.wake = Some(tx);
+    let in_process = !lead.opened.panes.exec().capabilities().panes_outlive_lead;
     let mut ui = control::LeadUi::new(&lead, rt.handle().clone());
     let supervisor = rt.spawn(supervise_loop(lead, false));
     let exit = crate::tui::run(&mut ui, crate::tui::RunOptions::from_env(Some(rx)));
     supervisor.abort();
     match exit? {
+        crate::tui::Exit::Quit if in_process => {
+            eprintln!("left the TeamsDialog; its in-process teammates ended with it");
+            Ok(())
+        }
         crate::tui::Exit::Quit => {
             eprintln!("left the TeamsDialog; teammates keep running (`swarm up` comes back)");
             Ok(())

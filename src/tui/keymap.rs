@@ -79,7 +79,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("t", "new task"),
     ("a / r", "approve / reject the selected request"),
     ("Esc", "close a dialog"),
-    ("q", "leave the TUI; teammates keep running"),
+    ("q", "leave; teammates run on (in-process: asks)"),
     ("?", "this help"),
 ];
 
@@ -205,7 +205,14 @@ pub fn handle(key: KeyEvent, view: &TeamView, ui: &mut UiState) -> Option<Action
                 Action::Reject(id)
             })
         }
-        KeyCode::Char('q') => Some(Action::Quit),
+        KeyCode::Char('q') => {
+            let ending = view.members.iter().filter(|m| m.status.is_alive()).count();
+            if view.in_process && ending > 0 {
+                ui.modal = Modal::ConfirmQuit { ending };
+                return None;
+            }
+            Some(Action::Quit)
+        }
         KeyCode::Char('?') => {
             ui.modal = Modal::Help;
             None
@@ -225,6 +232,9 @@ fn in_modal(key: KeyEvent, view: &TeamView, ui: &mut UiState, modal: Modal) -> O
         }
         Modal::ConfirmPrune { names } => {
             (key.code == KeyCode::Char('y') && !ctrl).then_some(Action::Prune(names))
+        }
+        Modal::ConfirmQuit { .. } => {
+            (key.code == KeyCode::Char('y') && !ctrl).then_some(Action::Quit)
         }
         Modal::ShutdownCountdown { name, left } => {
             match key.code {
@@ -479,6 +489,28 @@ mod tests {
         assert_eq!(ui.modal, Modal::None, "k did not open a kill dialog");
         keys(&v, &mut ui, &[ctrl(']')]);
         assert_eq!(ui.zoomed, None);
+    }
+
+    #[test]
+    fn q_quits_at_once_unless_in_process_teammates_would_end() {
+        let v = team();
+        let mut ui = UiState::new(&v);
+        assert_eq!(keys(&v, &mut ui, &[ch('q')]), [Action::Quit]);
+        let mut v = team();
+        v.in_process = true;
+        v.members[2].status = MemberStatus::Dead { exit_code: Some(0) };
+        let mut ui = UiState::new(&v);
+        assert_eq!(keys(&v, &mut ui, &[ch('q')]), []);
+        assert_eq!(ui.modal, Modal::ConfirmQuit { ending: 2 });
+        assert_eq!(keys(&v, &mut ui, &[ch('n')]), []);
+        assert_eq!(ui.modal, Modal::None);
+        assert_eq!(keys(&v, &mut ui, &[ch('q'), ch('y')]), [Action::Quit]);
+        // Nobody left alive: nothing to end, nothing to ask.
+        for m in &mut v.members {
+            m.status = MemberStatus::Dead { exit_code: None };
+        }
+        let mut ui = UiState::new(&v);
+        assert_eq!(keys(&v, &mut ui, &[ch('q')]), [Action::Quit]);
     }
 
     #[test]

@@ -88,6 +88,11 @@ pub enum MemberStatus {
 }
 
 impl MemberStatus {
+    /// Its process still runs (anything but dead).
+    pub fn is_alive(&self) -> bool {
+        !matches!(self, MemberStatus::Dead { .. })
+    }
+
     /// The words shown in the members list: `running`, `dead (exit 3)`, …
     pub fn label(&self) -> String {
         match self {
@@ -269,6 +274,9 @@ pub enum Modal {
     Compose { to: String, text: String },
     /// A task subject being typed.
     NewTask { subject: String },
+    /// `q` with in-process teammates, whose panes live in the lead:
+    /// quitting ends them, so it is asked (`Quit and end N teammates? y/N`).
+    ConfirmQuit { ending: usize },
     /// Every key.
     Help,
 }

@@ -741,6 +741,14 @@ fn draw_modal(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme
                 50,
             )
         }
+        Modal::ConfirmQuit { ending } => (
+            " quit ",
+            vec![
+                Line::styled(format!("Quit and end {ending} teammates? y/N"), warn),
+                Line::styled("in-process panes live inside the lead", theme.dim()),
+            ],
+            46,
+        ),
         Modal::ShutdownCountdown { name, left } => {
             let lines = if left.is_zero() {
                 vec![
