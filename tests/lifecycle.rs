@@ -496,6 +496,42 @@ fn shutdown_rejected_reports_the_reason_and_keeps_the_pane() {
 }
 
 #[test]
+fn down_stops_at_a_refusal_without_waiting_it_out() {
+    let Some(t) = TmuxTeam::new("down_refused", "dr") else {
+        return;
+    };
+    t.up();
+    t.spawn("busy", &[&agent("answerer"), "reject", "still on task #7"]);
+    t.spawn("done", &[&agent("answerer"), "approve"]);
+    for n in ["busy", "done"] {
+        t.wait_ready(n);
+    }
+    let busy = t.pane_of("busy");
+    let started = Instant::now();
+    let r = t.run(&["down", "--wait", "60"]);
+    r.assert_error("declined to shut down: busy; the team was not deleted");
+    // The refusal is final: `down` does not sit out the 60 s.
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{}",
+        r.explain()
+    );
+    assert_eq!(
+        t.members(),
+        ["busy"],
+        "the polite one went\n{}",
+        t.explain()
+    );
+    assert!(
+        t.tmux.pane(&busy).is_some_and(|p| !p.dead),
+        "{}",
+        t.explain()
+    );
+    assert_no_lock_dirs(&t);
+    assert_canary(&t, "a refused down");
+}
+
+#[test]
 fn prune_takes_only_the_idle() {
     let Some(t) = TmuxTeam::new("prune_takes_only_the_idle", "pr") else {
         return;
@@ -547,7 +583,7 @@ fn down_leaves_nothing_of_the_team() {
         .collect();
     // Without --force a member that never answers keeps the team alive.
     let refused = t.run(&["down", "--wait", "1"]);
-    refused.assert_error("still running after 1 s: deaf");
+    refused.assert_error("still running after 1 s: deaf; the team was not deleted");
     assert_eq!(
         t.members(),
         ["deaf"],

@@ -375,11 +375,21 @@ async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
 async fn down(ctx: &Context, args: DownArgs) -> Result<Exit> {
     let (team, opened) = open(ctx, &args.backend)?;
     let r = teardown::down(&team, &opened, Duration::from_secs(args.wait), args.force).await?;
-    if !r.stayed.is_empty() {
+    if !r.stayed.is_empty() || !r.declined.is_empty() {
+        let mut why = Vec::new();
+        if !r.declined.is_empty() {
+            why.push(format!("declined to shut down: {}", r.declined.join(", ")));
+        }
+        if !r.stayed.is_empty() {
+            why.push(format!(
+                "still running after {} s: {}",
+                args.wait,
+                r.stayed.join(", ")
+            ));
+        }
         bail!(
-            "still running after {} s: {}; nothing was deleted (use --force to kill them and delete the team)",
-            args.wait,
-            r.stayed.join(", ")
+            "{}; the team was not deleted (use --force to kill them and delete the team)",
+            why.join("; ")
         );
     }
     for n in &r.approved {

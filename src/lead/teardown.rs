@@ -252,62 +252,186 @@ pub struct DownReport {
     pub approved: Vec<String>,
     pub killed: Vec<String>,
     pub stayed: Vec<String>,
+    /// Answered `shutdown_rejected` (and `force` was off): kept at once,
+    /// without waiting out `wait`.
+    pub declined: Vec<String>,
+}
+
+/// How long a teammate that approved its shutdown has to end by itself
+/// before its pane is closed for it.
+const EXIT_AFTER_APPROVAL: Duration = Duration::from_secs(2);
+
+/// The live status of each member's pane, in order, with one backend call
+/// for the panes this backend hosts.
+pub async fn pane_statuses(opened: &Opened, members: &[Member]) -> Result<Vec<PaneStatus>> {
+    let mut out = vec![PaneStatus::Gone; members.len()];
+    let mut asked: Vec<(usize, PaneId)> = Vec::new();
+    for (i, m) in members.iter().enumerate() {
+        if m.tmux_pane_id.is_empty() {
+            continue;
+        }
+        if let Some(pid) = foreign_in_process_pid(opened, m) {
+            if swarm_backends::process::process_alive(pid) {
+                out[i] = PaneStatus::Running { pid: Some(pid) };
+            }
+            continue;
+        }
+        asked.push((i, PaneId::new(m.tmux_pane_id.clone())));
+    }
+    if !asked.is_empty() {
+        let ids: Vec<PaneId> = asked.iter().map(|(_, p)| p.clone()).collect();
+        let got = opened.panes.exec().status(&ids).await?;
+        for ((i, _), (_, status)) in asked.iter().zip(got) {
+            out[*i] = status;
+        }
+    }
+    Ok(out)
+}
+
+/// Every shutdown answer in the lead's inbox and history: request id →
+/// approved.
+fn shutdown_answers(team: &Team) -> Result<std::collections::HashMap<String, bool>> {
+    let mb = team.mailbox();
+    let mut all: Vec<Entry> = mb.read(LEAD_NAME)?.entries;
+    all.extend(mb.history(LEAD_NAME)?);
+    Ok(all
+        .iter()
+        .filter_map(Entry::protocol)
+        .filter_map(|m| match m {
+            Message::ShutdownApproved(a) => Some((a.request_id, true)),
+            Message::ShutdownRejected(r) => Some((r.request_id, false)),
+            _ => None,
+        })
+        .collect())
+}
+
+/// Removes every one of `names` from the roster in one write and returns
+/// their open tasks to the board.
+fn release_members(team: &Team, names: &[String]) -> Result<()> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    team.roster().update(|tf| {
+        tf.members.retain(|m| !names.contains(&m.name));
+        Ok(())
+    })?;
+    for name in names {
+        team.tasks().unassign_all_of(name)?;
+    }
+    Ok(())
 }
 
 /// `swarm down`: ask every teammate to shut down, wait up to `wait`, kill
 /// the rest when `force`, close the lead's session, delete the team.
 /// Refuses (deleting nothing) when teammates stay and `force` is off.
+///
+/// Everything is done for all teammates at once: the requests go out
+/// together (each to its own inbox), each look reads the lead's inbox once
+/// and asks the backend once about every pane, and the roster is written
+/// once. A teammate that approved is watched closely (10 ms) until its
+/// process ends; otherwise the loop sleeps on the inboxes' file events.
 pub async fn down(team: &Team, opened: &Opened, wait: Duration, force: bool) -> Result<DownReport> {
     let tf = team.roster().read()?;
+    let members: Vec<Member> = tf.teammates().cloned().collect();
+    let statuses = pane_statuses(opened, &members).await?;
     let mut report = DownReport::default();
-    let mut pending: Vec<(Member, String)> = Vec::new();
-    for m in tf.teammates() {
-        match pane_status(opened, m).await? {
-            PaneStatus::Running { .. } => {
-                let id =
-                    send_shutdown_request(team, &m.name, Some("the team is going down".into()))?;
-                pending.push((m.clone(), id));
-            }
-            _ => {
-                close_pane(opened, m, Duration::from_millis(200)).await?;
-                release_member(team, &m.name)?;
-            }
+    let mut done: Vec<Member> = Vec::new();
+    let mut asking: Vec<Member> = Vec::new();
+    for (m, status) in members.into_iter().zip(statuses) {
+        match status {
+            PaneStatus::Running { .. } => asking.push(m),
+            _ => done.push(m),
         }
     }
+    let reason = Some("the team is going down".to_string());
+    let ids: Vec<Result<String>> = std::thread::scope(|s| {
+        let sends: Vec<_> = asking
+            .iter()
+            .map(|m| s.spawn(|| send_shutdown_request(team, &m.name, reason.clone())))
+            .collect();
+        sends
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a send panicked")))
+            })
+            .collect()
+    });
+    // (member, request id, when it approved)
+    let mut pending: Vec<(Member, String, Option<Instant>)> = Vec::new();
+    for (m, id) in asking.into_iter().zip(ids) {
+        pending.push((m, id?, None));
+    }
+    let mut refused: Vec<Member> = Vec::new();
     let deadline = Instant::now() + wait;
     let watcher = team.mailbox().watch()?;
     while !pending.is_empty() {
+        let answers = shutdown_answers(team)?;
+        let members: Vec<Member> = pending.iter().map(|(m, ..)| m.clone()).collect();
+        let statuses = pane_statuses(opened, &members).await?;
+        let now = Instant::now();
         let mut still = Vec::new();
-        for (m, id) in pending {
-            let answer = find_answer(team, &id)?;
-            let status = pane_status(opened, &m).await?;
-            match (answer, status) {
-                (Some(Message::ShutdownApproved(_)), _)
-                | (None, PaneStatus::Gone | PaneStatus::Exited { .. }) => {
-                    wait_for_exit(opened, &m, Duration::from_secs(2)).await?;
-                    close_pane(opened, &m, Duration::from_secs(1)).await?;
-                    release_member(team, &m.name)?;
+        let mut exiting = false;
+        for ((m, id, approved_at), status) in pending.into_iter().zip(statuses) {
+            let running = matches!(status, PaneStatus::Running { .. });
+            match (answers.get(&id), running) {
+                // It said no: no point waiting, unless --force will kill it.
+                (Some(false), _) if !force => refused.push(m),
+                (Some(false), _) => still.push((m, id, approved_at)),
+                // Approved and gone, or gone without answering (nothing
+                // left to ask: counted with the approved, as before).
+                (_, false) => {
                     report.approved.push(m.name.clone());
+                    done.push(m);
                 }
-                _ => still.push((m, id)),
+                (Some(true), true) => {
+                    let at = approved_at.unwrap_or(now);
+                    if now.duration_since(at) >= EXIT_AFTER_APPROVAL {
+                        report.approved.push(m.name.clone());
+                        done.push(m);
+                    } else {
+                        exiting = true;
+                        still.push((m, id, Some(at)));
+                    }
+                }
+                (None, true) => still.push((m, id, None)),
             }
         }
         pending = still;
         if pending.is_empty() || Instant::now() >= deadline {
             break;
         }
-        watcher.wait(Duration::from_millis(100));
+        if exiting {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        } else {
+            watcher.wait(
+                deadline
+                    .saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(100)),
+            );
+        }
     }
-    for (m, _) in pending {
+    let mut killed: Vec<Member> = Vec::new();
+    for (m, ..) in pending {
         if force {
-            close_pane(opened, &m, Duration::from_secs(1)).await?;
-            release_member(team, &m.name)?;
             report.killed.push(m.name.clone());
+            killed.push(m);
         } else {
             report.stayed.push(m.name.clone());
         }
     }
-    if !report.stayed.is_empty() {
+    report.declined = refused.iter().map(|m| m.name.clone()).collect();
+    // Panes of those that ended are closed at once (a dead pane kept by
+    // remain-on-exit); the others get the kill ladder.
+    for m in &done {
+        close_pane(opened, m, Duration::from_millis(200)).await?;
+    }
+    for m in &killed {
+        close_pane(opened, m, Duration::from_secs(1)).await?;
+    }
+    let released: Vec<String> = done.iter().chain(&killed).map(|m| m.name.clone()).collect();
+    release_members(team, &released)?;
+    if !report.stayed.is_empty() || !report.declined.is_empty() {
         return Ok(report);
     }
     stop_lead(team, opened).await?;
@@ -324,11 +448,12 @@ pub async fn stop_lead(team: &Team, opened: &Opened) -> Result<()> {
         let _ = swarm_backends::process::signal_process(pid as i32, libc::SIGTERM);
     }
     if let Panes::Tmux(tmux) = &opened.panes {
-        if let Some(lead) = &opened.record.lead_pane {
-            tmux.kill(lead, Duration::from_secs(1)).await.ok();
-        }
-        if let Some(session) = &opened.record.session {
-            tmux.kill_session(session).await?;
+        match (&opened.record.session, &opened.record.lead_pane) {
+            // The session swarm made holds the lead's pane: closing it
+            // closes that pane too (the lead already has its SIGTERM).
+            (Some(session), _) => tmux.kill_session(session).await?,
+            (None, Some(lead)) => tmux.kill(lead, Duration::from_secs(1)).await.unwrap_or(()),
+            (None, None) => {}
         }
     }
     Ok(())
