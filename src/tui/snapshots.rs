@@ -285,6 +285,29 @@ fn narrow_80x24_keeps_status_members_tasks_and_inbox() {
 }
 
 #[test]
+fn a_narrow_lead_pane_keeps_whole_names_and_statuses() {
+    // The lead's pane beside its teammates' panes in one tmux window is
+    // about a third of it: names are not cut for columns that do not fit.
+    let mut v = busy_team();
+    v.members[0].name = "charlie-the-long".into();
+    for width in [40, 56, 70] {
+        let out = render(&v, &UiState::new(&v), (width, 30));
+        for m in &v.members {
+            assert!(
+                out.contains(&format!("@{} ", m.name)),
+                "@{} at width {width}\n{out}",
+                m.name
+            );
+            assert!(
+                out.contains(&m.status.label()),
+                "{:?} at {width}\n{out}",
+                m.status
+            );
+        }
+    }
+}
+
+#[test]
 fn compose_and_new_task_dialogs() {
     let v = busy_team();
     let mut ui = UiState {

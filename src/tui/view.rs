@@ -228,7 +228,6 @@ fn draw_members(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, the
     let block = panel_block(title, focused, theme);
     let inner = block.inner(area);
     block.render_into(area, buf);
-    let wide = inner.width >= 100;
     let name_w = view
         .members
         .iter()
@@ -236,31 +235,23 @@ fn draw_members(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, the
         .max()
         .unwrap_or(4)
         .clamp(8, 24) as u16;
-    let mut widths = vec![
-        Constraint::Length(1),
-        Constraint::Length(name_w),
-        Constraint::Length(7),
-    ];
-    if wide {
-        widths.push(Constraint::Length(14));
-    }
-    widths.extend([
-        Constraint::Length(11),
-        Constraint::Length(16),
-        Constraint::Fill(1),
-        Constraint::Length(4),
-        Constraint::Length(4),
-    ]);
+    let cols = member_columns(inner.width, name_w);
+    let widths: Vec<Constraint> = cols
+        .iter()
+        .map(|c| match c {
+            Col::Task => Constraint::Fill(1),
+            c => Constraint::Length(c.width(name_w)),
+        })
+        .collect();
     let all_selected = ui.member_row == 0;
-    let mut head = vec![
-        Cow::Borrowed(if all_selected { "▸" } else { " " }),
-        Cow::Owned(format!("all ({})", view.members.len())),
-        Cow::Borrowed("agent"),
-    ];
-    if wide {
-        head.push(Cow::Borrowed("model"));
-    }
-    head.extend(["mode", "status", "task", "act", "mail"].map(Cow::Borrowed));
+    let head: Vec<Cow<str>> = cols
+        .iter()
+        .map(|c| match c {
+            Col::Mark => Cow::Borrowed(if all_selected { "▸" } else { " " }),
+            Col::Name => Cow::Owned(format!("all ({})", view.members.len())),
+            c => Cow::Borrowed(c.header()),
+        })
+        .collect();
     let mut header = Row::new(head).style(theme.dim().add_modifier(Modifier::BOLD));
     if all_selected && focused {
         header = header.style(theme.selected());
@@ -274,7 +265,7 @@ fn draw_members(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, the
         .enumerate()
         .map(|(i, m)| {
             let selected = ui.member_row == first + i + 1;
-            member_row(m, selected, focused, wide, theme)
+            member_row(m, selected, focused, &cols, theme)
         })
         .collect();
     let empty = rows.is_empty();
@@ -289,45 +280,134 @@ fn draw_members(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, the
     }
 }
 
+/// A column of the members list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Col {
+    Mark,
+    Name,
+    Agent,
+    Model,
+    Mode,
+    Status,
+    Task,
+    Act,
+    Mail,
+}
+
+impl Col {
+    const ALL: [Col; 9] = [
+        Col::Mark,
+        Col::Name,
+        Col::Agent,
+        Col::Model,
+        Col::Mode,
+        Col::Status,
+        Col::Task,
+        Col::Act,
+        Col::Mail,
+    ];
+    /// What goes first when the list is too narrow, least needed first:
+    /// the name and the status always stay.
+    const DROP_ORDER: [Col; 6] = [
+        Col::Model,
+        Col::Mode,
+        Col::Agent,
+        Col::Mail,
+        Col::Act,
+        Col::Task,
+    ];
+    /// The narrowest the task column may get before it is dropped.
+    const TASK_MIN: u16 = 12;
+
+    fn width(self, name_w: u16) -> u16 {
+        match self {
+            Col::Mark => 1,
+            Col::Name => name_w,
+            Col::Agent => 7,
+            Col::Model => 14,
+            Col::Mode => 11,
+            Col::Status => 16,
+            Col::Task => Col::TASK_MIN,
+            Col::Act | Col::Mail => 4,
+        }
+    }
+
+    fn header(self) -> &'static str {
+        match self {
+            Col::Mark | Col::Name => "",
+            Col::Agent => "agent",
+            Col::Model => "model",
+            Col::Mode => "mode",
+            Col::Status => "status",
+            Col::Task => "task",
+            Col::Act => "act",
+            Col::Mail => "mail",
+        }
+    }
+}
+
+/// The members list's columns for `width` cells: all of them when they
+/// fit (the model from 100 cells), else without the least needed ones, so
+/// names are never cut to make room for an empty mode column.
+fn member_columns(width: u16, name_w: u16) -> Vec<Col> {
+    let mut cols: Vec<Col> = Col::ALL.to_vec();
+    if width < 100 {
+        cols.retain(|c| *c != Col::Model);
+    }
+    let need = |cols: &[Col]| -> u16 {
+        cols.iter().map(|c| c.width(name_w)).sum::<u16>() + cols.len().saturating_sub(1) as u16
+    };
+    for drop in Col::DROP_ORDER {
+        if need(&cols) <= width {
+            break;
+        }
+        cols.retain(|c| *c != drop);
+    }
+    cols
+}
+
 fn member_row<'a>(
     m: &'a MemberRow,
     selected: bool,
     focused: bool,
-    wide: bool,
+    cols: &[Col],
     theme: Theme,
 ) -> Row<'a> {
     let colour = theme.member(m.color.as_deref());
-    let mut name = vec![Span::styled(format!("@{}", m.name), colour)];
-    if m.hidden {
-        name.push(Span::styled(" hidden", theme.dim()));
-    }
-    let task = match &m.current_task {
-        Some((id, subject)) => format!("#{id} {subject}"),
-        None => String::new(),
-    };
-    let mut cells: Vec<ratatui::widgets::Cell> = vec![
-        Span::styled(if selected { "▸" } else { "●" }, colour).into(),
-        Line::from(name).into(),
-        Span::raw(m.agent.as_str()).into(),
-    ];
-    if wide {
-        cells.push(Span::raw(m.model.as_deref().unwrap_or("")).into());
-    }
-    cells.extend([
-        Span::raw(m.mode.as_deref().unwrap_or("")).into(),
-        Span::styled(m.status.label(), theme.status(&m.status)).into(),
-        Span::raw(task).into(),
-        Span::styled(m.last_activity.map(age).unwrap_or_default(), theme.dim()).into(),
-        Span::styled(
-            if m.unread > 0 {
-                format!("✉{}", m.unread)
-            } else {
-                String::new()
-            },
-            theme.fg(Color::Yellow),
-        )
-        .into(),
-    ]);
+    let cells: Vec<ratatui::widgets::Cell> = cols
+        .iter()
+        .map(|c| match c {
+            Col::Mark => Span::styled(if selected { "▸" } else { "●" }, colour).into(),
+            Col::Name => {
+                let mut name = vec![Span::styled(format!("@{}", m.name), colour)];
+                if m.hidden {
+                    name.push(Span::styled(" hidden", theme.dim()));
+                }
+                Line::from(name).into()
+            }
+            Col::Agent => Span::raw(m.agent.as_str()).into(),
+            Col::Model => Span::raw(m.model.as_deref().unwrap_or("")).into(),
+            Col::Mode => Span::raw(m.mode.as_deref().unwrap_or("")).into(),
+            Col::Status => Span::styled(m.status.label(), theme.status(&m.status)).into(),
+            Col::Task => Span::raw(match &m.current_task {
+                Some((id, subject)) => format!("#{id} {subject}"),
+                None => String::new(),
+            })
+            .into(),
+            Col::Act => {
+                Span::styled(m.last_activity.map(age).unwrap_or_default(), theme.dim()).into()
+            }
+            Col::Mail => Span::styled(
+                if m.unread > 0 {
+                    format!("✉{}", m.unread)
+                } else {
+                    String::new()
+                },
+                theme.fg(Color::Yellow),
+            )
+            .into(),
+        })
+        .collect();
     let row = Row::new(cells);
     if selected && focused {
         row.style(theme.selected())
