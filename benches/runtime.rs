@@ -5,6 +5,10 @@
 //!   shell command `date +%s%N`, so the agent prints the nanosecond it ran
 //!   (an upper bound on "the runtime has it": it includes one `sh` + `date`
 //!   spawn). Needs GNU `date` (Linux).
+//! - **delivery**: send → the runtime has read the message from its inbox
+//!   (DESIGN §10's "recipient runtime has it"): the runtime logs
+//!   `inbox read at_us=…` at debug level, the bench runs it with
+//!   `SWARM_LOG=…=debug` and compares that time with the send's start.
 //! - **round trip**: send → the reply is in the lead's inbox.
 //!
 //! One idle `shell` teammate runtime (the real binary) per run; samples are
@@ -51,6 +55,7 @@ fn main() {
         .args(["teammate", "--name", "alice"])
         .env("SWARM_HOME", dir.path())
         .env("SWARM_TEAM", "bench")
+        .env("SWARM_LOG", "info,swarm::teammate=debug")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -58,11 +63,26 @@ fn main() {
     let mailbox = team.mailbox();
     let watcher = mailbox.watch().expect("watch");
     let lead_inbox = std::ffi::OsString::from("team-lead.json");
-    let (mut wake_ms, mut trip_ms) = (Vec::new(), Vec::new());
+    let log = root
+        .logs_dir("bench")
+        .expect("logs dir")
+        .join("teammate-alice.log");
+    // Every `at_us=` of an "inbox read" line, in order.
+    let reads = || -> Vec<u64> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("inbox read"))
+            .filter_map(|l| l.split("at_us=").nth(1))
+            .filter_map(|v| v.split_whitespace().next()?.parse().ok())
+            .collect()
+    };
+    let (mut read_ms, mut wake_ms, mut trip_ms) = (Vec::new(), Vec::new(), Vec::new());
     let mut seen = std::collections::HashSet::new();
     // Let the runtime start and settle before measuring.
     std::thread::sleep(Duration::from_millis(300));
     for i in 0..samples + 1 {
+        let reads_before = reads().len();
         let sent_ns = now_ns();
         let start = Instant::now();
         mailbox
@@ -95,6 +115,10 @@ fn main() {
             continue; // warm-up
         }
         trip_ms.push(trip.as_secs_f64() * 1000.0);
+        if let Some(at_us) = reads().get(reads_before) {
+            let sent_us = (sent_ns / 1000) as u64;
+            read_ms.push(at_us.saturating_sub(sent_us) as f64 / 1000.0);
+        }
         if let Ok(ran_ns) = text.trim().parse::<u128>() {
             wake_ms.push(ran_ns.saturating_sub(sent_ns) as f64 / 1e6);
         }
@@ -102,6 +126,7 @@ fn main() {
     let _ = child.kill();
     let _ = child.wait();
     for (name, v) in [
+        ("send → runtime has read it (delivery)", &mut read_ms),
         ("send → agent running (wake-up upper bound)", &mut wake_ms),
         ("send → reply in lead inbox (round trip)", &mut trip_ms),
     ] {

@@ -12,6 +12,15 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// Microseconds since the Unix epoch, now (for latency logs compared
+/// across processes).
+pub fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
 /// `Date.toISOString()` of now.
 pub fn now_iso() -> String {
     iso_from_ms(now_ms())
