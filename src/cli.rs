@@ -16,10 +16,13 @@ use std::path::PathBuf;
         Teammates talk only through one inbox file per member and a shared task list, in the \
         same formats as Claude Code's agent teams, so real Claude Code teammates can join.\n\n\
         Quick start:\n  \
-        swarm team create demo\n  \
-        swarm task create \"count lines\" --description 'wc -l src/*.rs' --team demo\n  \
-        swarm send --team demo --to team-lead hello\n  \
-        swarm inbox --team demo\n\n\
+        swarm up --demo                 three shell teammates work a task board (no AI needed)\n  \
+        swarm up swarm.toml             your team: teammates (shell, claude, codex, …) and tasks\n  \
+        swarm spawn rev --agent claude --prompt 'Review the diff'   one more teammate\n  \
+        swarm task create \"count lines\" --command 'wc -l src/*.rs'\n  \
+        swarm send --to rev \"look at #1\"    swarm status    swarm down\n\n\
+        Inside tmux the panes open in your window; outside, swarm starts a tmux session (or \
+        hosts the panes itself: --backend in-process).\n\n\
         Exit codes: 0 ok, 1 the answer is no (nothing to claim, no such task), 2 error.",
     propagate_version = true
 )]
@@ -158,6 +161,8 @@ pub struct SpawnArgs {
     /// The teammate's first instructions (delivered through its inbox)
     #[arg(long)]
     pub prompt: Option<String>,
+    /// The model the agent runs with (passed to claude, codex, gemini and
+    /// aider as their own `--model`; shown in the TeamsDialog)
     #[arg(long)]
     pub model: Option<String>,
     /// Palette colour: red, blue, green, yellow, purple, orange, pink, cyan [default: next free]
