@@ -305,6 +305,16 @@ fn a_narrow_lead_pane_keeps_whole_names_and_statuses() {
             );
         }
     }
+    // The task board gives the subject the blocked-by column's room at
+    // 56 cells and shows a waiting task's blockers as its status.
+    let out = render(&v, &UiState::new(&v), (56, 30));
+    for t in &v.tasks {
+        let shown: String = t.subject.chars().take(18).collect();
+        assert!(out.contains(&shown), "{shown:?}\n{out}");
+        if t.status == Status::Pending && !t.blocked_by.is_empty() {
+            assert!(out.contains(&format!("⊘ #{}", t.blocked_by[0])), "{out}");
+        }
+    }
 }
 
 #[test]

@@ -428,13 +428,16 @@ fn draw_tasks(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme
     let visible = inner.height.saturating_sub(1) as usize;
     let range = window(ui.task_row, t.tasks, visible);
     let start = range.start;
+    // In a narrow lead pane the subject gets the blocked-by column's room;
+    // a waiting task shows its blockers as its status (`⊘ #3,#4`).
+    let narrow = inner.width < 64;
     let rows: Vec<Row> = view
         .visible_tasks()
         .skip(range.start)
         .take(range.len())
         .enumerate()
         .map(|(i, task)| {
-            let row = task_row(task, view, theme);
+            let row = task_row(task, view, narrow, theme);
             if start + i == ui.task_row && focused {
                 row.style(theme.selected())
             } else {
@@ -442,22 +445,26 @@ fn draw_tasks(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme
             }
         })
         .collect();
-    let widths = [
+    let mut widths = vec![
         Constraint::Length(5),
         Constraint::Length(11),
         Constraint::Length(12),
         Constraint::Length(9),
         Constraint::Fill(1),
     ];
-    let header = Row::new(["id", "status", "owner", "blocked", "subject"])
-        .style(theme.dim().add_modifier(Modifier::BOLD));
+    let mut head = vec!["id", "status", "owner", "blocked", "subject"];
+    if narrow {
+        widths.remove(3);
+        head.remove(3);
+    }
+    let header = Row::new(head).style(theme.dim().add_modifier(Modifier::BOLD));
     Table::new(rows, widths)
         .header(header)
         .column_spacing(1)
         .render_into(inner, buf);
 }
 
-fn task_row<'a>(task: &'a Task, view: &TeamView, theme: Theme) -> Row<'a> {
+fn task_row<'a>(task: &'a Task, view: &TeamView, narrow: bool, theme: Theme) -> Row<'a> {
     let status = match task.status {
         Status::Pending => "pending",
         Status::InProgress => "in progress",
@@ -479,13 +486,22 @@ fn task_row<'a>(task: &'a Task, view: &TeamView, theme: Theme) -> Row<'a> {
             .collect::<Vec<_>>()
             .join(",")
     };
-    Row::new(vec![
+    // Narrow: a waiting task's blockers take the place of `pending`.
+    let status = if narrow && !blocked.is_empty() && task.status == Status::Pending {
+        Span::styled(format!("⊘ {blocked}"), theme.fg(Color::Red))
+    } else {
+        Span::styled(status, theme.task(task.status))
+    };
+    let mut cells = vec![
         ratatui::widgets::Cell::from(format!("#{}", task.id)),
-        Span::styled(status, theme.task(task.status)).into(),
+        status.into(),
         owner.into(),
-        Span::styled(blocked, theme.fg(Color::Red)).into(),
-        Span::raw(task.subject.as_str()).into(),
-    ])
+    ];
+    if !narrow {
+        cells.push(Span::styled(blocked, theme.fg(Color::Red)).into());
+    }
+    cells.push(Span::raw(task.subject.as_str()).into());
+    Row::new(cells)
 }
 
 /// One readable line for an inbox entry: the protocol frame's summary, or
