@@ -318,6 +318,29 @@ fn a_narrow_lead_pane_keeps_whole_names_and_statuses() {
 }
 
 #[test]
+fn a_failed_task_reads_failed_not_pending() {
+    let mut v = busy_team();
+    let t = v
+        .tasks
+        .iter_mut()
+        .find(|t| t.status == Status::Pending)
+        .expect("a pending task");
+    let id = t.id.clone();
+    let mut md = serde_json::Map::new();
+    md.insert("failed".into(), serde_json::json!(true));
+    t.metadata = Some(md);
+    let out = render(&v, &UiState::new(&v), (120, 40));
+    let line = out
+        .lines()
+        .find(|l| l.contains(&format!("#{id} ")))
+        .expect("the task's row");
+    assert!(
+        line.contains("failed") && !line.contains("pending"),
+        "{line}"
+    );
+}
+
+#[test]
 fn compose_and_new_task_dialogs() {
     let v = busy_team();
     let mut ui = UiState {

@@ -465,7 +465,17 @@ fn draw_tasks(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme
 }
 
 fn task_row<'a>(task: &'a Task, view: &TeamView, narrow: bool, theme: Theme) -> Row<'a> {
+    // The runtime leaves a task whose command failed pending, still owned,
+    // with `metadata.failed` (reassign or unassign it to retry).
+    let failed = task.status == Status::Pending
+        && task
+            .metadata
+            .as_ref()
+            .and_then(|m| m.get("failed"))
+            .and_then(|f| f.as_bool())
+            == Some(true);
     let status = match task.status {
+        _ if failed => "failed",
         Status::Pending => "pending",
         Status::InProgress => "in progress",
         Status::Completed => "done",
@@ -489,6 +499,8 @@ fn task_row<'a>(task: &'a Task, view: &TeamView, narrow: bool, theme: Theme) -> 
     // Narrow: a waiting task's blockers take the place of `pending`.
     let status = if narrow && !blocked.is_empty() && task.status == Status::Pending {
         Span::styled(format!("⊘ {blocked}"), theme.fg(Color::Red))
+    } else if failed {
+        Span::styled(status, theme.fg(Color::Red).add_modifier(Modifier::BOLD))
     } else {
         Span::styled(status, theme.task(task.status))
     };
