@@ -10,7 +10,7 @@
 //! directory first), `HOME`, `USER`, `SHELL`, `TERM`, `LANG`, and what the
 //! spec names; nothing else leaks in.
 
-use super::panes::{Opened, Panes, placement};
+use super::panes::{Opened, Panes, lead_running, placement, placement_apart};
 use crate::atomic_file;
 use crate::team::names;
 use crate::team::{Member, SwarmField, Team, colors};
@@ -423,9 +423,9 @@ async fn open_pane(
         }
         _ => (program, args),
     };
-    let place = match &opened.placement {
-        Some(p) => p.clone(),
-        None => placement(opened, &team.name).await?,
+    let (mut place, guessed) = match &opened.placement {
+        Some(p) => (p.clone(), false),
+        None => (placement(opened, &team.name).await?, true),
     };
     let cwd = member.cwd.clone().unwrap_or_default();
     let mut spec = SpawnSpec::new(program, args, PathBuf::from(&cwd))
@@ -448,9 +448,29 @@ async fn open_pane(
 
     // tmux creates, pipes, titles and colours the pane in one call: the
     // output file gets the pane's first byte.
-    let pane = match &opened.panes {
-        Panes::Tmux(tmux) => tmux.spawn_piped(&spec, Some(&out_file)).await,
-        _ => opened.panes.exec().spawn(&spec).await,
+    let open = |spec: SpawnSpec| {
+        let (panes, out_file) = (&opened.panes, &out_file);
+        async move {
+            match panes {
+                Panes::Tmux(tmux) => tmux.spawn_piped(&spec, Some(out_file)).await,
+                _ => panes.exec().spawn(&spec).await,
+            }
+        }
+    };
+    let pane = match open(spec.clone()).await {
+        Ok(p) => Ok(p),
+        // The recorded lead is gone (its pane closes with it): the team's
+        // session then, as when no lead was ever recorded.
+        Err(_)
+            if guessed
+                && matches!(place, swarm_backends::Placement::RightOfLead { .. })
+                && !lead_running(opened).await? =>
+        {
+            place = placement_apart(opened, &team.name).await?;
+            spec.placement = place.clone();
+            open(spec).await
+        }
+        Err(e) => Err(e),
     }
     .with_context(|| format!("opening a pane for {}", req.name))?;
     if matches!(opened.panes, Panes::Tmux(_)) {
