@@ -207,6 +207,7 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
             };
             opened.record.session = Some(session);
             opened.record.lead_pane = Some(lead_pane.clone());
+            opened.record.tmux_version = tmux.known_version().await;
             opened.placement = Some(swarm_backends::Placement::RightOfLead {
                 lead: lead_pane.clone(),
             });

@@ -32,6 +32,10 @@ pub struct SessionRecord {
     pub session: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lead_pane: Option<PaneId>,
+    /// The tmux version a swarm process of this team checked (3.2 or newer),
+    /// so that later processes skip `tmux -V`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux_version: Option<(u32, u32)>,
 }
 
 impl SessionRecord {
@@ -155,7 +159,11 @@ pub fn open(root: &Root, team: &str, args: &BackendArgs) -> Result<Opened> {
                 Some(s) => TmuxServer::socket(s),
                 None => TmuxServer::default_server(),
             };
-            Panes::Tmux(Box::new(TmuxBackend::new(server)))
+            let mut backend = TmuxBackend::new(server);
+            if let Some(v) = record.tmux_version {
+                backend = backend.with_known_version(v);
+            }
+            Panes::Tmux(Box::new(backend))
         }
         BackendKind::InProcess => Panes::InProcess(Arc::new(InProcessBackend::new())),
         BackendKind::ITerm2 => Panes::ITerm2(ITerm2Backend::new(Driver::It2)),

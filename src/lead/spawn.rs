@@ -476,13 +476,18 @@ async fn open_pane(
     if matches!(opened.panes, Panes::Tmux(_)) {
         touch_private(&ready, false)?;
     }
+    let before = opened.record.clone();
     if let swarm_backends::Placement::Session { name }
     | swarm_backends::Placement::NewWindow {
         session: Some(name),
     } = &place
-        && opened.record.session.as_ref() != Some(name)
     {
         opened.record.session = Some(name.clone());
+    }
+    if let Panes::Tmux(tmux) = &opened.panes {
+        opened.record.tmux_version = tmux.known_version().await;
+    }
+    if opened.record != before {
         opened.record.save(&team.root, &team.name)?;
     }
     if let Panes::InProcess(host) = &opened.panes {

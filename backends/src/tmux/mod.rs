@@ -183,6 +183,24 @@ impl TmuxBackend {
         }
     }
 
+    /// A backend that takes `version` as already checked (a version another
+    /// swarm process of the team checked and recorded): no `tmux -V` call.
+    /// A version below [`commands::MIN_VERSION`] is ignored and checked again.
+    pub fn with_known_version(self, version: (u32, u32)) -> Self {
+        if version >= commands::MIN_VERSION {
+            self.state
+                .try_lock()
+                .expect("a new backend's state is not shared yet")
+                .version = Some(version);
+        }
+        self
+    }
+
+    /// The version checked so far (by [`Self::check_version`] or given).
+    pub async fn known_version(&self) -> Option<(u32, u32)> {
+        self.state.lock().await.version
+    }
+
     /// The server this backend drives.
     pub fn server(&self) -> &TmuxServer {
         &self.server
@@ -818,6 +836,20 @@ mod tests {
         assert!(tiled_fits(200, 50, 1));
         assert!(tiled_fits(200, 50, 3));
         assert!(!tiled_fits(80, 24, 4));
+    }
+
+    #[tokio::test]
+    async fn a_recorded_version_spares_the_tmux_v_call_unless_too_old() {
+        let missing = |v| {
+            let mut b = TmuxBackend::new(TmuxServer::socket("/nonexistent/sock"));
+            b.program = "/nonexistent/swarm-no-such-tmux".to_string();
+            b.with_known_version(v)
+        };
+        // No tmux runs: the recorded version answers.
+        assert_eq!(missing((3, 3)).check_version().await.unwrap(), (3, 3));
+        // A version too old to trust is checked again (and tmux is missing).
+        let err = missing((2, 9)).check_version().await.unwrap_err();
+        assert!(matches!(err, BackendError::Unavailable { .. }), "{err}");
     }
 
     #[test]
