@@ -493,7 +493,11 @@ impl TmuxBackend {
                 vec![commands::split_window(&below, Split::Vertical, launch)?]
             }
             SplitPlan::Overflow => {
-                return Ok(self.spawn_overflow(&session, launch, finish).await?);
+                let pane = self.spawn_overflow(&session, launch, finish).await?;
+                // The lead's window is as it was: the next split of a
+                // burst plans on this listing again.
+                self.state.lock().await.window = Some((lead.clone(), window));
+                return Ok(pane);
             }
         };
         // The new pane is the list's current pane until the focus goes back.
