@@ -249,6 +249,158 @@ fn eight_teammates_spawned_from_outside_tmux_get_exact_panes() {
     assert_canary(&t, "spawning");
 }
 
+/// What `swarm output NAME` prints (the pane's output file).
+fn output_of(t: &TmuxTeam, name: &str, home: Option<&std::path::Path>) -> String {
+    let mut c = t.cmd(&["output", name]);
+    if let Some(h) = home {
+        c.env("SWARM_HOME", h);
+    }
+    Run::of(c, &["output", name]).stdout
+}
+
+#[test]
+fn up_with_a_spec_registers_every_teammate_titled_coloured_and_piped() {
+    let Some(t) = TmuxTeam::new("up_with_a_spec_registers_every_teammate", "sq") else {
+        return;
+    };
+    // Six teammates: five fit beside the lead in a 200x50 session, the sixth
+    // overflows into a window of its own. Both paths open, pipe, title and
+    // colour a pane in one tmux call.
+    let names: Vec<String> = (1..=6).map(|i| format!("m{i}")).collect();
+    let mut spec = String::from("team = \"sq\"\n");
+    for n in &names {
+        spec.push_str(&format!(
+            "[[teammate]]\nname = \"{n}\"\nagent = \"shell\"\n"
+        ));
+    }
+    let path = t.work.join("swarm.toml");
+    std::fs::write(&path, spec).expect("spec");
+    t.ok(&["up", "--no-attach", &path.to_string_lossy()]);
+    // `up` returns once every pane is open and on the roster: no waiting.
+    let mut panes = Vec::new();
+    let mut colors = Vec::new();
+    for n in &names {
+        let pane = t.pane_of(n);
+        assert!(
+            pane.starts_with('%'),
+            "{n} is registered with a pane id: {pane:?}\n{}",
+            t.explain()
+        );
+        let p = t
+            .tmux
+            .pane(&pane)
+            .unwrap_or_else(|| panic!("pane {pane} of {n} is on the server\n{}", t.explain()));
+        assert!(!p.dead, "{n}'s pane runs\n{}", t.explain());
+        assert_eq!(p.session, "swarm-sq", "{n} lives in the team's session");
+        assert_eq!(p.title, *n, "title of {n}\n{}", t.explain());
+        let color = t.member(n).unwrap()["color"].as_str().unwrap().to_string();
+        assert_eq!(p.color, tmux_colour(&color), "@swarm_color of {n}");
+        let piped = t
+            .tmux
+            .ok(&["display-message", "-p", "-t", &pane, "#{pane_pipe}"]);
+        assert_eq!(piped.trim(), "1", "{n}'s output is piped\n{}", t.explain());
+        panes.push(pane);
+        colors.push(color);
+    }
+    panes.sort();
+    panes.dedup();
+    assert_eq!(panes.len(), 6, "six distinct panes: {panes:?}");
+    colors.sort();
+    colors.dedup();
+    assert_eq!(colors.len(), 6, "six distinct colours: {colors:?}");
+    // The splits never take the focus: the lead is still its window's
+    // active pane, and the session still shows the lead's window.
+    let lead_window = t.tmux.ok(&[
+        "list-panes",
+        "-t",
+        "=swarm-sq:",
+        "-F",
+        "#{pane_active} #{pane_title}",
+    ]);
+    assert!(
+        lead_window.lines().any(|l| l == "1 lead"),
+        "the lead keeps the focus:\n{lead_window}\n{}",
+        t.explain()
+    );
+    // Each output file holds the pane's output from its first byte: the
+    // runtime's banner opens it.
+    for n in &names {
+        let banner = format!("swarm teammate {n}@sq");
+        wait_until(
+            &format!("{n}'s output starts with {banner:?}"),
+            WAIT,
+            || output_of(&t, n, None).starts_with(&banner),
+            || format!("output: {:?}\n{}", output_of(&t, n, None), t.explain()),
+        );
+    }
+    assert_canary(&t, "up with a spec");
+}
+
+#[test]
+fn a_state_root_full_of_format_and_shell_characters_still_gets_its_output() {
+    let Some(t) = TmuxTeam::new("a_state_root_full_of_format_and_shell", "hr") else {
+        return;
+    };
+    // tmux expands `#{…}` / `#(…)` in a pipe-pane command, /bin/sh reads
+    // quotes and `$(…)`, and a tmux argument ending in ';' would end a
+    // command: the root's path has all of them (SWARM_HOME ends in ';').
+    let home = t.sb.path("root #{pane_id} it's $(touch pwned) a;b;");
+    std::fs::create_dir_all(&home).expect("hostile root");
+    let run = |args: &[&str]| {
+        let mut c = t.cmd(args);
+        c.env("SWARM_HOME", &home);
+        let r = Run::of(c, args);
+        assert_eq!(
+            r.code,
+            Some(0),
+            "swarm {args:?}\n{}\n{}",
+            r.explain(),
+            t.explain()
+        );
+        r
+    };
+    run(&["team", "create", "hr"]);
+    run(&["spawn", "talker", "--", &agent("printer"), "3"]);
+    let member = {
+        let cfg = std::fs::read_to_string(home.join("teams/hr/config.json")).expect("roster");
+        let v: serde_json::Value = serde_json::from_str(&cfg).expect("roster json");
+        v["members"]
+            .as_array()
+            .and_then(|m| m.iter().find(|m| m["name"] == "talker").cloned())
+            .expect("talker on the roster")
+    };
+    let pane = member["tmuxPaneId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let p = t
+        .tmux
+        .pane(&pane)
+        .unwrap_or_else(|| panic!("pane {pane:?} is on the server\n{}", t.explain()));
+    assert_eq!(p.title, "talker");
+    assert_eq!(
+        p.color,
+        tmux_colour(member["color"].as_str().unwrap_or_default())
+    );
+    wait_until(
+        "the printer's output, from its first line, is in its output file",
+        WAIT,
+        || {
+            let out = output_of(&t, "talker", Some(&home));
+            out.starts_with("line 1") && out.contains("done")
+        },
+        || {
+            format!(
+                "output: {:?}\n{}",
+                output_of(&t, "talker", Some(&home)),
+                t.explain()
+            )
+        },
+    );
+    assert!(!t.work.join("pwned").exists() && !home.join("pwned").exists());
+    assert_canary(&t, "a hostile state root");
+}
+
 #[test]
 fn eight_teammates_spawned_inside_tmux_split_the_leads_window() {
     let Some(t) = TmuxTeam::new("eight_teammates_spawned_inside_tmux", "inner") else {

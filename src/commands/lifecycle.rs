@@ -4,7 +4,7 @@
 use super::{Context, Exit, print_json};
 use crate::cli::{BackendArgs, Command, DoctorArgs, DownArgs, OutputArgs, SpawnArgs, UpArgs};
 use crate::lead::panes::{self, Opened, Panes, SessionRecord};
-use crate::lead::spawn::{SpawnRequest, spawn_member};
+use crate::lead::spawn::{SpawnRequest, spawn_member, spawn_members};
 use crate::lead::teardown::{self, ShutdownOutcome};
 use crate::lead::{Lead, lead_pid_alive, run_lead};
 use crate::team::{Roster, Team, names};
@@ -207,6 +207,7 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
             };
             opened.record.session = Some(session);
             opened.record.lead_pane = Some(lead_pane.clone());
+            opened.record.tmux_version = tmux.known_version().await;
             opened.placement = Some(swarm_backends::Placement::RightOfLead {
                 lead: lead_pane.clone(),
             });
@@ -239,6 +240,7 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
 /// running team creates nothing twice.
 fn apply_spec(team: &Team, spec: &crate::config::TeamSpec) -> Result<()> {
     let tf = team.roster().read()?;
+    let mut new = Vec::new();
     for (i, t) in spec.teammates.iter().enumerate() {
         if tf.member(&t.name).is_some() {
             continue;
@@ -251,7 +253,11 @@ fn apply_spec(team: &Team, spec: &crate::config::TeamSpec) -> Result<()> {
             crate::agents::check_available(agent, t.command.as_deref())
                 .with_context(|| format!("teammate {}", t.name))?;
         }
-        team.roster().add_member(m)?;
+        new.push(m);
+    }
+    if !new.is_empty() {
+        // One roster write for the whole spec.
+        team.roster().add_members(new)?;
     }
     match spec.apply(team)? {
         crate::config::Applied::Created(tasks) => eprintln!("created {} task(s)", tasks.len()),
@@ -265,13 +271,9 @@ fn apply_spec(team: &Team, spec: &crate::config::TeamSpec) -> Result<()> {
 /// Spawns members that are on the roster but were never given a pane.
 async fn spawn_reserved(team: &Team, opened: &mut Opened) -> Result<()> {
     let tf = team.roster().read()?;
-    for m in tf
-        .teammates()
-        .filter(|m| m.tmux_pane_id.is_empty())
-        .cloned()
-        .collect::<Vec<_>>()
-    {
-        let req = SpawnRequest {
+    let mut reqs = Vec::new();
+    for m in tf.teammates().filter(|m| m.tmux_pane_id.is_empty()) {
+        reqs.push(SpawnRequest {
             name: m.name.clone(),
             agent: m.agent().map(str::to_string),
             prompt: None,
@@ -296,8 +298,12 @@ async fn spawn_reserved(team: &Team, opened: &mut Opened) -> Result<()> {
                 .unwrap_or_default()
                 .into_iter()
                 .collect(),
-        };
-        let s = spawn_member(team, opened, &req).await?;
+        });
+    }
+    if reqs.is_empty() {
+        return Ok(());
+    }
+    for s in spawn_members(team, opened, &reqs).await? {
         eprintln!("spawned {} in pane {}", s.name, s.pane);
     }
     Ok(())

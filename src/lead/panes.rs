@@ -32,6 +32,10 @@ pub struct SessionRecord {
     pub session: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lead_pane: Option<PaneId>,
+    /// The tmux version a swarm process of this team checked (3.2 or newer),
+    /// so that later processes skip `tmux -V`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux_version: Option<(u32, u32)>,
 }
 
 impl SessionRecord {
@@ -155,7 +159,11 @@ pub fn open(root: &Root, team: &str, args: &BackendArgs) -> Result<Opened> {
                 Some(s) => TmuxServer::socket(s),
                 None => TmuxServer::default_server(),
             };
-            Panes::Tmux(Box::new(TmuxBackend::new(server)))
+            let mut backend = TmuxBackend::new(server);
+            if let Some(v) = record.tmux_version {
+                backend = backend.with_known_version(v);
+            }
+            Panes::Tmux(Box::new(backend))
         }
         BackendKind::InProcess => Panes::InProcess(Arc::new(InProcessBackend::new())),
         BackendKind::ITerm2 => Panes::ITerm2(ITerm2Backend::new(Driver::It2)),
@@ -171,20 +179,38 @@ pub fn open(root: &Root, team: &str, args: &BackendArgs) -> Result<Opened> {
     })
 }
 
-/// Where a new teammate pane goes on this backend.
+/// Where a new teammate pane goes on this backend: beside the recorded
+/// lead pane if there is one (not checked here: the split lists the lead's
+/// window anyway, and a spawn that fails there asks [`lead_running`] and
+/// falls back to [`placement_apart`]), else in the team's session.
 pub async fn placement(opened: &Opened, team: &str) -> Result<Placement> {
+    if let (Panes::Tmux(_), Some(lead)) = (&opened.panes, &opened.record.lead_pane) {
+        return Ok(Placement::RightOfLead { lead: lead.clone() });
+    }
+    placement_apart(opened, team).await
+}
+
+/// True when the recorded lead pane runs.
+pub async fn lead_running(opened: &Opened) -> Result<bool> {
+    let Some(lead) = &opened.record.lead_pane else {
+        return Ok(false);
+    };
+    let st = opened
+        .panes
+        .exec()
+        .status(std::slice::from_ref(lead))
+        .await?;
+    Ok(matches!(
+        st.first(),
+        Some((_, swarm_backends::PaneStatus::Running { .. }))
+    ))
+}
+
+/// Where a new teammate pane goes when it cannot go beside the lead.
+pub async fn placement_apart(opened: &Opened, team: &str) -> Result<Placement> {
     let Panes::Tmux(tmux) = &opened.panes else {
         return Ok(Placement::NewWindow { session: None });
     };
-    if let Some(lead) = &opened.record.lead_pane {
-        let st = tmux.status(std::slice::from_ref(lead)).await?;
-        if matches!(
-            st.first(),
-            Some((_, swarm_backends::PaneStatus::Running { .. }))
-        ) {
-            return Ok(Placement::RightOfLead { lead: lead.clone() });
-        }
-    }
     let session = opened
         .record
         .session

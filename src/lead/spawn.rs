@@ -10,7 +10,7 @@
 //! directory first), `HOME`, `USER`, `SHELL`, `TERM`, `LANG`, and what the
 //! spec names; nothing else leaks in.
 
-use super::panes::{Opened, Panes, placement};
+use super::panes::{Opened, Panes, lead_running, placement, placement_apart};
 use crate::atomic_file;
 use crate::team::names;
 use crate::team::{Member, SwarmField, Team, colors};
@@ -224,9 +224,89 @@ fn copy_output(
 
 /// Adds `req.name` to the team and opens its pane.
 pub async fn spawn_member(team: &Team, opened: &mut Opened, req: &SpawnRequest) -> Result<Spawned> {
-    let agent = check_request(req)?;
+    let mut done = spawn_members(team, opened, std::slice::from_ref(req)).await?;
+    Ok(done.remove(0))
+}
+
+/// A member whose roster record is ready to be written, and what its pane runs.
+struct Prepared {
+    agent: String,
+    member: Member,
+    /// It was on the roster before this spawn (a reserved spec member, or a
+    /// teammate spawned again).
+    existed: bool,
+}
+
+/// Adds every request's member to the team and opens their panes, in order:
+/// all records in one roster write, then the panes one by one (each tmux
+/// pane in one `tmux` call), each pane id recorded as soon as the roster is
+/// free (writes coalesce while panes keep opening). On a failure, the
+/// panes already open stay registered, the failed member's reservation goes,
+/// as do those of members this call added and never reached.
+pub async fn spawn_members(
+    team: &Team,
+    opened: &mut Opened,
+    reqs: &[SpawnRequest],
+) -> Result<Vec<Spawned>> {
     let roster = team.roster();
-    let tf = roster.read()?;
+    let mut tf = roster.read()?;
+    let mut prepared = Vec::with_capacity(reqs.len());
+    for req in reqs {
+        let p = prepare(opened, &tf, req).await?;
+        match tf.member_mut(&p.member.name) {
+            Some(m) => *m = p.member.clone(),
+            None => tf.members.push(p.member.clone()),
+        }
+        prepared.push(p);
+    }
+    let records: Vec<Member> = prepared.iter().map(|p| p.member.clone()).collect();
+    roster.update(|tf| {
+        for record in &records {
+            match tf.member_mut(&record.name) {
+                Some(m) => *m = record.clone(),
+                None => tf.members.push(record.clone()),
+            }
+        }
+        Ok(())
+    })?;
+
+    let mut registrar = Registrar::new(team, opened.record.tmux_socket.clone());
+    let mut spawned = Vec::with_capacity(reqs.len());
+    for (i, (req, p)) in reqs.iter().zip(&prepared).enumerate() {
+        match open_pane(team, opened, req, p).await {
+            Ok((pane, pid)) => {
+                registrar.add(&req.name, &pane, pid).await?;
+                tracing::info!(member = %req.name, pane = %pane, ?pid, "spawned");
+                spawned.push(Spawned {
+                    name: req.name.clone(),
+                    pane,
+                    pid,
+                });
+            }
+            Err(e) => {
+                // Nothing half-made stays behind: the reservation goes.
+                let registered = registrar.finish().await;
+                let _ = roster.remove_member(&req.name);
+                for later in prepared[i + 1..].iter().filter(|p| !p.existed) {
+                    let _ = roster.remove_member(&later.member.name);
+                }
+                registered?;
+                return Err(e);
+            }
+        }
+    }
+    registrar.finish().await?;
+    Ok(spawned)
+}
+
+/// Checks `req` against the roster as it will be (`tf` holds the members
+/// prepared before it) and builds its record.
+async fn prepare(
+    opened: &Opened,
+    tf: &crate::team::TeamFile,
+    req: &SpawnRequest,
+) -> Result<Prepared> {
+    let agent = check_request(req)?;
     let cwd = std::path::absolute(&req.cwd)?
         .to_string_lossy()
         .into_owned();
@@ -261,9 +341,9 @@ pub async fn spawn_member(team: &Team, opened: &mut Opened, req: &SpawnRequest) 
         });
     let mut member = existing
         .clone()
-        .unwrap_or_else(|| Member::teammate(&team.name, &req.name, &color, &cwd));
+        .unwrap_or_else(|| Member::teammate(&tf.name, &req.name, &color, &cwd));
     member.color = Some(color);
-    member.cwd = Some(cwd.clone());
+    member.cwd = Some(cwd);
     member.tmux_pane_id = String::new();
     member.model = req.model.clone().or(member.model);
     member.prompt = req.prompt.clone().or(member.prompt);
@@ -285,15 +365,21 @@ pub async fn spawn_member(team: &Team, opened: &mut Opened, req: &SpawnRequest) 
             .collect();
         member.set_swarm_field(SwarmField::Env, Value::Object(env));
     }
-    let record = member.clone();
-    roster.update(|tf| {
-        match tf.member_mut(&record.name) {
-            Some(m) => *m = record.clone(),
-            None => tf.members.push(record.clone()),
-        }
-        Ok(())
-    })?;
+    Ok(Prepared {
+        agent,
+        member,
+        existed: existing.is_some(),
+    })
+}
 
+/// Opens the pane of a member whose record is on the roster.
+async fn open_pane(
+    team: &Team,
+    opened: &mut Opened,
+    req: &SpawnRequest,
+    p: &Prepared,
+) -> Result<(PaneId, Option<u32>)> {
+    let (agent, member) = (&p.agent, &p.member);
     // Claude Code reads its first prompt from its inbox (signed by the lead);
     // the runtime's other presets take the role prompt from the roster.
     if agent == "claude"
@@ -337,15 +423,16 @@ pub async fn spawn_member(team: &Team, opened: &mut Opened, req: &SpawnRequest) 
         }
         _ => (program, args),
     };
-    let place = match &opened.placement {
-        Some(p) => p.clone(),
-        None => placement(opened, &team.name).await?,
+    let (mut place, guessed) = match &opened.placement {
+        Some(p) => (p.clone(), false),
+        None => (placement(opened, &team.name).await?, true),
     };
+    let cwd = member.cwd.clone().unwrap_or_default();
     let mut spec = SpawnSpec::new(program, args, PathBuf::from(&cwd))
         .title(req.name.clone())
         .color(member.color.clone().unwrap_or_default())
         .placement(place.clone());
-    for (k, v) in pane_env(team, &member)? {
+    for (k, v) in pane_env(team, member)? {
         spec = spec.env(k, v);
     }
     if matches!(opened.panes, Panes::ITerm2(_) | Panes::WindowsTerminal(_)) {
@@ -359,14 +446,37 @@ pub async fn spawn_member(team: &Team, opened: &mut Opened, req: &SpawnRequest) 
     }
     touch_private(&out_file, true)?;
 
-    let pane = match opened.panes.exec().spawn(&spec).await {
-        Ok(p) => p,
-        Err(e) => {
-            // Nothing half-made stays behind: the reservation goes.
-            let _ = roster.remove_member(&req.name);
-            return Err(e).with_context(|| format!("opening a pane for {}", req.name));
+    // tmux creates, pipes, titles and colours the pane in one call: the
+    // output file gets the pane's first byte.
+    let open = |spec: SpawnSpec| {
+        let (panes, out_file) = (&opened.panes, &out_file);
+        async move {
+            match panes {
+                Panes::Tmux(tmux) => tmux.spawn_piped(&spec, Some(out_file)).await,
+                _ => panes.exec().spawn(&spec).await,
+            }
         }
     };
+    let pane = match open(spec.clone()).await {
+        Ok(p) => Ok(p),
+        // The recorded lead is gone (its pane closes with it): the team's
+        // session then, as when no lead was ever recorded.
+        Err(_)
+            if guessed
+                && matches!(place, swarm_backends::Placement::RightOfLead { .. })
+                && !lead_running(opened).await? =>
+        {
+            place = placement_apart(opened, &team.name).await?;
+            spec.placement = place.clone();
+            open(spec).await
+        }
+        Err(e) => Err(e),
+    }
+    .with_context(|| format!("opening a pane for {}", req.name))?;
+    if matches!(opened.panes, Panes::Tmux(_)) {
+        touch_private(&ready, false)?;
+    }
+    let before = opened.record.clone();
     if let swarm_backends::Placement::Session { name }
     | swarm_backends::Placement::NewWindow {
         session: Some(name),
@@ -374,18 +484,11 @@ pub async fn spawn_member(team: &Team, opened: &mut Opened, req: &SpawnRequest) 
     {
         opened.record.session = Some(name.clone());
     }
-    opened.record.save(&team.root, &team.name)?;
     if let Panes::Tmux(tmux) = &opened.panes {
-        let piped = tmux.pipe_output(&pane, &out_file).await;
-        // Start the program whether or not the capture worked: a teammate
-        // without `swarm output` beats no teammate; the failure is said.
-        touch_private(&ready, false)?;
-        if let Err(e) = piped {
-            eprintln!(
-                "swarm: warning: cannot capture the output of {}: {e}",
-                req.name
-            );
-        }
+        opened.record.tmux_version = tmux.known_version().await;
+    }
+    if opened.record != before {
+        opened.record.save(&team.root, &team.name)?;
     }
     if let Panes::InProcess(host) = &opened.panes {
         copy_output(host.clone(), pane.clone(), out_file.clone());
@@ -404,22 +507,85 @@ pub async fn spawn_member(team: &Team, opened: &mut Opened, req: &SpawnRequest) 
             _ => None,
         },
     };
-    let socket = opened.record.tmux_socket.clone();
-    roster.update_member(&req.name, |m| {
-        m.tmux_pane_id = pane.as_str().to_string();
-        m.set_swarm_field(SwarmField::Pid, pid.map(Value::from).unwrap_or(Value::Null));
-        m.set_swarm_field(
-            SwarmField::TmuxSocket,
-            socket
-                .as_ref()
-                .map(|s| Value::String(s.to_string_lossy().into_owned()))
-                .unwrap_or(Value::Null),
-        );
+    Ok((pane, pid))
+}
+
+/// Records spawned panes on the roster: one write at a time, off the async
+/// thread, each taking every pane that opened while the previous write ran.
+struct Registrar {
+    roster: crate::team::Roster,
+    socket: Option<PathBuf>,
+    pending: Vec<(String, PaneId, Option<u32>)>,
+    writing: Option<tokio::task::JoinHandle<Result<()>>>,
+}
+
+impl Registrar {
+    fn new(team: &Team, socket: Option<PathBuf>) -> Self {
+        Self {
+            roster: team.roster(),
+            socket,
+            pending: Vec::new(),
+            writing: None,
+        }
+    }
+
+    /// Queues a pane; starts a write unless one is running. A finished
+    /// write's failure is returned here.
+    async fn add(&mut self, name: &str, pane: &PaneId, pid: Option<u32>) -> Result<()> {
+        self.pending.push((name.to_string(), pane.clone(), pid));
+        if let Some(w) = &self.writing {
+            if !w.is_finished() {
+                return Ok(());
+            }
+            if let Some(w) = self.writing.take() {
+                w.await.context("recording pane ids")??;
+            }
+        }
+        let batch = std::mem::take(&mut self.pending);
+        let (roster, socket) = (self.roster.clone(), self.socket.clone());
+        self.writing = Some(tokio::task::spawn_blocking(move || {
+            register(&roster, socket.as_deref(), &batch)
+        }));
+        Ok(())
+    }
+
+    /// Waits for the running write, then writes what is still queued.
+    async fn finish(&mut self) -> Result<()> {
+        if let Some(w) = self.writing.take() {
+            w.await.context("recording pane ids")??;
+        }
+        let batch = std::mem::take(&mut self.pending);
+        if batch.is_empty() {
+            return Ok(());
+        }
+        register(&self.roster, self.socket.as_deref(), &batch)
+    }
+}
+
+/// One roster write recording each `(name, pane, pid)`.
+fn register(
+    roster: &crate::team::Roster,
+    socket: Option<&Path>,
+    batch: &[(String, PaneId, Option<u32>)],
+) -> Result<()> {
+    let socket = socket
+        .map(|s| Value::String(s.to_string_lossy().into_owned()))
+        .unwrap_or(Value::Null);
+    roster.update(|tf| {
+        for (name, pane, pid) in batch {
+            let members = tf.member_names();
+            let Some(m) = tf.member_mut(name) else {
+                return Err(crate::team::RosterError::NoSuchMember {
+                    team: tf.name.clone(),
+                    name: name.clone(),
+                    members,
+                });
+            };
+            m.tmux_pane_id = pane.as_str().to_string();
+            m.set_swarm_field(SwarmField::Pid, pid.map(Value::from).unwrap_or(Value::Null));
+            m.set_swarm_field(SwarmField::TmuxSocket, socket.clone());
+        }
+        Ok(())
     })?;
-    tracing::info!(member = %req.name, pane = %pane, ?pid, "spawned");
-    Ok(Spawned {
-        name: req.name.clone(),
-        pane,
-        pid,
-    })
+    Ok(())
 }

@@ -450,17 +450,25 @@ impl Roster {
 
     /// Adds a member; refuses a duplicate name (any case).
     pub fn add_member(&self, member: Member) -> Result<TeamFile, RosterError> {
+        self.add_members(vec![member])
+    }
+
+    /// Adds members in one write; refuses (adding none) a name already
+    /// taken, on the roster or earlier in `members` (any case).
+    pub fn add_members(&self, members: Vec<Member>) -> Result<TeamFile, RosterError> {
         let team = self.team.clone();
         Ok(self
             .update(|tf| {
-                if tf
-                    .members
-                    .iter()
-                    .any(|m| m.name.eq_ignore_ascii_case(&member.name))
-                {
-                    return Err(RosterError::DuplicateMember(member.name.clone(), team));
+                for member in members {
+                    if tf
+                        .members
+                        .iter()
+                        .any(|m| m.name.eq_ignore_ascii_case(&member.name))
+                    {
+                        return Err(RosterError::DuplicateMember(member.name, team));
+                    }
+                    tf.members.push(member);
                 }
-                tf.members.push(member);
                 Ok(())
             })?
             .0)

@@ -184,11 +184,16 @@ pub enum Split {
     Vertical,
 }
 
-/// `split-window -d -P -F '#{pane_id}' -t PANE -h|-v [-l N%] -c CWD -e K=V … -- ARGV`.
+/// `split-window -P -F '#{pane_id}' -t PANE -h|-v [-l N%] -c CWD -e K=V … -- ARGV`.
+///
+/// Without `-d`: the new pane becomes the current pane of the command list,
+/// so the [`finish_pane`] commands chained after it (no `-t`) reach it
+/// before its id is known to swarm. It also becomes its window's active
+/// pane; [`restore_focus`] gives the focus back in the same list, so the
+/// user never sees it move (the window's session is not switched).
 pub fn split_window(target: &PaneId, split: Split, launch: &Launch<'_>) -> Result<Vec<String>> {
     let mut argv = vec![
         "split-window".to_string(),
-        "-d".to_string(),
         "-P".to_string(),
         "-F".to_string(),
         PANE_ID_FORMAT.to_string(),
@@ -298,6 +303,75 @@ pub fn set_color(pane: &PaneId, palette_name: &str) -> Result<Vec<String>> {
         "@swarm_color",
         tmux_colour(palette_name),
     ))
+}
+
+/// `last-pane`: after a [`split_window`] (which focused the new pane), the
+/// window's previously active pane is active again.
+pub fn restore_focus() -> Vec<String> {
+    vec!["last-pane".to_string()]
+}
+
+/// `CMD [-t TARGET] ARGS…`.
+fn targeted(cmd: &str, flags: &[&str], target: Option<&str>, rest: &[&str]) -> Vec<String> {
+    let mut argv = vec![cmd.to_string()];
+    argv.extend(flags.iter().map(|f| f.to_string()));
+    if let Some(t) = target {
+        argv.push("-t".to_string());
+        argv.push(t.to_string());
+    }
+    argv.extend(rest.iter().map(|a| a.to_string()));
+    argv
+}
+
+/// The commands that finish a new pane in the very invocation that created
+/// it: its output appended to `output` (`pipe-pane -O`), its title, its
+/// colour and its window's border format. `target` is the new pane (a
+/// window target such as `=s:3` names a new window's only pane); `None`
+/// means the command list's current pane, which a [`split_window`] just set.
+///
+/// The pipe is in place before a byte of output is lost: the tmux server is
+/// single-threaded and runs the whole command list before its event loop
+/// reads the new pane's terminal.
+pub fn finish_pane(
+    target: Option<&str>,
+    title: &str,
+    color: Option<&str>,
+    output: Option<&Path>,
+) -> Result<Vec<Vec<String>>> {
+    let mut cmds = Vec::new();
+    if let Some(file) = output {
+        let shell = pipe_command(file)?;
+        cmds.push(targeted("pipe-pane", &["-O"], target, &[&shell]));
+    }
+    if !title.is_empty() {
+        cmds.push(targeted(
+            "select-pane",
+            &[],
+            target,
+            &["-T", &escape_format(title)],
+        ));
+    }
+    if let Some(c) = color {
+        cmds.push(targeted(
+            "set-option",
+            &["-p"],
+            target,
+            &["@swarm_color", tmux_colour(c)],
+        ));
+    }
+    cmds.push(targeted(
+        "set-option",
+        &["-w"],
+        target,
+        &["pane-border-format", BORDER_FORMAT],
+    ));
+    cmds.push(targeted(
+        "set-option",
+        &["-w"],
+        target,
+        &["pane-border-status", "top"],
+    ));
+    Ok(cmds)
 }
 
 /// The window-level border settings that show titles in colour:
@@ -527,6 +601,19 @@ pub fn sh_quote(text: &str) -> String {
 /// `pipe-pane -O -t PANE 'exec cat >> FILE'`: append everything the pane
 /// prints to `file` (`-O`: output only; replaces an earlier pipe).
 pub fn pipe_pane_to_file(pane: &PaneId, file: &std::path::Path) -> Result<Vec<String>> {
+    Ok(vec![
+        "pipe-pane".to_string(),
+        "-O".to_string(),
+        "-t".to_string(),
+        check_pane_id(pane)?.to_string(),
+        pipe_command(file)?,
+    ])
+}
+
+/// `exec cat >> 'FILE'`, as tmux must receive it: quoted for `/bin/sh`, and
+/// with `#` doubled, because tmux expands the command as a format first (a
+/// path holding `#(cmd)` would otherwise run cmd).
+fn pipe_command(file: &std::path::Path) -> Result<String> {
     let path = file.to_str().ok_or_else(|| {
         BackendError::invalid("output file", &file.to_string_lossy(), "is not valid UTF-8")
     })?;
@@ -537,13 +624,7 @@ pub fn pipe_pane_to_file(pane: &PaneId, file: &std::path::Path) -> Result<Vec<St
             "contains a control character",
         ));
     }
-    Ok(vec![
-        "pipe-pane".to_string(),
-        "-O".to_string(),
-        "-t".to_string(),
-        check_pane_id(pane)?.to_string(),
-        format!("exec cat >> {}", sh_quote(path)),
-    ])
+    Ok(escape_format(&format!("exec cat >> {}", sh_quote(path))))
 }
 
 /// `kill-session -t =NAME`.
@@ -655,6 +736,61 @@ mod tests {
     }
 
     #[test]
+    fn pipe_pane_doubles_hashes_for_the_format_expander() {
+        // tmux expands the pipe command as a format before /bin/sh sees it:
+        // `#(...)` in a path would run a command, `#{...}` would be replaced.
+        let argv = pipe_pane_to_file(
+            &PaneId::new("%3"),
+            std::path::Path::new("/tmp/#(touch x)/#{pane_id}/o.log"),
+        )
+        .unwrap();
+        assert_eq!(argv[4], "exec cat >> '/tmp/##(touch x)/##{pane_id}/o.log'");
+    }
+
+    #[test]
+    fn finish_pane_targets_the_current_pane_or_a_named_one() {
+        let out = Path::new("/o/a#b.log");
+        let cmds = finish_pane(None, "alice #1;", Some("purple"), Some(out)).unwrap();
+        assert_eq!(
+            cmds,
+            vec![
+                s(&["pipe-pane", "-O", "exec cat >> '/o/a##b.log'"]),
+                s(&["select-pane", "-T", "alice ##1;"]),
+                s(&["set-option", "-p", "@swarm_color", "magenta"]),
+                s(&["set-option", "-w", "pane-border-format", BORDER_FORMAT]),
+                s(&["set-option", "-w", "pane-border-status", "top"]),
+            ]
+        );
+        // Chained, a title ending in ';' is escaped, never a separator.
+        let argv = chain(cmds).unwrap();
+        assert!(argv.contains(&"alice ##1\\;".to_string()), "{argv:?}");
+        assert_eq!(argv.iter().filter(|a| *a == ";").count(), 4);
+        let named = finish_pane(Some("=s:3"), "", None, None).unwrap();
+        assert_eq!(
+            named,
+            vec![
+                s(&[
+                    "set-option",
+                    "-w",
+                    "-t",
+                    "=s:3",
+                    "pane-border-format",
+                    BORDER_FORMAT
+                ]),
+                s(&[
+                    "set-option",
+                    "-w",
+                    "-t",
+                    "=s:3",
+                    "pane-border-status",
+                    "top"
+                ]),
+            ]
+        );
+        assert!(finish_pane(None, "x", None, Some(Path::new("/a\nb"))).is_err());
+    }
+
+    #[test]
     fn check_arg_escapes_a_trailing_semicolon() {
         assert_eq!(check_arg(";").unwrap(), "\\;");
         assert_eq!(check_arg("a;").unwrap(), "a\\;");
@@ -733,7 +869,6 @@ mod tests {
             argv,
             s(&[
                 "split-window",
-                "-d",
                 "-P",
                 "-F",
                 "#{pane_id}",
@@ -760,7 +895,9 @@ mod tests {
         let checked = chain(vec![argv]).unwrap();
         assert_eq!(checked.last().unwrap(), "echo hi\\;");
         let v = split_window(&PaneId::new("%3"), Split::Vertical, &launch).unwrap();
-        assert_eq!(&v[5..8], &s(&["-t", "%3", "-v"])[..]);
+        assert_eq!(&v[4..7], &s(&["-t", "%3", "-v"])[..]);
+        // No -d: the finishing commands reach the new pane as the current one.
+        assert!(!v.contains(&"-d".to_string()));
         assert!(split_window(&PaneId::new("bad"), Split::Vertical, &launch).is_err());
     }
 

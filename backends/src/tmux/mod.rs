@@ -22,6 +22,39 @@ use crate::{
 };
 use commands::{Launch, Split, WindowPane};
 
+/// Builds the commands that finish a new pane (see [`commands::finish_pane`])
+/// for a target: `None` is the command list's current pane.
+type Finish<'a> = dyn Fn(Option<&str>) -> Result<Vec<Vec<String>>> + Send + Sync + 'a;
+
+/// A spawn's command list failed.
+#[derive(Debug)]
+enum SplitError {
+    /// Before any pane was created: planning again may succeed.
+    NotCreated(BackendError),
+    /// After (the new pane was killed again), or while preparing it.
+    Other(BackendError),
+}
+
+impl SplitError {
+    fn into_inner(self) -> BackendError {
+        match self {
+            SplitError::NotCreated(e) | SplitError::Other(e) => e,
+        }
+    }
+}
+
+impl From<BackendError> for SplitError {
+    fn from(e: BackendError) -> Self {
+        SplitError::Other(e)
+    }
+}
+
+impl From<SplitError> for BackendError {
+    fn from(e: SplitError) -> Self {
+        e.into_inner()
+    }
+}
+
 /// The smallest pane swarm keeps readable; below it a new window is used.
 pub const MIN_ROWS: u32 = 8;
 pub const MIN_COLS: u32 = 40;
@@ -124,6 +157,10 @@ struct State {
     overflow: Option<String>,
     /// Hidden panes and the pane they were beside.
     hidden: HashMap<PaneId, PaneId>,
+    /// The lead's window as the last split left it (listed in that split's
+    /// own invocation), so the next split of a burst skips a `list-panes`.
+    /// Taken by the split that uses it; a failed split lists afresh.
+    window: Option<(PaneId, Vec<WindowPane>)>,
 }
 
 /// The tmux backend.
@@ -144,6 +181,24 @@ impl TmuxBackend {
             timeout: crate::command::DEFAULT_TIMEOUT,
             state: Mutex::new(State::default()),
         }
+    }
+
+    /// A backend that takes `version` as already checked (a version another
+    /// swarm process of the team checked and recorded): no `tmux -V` call.
+    /// A version below [`commands::MIN_VERSION`] is ignored and checked again.
+    pub fn with_known_version(self, version: (u32, u32)) -> Self {
+        if version >= commands::MIN_VERSION {
+            self.state
+                .try_lock()
+                .expect("a new backend's state is not shared yet")
+                .version = Some(version);
+        }
+        self
+    }
+
+    /// The version checked so far (by [`Self::check_version`] or given).
+    pub async fn known_version(&self) -> Option<(u32, u32)> {
+        self.state.lock().await.version
     }
 
     /// The server this backend drives.
@@ -216,6 +271,77 @@ impl TmuxBackend {
             .map(drop)
     }
 
+    /// Opens a pane like [`PaneBackendExecutor::spawn`] and, in the same tmux
+    /// invocation, pipes everything it prints to `output` (appended), from
+    /// its first byte. One `tmux` call creates, pipes, titles and colours
+    /// the pane.
+    pub async fn spawn_piped(
+        &self,
+        spec: &SpawnSpec,
+        output: Option<&std::path::Path>,
+    ) -> Result<PaneId> {
+        spec.validate()?;
+        self.check_version().await?;
+        let argv = spec.exact_env_argv();
+        let launch = Launch {
+            cwd: &spec.cwd,
+            env: &spec.env,
+            argv: &argv,
+        };
+        let finish = |target: Option<&str>| {
+            commands::finish_pane(target, &spec.title, spec.color.as_deref(), output)
+        };
+        match &spec.placement {
+            Placement::RightOfLead { lead } => self.spawn_beside(lead, &launch, &finish).await,
+            Placement::NewWindow {
+                session: Some(session),
+            } => self.spawn_window(session, &launch, &finish).await,
+            Placement::NewWindow { session: None } => Err(BackendError::invalid(
+                "placement",
+                "NewWindow without a session",
+                "the tmux backend needs the session to open a window in",
+            )),
+            Placement::Session { name } => {
+                if self.has_session(name).await? {
+                    return Err(BackendError::invalid(
+                        "tmux session",
+                        name,
+                        "already exists on this server",
+                    ));
+                }
+                let target = commands::window_target(name, None)?;
+                let mut cmds = vec![
+                    commands::new_session(name, &launch)?,
+                    commands::set_window_remain_on_exit(&target, true),
+                ];
+                cmds.extend(finish(Some(&target))?);
+                Ok(self.run_spawn(cmds).await?.0)
+            }
+        }
+    }
+
+    /// Runs a command list whose first command prints a new pane's id, and
+    /// returns that id and what the list printed after it. If a later
+    /// command fails, the new pane is killed: nothing half-made stays.
+    async fn run_spawn(
+        &self,
+        cmds: Vec<Vec<String>>,
+    ) -> std::result::Result<(PaneId, String), SplitError> {
+        let inv = self.invocation(commands::chain(cmds)?);
+        let out = inv.output().await?;
+        let pane = commands::parse_pane_id(&out.stdout);
+        if !out.success() {
+            let Ok(pane) = pane else {
+                return Err(SplitError::NotCreated(inv.failed(&out)));
+            };
+            let kill = commands::chain(vec![commands::kill_pane(&pane)?])?;
+            let _ = self.invocation(kill).output().await;
+            return Err(SplitError::Other(inv.failed(&out)));
+        }
+        let rest = out.stdout.split_once('\n').map_or("", |(_, r)| r);
+        Ok((pane?, rest.to_string()))
+    }
+
     /// Kills session `name` (exact match); a missing session or server is fine.
     pub async fn kill_session(&self, name: &str) -> Result<()> {
         let inv = self.invocation(commands::chain(vec![commands::kill_session(name)?])?);
@@ -257,19 +383,21 @@ impl TmuxBackend {
             argv: &argv,
         };
         let target = commands::window_target(name, None)?;
-        let out = self
-            .tmux_chain(vec![
-                commands::new_session(name, &launch)?,
-                commands::set_window_remain_on_exit(&target, true),
-                // The pane target "=name:" is the session's only pane: the lead.
-                ["set-option", "-p", "-t", &target, "remain-on-exit", "off"]
-                    .map(String::from)
-                    .to_vec(),
-            ])
-            .await?;
-        let pane = commands::parse_pane_id(&out.stdout)?;
-        self.style(&pane, lead).await?;
-        Ok(pane)
+        let mut cmds = vec![
+            commands::new_session(name, &launch)?,
+            commands::set_window_remain_on_exit(&target, true),
+            // The pane target "=name:" is the session's only pane: the lead.
+            ["set-option", "-p", "-t", &target, "remain-on-exit", "off"]
+                .map(String::from)
+                .to_vec(),
+        ];
+        cmds.extend(commands::finish_pane(
+            Some(&target),
+            &lead.title,
+            lead.color.as_deref(),
+            None,
+        )?);
+        Ok(self.run_spawn(cmds).await?.0)
     }
 
     async fn window_of(&self, pane: &PaneId) -> Result<Vec<WindowPane>> {
@@ -282,66 +410,124 @@ impl TmuxBackend {
         commands::parse_next_window_index(&out.stdout)
     }
 
-    /// A new window in `session`, remain-on-exit set before the program can exit.
-    async fn spawn_window(&self, session: &str, launch: &Launch<'_>) -> Result<PaneId> {
+    /// A new window in `session`, remain-on-exit set before the program can
+    /// exit, finished by `finish` (the window target names its only pane).
+    async fn spawn_window(
+        &self,
+        session: &str,
+        launch: &Launch<'_>,
+        finish: &Finish<'_>,
+    ) -> Result<PaneId> {
         let index = self.next_window_index(session).await?;
         let target = commands::window_target(session, Some(index))?;
         // One invocation: tmux runs the queue before it handles the child's
         // exit, so the option is in place whatever the program does.
-        let out = self
-            .tmux_chain(vec![
-                commands::new_window(session, index, "swarm", launch)?,
-                commands::set_window_remain_on_exit(&target, true),
-            ])
-            .await?;
-        commands::parse_pane_id(&out.stdout)
+        let mut cmds = vec![
+            commands::new_window(session, index, "swarm", launch)?,
+            commands::set_window_remain_on_exit(&target, true),
+        ];
+        cmds.extend(finish(Some(&target))?);
+        Ok(self.run_spawn(cmds).await?.0)
     }
 
-    async fn spawn_beside(&self, lead: &PaneId, launch: &Launch<'_>) -> Result<PaneId> {
+    async fn spawn_beside(
+        &self,
+        lead: &PaneId,
+        launch: &Launch<'_>,
+        finish: &Finish<'_>,
+    ) -> Result<PaneId> {
+        let cached = {
+            let mut state = self.state.lock().await;
+            match state.window.take() {
+                Some((l, w)) if &l == lead => Some(w),
+                _ => None,
+            }
+        };
+        if let Some(window) = cached {
+            // The layout may have changed since (a pane closed, the window
+            // resized): a split that fails before creating anything is
+            // planned again on a fresh listing.
+            match self.split_beside(lead, window, launch, finish).await {
+                Ok(pane) => return Ok(pane),
+                Err(SplitError::NotCreated(_)) => {}
+                Err(SplitError::Other(e)) => return Err(e),
+            }
+        }
         let window = self.window_of(lead).await?;
+        self.split_beside(lead, window, launch, finish)
+            .await
+            .map_err(SplitError::into_inner)
+    }
+
+    async fn split_beside(
+        &self,
+        lead: &PaneId,
+        window: Vec<WindowPane>,
+        launch: &Launch<'_>,
+        finish: &Finish<'_>,
+    ) -> std::result::Result<PaneId, SplitError> {
         let Some(lead_row) = window.iter().find(|p| &p.pane == lead) else {
-            return Err(BackendError::invalid(
+            return Err(SplitError::NotCreated(BackendError::invalid(
                 "lead pane",
                 lead.as_str(),
                 "is not on this tmux server",
-            ));
+            )));
         };
         let (session, window_width) = (lead_row.session.clone(), lead_row.window_width);
         self.state.lock().await.lead = Some(lead.clone());
-        match plan_split(&window, lead) {
-            SplitPlan::First => {
+        let mut cmds = match plan_split(&window, lead) {
+            SplitPlan::First => vec![
                 // Window-level remain-on-exit (inherited by the new pane,
                 // set before it exists), but not for the lead itself.
-                let out = self
-                    .tmux_chain(vec![
-                        commands::set_window_remain_on_exit(commands::check_pane_id(lead)?, true),
-                        commands::set_pane_remain_on_exit(lead, false)?,
-                        commands::split_window(
-                            lead,
-                            Split::Horizontal {
-                                percent: (100 - LEAD_PERCENT) as u8,
-                            },
-                            launch,
-                        )?,
-                    ])
-                    .await?;
-                commands::parse_pane_id(&out.stdout)
-            }
+                commands::set_window_remain_on_exit(commands::check_pane_id(lead)?, true),
+                commands::set_pane_remain_on_exit(lead, false)?,
+                commands::split_window(
+                    lead,
+                    Split::Horizontal {
+                        percent: (100 - LEAD_PERCENT) as u8,
+                    },
+                    launch,
+                )?,
+            ],
             SplitPlan::Column { below } => {
-                let out = self
-                    .tmux_chain(vec![
-                        commands::split_window(&below, Split::Vertical, launch)?,
-                        commands::select_layout(&lead_row.window_id, "main-vertical"),
-                        commands::resize_pane_width(lead, window_width * LEAD_PERCENT / 100)?,
-                    ])
-                    .await?;
-                commands::parse_pane_id(&out.stdout)
+                vec![commands::split_window(&below, Split::Vertical, launch)?]
             }
-            SplitPlan::Overflow => self.spawn_overflow(&session, launch).await,
+            SplitPlan::Overflow => {
+                let pane = self.spawn_overflow(&session, launch, finish).await?;
+                // The lead's window is as it was: the next split of a
+                // burst plans on this listing again.
+                self.state.lock().await.window = Some((lead.clone(), window));
+                return Ok(pane);
+            }
+        };
+        // The new pane is the list's current pane until the focus goes back.
+        cmds.extend(finish(None)?);
+        cmds.push(commands::restore_focus());
+        cmds.push(commands::select_layout(
+            &lead_row.window_id,
+            "main-vertical",
+        ));
+        cmds.push(commands::resize_pane_width(
+            lead,
+            window_width * LEAD_PERCENT / 100,
+        )?);
+        // The window as this split leaves it, for the next split of a burst.
+        cmds.push(commands::list_window_panes(lead)?);
+        let (pane, rest) = self.run_spawn(cmds).await?;
+        if let Ok(after) = commands::parse_window_panes(&rest)
+            && after.iter().any(|p| &p.pane == lead)
+        {
+            self.state.lock().await.window = Some((lead.clone(), after));
         }
+        Ok(pane)
     }
 
-    async fn spawn_overflow(&self, session: &str, launch: &Launch<'_>) -> Result<PaneId> {
+    async fn spawn_overflow(
+        &self,
+        session: &str,
+        launch: &Launch<'_>,
+        finish: &Finish<'_>,
+    ) -> Result<PaneId> {
         let overflow = self.state.lock().await.overflow.clone();
         if let Some(window_id) = overflow {
             let all = self.tmux(commands::list_panes_window(&window_id)).await;
@@ -351,35 +537,20 @@ impl TmuxBackend {
                     && tiled_fits(first.window_width, first.window_height, panes.len() as u32)
                 {
                     let last = panes.last().unwrap_or(first).pane.clone();
-                    let out = self
-                        .tmux_chain(vec![
-                            commands::split_window(&last, Split::Vertical, launch)?,
-                            commands::select_layout(&window_id, "tiled"),
-                        ])
-                        .await?;
-                    return commands::parse_pane_id(&out.stdout);
+                    let mut cmds = vec![commands::split_window(&last, Split::Vertical, launch)?];
+                    cmds.extend(finish(None)?);
+                    cmds.push(commands::restore_focus());
+                    cmds.push(commands::select_layout(&window_id, "tiled"));
+                    return Ok(self.run_spawn(cmds).await?.0);
                 }
             }
         }
-        let pane = self.spawn_window(session, launch).await?;
+        let pane = self.spawn_window(session, launch, finish).await?;
         let window = self.window_of(&pane).await?;
         if let Some(row) = window.first() {
             self.state.lock().await.overflow = Some(row.window_id.clone());
         }
         Ok(pane)
-    }
-
-    /// Title, colour and the window's border format, in one invocation.
-    async fn style(&self, pane: &PaneId, spec: &SpawnSpec) -> Result<()> {
-        let mut cmds = Vec::new();
-        if !spec.title.is_empty() {
-            cmds.push(commands::set_title(pane, &spec.title)?);
-        }
-        if let Some(color) = &spec.color {
-            cmds.push(commands::set_color(pane, color)?);
-        }
-        cmds.extend(commands::border_style(pane)?);
-        self.tmux_chain(cmds).await.map(drop)
     }
 
     /// Every pane row on the server; an absent server has no panes.
@@ -480,46 +651,7 @@ impl PaneBackendExecutor for TmuxBackend {
     }
 
     async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneId> {
-        spec.validate()?;
-        self.check_version().await?;
-        let argv = spec.exact_env_argv();
-        let launch = Launch {
-            cwd: &spec.cwd,
-            env: &spec.env,
-            argv: &argv,
-        };
-        let pane = match &spec.placement {
-            Placement::RightOfLead { lead } => self.spawn_beside(lead, &launch).await?,
-            Placement::NewWindow {
-                session: Some(session),
-            } => self.spawn_window(session, &launch).await?,
-            Placement::NewWindow { session: None } => {
-                return Err(BackendError::invalid(
-                    "placement",
-                    "NewWindow without a session",
-                    "the tmux backend needs the session to open a window in",
-                ));
-            }
-            Placement::Session { name } => {
-                if self.has_session(name).await? {
-                    return Err(BackendError::invalid(
-                        "tmux session",
-                        name,
-                        "already exists on this server",
-                    ));
-                }
-                let target = commands::window_target(name, None)?;
-                let out = self
-                    .tmux_chain(vec![
-                        commands::new_session(name, &launch)?,
-                        commands::set_window_remain_on_exit(&target, true),
-                    ])
-                    .await?;
-                commands::parse_pane_id(&out.stdout)?
-            }
-        };
-        self.style(&pane, spec).await?;
-        Ok(pane)
+        self.spawn_piped(spec, None).await
     }
 
     async fn status(&self, panes: &[PaneId]) -> Result<Vec<(PaneId, PaneStatus)>> {
@@ -709,6 +841,20 @@ mod tests {
         assert!(tiled_fits(200, 50, 1));
         assert!(tiled_fits(200, 50, 3));
         assert!(!tiled_fits(80, 24, 4));
+    }
+
+    #[tokio::test]
+    async fn a_recorded_version_spares_the_tmux_v_call_unless_too_old() {
+        let missing = |v| {
+            let mut b = TmuxBackend::new(TmuxServer::socket("/nonexistent/sock"));
+            b.program = "/nonexistent/swarm-no-such-tmux".to_string();
+            b.with_known_version(v)
+        };
+        // No tmux runs: the recorded version answers.
+        assert_eq!(missing((3, 3)).check_version().await.unwrap(), (3, 3));
+        // A version too old to trust is checked again (and tmux is missing).
+        let err = missing((2, 9)).check_version().await.unwrap_err();
+        assert!(matches!(err, BackendError::Unavailable { .. }), "{err}");
     }
 
     #[test]
