@@ -396,44 +396,57 @@ impl Mailbox {
         let listing = spool.list().map_err(spool_err)?;
         let mut tmp = TempFile::create(path).map_err(|e| MailboxError::io(path, e))?;
 
-        // Claim. A dead holder's claim whose temp file is gone was renamed
-        // into the inbox: delivered, only its clean-up is left (after a
-        // directory fsync, since that holder may have died before its own).
-        let mut to_claim: Vec<(spool::Key, PathBuf)> = listing
-            .pending
+        // What dead holders left. A claim listed in a batch whose temp file
+        // is gone was renamed into the inbox: delivered, only its clean-up is
+        // left (after a directory fsync: that holder may have died before its
+        // own). Any other claim is taken over.
+        let committed: HashSet<&spool::Key> = listing
+            .batches
             .iter()
-            .map(|k| (k.clone(), spool.pending_path(k)))
+            .filter(|(tag, _)| !atomic_file::temp_path(path, tag).exists())
+            .flat_map(|(_, keys)| keys)
             .collect();
-        let mut delivered_before: Vec<PathBuf> = Vec::new();
-        let mut dead_temps: Vec<PathBuf> = Vec::new();
-        for (key, tag) in &listing.claimed {
-            let claim = spool.claimed_path(key, tag);
-            let their_tmp = atomic_file::temp_path(path, tag);
-            if their_tmp.exists() {
-                to_claim.push((key.clone(), claim));
-                if !dead_temps.contains(&their_tmp) {
-                    dead_temps.push(their_tmp);
-                }
-            } else {
-                delivered_before.push(claim);
+        let (delivered_before, taken_over): (Vec<&spool::Key>, Vec<&spool::Key>) =
+            listing.claimed.iter().partition(|k| committed.contains(k));
+        // Settled before their batch goes: a claim with no batch would be
+        // taken over, and merged again were it consumed meanwhile.
+        if !delivered_before.is_empty() {
+            atomic_file::sync_dir(parent_of(path)).map_err(|e| MailboxError::io(path, e))?;
+            for k in &delivered_before {
+                spool::remove(&spool.claimed_path(k)).map_err(spool_err)?;
             }
         }
-        to_claim.sort();
+        let mut batch_keys: Vec<&spool::Key> =
+            listing.pending.iter().chain(taken_over.iter().copied()).collect();
+        batch_keys.sort();
         let mut claims = Claims {
             spool: &spool,
+            tag: tmp.tag().to_owned(),
             held: Vec::new(),
         };
-        for (key, from) in to_claim {
-            let claim = spool.claimed_path(&key, tmp.tag());
-            match std::fs::rename(&from, &claim) {
-                Ok(()) => claims.held.push((key, claim)),
+        if !batch_keys.is_empty() {
+            spool
+                .write_batch(tmp.tag(), &batch_keys)
+                .map_err(spool_err)?;
+        }
+        // Only now may the dead holders' records go: the keys they claimed
+        // and did not commit are in this holder's batch.
+        for (tag, _) in &listing.batches {
+            spool.remove_batch(tag).map_err(spool_err)?;
+            spool::remove(&atomic_file::temp_path(path, tag)).map_err(spool_err)?;
+        }
+        for key in batch_keys {
+            let claim = spool.claimed_path(key);
+            if taken_over.contains(&key) {
+                claims.held.push((key.clone(), claim));
+                continue;
+            }
+            match std::fs::rename(spool.pending_path(key), &claim) {
+                Ok(()) => claims.held.push((key.clone(), claim)),
                 // Withdrawn by its sender at its deadline.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(spool_err(e)),
             }
-        }
-        for t in &dead_temps {
-            let _ = spool::remove(t);
         }
         self.hooks.at(Stage::Claimed, claims.held.len());
 
@@ -532,8 +545,6 @@ impl Mailbox {
                     }
                 }
             }
-        } else if !delivered_before.is_empty() {
-            atomic_file::sync_dir(parent_of(path)).map_err(|e| MailboxError::io(path, e))?;
         }
         self.hooks.at(Stage::Committed, claims.held.len());
 
@@ -554,9 +565,7 @@ impl Mailbox {
             }
         }
         claims.held.clear();
-        for claim in &delivered_before {
-            spool::remove(claim).map_err(spool_err)?;
-        }
+        spool.remove_batch(tmp.tag()).map_err(spool_err)?;
         drop(tmp);
 
         Ok(own_at.map(|i| {
@@ -756,19 +765,26 @@ fn load_locked(
 /// like a commit of entries it did not write.
 struct Claims<'a> {
     spool: &'a Spool,
+    tag: String,
     held: Vec<(spool::Key, PathBuf)>,
 }
 
 impl Drop for Claims<'_> {
     fn drop(&mut self) {
+        if self.held.is_empty() {
+            return;
+        }
         for (key, claim) in &self.held {
             let back = self.spool.pending_path(key);
             if let Err(e) = std::fs::rename(claim, &back)
                 && e.kind() != std::io::ErrorKind::NotFound
             {
                 tracing::error!(claim = %claim.display(), error = %e, "cannot release a claim");
+                return;
             }
         }
+        // Every claim released: the batch no longer speaks for any.
+        let _ = self.spool.remove_batch(&self.tag);
     }
 }
 

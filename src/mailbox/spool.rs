@@ -23,9 +23,11 @@
 //!   so a holder never reads half a file. Not fsynced: until the entry is in
 //!   the inbox nothing has been acknowledged, and the inbox commit is
 //!   fsynced.
-//! * `<key>.claimed-<tag>`: taken by the holder whose inbox temp file is
-//!   `<inbox>.tmp.<tag>`. The claim is a rename, so a sender withdrawing
-//!   (unlinking `<key>.json`) and a holder claiming cannot both win.
+//! * `<key>.claimed`: taken by a holder. The claim is a rename, so a sender
+//!   withdrawing (unlinking `<key>.json`) and a holder claiming cannot both
+//!   win.
+//! * `<tag>.batch`: the keys claimed by the holder whose inbox temp file is
+//!   `<inbox>.tmp.<tag>`, written before it claims them.
 //! * `<key>.failed`: refused (inbox full, `msg_id` reused); holds why.
 //! * `<key>.corrupt`: unreadable (only a power cut can leave one), set aside.
 //!
@@ -33,10 +35,11 @@
 //!
 //! Holder (holds the inbox lock: OS lock + lock directory):
 //! 1. create its inbox temp file `<inbox>.tmp.<tag>` (empty);
-//! 2. claim every pending file, and every claim of a dead holder whose temp
-//!    file still exists (its rename never happened), by renaming it to
-//!    `.claimed-<tag>`; a claim whose temp file is gone was renamed into the
-//!    inbox: delivered, only its clean-up is left;
+//! 2. settle what dead holders left: a claim listed in a batch whose temp
+//!    file is gone was renamed into the inbox (delivered, only its clean-up
+//!    is left); any other claim is taken over. It writes its own batch (the
+//!    pending keys and the taken-over claims), only then drops the dead
+//!    holders' batches and temp files, and claims the pending files;
 //! 3. read the inbox, drop entries whose `msg_id` is already there (a claim
 //!    delivered before a crash, a retried send), apply the caps, write
 //!    `.failed` for refused entries (before the commit: a crash must never
@@ -52,10 +55,11 @@
 //!
 //! Sender that finds the lock held: writes its pending file, then waits for
 //! the holder to let go (a shared OS lock on the inbox lock's sidecar is
-//! granted the moment no swarm process holds the lock). Under that shared
-//! lock the spool is still (only holders rename claims) and the sender reads
-//! its fate: pending (it tries to become the holder), claimed (wait again),
-//! failed, or gone = delivered. At its deadline it withdraws by unlinking its
+//! granted the moment no swarm process holds the lock; after that it queues
+//! for the lock itself). Under either lock the spool is still (only holders
+//! move claims) and the sender reads its fate with a few `stat`s: pending
+//! (it becomes the holder), claimed (a dead holder's: it becomes the
+//! holder), failed, or gone = delivered. At its deadline it withdraws by unlinking its
 //! pending file: success means nothing was sent; failure means a holder has
 //! claimed it, and such a holder already holds every lock and has only its
 //! own I/O left (or died, freeing the lock at once), so the sender waits for
@@ -82,7 +86,7 @@ pub(crate) struct Spool {
 }
 
 /// A waiting send's name in the spool.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct Key(String);
 
 /// Where a waiting send stands.
@@ -108,8 +112,10 @@ pub(crate) enum Refusal {
 #[derive(Debug, Default)]
 pub(crate) struct Listing {
     pub pending: Vec<Key>,
-    /// Claims left by holders that died: (key, their tag).
-    pub claimed: Vec<(Key, String)>,
+    /// Claims left by holders that died.
+    pub claimed: Vec<Key>,
+    /// Their batches: (tag, keys).
+    pub batches: Vec<(String, Vec<Key>)>,
 }
 
 impl Spool {
@@ -129,8 +135,25 @@ impl Spool {
         self.path(key, "json")
     }
 
-    pub fn claimed_path(&self, key: &Key, tag: &str) -> PathBuf {
-        self.path(key, &format!("claimed-{tag}"))
+    pub fn claimed_path(&self, key: &Key) -> PathBuf {
+        self.path(key, "claimed")
+    }
+
+    fn batch_path(&self, tag: &str) -> PathBuf {
+        self.dir.join(format!("{tag}.batch"))
+    }
+
+    /// Records that the holder with temp-file tag `tag` claims `keys`
+    /// (written whole: via a temp name and a rename).
+    pub fn write_batch(&self, tag: &str, keys: &[&Key]) -> io::Result<()> {
+        let text: String = keys.iter().map(|k| format!("{}\n", k.0)).collect();
+        let tmp = self.dir.join(format!("{tag}.batch.tmp"));
+        fs::write(&tmp, text)?;
+        fs::rename(&tmp, self.batch_path(tag))
+    }
+
+    pub fn remove_batch(&self, tag: &str) -> io::Result<()> {
+        remove(&self.batch_path(tag))
     }
 
     /// Hands `entry` to the next holder: writes `<key>.json` (via `.tmp`).
@@ -169,43 +192,36 @@ impl Spool {
     }
 
     /// Where `key` stands. Reliable only while the caller holds the inbox's
-    /// OS lock (shared or exclusive), when no holder is renaming claims. A
+    /// OS lock (shared or exclusive), when no holder is moving claims. A
     /// failure is collected: its file is removed.
     pub fn fate(&self, key: &Key) -> io::Result<Fate> {
-        let rd = match fs::read_dir(&self.dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Fate::Delivered),
-            Err(e) => return Err(e),
-        };
-        let prefix = format!("{}.", key.0);
-        let mut fate = Fate::Delivered;
-        for e in rd {
-            let name = e?.file_name();
-            let Some(suffix) = name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
-                continue;
-            };
-            if suffix == "json" {
-                return Ok(Fate::Pending);
-            } else if suffix.starts_with("claimed-") {
-                fate = Fate::Claimed;
-            } else if suffix == "failed" && fate == Fate::Delivered {
-                let p = self.path(key, "failed");
-                let refusal = serde_json::from_slice(&fs::read(&p)?).unwrap_or_else(|e| {
+        let exists = |p: PathBuf| p.try_exists();
+        if exists(self.pending_path(key))? {
+            return Ok(Fate::Pending);
+        }
+        if exists(self.claimed_path(key))? {
+            return Ok(Fate::Claimed);
+        }
+        let failed = self.path(key, "failed");
+        match fs::read(&failed) {
+            Ok(bytes) => {
+                let refusal = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
                     Refusal::Unreadable {
                         problem: format!("unreadable refusal ({e})"),
                     }
                 });
-                fate = Fate::Failed(refusal);
-            } else if suffix == "corrupt" && fate == Fate::Delivered {
-                fate = Fate::Failed(Refusal::Unreadable {
-                    problem: "its spool file was unreadable".into(),
-                });
+                remove(&failed)?;
+                return Ok(Fate::Failed(refusal));
             }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
         }
-        if matches!(fate, Fate::Failed(_)) {
-            let _ = fs::remove_file(self.path(key, "failed"));
+        if exists(self.path(key, "corrupt"))? {
+            return Ok(Fate::Failed(Refusal::Unreadable {
+                problem: "its spool file was unreadable".into(),
+            }));
         }
-        Ok(fate)
+        Ok(Fate::Delivered)
     }
 
     /// Pending files and claims, oldest first; old `.tmp` and `.failed`
@@ -226,9 +242,15 @@ impl Spool {
             let key = Key(key.to_owned());
             if suffix == "json" {
                 listing.pending.push(key);
-            } else if let Some(tag) = suffix.strip_prefix("claimed-") {
-                listing.claimed.push((key, tag.to_owned()));
-            } else if suffix == "tmp" || suffix == "failed" {
+            } else if suffix == "claimed" {
+                listing.claimed.push(key);
+            } else if suffix == "batch" {
+                let keys = fs::read_to_string(e.path())?
+                    .lines()
+                    .map(|k| Key(k.to_owned()))
+                    .collect();
+                listing.batches.push((key.0, keys));
+            } else if suffix == "tmp" || suffix == "failed" || suffix == "batch.tmp" {
                 let old = e
                     .metadata()
                     .and_then(|m| m.modified())

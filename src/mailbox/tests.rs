@@ -942,7 +942,8 @@ fn dead_holder_claim(s: &Sandbox, text: &str, renamed: bool) -> Entry {
     let spool = s.spool("bob");
     let key = spool.put(&e).unwrap();
     let tag = format!("{:08x}", rand_tag());
-    std::fs::rename(spool.pending_path(&key), spool.claimed_path(&key, &tag)).unwrap();
+    spool.write_batch(&tag, &[&key]).unwrap();
+    std::fs::rename(spool.pending_path(&key), spool.claimed_path(&key)).unwrap();
     if !renamed {
         std::fs::write(atomic_file::temp_path(&s.inbox("bob"), &tag), b"").unwrap();
     }
