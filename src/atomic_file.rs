@@ -73,25 +73,30 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .map_err(|e| e.source)
 }
 
-/// Creates `path` with `bytes` only if it does not exist yet (O_EXCL), mode
-/// 0600. Returns `false` when it already existed.
+/// Creates `path` with `bytes` only if it does not exist yet, mode 0600,
+/// durably. Returns `false` when it already existed. The bytes are written
+/// and fsynced in a temp file that is then hard-linked to `path` (which, like
+/// O_EXCL, fails if `path` exists): a reader never sees the file empty or
+/// half written, as it could between an O_EXCL create and its write.
 pub fn create_new(path: &Path, bytes: &[u8]) -> io::Result<bool> {
-    match OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(FILE_MODE)
-        .open(path)
+    if path.exists() {
+        return Ok(false);
+    }
+    let tmp = TempFile::create(path)?;
     {
-        Ok(mut f) => {
-            f.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
-            f.write_all(bytes)?;
-            f.sync_data()?;
+        let mut f = &tmp.file;
+        f.write_all(bytes)?;
+        f.sync_data()?;
+    }
+    match fs::hard_link(&tmp.path, path) {
+        Ok(()) => {
             sync_dir(parent_of(path))?;
             Ok(true)
         }
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(e),
     }
+    // `tmp` goes on drop; `path` keeps the inode.
 }
 
 /// Reads a whole file; `Ok(None)` when it does not exist.
@@ -370,20 +375,6 @@ impl FileLock {
             Err(fs::TryLockError::WouldBlock) => Ok(None),
             Err(fs::TryLockError::Error(source)) => Err(LockError::Io { path: dir, source }),
         }
-    }
-
-    /// The OS lock of `file`'s lock, waiting at most `timeout` for it.
-    pub fn wait_os_lock(file: &Path, timeout: Duration) -> Result<Option<OsLock>, LockError> {
-        let dir = crate::paths::lock_dir_for(file);
-        let sidecar = open_sidecar(&dir)?;
-        let got = match sidecar.try_lock() {
-            Ok(()) => Some(sidecar),
-            Err(fs::TryLockError::WouldBlock) => wait_for_os_lock(sidecar, &dir, timeout, false)?,
-            Err(fs::TryLockError::Error(source)) => {
-                return Err(LockError::Io { path: dir, source });
-            }
-        };
-        Ok(got.map(|sidecar| OsLock { dir, sidecar }))
     }
 
     /// Waits, at most `timeout`, until no swarm process holds `file`'s lock,

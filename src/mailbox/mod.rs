@@ -4,7 +4,10 @@
 //! * [`Mailbox::append`] sends: under the inbox lock (Claude Code's
 //!   `<file>.lock` directory plus an OS lock) it re-reads, validates, pushes,
 //!   compacts if a cap is reached, writes atomically, and returns only once
-//!   the new `msg_id` is in the file on disk.
+//!   the new `msg_id` is in the file on disk. Sends that find the lock held
+//!   are group-committed: each hands its entry to the holder through the
+//!   inbox's spool and waits until the holder's one durable write holds it
+//!   (`mailbox/spool.rs` has the protocol and its crash cases).
 //! * [`Mailbox::read`] returns every entry in file order, `read:true` ones
 //!   included (callers filter with [`Entry::is_unread`]).
 //! * [`Mailbox::consume`] removes entries by identity only, after copying
@@ -58,6 +61,9 @@ pub const MAX_UNREAD_PROTOCOL: usize = 2000;
 /// How long a sender whose deadline passed waits for the holder that has
 /// claimed its entry (a live holder has only its own I/O left).
 const CLAIMED_PATIENCE: Duration = Duration::from_secs(365 * 24 * 3600);
+/// How long a waiter whose entry missed a commit pauses before it tries
+/// for the lock again (see `Mailbox::await_commit`).
+const WAITER_NAP: Duration = Duration::from_millis(1);
 /// Bounds of a member's history.
 pub use history::{MAX_BYTES as HISTORY_MAX_BYTES, MAX_ENTRIES as HISTORY_MAX_ENTRIES};
 
@@ -312,27 +318,29 @@ impl Mailbox {
             Fate::Failed(why) => Some(Err(why.into_error(path, &msg_id))),
             Fate::Pending | Fate::Claimed => None,
         };
-        // First wait for the current holder to let go (a shared lock: every
-        // waiter wakes at once and most find their entry delivered). One
-        // still waiting then queues for the lock itself (exclusive: waiters
-        // that kept taking the shared lock would keep each other from ever
-        // getting it).
-        let mut queue = false;
+        // Wait for the current holder to let go: a shared lock is granted
+        // to every waiter at once, and most find their entry delivered. One
+        // whose entry still waits tries for the lock itself; failing that (a
+        // new holder, or other waiters still looking), it naps before
+        // looking again. It must not go straight back to the shared lock:
+        // waiters that kept re-taking it would keep each other from ever
+        // getting the lock. Nor queue for the lock exclusively: each waiter
+        // would then hold the lock in turn only to find its entry delivered,
+        // one wake-up of every other waiter per turn.
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let os = if left.is_zero() {
                 None
-            } else if queue {
-                FileLock::wait_os_lock(path, left)?
             } else if let Some(os) = FileLock::try_os_lock(path)? {
                 Some(os)
             } else {
                 match FileLock::wait_shared(path, left)? {
-                    Some(_shared) => {
+                    Some(shared) => {
                         if let Some(done) = settled(spool.fate(key).map_err(spool_err)?) {
                             return done;
                         }
-                        queue = true;
+                        drop(shared);
+                        std::thread::sleep(WAITER_NAP.min(left));
                         continue;
                     }
                     None => None,
@@ -376,7 +384,6 @@ impl Mailbox {
             // false.
             tracing::warn!(inbox = %path.display(), %msg_id, "deadline passed while the message was being written; waiting for the outcome");
             deadline = Instant::now() + CLAIMED_PATIENCE;
-            queue = true;
         }
     }
 
@@ -416,8 +423,11 @@ impl Mailbox {
                 spool::remove(&spool.claimed_path(k)).map_err(spool_err)?;
             }
         }
-        let mut batch_keys: Vec<&spool::Key> =
-            listing.pending.iter().chain(taken_over.iter().copied()).collect();
+        let mut batch_keys: Vec<&spool::Key> = listing
+            .pending
+            .iter()
+            .chain(taken_over.iter().copied())
+            .collect();
         batch_keys.sort();
         let mut claims = Claims {
             spool: &spool,

@@ -55,18 +55,30 @@
 //!
 //! Sender that finds the lock held: writes its pending file, then waits for
 //! the holder to let go (a shared OS lock on the inbox lock's sidecar is
-//! granted the moment no swarm process holds the lock; after that it queues
-//! for the lock itself). Under either lock the spool is still (only holders
-//! move claims) and the sender reads its fate with a few `stat`s: pending
-//! (it becomes the holder), claimed (a dead holder's: it becomes the
-//! holder), failed, or gone = delivered. At its deadline it withdraws by unlinking its
-//! pending file: success means nothing was sent; failure means a holder has
-//! claimed it, and such a holder already holds every lock and has only its
-//! own I/O left (or died, freeing the lock at once), so the sender waits for
+//! granted to every waiter the moment no swarm process holds the lock).
+//! Under it the spool is still (only holders move claims) and the sender
+//! reads its fate with a few `stat`s: failed, or gone = delivered, and it
+//! returns; pending or claimed (a dead holder's), and it tries for the lock
+//! to become the holder itself, or naps 1 ms and looks again. At its
+//! deadline it withdraws by unlinking its pending file: success means
+//! nothing was sent; failure means a holder has claimed it, and such a
+//! holder already holds every lock and has only its own I/O left (or died,
+//! freeing the lock at once), so the sender waits for
 //! the outcome instead of reporting a failure that may be false.
 //!
 //! A sender killed while waiting leaves its pending file: the next holder
-//! delivers it (late, but never twice). Readers never look at the spool.
+//! delivers it (late, but never twice). Readers never look at the spool,
+//! and Claude Code, which knows nothing of it, still takes the inbox lock
+//! directory as before: a swarm holder takes that directory before it
+//! claims anything, so Claude Code and a group commit never overlap.
+//!
+//! # Cost
+//!
+//! One inbox rewrite, file fsync and directory fsync per batch, not per
+//! message; a waiting sender adds two small unsynced file operations (write
+//! + rename) and a few `stat`s. Measured with 32 writer processes × 100
+//! sends on 2 cores: see `benches/coord.rs` and the commit that brought
+//! this in.
 
 use super::entry::Entry;
 use crate::atomic_file::{self, FILE_MODE};
@@ -205,11 +217,10 @@ impl Spool {
         let failed = self.path(key, "failed");
         match fs::read(&failed) {
             Ok(bytes) => {
-                let refusal = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-                    Refusal::Unreadable {
+                let refusal =
+                    serde_json::from_slice(&bytes).unwrap_or_else(|e| Refusal::Unreadable {
                         problem: format!("unreadable refusal ({e})"),
-                    }
-                });
+                    });
                 remove(&failed)?;
                 return Ok(Fate::Failed(refusal));
             }
