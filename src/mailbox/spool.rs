@@ -75,10 +75,9 @@
 //! # Cost
 //!
 //! One inbox rewrite, file fsync and directory fsync per batch, not per
-//! message; a waiting sender adds two small unsynced file operations (write
-//! + rename) and a few `stat`s. Measured with 32 writer processes × 100
-//! sends on 2 cores: see `benches/coord.rs` and the commit that brought
-//! this in.
+//! message; a waiting sender adds a small unsynced write and rename, and a
+//! few `stat`s. `benches/coord.rs` measures it (32 writer processes × 100
+//! sends to one inbox).
 
 use super::entry::Entry;
 use crate::atomic_file::{self, FILE_MODE};
