@@ -1,15 +1,18 @@
 //! Coordination-core figures (DESIGN §10), printed, not asserted:
 //!
 //! - sends/s to one inbox with 1, 8 and 32 writers: library calls from
-//!   threads (each with its own locks, as separate processes would have) and
-//!   real `swarm send` processes;
+//!   threads (each with its own locks, as separate processes would have),
+//!   library calls from as many processes (the DESIGN figure: 32 processes
+//!   × 100 sends), and real `swarm send` processes (one process per send:
+//!   bound by process start-up, about 4 ms of CPU each on 2 cores);
 //! - claims/s with 16 claimants racing over the task list (`swarm task claim`
 //!   processes) and in-process;
 //! - delivery latency p50/p99 from the start of a send to a running
 //!   `swarm inbox --follow --json` reader printing it.
 //!
 //! Run with `scripts/bench` (release build). `SWARM_BENCH_QUICK=1` shrinks
-//! the workloads for a smoke run.
+//! the workloads for a smoke run; `SWARM_BENCH_ONLY=sends` stops after the
+//! sends.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -68,6 +71,60 @@ fn sends_library(writers: usize, per_writer: usize) -> f64 {
         h.join().expect("writer");
     }
     (writers * per_writer) as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Env var that turns this bench binary into one writer process of
+/// [`sends_library_processes`]: `<state root> <writer number> <sends>`.
+const WRITER_ENV: &str = "SWARM_BENCH_WRITER";
+
+fn writer_process(spec: &str) {
+    let mut it = spec.split('\x1f');
+    let (Some(root), Some(w), Some(n)) = (it.next(), it.next(), it.next()) else {
+        panic!("bad {WRITER_ENV}: {spec:?}");
+    };
+    let mb = Mailbox::new(&Root::new(root), "bench");
+    for i in 0..n.parse::<usize>().expect("sends") {
+        let e = Entry::new(
+            &format!("w{w}"),
+            format!("message {i} from writer {w}"),
+            None,
+            None,
+        );
+        mb.append("team-lead", e).expect("append");
+    }
+}
+
+/// `writers` processes each appending `per_writer` entries through the
+/// library; checks that every entry arrived once.
+fn sends_library_processes(writers: usize, per_writer: usize) -> f64 {
+    let (dir, root) = fresh_team("bench");
+    let me = std::env::current_exe().expect("bench binary");
+    let start = Instant::now();
+    let children: Vec<_> = (0..writers)
+        .map(|w| {
+            let spec = format!("{}\x1f{w}\x1f{per_writer}", dir.path().display());
+            Command::new(&me)
+                .env(WRITER_ENV, spec)
+                .spawn()
+                .expect("spawn writer")
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().expect("writer").success(), "a writer failed");
+    }
+    let rate = (writers * per_writer) as f64 / start.elapsed().as_secs_f64();
+    let got = Mailbox::new(&root, "bench")
+        .read("team-lead")
+        .expect("read")
+        .entries;
+    let distinct: std::collections::HashSet<_> = got.iter().map(|e| e.text.clone()).collect();
+    assert_eq!(
+        got.len(),
+        writers * per_writer,
+        "entries lost or duplicated"
+    );
+    assert_eq!(distinct.len(), got.len(), "entries duplicated");
+    rate
 }
 
 fn sends_processes(writers: usize, per_writer: usize) -> f64 {
@@ -190,6 +247,9 @@ fn delivery_latency(samples: usize) -> (Duration, Duration, Duration) {
 }
 
 fn main() {
+    if let Ok(spec) = std::env::var(WRITER_ENV) {
+        return writer_process(&spec);
+    }
     let q = quick();
     println!(
         "swarm coordination benchmarks ({} cores)",
@@ -199,11 +259,15 @@ fn main() {
     for writers in [1, 8, 32] {
         let per = if q { 10 } else { 100 };
         let lib = sends_library(writers, per);
+        let lib_procs = sends_library_processes(writers, per);
         let procs = sends_processes(writers, if q { 5 } else { 50.min(per) });
         println!(
-            "{writers:>2} writers: {lib:>7.0} msg/s (library, {} msgs)   {procs:>7.0} msg/s (swarm send processes)",
-            writers * per
+            "{writers:>2} writers: {lib:>7.0} msg/s (library threads, {n} msgs)   {lib_procs:>7.0} msg/s (library processes, {n} msgs)   {procs:>7.0} msg/s (swarm send processes)",
+            n = writers * per
         );
+    }
+    if std::env::var("SWARM_BENCH_ONLY").as_deref() == Ok("sends") {
+        return;
     }
     println!("\n== claims, 16 claimants ==");
     let tasks = if q { 50 } else { 500 };

@@ -68,37 +68,35 @@ pub fn ensure_dir(dir: &Path) -> io::Result<()> {
 
 /// Replaces `path` with `bytes` atomically and durably, with mode 0600.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = parent_of(path);
+    TempFile::create(path)?
+        .commit(path, bytes)
+        .map_err(|e| e.source)
+}
+
+/// Creates `path` with `bytes` only if it does not exist yet, mode 0600,
+/// durably. Returns `false` when it already existed. The bytes are written
+/// and fsynced in a temp file that is then hard-linked to `path` (which, like
+/// O_EXCL, fails if `path` exists): a reader never sees the file empty or
+/// half written, as it could between an O_EXCL create and its write.
+pub fn create_new(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    if path.exists() {
+        return Ok(false);
+    }
     let tmp = TempFile::create(path)?;
     {
         let mut f = &tmp.file;
         f.write_all(bytes)?;
         f.sync_data()?;
     }
-    fs::rename(&tmp.path, path)?;
-    tmp.disarm();
-    sync_dir(dir)
-}
-
-/// Creates `path` with `bytes` only if it does not exist yet (O_EXCL), mode
-/// 0600. Returns `false` when it already existed.
-pub fn create_new(path: &Path, bytes: &[u8]) -> io::Result<bool> {
-    match OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(FILE_MODE)
-        .open(path)
-    {
-        Ok(mut f) => {
-            f.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
-            f.write_all(bytes)?;
-            f.sync_data()?;
+    match fs::hard_link(&tmp.path, path) {
+        Ok(()) => {
             sync_dir(parent_of(path))?;
             Ok(true)
         }
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(e),
     }
+    // `tmp` goes on drop; `path` keeps the inode.
 }
 
 /// Reads a whole file; `Ok(None)` when it does not exist.
@@ -140,22 +138,36 @@ fn parent_of(path: &Path) -> &Path {
     }
 }
 
-/// A temp file beside its target, removed on drop unless renamed.
-struct TempFile {
+/// The temp file `<target>.tmp.<tag>` of a write in progress.
+pub fn temp_path(target: &Path, tag: &str) -> PathBuf {
+    let mut name = target.as_os_str().to_owned();
+    name.push(format!(".tmp.{tag}"));
+    PathBuf::from(name)
+}
+
+/// A temp file beside its target (`<target>.tmp.<8 hex tag>`), removed on
+/// drop unless renamed over the target. Its existence is evidence: while it
+/// is there, the write it belongs to has not replaced the target (the
+/// group commit of inboxes relies on this, see `mailbox::spool`).
+pub(crate) struct TempFile {
     path: PathBuf,
+    tag: String,
     file: File,
     armed: bool,
 }
 
+/// Why [`TempFile::commit`] failed, and whether the rename had happened.
+#[derive(Debug)]
+pub(crate) struct CommitError {
+    pub renamed: bool,
+    pub source: io::Error,
+}
+
 impl TempFile {
-    fn create(target: &Path) -> io::Result<Self> {
+    pub(crate) fn create(target: &Path) -> io::Result<Self> {
         loop {
-            let mut name = target.as_os_str().to_owned();
-            name.push(format!(
-                ".tmp.{}",
-                &uuid::Uuid::new_v4().simple().to_string()[..8]
-            ));
-            let path = PathBuf::from(name);
+            let tag = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
+            let path = temp_path(target, &tag);
             match OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -166,6 +178,7 @@ impl TempFile {
                     file.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
                     return Ok(TempFile {
                         path,
+                        tag,
                         file,
                         armed: true,
                     });
@@ -176,8 +189,33 @@ impl TempFile {
         }
     }
 
-    fn disarm(mut self) {
+    /// The 8 hex digits that name this temp file.
+    pub(crate) fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    /// Writes `bytes`, fsyncs, renames over `target` and fsyncs the
+    /// directory: [`write_atomic`] in steps.
+    ///
+    /// On a failure before the rename the temp file is still there, and
+    /// goes when `self` is dropped: a caller whose claims point at this tag
+    /// releases them first.
+    pub(crate) fn commit(&mut self, target: &Path, bytes: &[u8]) -> Result<(), CommitError> {
+        let before = |source| CommitError {
+            renamed: false,
+            source,
+        };
+        {
+            let mut f = &self.file;
+            f.write_all(bytes).map_err(before)?;
+            f.sync_data().map_err(before)?;
+        }
+        fs::rename(&self.path, target).map_err(before)?;
         self.armed = false;
+        sync_dir(parent_of(target)).map_err(|source| CommitError {
+            renamed: true,
+            source,
+        })
     }
 }
 
@@ -211,35 +249,73 @@ pub struct FileLock {
     sidecar: File,
 }
 
-/// Blocks on the sidecar's OS lock in a helper thread, for at most
-/// `timeout`. If the deadline passes first, the helper drops the file (and
-/// with it the lock) as soon as it gets it, so nothing is left held.
-fn wait_for_os_lock(sidecar: File, dir: &Path, timeout: Duration) -> Result<File, LockError> {
-    let start = Instant::now();
+/// Blocks on the sidecar's OS lock (exclusive, or shared) in a helper
+/// thread, for at most `timeout`. If the deadline passes first, the helper
+/// drops the file (and with it the lock) as soon as it gets it, so nothing
+/// is left held. `Ok(None)` on timeout.
+fn wait_for_os_lock(
+    sidecar: File,
+    dir: &Path,
+    timeout: Duration,
+    shared: bool,
+) -> Result<Option<File>, LockError> {
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     std::thread::Builder::new()
         .name("lock-wait".into())
         .spawn(move || {
-            let got = sidecar.lock().map(|()| sidecar);
+            let got = if shared {
+                sidecar.lock_shared()
+            } else {
+                sidecar.lock()
+            };
             // A send error means the waiter gave up; dropping `got` unlocks.
-            let _ = tx.send(got);
+            let _ = tx.send(got.map(|()| sidecar));
         })
         .map_err(|source| LockError::Io {
             path: dir.to_path_buf(),
             source,
         })?;
     match rx.recv_timeout(timeout) {
-        Ok(Ok(file)) => Ok(file),
+        Ok(Ok(file)) => Ok(Some(file)),
         Ok(Err(source)) => Err(LockError::Io {
             path: dir.to_path_buf(),
             source,
         }),
-        Err(_) => Err(LockError::Timeout {
-            path: dir.to_path_buf(),
-            waited: start.elapsed(),
-            holder: "another swarm process",
-        }),
+        Err(_) => Ok(None),
     }
+}
+
+fn open_sidecar(dir: &Path) -> Result<File, LockError> {
+    let mut sidecar_path = dir.as_os_str().to_owned();
+    sidecar_path.push(".flock");
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(FILE_MODE)
+        .open(PathBuf::from(sidecar_path))
+        .map_err(|source| LockError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })
+}
+
+/// The OS lock on a lock directory's sidecar, held exclusively: no other
+/// swarm process holds or is taking that lock. Turned into a [`FileLock`]
+/// by [`OsLock::take_dir`]; released on drop.
+#[derive(Debug)]
+pub struct OsLock {
+    dir: PathBuf,
+    sidecar: File,
+}
+
+/// A shared hold on a lock's sidecar: while it is held, no swarm process
+/// holds that lock (swarm holders hold the sidecar exclusively for as long
+/// as they hold the directory). Released on drop.
+#[derive(Debug)]
+pub struct SharedOsLock {
+    _sidecar: File,
 }
 
 /// What a swarm holder writes into the sidecar: the lock directory's identity.
@@ -262,32 +338,79 @@ impl FileLock {
     /// the task list's `.lock.lock`).
     pub fn acquire_dir(dir: &Path, timeout: Duration) -> Result<Self, LockError> {
         let start = Instant::now();
-        let io_err = |source| LockError::Io {
-            path: dir.to_path_buf(),
-            source,
-        };
-        let mut sidecar_path = dir.as_os_str().to_owned();
-        sidecar_path.push(".flock");
-        let sidecar = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(FILE_MODE)
-            .open(PathBuf::from(sidecar_path))
-            .map_err(io_err)?;
-
+        let sidecar = open_sidecar(dir)?;
         // 1. The OS lock: swarm against swarm. Uncontended it is one
         //    `try_lock`; contended, a helper thread blocks in the kernel (so
         //    waiters are woken the moment the holder lets go, instead of
         //    polling and starving) while this thread waits with a deadline.
         let sidecar = match sidecar.try_lock() {
             Ok(()) => sidecar,
-            Err(fs::TryLockError::WouldBlock) => wait_for_os_lock(sidecar, dir, timeout)?,
-            Err(fs::TryLockError::Error(e)) => return Err(io_err(e)),
+            Err(fs::TryLockError::WouldBlock) => wait_for_os_lock(sidecar, dir, timeout, false)?
+                .ok_or_else(|| LockError::Timeout {
+                    path: dir.to_path_buf(),
+                    waited: start.elapsed(),
+                    holder: "another swarm process",
+                })?,
+            Err(fs::TryLockError::Error(source)) => {
+                return Err(LockError::Io {
+                    path: dir.to_path_buf(),
+                    source,
+                });
+            }
         };
+        OsLock {
+            dir: dir.to_path_buf(),
+            sidecar,
+        }
+        .take_dir(timeout.saturating_sub(start.elapsed()))
+    }
 
-        // 2. The lock directory: swarm against Claude Code.
+    /// The OS lock of `file`'s lock, if no swarm process holds it now
+    /// (never waits).
+    pub fn try_os_lock(file: &Path) -> Result<Option<OsLock>, LockError> {
+        let dir = crate::paths::lock_dir_for(file);
+        let sidecar = open_sidecar(&dir)?;
+        match sidecar.try_lock() {
+            Ok(()) => Ok(Some(OsLock { dir, sidecar })),
+            Err(fs::TryLockError::WouldBlock) => Ok(None),
+            Err(fs::TryLockError::Error(source)) => Err(LockError::Io { path: dir, source }),
+        }
+    }
+
+    /// Waits, at most `timeout`, until no swarm process holds `file`'s lock,
+    /// and returns a shared hold that keeps it so. `None` on timeout.
+    pub fn wait_shared(file: &Path, timeout: Duration) -> Result<Option<SharedOsLock>, LockError> {
+        let dir = crate::paths::lock_dir_for(file);
+        let sidecar = open_sidecar(&dir)?;
+        let got = match sidecar.try_lock_shared() {
+            Ok(()) => Some(sidecar),
+            Err(fs::TryLockError::WouldBlock) => wait_for_os_lock(sidecar, &dir, timeout, true)?,
+            Err(fs::TryLockError::Error(source)) => {
+                return Err(LockError::Io { path: dir, source });
+            }
+        };
+        Ok(got.map(|f| SharedOsLock { _sidecar: f }))
+    }
+
+    /// The lock directory this guard holds.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl OsLock {
+    /// Takes the lock directory (swarm against Claude Code), waiting at most
+    /// `timeout` for a foreign holder; the OS lock is kept for as long as the
+    /// returned [`FileLock`] lives.
+    pub fn take_dir(self, timeout: Duration) -> Result<FileLock, LockError> {
+        let start = Instant::now();
+        let OsLock { dir, sidecar } = self;
+        let dir = dir.as_path();
+        let io_err = |source| LockError::Io {
+            path: dir.to_path_buf(),
+            source,
+        };
+        // The lock directory: swarm against Claude Code.
         let mut pause = Duration::from_millis(5);
         loop {
             match fs::DirBuilder::new().mode(DIR_MODE).create(dir) {
@@ -344,11 +467,6 @@ impl FileLock {
             std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_millis(100));
         }
-    }
-
-    /// The lock directory this guard holds.
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 }
 

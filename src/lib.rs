@@ -13,7 +13,8 @@
 //! - [`commands`]: what each command does; [`logging`]: tracing setup.
 //! - [`lead`]: the lead process, pane backends per team, spawn and teardown.
 //! - [`team`]: names, colours and the roster (`config.json`).
-//! - [`mailbox`]: inboxes: append, read, consume by identity, history, follow.
+//! - [`mailbox`]: inboxes: append (group-committed under contention), read,
+//!   consume by identity, history, follow.
 //! - [`protocol`]: typed structured messages carried in inbox entries.
 //! - [`tasks`]: the shared task list: ids, claims, dependencies.
 //! - [`teammate`]: the runtime in every teammate pane.

@@ -8,7 +8,9 @@
 //! <root>/tasks/<S2(team)>/.highwatermark           highest id ever used
 //! <root>/tasks/<S2(team)>/.lock, .lock.lock/       task-list lock
 //! <root>/swarm/<S2(team)>/                         swarm's own state: history/,
-//!                                                  logs/, keys/, output/, scratchpad/
+//!                                                  logs/, keys/, output/, scratchpad/,
+//!                                                  spool/<S2(name)>/ (sends waiting
+//!                                                  for an inbox's group commit)
 //! ```
 //!
 //! Root = `--home` / `$SWARM_HOME`, else `$CLAUDE_CONFIG_DIR`, else
@@ -139,6 +141,12 @@ impl Root {
             .state_dir(team)?
             .join("history")
             .join(format!("{m}.json")))
+    }
+
+    /// Sends waiting to be merged into `member`'s inbox (see `mailbox::spool`).
+    pub fn spool(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {
+        let m = component("member", member, sanitize_s2(member))?;
+        Ok(self.state_dir(team)?.join("spool").join(m))
     }
 
     pub fn logs_dir(&self, team: &str) -> Result<PathBuf, NameError> {

@@ -3,6 +3,7 @@
 
 use crate::util::Sandbox;
 use std::collections::{HashMap, HashSet};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -150,4 +151,112 @@ fn sixteen_claimants_racing_over_five_hundred_tasks_claim_each_exactly_once() {
         );
         assert_eq!(t.status, swarm::tasks::Status::InProgress);
     }
+}
+
+/// Six `swarm send`s queue behind a held inbox lock; the first of them to
+/// become the holder dies (`abort`, as `kill -9` would) at `stage` of its
+/// merge of the others' entries. The survivors must finish, every
+/// acknowledged message must be in the inbox once, and the spool and temp
+/// files must be cleaned up.
+fn a_holder_dying_mid_merge(stage: &str) {
+    const SENDERS: usize = 6;
+    let _heavy = crate::util::heavy();
+    let s = Sandbox::new();
+    s.team_with("gc", &["bob"]);
+    let inbox = s.path("teams/gc/inboxes/bob.json");
+    let spool = s.path("swarm/gc/spool/bob");
+    let marker = s.path("fault-fired");
+    let files_in = |dir: &std::path::Path, pat: &str| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.contains(pat))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+
+    let held = swarm::atomic_file::FileLock::acquire(&inbox, std::time::Duration::from_secs(5))
+        .expect("hold the inbox lock");
+    let children: Vec<_> = (0..SENDERS)
+        .map(|i| {
+            let text = format!("queued-{i}");
+            let child = s
+                .cmd(&["send", "--team", "gc", "--to", "bob", &text])
+                .env("SWARM_FAULT", format!("{stage}:{}", marker.display()))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn swarm send");
+            (text, child)
+        })
+        .collect();
+    crate::util::wait_until(
+        "every sender has spooled its message",
+        std::time::Duration::from_secs(30),
+        || files_in(&spool, ".json").len() == SENDERS,
+        || format!("spool: {:?}", files_in(&spool, "")),
+    );
+    drop(held);
+
+    let mut acked = Vec::new();
+    let mut died = 0;
+    for (text, child) in children {
+        let out = child.wait_with_output().expect("wait for swarm send");
+        if out.status.success() {
+            acked.push(text);
+        } else {
+            use std::os::unix::process::ExitStatusExt;
+            assert_eq!(
+                out.status.signal(),
+                Some(6),
+                "{text} failed without being killed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            died += 1;
+        }
+    }
+    assert!(
+        marker.exists(),
+        "the fault never fired: the test proved nothing"
+    );
+    assert_eq!(died, 1, "exactly the faulty holder died");
+
+    let v = s.read_json("teams/gc/inboxes/bob.json");
+    let texts: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    for t in &acked {
+        assert!(
+            texts.contains(&t.as_str()),
+            "acknowledged {t} missing: {texts:?}"
+        );
+    }
+    let distinct: HashSet<_> = texts.iter().collect();
+    assert_eq!(distinct.len(), texts.len(), "duplicated: {texts:?}");
+    // The dead holder had claimed every queued entry, its own included, so
+    // the next holder delivers all of them.
+    assert_eq!(texts.len(), SENDERS, "{texts:?}");
+    assert_eq!(files_in(&spool, ""), Vec::<String>::new(), "spool settled");
+    assert_eq!(
+        files_in(&s.path("teams/gc/inboxes"), ".tmp."),
+        Vec::<String>::new(),
+        "temp files cleaned up"
+    );
+    // And the inbox is still writable.
+    s.ok(&["send", "--team", "gc", "--to", "bob", "after"]);
+}
+
+#[test]
+fn a_holder_killed_after_claiming_the_queue_loses_and_duplicates_nothing() {
+    a_holder_dying_mid_merge("claimed");
+}
+
+#[test]
+fn a_holder_killed_after_its_commit_before_clean_up_duplicates_nothing() {
+    a_holder_dying_mid_merge("committed");
 }

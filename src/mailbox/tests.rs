@@ -791,3 +791,231 @@ proptest! {
         prop_assert_eq!(all.len(), sent.iter().sum::<usize>(), "a duplicate");
     }
 }
+
+// ---- group commit ----------------------------------------------------------
+
+impl Sandbox {
+    fn spool(&self, member: &str) -> Spool {
+        Spool::new(self.root.spool("demo", member).unwrap())
+    }
+
+    /// Every file left in `member`'s spool.
+    fn spool_files(&self, member: &str) -> Vec<String> {
+        let dir = self.root.spool("demo", member).unwrap();
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .map(|rd| {
+                rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+
+    /// Temp files left beside the inboxes.
+    fn temp_files(&self) -> Vec<String> {
+        std::fs::read_dir(self.root.inboxes_dir("demo").unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(".tmp."))
+            .collect()
+    }
+
+    fn wait_for_pending(&self, member: &str, n: usize) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while self.spool(member).list().unwrap().pending.len() < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never saw {n} pending sends: {:?}",
+                self.spool_files(member)
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+#[test]
+fn every_acknowledged_send_is_already_in_the_file_and_each_lands_once_in_order() {
+    let s = Arc::new(Sandbox::new());
+    let threads: Vec<_> = (0..16)
+        .map(|t| {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                for i in 0..40 {
+                    let e = Entry::new(&format!("s{t}"), format!("s{t}:{i}"), None, None);
+                    let id = s.mailbox.append("bob", e).unwrap().msg_id;
+                    // No lock: exactly what Claude Code would see now.
+                    let bytes = std::fs::read(s.inbox("bob")).unwrap();
+                    let v: Vec<Value> = serde_json::from_slice(&bytes).unwrap();
+                    assert!(
+                        v.iter().any(|e| e["msg_id"] == id.as_str()),
+                        "s{t}:{i} acknowledged before it was in the inbox"
+                    );
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let texts = s.texts("bob");
+    assert_eq!(texts.len(), 16 * 40);
+    assert_each_once_in_order(&texts, 16, 40);
+    assert_eq!(s.spool_files("bob"), Vec::<String>::new(), "spool settled");
+    assert_eq!(s.temp_files(), Vec::<String>::new(), "no temp file left");
+}
+
+#[test]
+fn a_waiter_that_times_out_before_any_merge_sends_nothing_ever() {
+    let s = Sandbox::new();
+    s.put("bob", b"[]");
+    let lock = FileLock::acquire(&s.inbox("bob"), Duration::from_secs(5)).unwrap();
+    let mb = s
+        .mailbox
+        .clone()
+        .with_lock_timeout(Duration::from_millis(300));
+    let err = mb
+        .append("bob", Entry::new("a", "too late".into(), None, None))
+        .unwrap_err();
+    assert!(err.to_string().contains("timed out"), "{err}");
+    assert_eq!(s.spool_files("bob"), Vec::<String>::new(), "withdrawn");
+    drop(lock);
+    s.mailbox
+        .append("bob", Entry::new("a", "later".into(), None, None))
+        .unwrap();
+    assert_eq!(
+        s.texts("bob"),
+        ["later"],
+        "a failed send is never delivered"
+    );
+}
+
+#[test]
+fn a_waiter_whose_deadline_passes_while_its_entry_is_merged_reports_success() {
+    let s = Arc::new(Sandbox::new());
+    s.put("bob", b"[]");
+    let path = s.inbox("bob");
+    let lock = FileLock::acquire(&path, Duration::from_secs(5)).unwrap();
+    let waiter = {
+        let s = s.clone();
+        std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            let mb = s
+                .mailbox
+                .clone()
+                .with_lock_timeout(Duration::from_millis(400));
+            let r = mb.append("bob", Entry::new("w", "merged late".into(), None, None));
+            (r, start.elapsed())
+        })
+    };
+    s.wait_for_pending("bob", 1);
+    // This thread is the holder, and dawdles after claiming past the
+    // waiter's deadline.
+    let holder = s.mailbox.clone().with_hook(|stage| {
+        if stage == Stage::Claimed {
+            std::thread::sleep(Duration::from_millis(1200));
+        }
+    });
+    let own = holder.commit("bob", &path, &lock, None).unwrap();
+    assert!(own.is_none());
+    drop(lock);
+    let (r, waited) = waiter.join().unwrap();
+    let appended = r.expect("a delivered entry is reported delivered");
+    assert!(
+        waited > Duration::from_millis(1000),
+        "the deadline passed during the merge"
+    );
+    let read = s.mailbox.read("bob").unwrap();
+    assert_eq!(read.entries.len(), 1);
+    assert_eq!(read.entries[0].msg_id.as_deref(), Some(&*appended.msg_id));
+    assert_eq!(s.spool_files("bob"), Vec::<String>::new());
+}
+
+/// A holder that died leaves claims tagged with its temp file; whether that
+/// file is still there says whether its rename happened.
+fn dead_holder_claim(s: &Sandbox, text: &str, renamed: bool) -> Entry {
+    let mut e = Entry::new("alice", text.into(), None, None);
+    e.msg_id = Some(uuid::Uuid::new_v4().to_string());
+    e.msg_v = Some(1);
+    e.kind = Some("message".into());
+    e.read = Some(false);
+    let spool = s.spool("bob");
+    let key = spool.put(&e).unwrap();
+    let tag = format!("{:08x}", rand_tag());
+    spool.write_batch(&tag, &[&key]).unwrap();
+    std::fs::rename(spool.pending_path(&key), spool.claimed_path(&key)).unwrap();
+    if !renamed {
+        std::fs::write(atomic_file::temp_path(&s.inbox("bob"), &tag), b"").unwrap();
+    }
+    e
+}
+
+fn rand_tag() -> u32 {
+    uuid::Uuid::new_v4().as_u128() as u32
+}
+
+#[test]
+fn claims_of_a_holder_that_died_before_its_rename_are_delivered_once() {
+    let s = Sandbox::new();
+    s.put("bob", b"[]");
+    dead_holder_claim(&s, "claimed, never written", false);
+    s.mailbox
+        .append("bob", Entry::new("a", "next".into(), None, None))
+        .unwrap();
+    assert_eq!(s.texts("bob"), ["claimed, never written", "next"]);
+    assert_eq!(s.spool_files("bob"), Vec::<String>::new());
+    assert_eq!(s.temp_files(), Vec::<String>::new(), "its temp file went");
+}
+
+#[test]
+fn claims_of_a_holder_that_died_after_its_rename_are_never_delivered_again() {
+    let s = Sandbox::new();
+    // The dead holder's rename put the entry in the inbox...
+    let e = dead_holder_claim(&s, "already in", true);
+    s.put("bob", &inbox::render(&[Stored::new(e.clone())]));
+    s.mailbox
+        .append("bob", Entry::new("a", "next".into(), None, None))
+        .unwrap();
+    assert_eq!(s.texts("bob"), ["already in", "next"], "not duplicated");
+    // ...and even when a consumer (Claude Code, after the 10 s stale rule)
+    // took it out before anyone settled the claim, it does not come back.
+    dead_holder_claim(&s, "consumed meanwhile", true);
+    s.put("bob", b"[]");
+    s.mailbox
+        .append("bob", Entry::new("a", "after".into(), None, None))
+        .unwrap();
+    assert_eq!(
+        s.texts("bob"),
+        ["after"],
+        "a consumed entry is not redelivered"
+    );
+    assert_eq!(s.spool_files("bob"), Vec::<String>::new());
+}
+
+#[test]
+fn a_spooled_send_refused_by_the_holder_reports_why_and_is_not_written() {
+    let s = Arc::new(Sandbox::new());
+    let first = Entry::new("alice", "original".into(), None, None);
+    let id = s.mailbox.append("bob", first).unwrap().msg_id;
+    let path = s.inbox("bob");
+    let lock = FileLock::acquire(&path, Duration::from_secs(5)).unwrap();
+    let waiter = {
+        let s = s.clone();
+        std::thread::spawn(move || {
+            let mut reuse = Entry::new("alice", "same id, other text".into(), None, None);
+            reuse.msg_id = Some(id);
+            s.mailbox.append("bob", reuse)
+        })
+    };
+    s.wait_for_pending("bob", 1);
+    s.mailbox.commit("bob", &path, &lock, None).unwrap();
+    drop(lock);
+    let err = waiter.join().unwrap().unwrap_err();
+    assert!(matches!(err, MailboxError::DuplicateMsgId { .. }), "{err}");
+    assert_eq!(s.texts("bob"), ["original"]);
+    assert_eq!(
+        s.spool_files("bob"),
+        Vec::<String>::new(),
+        "refusal collected"
+    );
+}
