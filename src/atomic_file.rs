@@ -94,9 +94,29 @@ pub fn create_new(path: &Path, bytes: &[u8]) -> io::Result<bool> {
             Ok(true)
         }
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-        Err(e) => Err(e),
+        // A filesystem without hard links: O_EXCL, then write and fsync
+        // (a reader may see the file empty for that moment).
+        Err(_) => create_new_excl(path, bytes),
     }
     // `tmp` goes on drop; `path` keeps the inode.
+}
+
+fn create_new_excl(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = match fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    f.write_all(bytes)?;
+    f.sync_data()?;
+    sync_dir(parent_of(path))?;
+    Ok(true)
 }
 
 /// Reads a whole file; `Ok(None)` when it does not exist.
@@ -581,6 +601,15 @@ mod tests {
         assert_eq!(fs::read(&f).unwrap(), b"[1]");
         let leftovers: Vec<_> = fs::read_dir(&d).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temp file left behind");
+    }
+
+    #[test]
+    fn create_new_without_links_still_never_overwrites() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("x");
+        assert!(create_new_excl(&f, b"[]").unwrap());
+        assert!(!create_new_excl(&f, b"{}").unwrap());
+        assert_eq!(fs::read(&f).unwrap(), b"[]");
     }
 
     #[test]
