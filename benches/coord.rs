@@ -54,16 +54,7 @@ fn sends_library(writers: usize, per_writer: usize) -> f64 {
         .map(|w| {
             let root = root.clone();
             std::thread::spawn(move || {
-                let mb = Mailbox::new(&root, "bench");
-                for i in 0..per_writer {
-                    let e = Entry::new(
-                        &format!("w{w}"),
-                        format!("message {i} from writer {w}"),
-                        None,
-                        None,
-                    );
-                    mb.append("team-lead", e).expect("append");
-                }
+                write_messages(&Mailbox::new(&root, "bench"), w, per_writer);
             })
         })
         .collect();
@@ -82,8 +73,13 @@ fn writer_process(spec: &str) {
     let (Some(root), Some(w), Some(n)) = (it.next(), it.next(), it.next()) else {
         panic!("bad {WRITER_ENV}: {spec:?}");
     };
-    let mb = Mailbox::new(&Root::new(root), "bench");
-    for i in 0..n.parse::<usize>().expect("sends") {
+    let n = n.parse::<usize>().expect("sends");
+    write_messages(&Mailbox::new(&Root::new(root), "bench"), w, n);
+}
+
+/// Writer `w`'s `n` messages to the lead's inbox, one append each.
+fn write_messages(mb: &Mailbox, w: impl std::fmt::Display, n: usize) {
+    for i in 0..n {
         let e = Entry::new(
             &format!("w{w}"),
             format!("message {i} from writer {w}"),
