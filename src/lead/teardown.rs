@@ -36,25 +36,7 @@ pub enum ShutdownOutcome {
 
 /// The live status of a member's pane, `Gone` when it has none.
 pub async fn pane_status(opened: &Opened, m: &Member) -> Result<PaneStatus> {
-    if m.tmux_pane_id.is_empty() {
-        return Ok(PaneStatus::Gone);
-    }
-    if let Some(pid) = foreign_in_process_pid(opened, m) {
-        return Ok(if swarm_backends::process::process_alive(pid) {
-            PaneStatus::Running { pid: Some(pid) }
-        } else {
-            PaneStatus::Gone
-        });
-    }
-    let pane = PaneId::new(m.tmux_pane_id.clone());
-    Ok(opened
-        .panes
-        .exec()
-        .status(&[pane])
-        .await?
-        .first()
-        .map(|(_, s)| *s)
-        .unwrap_or(PaneStatus::Gone))
+    Ok(pane_statuses(opened, std::slice::from_ref(m)).await?[0])
 }
 
 /// An in-process pane hosted by another process (the lead): reachable only
@@ -141,14 +123,7 @@ pub async fn kill_member(
 /// Finds the answer to `request_id` from `name` in the lead's inbox or, if
 /// the lead already consumed it, in the lead's history.
 fn find_answer(team: &Team, request_id: &str) -> Result<Option<Message>> {
-    let mb = team.mailbox();
-    let mut all: Vec<Entry> = mb.read(LEAD_NAME)?.entries;
-    all.extend(mb.history(LEAD_NAME)?);
-    Ok(all.iter().filter_map(Entry::protocol).find(|m| match m {
-        Message::ShutdownApproved(a) => a.request_id == request_id,
-        Message::ShutdownRejected(r) => r.request_id == request_id,
-        _ => false,
-    }))
+    Ok(shutdown_answers(team)?.remove(request_id))
 }
 
 /// `swarm shutdown NAME`: ask, wait for the answer, then close and release.
@@ -288,18 +263,19 @@ pub async fn pane_statuses(opened: &Opened, members: &[Member]) -> Result<Vec<Pa
     Ok(out)
 }
 
-/// Every shutdown answer in the lead's inbox and history: request id →
-/// approved.
-fn shutdown_answers(team: &Team) -> Result<std::collections::HashMap<String, bool>> {
+/// Every shutdown answer (`shutdown_approved` / `shutdown_rejected`) in
+/// the lead's inbox and, if the lead already consumed it, its history, by
+/// request id.
+fn shutdown_answers(team: &Team) -> Result<std::collections::HashMap<String, Message>> {
     let mb = team.mailbox();
     let mut all: Vec<Entry> = mb.read(LEAD_NAME)?.entries;
     all.extend(mb.history(LEAD_NAME)?);
     Ok(all
         .iter()
         .filter_map(Entry::protocol)
-        .filter_map(|m| match m {
-            Message::ShutdownApproved(a) => Some((a.request_id, true)),
-            Message::ShutdownRejected(r) => Some((r.request_id, false)),
+        .filter_map(|m| match &m {
+            Message::ShutdownApproved(a) => Some((a.request_id.clone(), m)),
+            Message::ShutdownRejected(r) => Some((r.request_id.clone(), m)),
             _ => None,
         })
         .collect())
@@ -374,7 +350,12 @@ pub async fn down(team: &Team, opened: &Opened, wait: Duration, force: bool) -> 
         let mut exiting = false;
         for ((m, id, approved_at), status) in pending.into_iter().zip(statuses) {
             let running = matches!(status, PaneStatus::Running { .. });
-            match (answers.get(&id), running) {
+            let approved = match answers.get(&id) {
+                Some(Message::ShutdownApproved(_)) => Some(true),
+                Some(_) => Some(false),
+                None => None,
+            };
+            match (approved, running) {
                 // It said no: no point waiting, unless --force will kill it.
                 (Some(false), _) if !force => refused.push(m),
                 (Some(false), _) => still.push((m, id, approved_at)),
