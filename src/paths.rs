@@ -168,6 +168,46 @@ impl Root {
     pub fn scratchpad(&self, team: &str) -> Result<PathBuf, NameError> {
         Ok(self.state_dir(team)?.join("scratchpad"))
     }
+
+    /// The team's session record: which backend, server and session it
+    /// lives on, and the lead's pane (see `lead::panes`).
+    pub fn session_record(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.state_dir(team)?.join("session.json"))
+    }
+
+    /// Held (an OS lock) by the team's lead for its whole life; holds the
+    /// lead's pid and start time.
+    pub fn lead_lock(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.state_dir(team)?.join("lead.lock"))
+    }
+
+    /// Held (an OS lock) while `up` or `spawn` changes which panes the
+    /// team has, so two of them never race.
+    pub fn lifecycle_lock(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.state_dir(team)?.join("lifecycle.lock"))
+    }
+
+    /// Created by the backend once `member`'s new pane is set up; its
+    /// program waits for it (`swarm pane-exec --ready`).
+    pub fn ready_file(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {
+        let m = component("member", member, sanitize_s2(member))?;
+        Ok(self
+            .state_dir(team)?
+            .join("output")
+            .join(format!("{m}.ready")))
+    }
+
+    /// Where the pane of `member` records its pid, for backends that cannot
+    /// list their panes (iTerm2).
+    pub fn pid_file(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {
+        let m = component("member", member, sanitize_s2(member))?;
+        Ok(self.state_dir(team)?.join("pids").join(format!("{m}.pid")))
+    }
+
+    /// The lead's log.
+    pub fn lead_log(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.logs_dir(team)?.join("lead.log"))
+    }
 }
 
 /// The lock directory Claude Code uses for a file: `<file>.lock`.

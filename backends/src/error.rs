@@ -78,6 +78,14 @@ pub enum BackendError {
     #[error("pane {pane} survived the kill: {reason}")]
     KillFailed { pane: PaneId, reason: String },
 
+    /// A pane with this id exists but does not carry swarm's mark for it:
+    /// it was not started by swarm (or not as this member), so it is left
+    /// untouched.
+    #[error(
+        "pane {pane} does not carry swarm's mark (not started by swarm as this member); left untouched"
+    )]
+    NotOurs { pane: PaneId },
+
     /// The pane id does not belong to this backend or is malformed.
     #[error("unknown pane {pane} for the {backend} backend")]
     UnknownPane { backend: BackendKind, pane: PaneId },

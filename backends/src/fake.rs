@@ -9,7 +9,10 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::error::{BackendError, Result};
-use crate::{BackendKind, Capabilities, PaneBackendExecutor, PaneId, PaneStatus, SpawnSpec};
+use crate::{
+    BackendKind, Capabilities, PaneBackendExecutor, PaneId, PaneMark, PaneRef, PaneStatus,
+    SpawnSpec,
+};
 
 /// A signal step of the kill ladder as the fake saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +47,9 @@ pub struct FakePane {
     pub hidden: bool,
     /// What `capture` returns.
     pub screen: String,
+    /// The mark the pane carries now (the spec's, unless a test made the
+    /// id foreign).
+    pub mark: Option<PaneMark>,
 }
 
 #[derive(Debug, Default)]
@@ -79,56 +85,56 @@ impl FakeBackend {
     }
 
     /// The spec a pane was spawned with.
-    pub fn spec(&self, pane: &PaneId) -> Option<SpawnSpec> {
-        let i = index(pane)?;
+    pub fn spec(&self, pane: impl AsRef<PaneId>) -> Option<SpawnSpec> {
+        let i = index(pane.as_ref())?;
         self.state().panes.get(&i).map(|p| p.spec.clone())
     }
 
     /// The pane, if it is still there.
-    pub fn pane(&self, pane: &PaneId) -> Option<FakePane> {
-        let i = index(pane)?;
+    pub fn pane(&self, pane: impl AsRef<PaneId>) -> Option<FakePane> {
+        let i = index(pane.as_ref())?;
         self.state().panes.get(&i).cloned()
     }
 
     /// The signals the ladder sent to a pane, in order.
-    pub fn signals(&self, pane: &PaneId) -> Vec<FakeSignal> {
+    pub fn signals(&self, pane: impl AsRef<PaneId>) -> Vec<FakeSignal> {
         self.state()
             .calls
             .iter()
             .filter_map(|c| match c {
-                FakeCall::Signal { pane: p, signal } if p == pane => Some(*signal),
+                FakeCall::Signal { pane: p, signal } if p == pane.as_ref() => Some(*signal),
                 _ => None,
             })
             .collect()
     }
 
     /// Scripts the pane's process to exit with `code` (`None`: by a signal).
-    pub fn exit(&self, pane: &PaneId, code: Option<i32>) {
+    pub fn exit(&self, pane: impl AsRef<PaneId>, code: Option<i32>) {
         let mut st = self.state();
-        if let Some(p) = index(pane).and_then(|i| st.panes.get_mut(&i)) {
+        if let Some(p) = index(pane.as_ref()).and_then(|i| st.panes.get_mut(&i)) {
             p.exited = Some(code);
         }
     }
 
     /// Makes the pane ignore the polite step of the kill ladder.
-    pub fn set_stubborn(&self, pane: &PaneId, stubborn: bool) {
+    pub fn set_stubborn(&self, pane: impl AsRef<PaneId>, stubborn: bool) {
         let mut st = self.state();
-        if let Some(p) = index(pane).and_then(|i| st.panes.get_mut(&i)) {
+        if let Some(p) = index(pane.as_ref()).and_then(|i| st.panes.get_mut(&i)) {
             p.stubborn = stubborn;
         }
     }
 
     /// Sets what `capture` returns for the pane.
-    pub fn set_screen(&self, pane: &PaneId, text: &str) {
+    pub fn set_screen(&self, pane: impl AsRef<PaneId>, text: &str) {
         let mut st = self.state();
-        if let Some(p) = index(pane).and_then(|i| st.panes.get_mut(&i)) {
+        if let Some(p) = index(pane.as_ref()).and_then(|i| st.panes.get_mut(&i)) {
             p.screen = text.to_string();
         }
     }
 
     /// Removes a pane as if it was closed behind the backend's back.
-    pub fn vanish(&self, pane: &PaneId) {
-        if let Some(i) = index(pane) {
+    pub fn vanish(&self, pane: impl AsRef<PaneId>) {
+        if let Some(i) = index(pane.as_ref()) {
             self.state().panes.remove(&i);
         }
     }
@@ -136,6 +142,39 @@ impl FakeBackend {
     /// Removes every pane, as a killed server would.
     pub fn vanish_all(&self) {
         self.state().panes.clear();
+    }
+
+    /// Makes the pane's id name a pane swarm did not start (as a restarted
+    /// tmux server reuses `%N` for the user's own programs): it keeps
+    /// running, without the mark.
+    pub fn make_foreign(&self, pane: impl AsRef<PaneId>) {
+        let mut st = self.state();
+        if let Some(p) = index(pane.as_ref()).and_then(|i| st.panes.get_mut(&i)) {
+            p.mark = None;
+            p.exited = None;
+            p.stubborn = false;
+        }
+    }
+
+    /// The ids of the panes still there.
+    pub fn live(&self) -> Vec<PaneId> {
+        self.state()
+            .panes
+            .keys()
+            .map(|i| PaneId::new(format!("fake-{i}")))
+            .collect()
+    }
+
+    /// Every pane the ladder closed, in order.
+    pub fn kills(&self) -> Vec<PaneId> {
+        self.state()
+            .calls
+            .iter()
+            .filter_map(|c| match c {
+                FakeCall::Close(p) => Some(p.clone()),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Makes the next spawn fail with `reason`.
@@ -147,6 +186,27 @@ impl FakeBackend {
         self.state().calls.push(call);
     }
 
+    /// The pane's index if it carries the ref's nonce; `Ok(None)` if gone.
+    fn own(&self, pane: &PaneRef) -> Result<Option<u64>> {
+        let Some(i) = index(&pane.id) else {
+            return Ok(None);
+        };
+        match self.state().panes.get(&i) {
+            None => Ok(None),
+            Some(p) if p.mark.as_ref().is_some_and(|m| m.nonce == pane.nonce) => Ok(Some(i)),
+            Some(_) => Err(BackendError::NotOurs {
+                pane: pane.id.clone(),
+            }),
+        }
+    }
+
+    fn own_known(&self, pane: &PaneRef) -> Result<u64> {
+        self.own(pane)?.ok_or_else(|| BackendError::UnknownPane {
+            backend: BackendKind::InProcess,
+            pane: pane.id.clone(),
+        })
+    }
+
     fn known(&self, pane: &PaneId) -> Result<u64> {
         index(pane)
             .filter(|i| self.state().panes.contains_key(i))
@@ -154,6 +214,21 @@ impl FakeBackend {
                 backend: BackendKind::InProcess,
                 pane: pane.clone(),
             })
+    }
+}
+
+/// A fake pane's status as a ref with `nonce` sees it (`None`: as listed).
+fn fake_status(fp: &FakePane, nonce: Option<&str>) -> PaneStatus {
+    let ours = match (nonce, &fp.mark) {
+        (None, _) => true,
+        (Some(n), Some(m)) => m.nonce == n,
+        (Some(_), None) => false,
+    };
+    match fp.exited {
+        _ if !ours => PaneStatus::Foreign,
+        Some(code) => PaneStatus::Exited { code },
+        // The fake has no processes, so no pid: never a made-up one.
+        None => PaneStatus::Running { pid: None },
     }
 }
 
@@ -176,10 +251,14 @@ impl PaneBackendExecutor for FakeBackend {
             exact_env: true,
             exit_codes: true,
             exit_events: false,
+            list_marked: true,
+            home_sessions: false,
+            output_file: false,
+            screens: false,
         }
     }
 
-    async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneId> {
+    async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneRef> {
         self.record(FakeCall::Spawn(Box::new(spec.clone())));
         spec.validate()?;
         let mut st = self.state();
@@ -199,38 +278,56 @@ impl PaneBackendExecutor for FakeBackend {
                 stubborn: false,
                 hidden: false,
                 screen: String::new(),
+                mark: Some(spec.mark.clone()),
             },
         );
-        Ok(PaneId::new(format!("fake-{i}")))
+        drop(st);
+        spec.signal_ready()?;
+        Ok(PaneRef::new(
+            PaneId::new(format!("fake-{i}")),
+            spec.mark.nonce.clone(),
+        ))
     }
 
-    async fn status(&self, panes: &[PaneId]) -> Result<Vec<(PaneId, PaneStatus)>> {
-        self.record(FakeCall::Status(panes.to_vec()));
+    async fn status(&self, panes: &[PaneRef]) -> Result<Vec<(PaneId, PaneStatus)>> {
+        self.record(FakeCall::Status(
+            panes.iter().map(|p| p.id.clone()).collect(),
+        ));
         let st = self.state();
         Ok(panes
             .iter()
             .map(|p| {
-                let status = match index(p).and_then(|i| st.panes.get(&i)) {
+                let status = match index(&p.id).and_then(|i| st.panes.get(&i)) {
                     None => PaneStatus::Gone,
-                    Some(FakePane {
-                        exited: Some(code), ..
-                    }) => PaneStatus::Exited { code: *code },
-                    // The fake has no processes, so no pid: never a made-up one.
-                    Some(_) => PaneStatus::Running { pid: None },
+                    Some(fp) => fake_status(fp, Some(&p.nonce)),
                 };
-                (p.clone(), status)
+                (p.id.clone(), status)
             })
             .collect())
     }
 
-    async fn kill(&self, pane: &PaneId, grace: Duration) -> Result<()> {
+    async fn list_marked(&self) -> Result<Vec<(PaneRef, PaneMark, PaneStatus)>> {
+        let st = self.state();
+        Ok(st
+            .panes
+            .iter()
+            .filter_map(|(i, fp)| {
+                let mark = fp.mark.clone()?;
+                let pane = PaneRef::new(PaneId::new(format!("fake-{i}")), mark.nonce.clone());
+                Some((pane, mark, fake_status(fp, None)))
+            })
+            .collect())
+    }
+
+    async fn kill(&self, pane: &PaneRef, grace: Duration) -> Result<()> {
         self.record(FakeCall::Kill {
-            pane: pane.clone(),
+            pane: pane.id.clone(),
             grace,
         });
-        let Some(i) = index(pane) else {
+        let Some(i) = self.own(pane)? else {
             return Ok(());
         };
+        let pane = &pane.id;
         let (running, stubborn) = match self.state().panes.get(&i) {
             None => return Ok(()),
             Some(p) => (p.exited.is_none(), p.stubborn),
@@ -259,18 +356,18 @@ impl PaneBackendExecutor for FakeBackend {
         self.known(pane).map(drop)
     }
 
-    async fn hide(&self, pane: &PaneId) -> Result<()> {
-        self.record(FakeCall::Hide(pane.clone()));
-        let i = self.known(pane)?;
+    async fn hide(&self, pane: &PaneRef) -> Result<()> {
+        self.record(FakeCall::Hide(pane.id.clone()));
+        let i = self.own_known(pane)?;
         if let Some(p) = self.state().panes.get_mut(&i) {
             p.hidden = true;
         }
         Ok(())
     }
 
-    async fn show(&self, pane: &PaneId) -> Result<()> {
-        self.record(FakeCall::Show(pane.clone()));
-        let i = self.known(pane)?;
+    async fn show(&self, pane: &PaneRef) -> Result<()> {
+        self.record(FakeCall::Show(pane.id.clone()));
+        let i = self.own_known(pane)?;
         if let Some(p) = self.state().panes.get_mut(&i) {
             p.hidden = false;
         }

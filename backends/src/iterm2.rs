@@ -17,8 +17,8 @@ use std::time::Duration;
 use crate::command::Invocation;
 use crate::error::{BackendError, Result};
 use crate::{
-    BackendKind, Capabilities, ENV_PROGRAM, PaneBackendExecutor, PaneId, PaneStatus, Placement,
-    SpawnSpec, pidfile, process,
+    BackendKind, Capabilities, ENV_PROGRAM, PaneBackendExecutor, PaneId, PaneRef, PaneStatus,
+    Placement, SpawnSpec, pidfile, process,
 };
 
 /// The script run by `/bin/sh` in the new session: `$1` cwd, `$2` pid file,
@@ -268,7 +268,10 @@ impl PaneBackendExecutor for ITerm2Backend {
         }
     }
 
-    async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneId> {
+    /// iTerm2 session ids are UUIDs that iTerm2 never reuses, so the id
+    /// itself proves the pane is the one swarm opened; the nonce is kept
+    /// only in the ref.
+    async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneRef> {
         spec.validate()?;
         let pid_file = spec.pid_file.clone().ok_or_else(|| {
             BackendError::invalid("pid_file", "", "the iTerm2 backend needs a pid file")
@@ -294,20 +297,24 @@ impl PaneBackendExecutor for ITerm2Backend {
             }
         };
         pidfile::wait_pid(&pid_file, self.start_timeout).await?;
-        Ok(pane_id(&session, &pid_file))
+        Ok(PaneRef::new(
+            pane_id(&session, &pid_file),
+            spec.mark.nonce.clone(),
+        ))
     }
 
-    async fn status(&self, panes: &[PaneId]) -> Result<Vec<(PaneId, PaneStatus)>> {
+    async fn status(&self, panes: &[PaneRef]) -> Result<Vec<(PaneId, PaneStatus)>> {
         panes
             .iter()
             .map(|pane| {
-                let (_, pid_file) = parse_pane_id(pane)?;
-                Ok((pane.clone(), status_from_record(&pid_file)))
+                let (_, pid_file) = parse_pane_id(&pane.id)?;
+                Ok((pane.id.clone(), status_from_record(&pid_file)))
             })
             .collect()
     }
 
-    async fn kill(&self, pane: &PaneId, grace: Duration) -> Result<()> {
+    async fn kill(&self, pane: &PaneRef, grace: Duration) -> Result<()> {
+        let pane = &pane.id;
         let (session, pid_file) = parse_pane_id(pane)?;
         if let Some(pid) = pidfile::read_pid(&pid_file)
             && process::process_group(pid) == Some(pid as i32)

@@ -81,6 +81,101 @@ impl fmt::Display for PaneId {
     }
 }
 
+/// What proves a pane is swarm's: set on the pane by the very command that
+/// creates it (tmux: pane user options `@swarm_team`, `@swarm_member`,
+/// `@swarm_nonce`; in-process and fake: kept beside the pane). The nonce is
+/// random per pane, so a pane of another server (tmux pane ids restart at
+/// `%0` with every server) or of the user never matches.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PaneMark {
+    pub team: String,
+    pub member: String,
+    pub nonce: String,
+}
+
+impl PaneMark {
+    /// A mark with a fresh random nonce.
+    pub fn new(team: impl Into<String>, member: impl Into<String>) -> Self {
+        Self {
+            team: team.into(),
+            member: member.into(),
+            nonce: new_nonce(),
+        }
+    }
+}
+
+/// 128 random bits as 32 hex digits.
+pub fn new_nonce() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    let from_os = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    if from_os.is_err() {
+        // No /dev/urandom: hash the time, the pid and a counter with the
+        // std's randomly keyed hasher (unique, if not cryptographic).
+        use std::hash::{BuildHasher, Hasher};
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        for half in bytes.chunks_mut(8) {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u128(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos())
+                    .unwrap_or(0),
+            );
+            h.write_u32(std::process::id());
+            h.write_u64(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+            half.copy_from_slice(&h.finish().to_le_bytes());
+        }
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A pane as swarm addresses it for anything that changes it: its id and
+/// the nonce it was marked with. A backend acts on a `PaneRef` only when
+/// the pane with that id carries that nonce; otherwise the pane is
+/// [`PaneStatus::Foreign`] and is never touched.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PaneRef {
+    pub id: PaneId,
+    pub nonce: String,
+}
+
+impl PaneRef {
+    pub fn new(id: PaneId, nonce: impl Into<String>) -> Self {
+        Self {
+            id,
+            nonce: nonce.into(),
+        }
+    }
+    pub fn as_str(&self) -> &str {
+        self.id.as_str()
+    }
+}
+
+impl fmt::Display for PaneRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id.as_str())
+    }
+}
+
+impl AsRef<PaneId> for PaneId {
+    fn as_ref(&self) -> &PaneId {
+        self
+    }
+}
+
+impl AsRef<PaneId> for PaneRef {
+    fn as_ref(&self) -> &PaneId {
+        &self.id
+    }
+}
+
+impl PartialEq<PaneRef> for PaneId {
+    fn eq(&self, other: &PaneRef) -> bool {
+        *self == other.id
+    }
+}
+
 /// Where a new pane goes. Backends without a notion interpret it as closely as
 /// they can (the in-process backend ignores it).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -114,6 +209,14 @@ pub struct SpawnSpec {
     /// Where the pane's process records its pid. Required by backends that
     /// cannot list their panes (iTerm2, Windows Terminal); ignored by others.
     pub pid_file: Option<PathBuf>,
+    /// The pane's mark (a fresh nonce by default).
+    pub mark: PaneMark,
+    /// A file the pane's output is appended to from its first byte, where
+    /// [`Capabilities::output_file`] says so.
+    pub output: Option<PathBuf>,
+    /// A file the backend creates once the pane is fully set up (marked,
+    /// its output piped), so a program that waits for it loses nothing.
+    pub ready_file: Option<PathBuf>,
 }
 
 impl SpawnSpec {
@@ -132,7 +235,49 @@ impl SpawnSpec {
             color: None,
             placement: Placement::NewWindow { session: None },
             pid_file: None,
+            mark: PaneMark::new("", ""),
+            output: None,
+            ready_file: None,
         }
+    }
+
+    /// Marks the pane as `member` of `team` (a fresh nonce).
+    pub fn mark(mut self, mark: PaneMark) -> Self {
+        self.mark = mark;
+        self
+    }
+
+    /// Appends the pane's output to `file`.
+    pub fn output(mut self, file: impl Into<PathBuf>) -> Self {
+        self.output = Some(file.into());
+        self
+    }
+
+    /// Creates `file` once the pane is set up.
+    pub fn ready_file(mut self, file: impl Into<PathBuf>) -> Self {
+        self.ready_file = Some(file.into());
+        self
+    }
+
+    /// Creates the ready file (private, empty), if one was asked for.
+    pub fn signal_ready(&self) -> Result<()> {
+        let Some(path) = &self.ready_file else {
+            return Ok(());
+        };
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .map(drop)
+            .map_err(|source| BackendError::Io {
+                action: "create the ready file",
+                path: path.clone(),
+                source,
+            })
     }
 
     /// Adds one environment variable.
@@ -199,6 +344,22 @@ impl SpawnSpec {
                 "is not an existing directory",
             ));
         }
+        for (what, text) in [
+            ("team in the pane mark", &self.mark.team),
+            ("member in the pane mark", &self.mark.member),
+            ("pane nonce", &self.mark.nonce),
+        ] {
+            if !text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+                return Err(BackendError::invalid(
+                    what,
+                    text,
+                    "may hold only ASCII letters, digits and '-'",
+                ));
+            }
+        }
+        if self.mark.nonce.is_empty() {
+            return Err(BackendError::invalid("pane nonce", "", "must not be empty"));
+        }
         if let Some(color) = &self.color
             && !PALETTE.contains(&color.as_str())
         {
@@ -239,6 +400,10 @@ pub enum PaneStatus {
     Exited { code: Option<i32> },
     /// No such pane (closed, or its server is gone).
     Gone,
+    /// A pane with this id exists but does not carry the asked mark: it is
+    /// not swarm's (a restarted tmux server reused the id, or the user's own
+    /// pane). Never killed, closed, adopted or respawned.
+    Foreign,
 }
 
 /// What a backend can do beyond spawn, status and kill.
@@ -260,6 +425,22 @@ pub struct Capabilities {
     /// [`PaneBackendExecutor::changed`] resolves when a pane's process
     /// exits, so liveness need not be polled (in-process on Linux).
     pub exit_events: bool,
+    /// [`PaneBackendExecutor::list_marked`]: every pane carrying a swarm
+    /// mark can be listed (tmux, in-process, fake).
+    pub list_marked: bool,
+    /// Home sessions: [`open_home`](PaneBackendExecutor::open_home),
+    /// [`home_exists`](PaneBackendExecutor::home_exists),
+    /// [`close_home`](PaneBackendExecutor::close_home) and
+    /// [`attach_argv`](PaneBackendExecutor::attach_argv) (tmux).
+    pub home_sessions: bool,
+    /// [`SpawnSpec::output`] is honoured: the pane's output is appended to
+    /// that file from its first byte.
+    pub output_file: bool,
+    /// Live screens and key input of panes hosted by this process
+    /// ([`with_screen`](PaneBackendExecutor::with_screen),
+    /// [`write_input`](PaneBackendExecutor::write_input),
+    /// [`resize`](PaneBackendExecutor::resize)): in-process.
+    pub screens: bool,
 }
 
 /// The kinds of backend, named as the roster's `backendType` names them.
@@ -321,15 +502,24 @@ pub trait PaneBackendExecutor: Send + Sync {
     fn capabilities(&self) -> Capabilities;
 
     /// Opens a pane running `spec.program` + `spec.args` as argv with exactly
-    /// `spec.env`, and returns its id.
-    async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneId>;
+    /// `spec.env`, marked with `spec.mark` in the same step, and returns it.
+    async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneRef>;
 
-    /// The liveness of each pane, in the order asked.
-    async fn status(&self, panes: &[PaneId]) -> Result<Vec<(PaneId, PaneStatus)>>;
+    /// The liveness of each pane, in the order asked. A pane whose id
+    /// exists without the ref's nonce is [`PaneStatus::Foreign`].
+    async fn status(&self, panes: &[PaneRef]) -> Result<Vec<(PaneId, PaneStatus)>>;
 
     /// SIGTERM to the pane's process group, SIGKILL after `grace` if still
-    /// alive, close the pane, verify it is gone. Killing a gone pane is Ok.
-    async fn kill(&self, pane: &PaneId, grace: Duration) -> Result<()>;
+    /// alive, close the pane, verify it is gone. Killing a gone pane is Ok;
+    /// a [`PaneStatus::Foreign`] pane is refused ([`BackendError::NotOurs`])
+    /// and left as it is.
+    async fn kill(&self, pane: &PaneRef, grace: Duration) -> Result<()>;
+
+    /// Every pane carrying a swarm mark, with its liveness, where
+    /// [`Capabilities::list_marked`] says so.
+    async fn list_marked(&self) -> Result<Vec<(PaneRef, PaneMark, PaneStatus)>> {
+        Err(BackendError::unsupported(self.kind(), "list_marked"))
+    }
 
     /// Resolves when some pane's process has exited since the last call
     /// (an exit before the call counts), where
@@ -342,10 +532,12 @@ pub trait PaneBackendExecutor: Send + Sync {
     async fn focus(&self, _pane: &PaneId) -> Result<()> {
         Err(BackendError::unsupported(self.kind(), "focus"))
     }
-    async fn hide(&self, _pane: &PaneId) -> Result<()> {
+    /// Moves a marked pane out of sight (refused for a foreign pane).
+    async fn hide(&self, _pane: &PaneRef) -> Result<()> {
         Err(BackendError::unsupported(self.kind(), "hide"))
     }
-    async fn show(&self, _pane: &PaneId) -> Result<()> {
+    /// Brings a hidden marked pane back beside the lead.
+    async fn show(&self, _pane: &PaneRef) -> Result<()> {
         Err(BackendError::unsupported(self.kind(), "show"))
     }
     async fn set_title(&self, _pane: &PaneId, _title: &str) -> Result<()> {
@@ -360,6 +552,56 @@ pub trait PaneBackendExecutor: Send + Sync {
     /// The pane's visible text (diagnostics and tests).
     async fn capture(&self, _pane: &PaneId) -> Result<String> {
         Err(BackendError::unsupported(self.kind(), "capture"))
+    }
+
+    /// Puts back what swarm changed in the window of `host`, a pane swarm
+    /// did not create (the user's pane the lead ran in). Nothing to do for
+    /// backends that change nothing there.
+    async fn restore_host(&self, _host: &PaneId) -> Result<()> {
+        Ok(())
+    }
+
+    /// True when a home session named `name` exists (and carries any mark).
+    async fn home_exists(&self, _name: &str) -> Result<bool> {
+        Err(BackendError::unsupported(self.kind(), "home sessions"))
+    }
+    /// Creates the detached home session `name` with `lead` in its first
+    /// pane; the session is marked with `lead.mark`.
+    async fn open_home(&self, _name: &str, _lead: &SpawnSpec) -> Result<PaneRef> {
+        Err(BackendError::unsupported(self.kind(), "home sessions"))
+    }
+    /// Closes home session `name` if it carries `nonce` (refused, and left
+    /// alone, otherwise); a missing session is Ok.
+    async fn close_home(&self, _name: &str, _nonce: &str) -> Result<()> {
+        Err(BackendError::unsupported(self.kind(), "home sessions"))
+    }
+    /// The argv (program first) that attaches the user's terminal to home
+    /// session `name`.
+    fn attach_argv(&self, _name: &str) -> Result<Vec<String>> {
+        Err(BackendError::unsupported(self.kind(), "attach"))
+    }
+    /// The multiplexer version this backend checked, if any (recorded so
+    /// that later processes of the team skip the check).
+    async fn checked_version(&self) -> Option<(u32, u32)> {
+        None
+    }
+
+    /// True when this process hosts `pane` (in-process panes live inside
+    /// their lead; another process can reach them only by pid).
+    fn hosts(&self, _pane: &PaneId) -> bool {
+        false
+    }
+    /// Runs `f` on the pane's live screen.
+    fn with_screen(&self, _pane: &PaneId, _f: &mut dyn FnMut(&vt100::Screen)) -> Result<()> {
+        Err(BackendError::unsupported(self.kind(), "screens"))
+    }
+    /// Forwards key bytes to the pane's program.
+    fn write_input(&self, _pane: &PaneId, _bytes: &[u8]) -> Result<()> {
+        Err(BackendError::unsupported(self.kind(), "key input"))
+    }
+    /// Resizes the pane's terminal.
+    fn resize(&self, _pane: &PaneId, _rows: u16, _cols: u16) -> Result<()> {
+        Err(BackendError::unsupported(self.kind(), "resize"))
     }
 }
 
@@ -418,9 +660,10 @@ pub struct Detection {
 }
 
 /// Chooses a backend from explicit facts. Auto order: inside tmux → tmux;
-/// iTerm2 with `it2` → iTerm2; Windows Terminal → WT; tmux installed → tmux
-/// (new session); otherwise in-process. An explicit request wins, but is
-/// refused when its tool is missing.
+/// iTerm2 with `it2` → iTerm2; tmux installed → tmux (new session);
+/// otherwise in-process. Windows Terminal is never chosen: this build
+/// cannot drive it ([`windows_terminal::UNAVAILABLE`]). An explicit request
+/// wins, but is refused when its tool is missing.
 pub fn detect(facts: &EnvFacts) -> Result<Detection> {
     let in_iterm =
         facts.term_program.as_deref() == Some("iTerm.app") || facts.iterm_session_id.is_some();
@@ -435,7 +678,7 @@ pub fn detect(facts: &EnvFacts) -> Result<Detection> {
         let missing = match kind {
             BackendKind::Tmux if !facts.tmux_on_path => Some("tmux is not on PATH"),
             BackendKind::ITerm2 if !in_iterm => Some("this terminal is not iTerm2"),
-            BackendKind::WindowsTerminal if !facts.wt_on_path => Some("wt is not on PATH"),
+            BackendKind::WindowsTerminal => Some(windows_terminal::UNAVAILABLE),
             _ => None,
         };
         if let Some(reason) = missing {
@@ -466,18 +709,13 @@ pub fn detect(facts: &EnvFacts) -> Result<Detection> {
             "iTerm2 (TERM_PROGRAM/ITERM_SESSION_ID) with it2 on PATH".to_string(),
             None,
         )
-    } else if facts.wt_session {
-        (
-            BackendKind::WindowsTerminal,
-            "WT_SESSION is set: Windows Terminal".to_string(),
-            None,
-        )
     } else if facts.tmux_on_path {
-        (
-            BackendKind::Tmux,
-            "tmux is installed: a new tmux session".to_string(),
-            None,
-        )
+        let why = if facts.wt_session {
+            "tmux is installed: a new tmux session (Windows Terminal cannot be driven by this build)"
+        } else {
+            "tmux is installed: a new tmux session"
+        };
+        (BackendKind::Tmux, why.to_string(), None)
     } else {
         let why = if in_iterm {
             "iTerm2 without it2 on PATH and no tmux: in-process PTYs"
@@ -533,13 +771,25 @@ mod tests {
     }
 
     #[test]
-    fn windows_terminal_then_tmux_then_in_process() {
+    fn windows_terminal_is_never_chosen_then_tmux_then_in_process() {
         let wt = EnvFacts {
             wt_session: true,
             tmux_on_path: true,
+            wt_on_path: true,
             ..facts()
         };
-        assert_eq!(detect(&wt).unwrap().kind, BackendKind::WindowsTerminal);
+        assert_eq!(detect(&wt).unwrap().kind, BackendKind::Tmux);
+        let asked = EnvFacts {
+            requested: Some(BackendKind::WindowsTerminal),
+            ..wt
+        };
+        match detect(&asked) {
+            Err(BackendError::Unavailable { backend, reason }) => {
+                assert_eq!(backend, BackendKind::WindowsTerminal);
+                assert!(reason.contains("cannot drive Windows Terminal"), "{reason}");
+            }
+            other => panic!("expected Unavailable, got {other:?}"),
+        }
         let tmux = EnvFacts {
             tmux_on_path: true,
             ..facts()

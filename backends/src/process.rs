@@ -120,13 +120,36 @@ mod imp {
 
 pub use imp::*;
 
+/// The fields of `/proc/<pid>/stat` after `comm` (field 3, the state,
+/// first); `None` where there is no such process or no `/proc`. The one
+/// parser of that file.
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) S ...": comm may hold spaces and ')'; the rest follows
+    // the last ')'.
+    let rest = stat.rsplit_once(')')?.1;
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
 /// Whether `pid` is a zombie (exited, not yet reaped by its parent); `None`
 /// where the platform does not say (no `/proc`).
 pub fn is_zombie(pid: u32) -> Option<bool> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // "pid (comm) S ...": the state follows the last ')'.
-    let state = stat.rsplit_once(')')?.1.split_whitespace().next()?;
-    Some(state == "Z")
+    Some(stat_fields(pid)?.first()? == "Z")
+}
+
+/// The start time of `pid` (field 22 of `/proc/<pid>/stat`, clock ticks
+/// since boot, as Claude Code records it): with the pid, it names one
+/// process for good, since a recycled pid starts later.
+pub fn start_time(pid: u32) -> Option<String> {
+    stat_fields(pid)?.get(19).cloned()
+}
+
+/// True when `pid` runs, is no zombie, and (when `start` is given) is the
+/// process that started then.
+pub fn same_process_alive(pid: u32, start: Option<&str>) -> bool {
+    process_alive(pid)
+        && is_zombie(pid) != Some(true)
+        && start.is_none_or(|s| start_time(pid).as_deref() == Some(s))
 }
 
 /// A one-line description of a process for error messages: its

@@ -18,8 +18,8 @@ use std::time::Duration;
 use crate::command::Invocation;
 use crate::error::{BackendError, Result};
 use crate::{
-    BackendKind, Capabilities, PaneBackendExecutor, PaneId, PaneStatus, Placement, SpawnSpec,
-    pidfile,
+    BackendKind, Capabilities, PaneBackendExecutor, PaneId, PaneRef, PaneStatus, Placement,
+    SpawnSpec, pidfile,
 };
 
 /// Escapes one argument for `wt`: WT splits its command line into
@@ -146,64 +146,42 @@ impl PaneBackendExecutor for WindowsTerminalBackend {
         }
     }
 
-    async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneId> {
-        spec.validate()?;
-        let pid_file = spec.pid_file.clone().ok_or_else(|| {
-            BackendError::invalid(
-                "pid_file",
-                "",
-                "the Windows Terminal backend needs a pid file",
-            )
-        })?;
-        // A stale record would make a dead teammate look alive.
-        let _ = std::fs::remove_file(&pid_file);
-        Invocation::new("wt", split_pane(spec)?).run().await?;
-        pidfile::wait_pid(&pid_file, self.start_timeout).await?;
-        Ok(pane_id(&pid_file))
+    /// Refused at once: nothing in a pane started by `wt` writes the pid
+    /// record that liveness and kill depend on (the WT CLI cannot list or
+    /// close panes), and this build does not run on Windows. The argv
+    /// builders above stay, unit-tested, for a build that wraps the launch.
+    async fn spawn(&self, _spec: &SpawnSpec) -> Result<PaneRef> {
+        Err(BackendError::Unavailable {
+            backend: BackendKind::WindowsTerminal,
+            reason: UNAVAILABLE.to_string(),
+        })
     }
 
-    async fn status(&self, panes: &[PaneId]) -> Result<Vec<(PaneId, PaneStatus)>> {
+    async fn status(&self, panes: &[PaneRef]) -> Result<Vec<(PaneId, PaneStatus)>> {
         let mut out = Vec::new();
         for pane in panes {
-            let status = match pidfile::read_pid(&parse_pane_id(pane)?) {
+            let status = match pidfile::read_pid(&parse_pane_id(&pane.id)?) {
                 None => PaneStatus::Gone,
                 Some(pid) if self.alive(pid).await? => PaneStatus::Running { pid: Some(pid) },
                 Some(_) => PaneStatus::Exited { code: None },
             };
-            out.push((pane.clone(), status));
+            out.push((pane.id.clone(), status));
         }
         Ok(out)
     }
 
-    async fn kill(&self, pane: &PaneId, grace: Duration) -> Result<()> {
-        let pid_file = parse_pane_id(pane)?;
-        let Some(pid) = pidfile::read_pid(&pid_file) else {
-            return Ok(());
-        };
-        if self.alive(pid).await? {
-            let _ = Invocation::new("taskkill", taskkill(pid, false))
-                .output()
-                .await?;
-            let deadline = tokio::time::Instant::now() + grace;
-            while self.alive(pid).await? && tokio::time::Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            if self.alive(pid).await? {
-                let _ = Invocation::new("taskkill", taskkill(pid, true))
-                    .output()
-                    .await?;
-            }
-            if self.alive(pid).await? {
-                return Err(BackendError::KillFailed {
-                    pane: pane.clone(),
-                    reason: format!("pid {pid} alive after taskkill /F"),
-                });
-            }
-        }
-        let _ = std::fs::remove_file(&pid_file);
-        Ok(())
+    async fn kill(&self, pane: &PaneRef, _grace: Duration) -> Result<()> {
+        // Nothing this build spawned can be here; never signal a pid from
+        // a record it did not write.
+        Err(BackendError::NotOurs {
+            pane: pane.id.clone(),
+        })
     }
 }
+
+/// Why the Windows Terminal backend cannot be used by this build.
+pub const UNAVAILABLE: &str = "this build cannot drive Windows Terminal (its CLI cannot list or close \
+     panes, and nothing would record a pane's pid); run swarm with tmux, e.g. inside WSL";
 
 #[cfg(test)]
 mod tests {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use swarm_backends::fake::{FakeBackend, FakeSignal};
 use swarm_backends::in_process::InProcessBackend;
 use swarm_backends::tmux::{TmuxBackend, TmuxServer};
-use swarm_backends::{PaneBackendExecutor, PaneId, PaneStatus, Placement, SpawnSpec};
+use swarm_backends::{PaneBackendExecutor, PaneId, PaneRef, PaneStatus, Placement, SpawnSpec};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -33,7 +33,7 @@ async fn wait_until<T>(what: &str, mut probe: impl AsyncFnMut() -> Result<T, Str
     }
 }
 
-async fn status_of(b: &dyn PaneBackendExecutor, pane: &PaneId) -> PaneStatus {
+async fn status_of(b: &dyn PaneBackendExecutor, pane: &PaneRef) -> PaneStatus {
     let all = b.status(std::slice::from_ref(pane)).await.expect("status");
     assert_eq!(all.len(), 1);
     assert_eq!(&all[0].0, pane);
@@ -42,7 +42,7 @@ async fn status_of(b: &dyn PaneBackendExecutor, pane: &PaneId) -> PaneStatus {
 
 async fn wait_status(
     b: &dyn PaneBackendExecutor,
-    pane: &PaneId,
+    pane: &PaneRef,
     what: &str,
     ok: impl Fn(&PaneStatus) -> bool,
 ) -> PaneStatus {
@@ -551,7 +551,7 @@ async fn capture_shows_printed_text(h: &dyn Harness) {
     wait_until("the greeting on screen", async || {
         let text = h
             .backend()
-            .capture(&pane)
+            .capture(&pane.id)
             .await
             .map_err(|e| e.to_string())?;
         if text.contains("hello from pane-canary-7") {
@@ -588,13 +588,16 @@ async fn gone_after_kill_and_server_death(h: &dyn Harness) {
         .status(&[a.clone(), b.clone()])
         .await
         .expect("status");
-    assert_eq!(both[0], (a.clone(), PaneStatus::Gone));
+    assert_eq!(both[0], (a.id.clone(), PaneStatus::Gone));
     assert!(matches!(both[1].1, PaneStatus::Running { .. }), "{both:?}");
-    let unknown = PaneId::new(if h.fake().is_some() {
-        "fake-999"
-    } else {
-        "%999"
-    });
+    let unknown = PaneRef::new(
+        PaneId::new(if h.fake().is_some() {
+            "fake-999"
+        } else {
+            "%999"
+        }),
+        "0123",
+    );
     assert_eq!(status_of(h.backend(), &unknown).await, PaneStatus::Gone);
     if h.kill_server() {
         assert_eq!(status_of(h.backend(), &b).await, PaneStatus::Gone);
@@ -616,9 +619,9 @@ async fn capabilities_are_honest(h: &dyn Harness) {
         .expect("spawn");
     let b = h.backend();
     for (supported, result) in [
-        (caps.focus, b.focus(&pane).await),
-        (caps.set_title, b.set_title(&pane, "renamed").await),
-        (caps.set_color, b.set_color(&pane, "green").await),
+        (caps.focus, b.focus(&pane.id).await),
+        (caps.set_title, b.set_title(&pane.id, "renamed").await),
+        (caps.set_color, b.set_color(&pane.id, "green").await),
         (caps.rebalance, b.rebalance().await),
     ] {
         match result {
@@ -699,8 +702,8 @@ mod tmux_live {
             .placement(Placement::RightOfLead { lead: lead.clone() })
     }
 
-    fn pane_info(t: &PrivateTmux, pane: &PaneId, fmt: &str) -> String {
-        t.run(&["display-message", "-p", "-t", pane.as_str(), fmt])
+    fn pane_info(t: &PrivateTmux, pane: impl AsRef<PaneId>, fmt: &str) -> String {
+        t.run(&["display-message", "-p", "-t", pane.as_ref().as_str(), fmt])
             .trim()
             .to_string()
     }
@@ -802,36 +805,34 @@ mod tmux_live {
             "pane-border-status",
         ]);
         assert_eq!(status.trim(), "top");
-        h.backend.set_color(&p, "pink").await.unwrap();
-        h.backend.set_title(&p, "bob").await.unwrap();
+        h.backend.set_color(&p.id, "pink").await.unwrap();
+        h.backend.set_title(&p.id, "bob").await.unwrap();
         assert_eq!(
             pane_info(&h.tmux, &p, "#{pane_title}|#{@swarm_color}"),
             "bob|colour205"
         );
-        assert!(h.backend.set_color(&p, "mauve").await.is_err());
+        assert!(h.backend.set_color(&p.id, "mauve").await.is_err());
         h.after();
     }
 
     #[tokio::test]
-    async fn ensure_session_creates_once_with_the_lead_first() {
-        let Some(h) = TmuxHarness::start("ensure_session") else {
+    async fn a_home_session_is_created_marked_and_closed_only_with_its_mark() {
+        let Some(h) = TmuxHarness::start("home_session") else {
             return;
         };
         let lead = h.spec("sleep", &["1000"]).title("lead");
         let first = h
             .backend
-            .ensure_session("swarm-demo", &lead)
+            .open_home("swarm-demo", &lead)
             .await
             .expect("create");
-        let again = h
-            .backend
-            .ensure_session("swarm-demo", &lead)
-            .await
-            .expect("reuse");
-        assert_eq!(first, again);
-        assert!(h.backend.has_session("swarm-demo").await.unwrap());
         assert!(
-            !h.backend.has_session("swarm-dem").await.unwrap(),
+            h.backend.open_home("swarm-demo", &lead).await.is_err(),
+            "a second home of the same name is refused"
+        );
+        assert!(h.backend.home_exists("swarm-demo").await.unwrap());
+        assert!(
+            !h.backend.home_exists("swarm-dem").await.unwrap(),
             "targets must be exact"
         );
         let lead_remain = h.tmux.run(&[
@@ -849,7 +850,7 @@ mod tmux_live {
         );
         let mate = h
             .backend
-            .spawn(&lead_spec(&h, &first))
+            .spawn(&lead_spec(&h, &first.id))
             .await
             .expect("teammate");
         let mate_remain = h.tmux.run(&[
@@ -867,6 +868,124 @@ mod tmux_live {
             argv[argv.len() - 3..],
             ["attach-session", "-t", "=swarm-demo"]
         );
+        // A session of the same name without swarm's mark (the user's, or
+        // one of a restarted server) is never closed.
+        assert!(
+            h.backend
+                .close_home("swarm-demo", "not-its-nonce")
+                .await
+                .is_err()
+        );
+        assert!(h.backend.home_exists("swarm-demo").await.unwrap());
+        h.tmux
+            .run(&["new-session", "-d", "-s", "users-own", "sleep 1000"]);
+        assert!(h.backend.close_home("users-own", "").await.is_err());
+        assert!(h.backend.home_exists("users-own").await.unwrap());
+        h.backend
+            .close_home("swarm-demo", &first.nonce)
+            .await
+            .expect("close with its mark");
+        assert!(!h.backend.home_exists("swarm-demo").await.unwrap());
+        h.backend
+            .close_home("swarm-demo", &first.nonce)
+            .await
+            .expect("closing a missing home is fine");
+        h.after();
+    }
+
+    #[tokio::test]
+    async fn a_users_pane_with_a_reused_id_is_foreign_and_never_killed() {
+        let Some(h) = TmuxHarness::start("foreign") else {
+            return;
+        };
+        // The user's own pane, made by tmux itself: no mark.
+        let users = PaneId::new(
+            h.tmux
+                .run(&[
+                    "split-window",
+                    "-d",
+                    "-P",
+                    "-F",
+                    "#{pane_id}",
+                    "-t",
+                    "=lead:",
+                    "sleep 1000",
+                ])
+                .trim(),
+        );
+        let as_if_ours = PaneRef::new(users.clone(), "0123456789abcdef");
+        assert_eq!(
+            status_of(&h.backend, &as_if_ours).await,
+            PaneStatus::Foreign
+        );
+        let err = h
+            .backend
+            .kill(&as_if_ours, Duration::from_millis(100))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, BackendError::NotOurs { .. }), "{err}");
+        assert!(h.backend.hide(&as_if_ours).await.is_err());
+        assert_eq!(
+            pane_info(&h.tmux, &users, "#{pane_dead}"),
+            "0",
+            "still alive"
+        );
+        // A marked pane is listed with its mark; the user's is not.
+        let mine = h
+            .backend
+            .spawn(
+                &h.spec("sleep", &["1000"])
+                    .mark(swarm_backends::PaneMark::new("t", "alice")),
+            )
+            .await
+            .expect("spawn");
+        let marked = h.backend.list_marked().await.expect("list");
+        assert!(
+            marked
+                .iter()
+                .any(|(p, m, _)| p == &mine && m.member == "alice" && m.team == "t")
+        );
+        assert!(marked.iter().all(|(p, ..)| p.id != users), "{marked:?}");
+        h.backend
+            .kill(&mine, Duration::from_secs(1))
+            .await
+            .expect("kill");
+        h.after();
+    }
+
+    #[tokio::test]
+    async fn the_users_window_gets_its_border_setting_back() {
+        let Some(h) = TmuxHarness::start("restore") else {
+            return;
+        };
+        let lead = PaneId::new(
+            h.tmux
+                .run(&["display-message", "-p", "-t", "=lead:", "#{pane_id}"])
+                .trim(),
+        );
+        h.tmux.run(&[
+            "set-option",
+            "-w",
+            "-t",
+            lead.as_str(),
+            "pane-border-status",
+            "bottom",
+        ]);
+        let before = h.tmux.run(&["show-options", "-w", "-t", lead.as_str()]);
+        let mate = h.backend.spawn(&lead_spec(&h, &lead)).await.expect("spawn");
+        assert_eq!(pane_info(&h.tmux, &lead, "#{pane-border-status}"), "top");
+        assert_eq!(
+            pane_info(&h.tmux, &lead, "#{remain-on-exit}"),
+            "off",
+            "the user's pane keeps its own"
+        );
+        h.backend
+            .kill(&mate, Duration::from_secs(1))
+            .await
+            .expect("kill");
+        h.backend.restore_host(&lead).await.expect("restore");
+        let after = h.tmux.run(&["show-options", "-w", "-t", lead.as_str()]);
+        assert_eq!(after, before, "the window's own options are as before");
         h.after();
     }
 
@@ -889,7 +1008,7 @@ mod tmux_live {
         ));
         h.backend.show(&p).await.expect("show");
         assert_eq!(pane_info(&h.tmux, &p, "#{window_id}"), home);
-        h.backend.focus(&p).await.expect("focus");
+        h.backend.focus(&p.id).await.expect("focus");
         assert_eq!(pane_info(&h.tmux, &p, "#{pane_active}"), "1");
         h.after();
     }
@@ -904,7 +1023,10 @@ mod tmux_live {
         assert!(matches!(err, BackendError::InvalidArgument { .. }), "{err}");
         let err = h
             .backend
-            .kill(&PaneId::new("{last}"), Duration::from_secs(1))
+            .kill(
+                &PaneRef::new(PaneId::new("{last}"), "0123"),
+                Duration::from_secs(1),
+            )
             .await
             .unwrap_err();
         assert!(matches!(err, BackendError::InvalidArgument { .. }), "{err}");
@@ -1025,10 +1147,13 @@ mod in_process_live {
             .spawn(&h.spec("sh", &["-c", script, go.to_str().unwrap()]))
             .await
             .unwrap();
-        h.backend.resize(&p, 30, 100).unwrap();
+        h.backend.resize(&p.id, 30, 100).unwrap();
         std::fs::write(&go, b"").unwrap();
         assert_eq!(wait_file(&h.dir().join("go.out")).await.trim(), "30 100");
-        assert_eq!(h.backend.with_screen(&p, |s| s.size()).unwrap(), (30, 100));
+        assert_eq!(
+            h.backend.with_screen(&p.id, |s| s.size()).unwrap(),
+            (30, 100)
+        );
         h.backend.kill(&p, Duration::from_secs(1)).await.unwrap();
     }
 
@@ -1042,20 +1167,20 @@ mod in_process_live {
             .spawn(&h.spec("sh", &["-c", script, out.to_str().unwrap()]))
             .await
             .unwrap();
-        let mut rx = h.backend.subscribe_output(&p).unwrap();
+        let mut rx = h.backend.subscribe_output(&p.id).unwrap();
         wait_until("ready on screen", async || {
-            let s = h.backend.screen(&p).map_err(|e| e.to_string())?;
+            let s = h.backend.screen(&p.id).map_err(|e| e.to_string())?;
             if s.contains("ready") { Ok(()) } else { Err(s) }
         })
         .await;
-        let (first, offset) = h.backend.read_output(&p, 0).unwrap();
+        let (first, offset) = h.backend.read_output(&p.id, 0).unwrap();
         assert!(String::from_utf8_lossy(&first).contains("ready"));
-        h.backend.write_input(&p, b"hello world\r").unwrap();
+        h.backend.write_input(&p.id, b"hello world\r").unwrap();
         assert_eq!(wait_file(&out).await, "got:hello world\n");
         wait_until("done in the log", async || {
             let (rest, _) = h
                 .backend
-                .read_output(&p, offset)
+                .read_output(&p.id, offset)
                 .map_err(|e| e.to_string())?;
             let rest = String::from_utf8_lossy(&rest).into_owned();
             if rest.contains("done") && !rest.contains("ready") {

@@ -3,8 +3,9 @@
 
 use super::{Context, Exit, print_json};
 use crate::cli::{BackendArgs, Command, DoctorArgs, DownArgs, OutputArgs, SpawnArgs, UpArgs};
-use crate::lead::panes::{self, Opened, Panes, SessionRecord};
-use crate::lead::spawn::{SpawnRequest, spawn_member, spawn_members};
+use crate::lead::lock::{LifecycleLock, lead_holder};
+use crate::lead::panes::{self, Opened, SessionRecord};
+use crate::lead::spawn::{SpawnRequest, spawn_member, spawn_members_locked};
 use crate::lead::teardown::{self, ShutdownOutcome};
 use crate::lead::{Lead, lead_pid_alive, run_lead};
 use crate::team::{Roster, Team, names};
@@ -12,7 +13,7 @@ use anyhow::{Context as _, Result, bail};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use swarm_backends::{BackendKind, PaneBackendExecutor, SpawnSpec};
+use swarm_backends::{BackendKind, PaneMark, SpawnSpec};
 
 /// What `up` and `lead` leave to do once their async setup is over: either
 /// nothing more, or run the lead (which needs the runtime itself, outside
@@ -46,7 +47,7 @@ fn run_other(ctx: &Context, rt: &tokio::runtime::Runtime, cmd: Command) -> Resul
             let (team, opened) = open(ctx, &args.backend)?;
             let grace = Duration::from_secs_f64(args.grace.max(0.0));
             let r = teardown::kill_member(&team, &opened, &args.name, grace).await?;
-            println!("killed {}{}", args.name, returned(&r.returned));
+            println!("killed {}{}{}", args.name, returned(&r.returned), not_ours(&r));
             Ok(Exit::Ok)
         }),
         Command::Shutdown(args) => rt.block_on(async {
@@ -96,6 +97,14 @@ fn run_other(ctx: &Context, rt: &tokio::runtime::Runtime, cmd: Command) -> Resul
     }
 }
 
+/// "; its pane %3 was no longer swarm's (left untouched)", or nothing.
+fn not_ours(r: &teardown::Released) -> String {
+    match &r.pane_not_ours {
+        Some(p) => format!("; its pane {p} was no longer swarm's (left untouched)"),
+        None => String::new(),
+    }
+}
+
 fn returned(tasks: &[crate::tasks::Task]) -> String {
     if tasks.is_empty() {
         String::new()
@@ -121,7 +130,9 @@ fn lead_spec(team: &Team, opened: &Opened) -> Result<SpawnSpec> {
         args.push(sock.to_string_lossy().into_owned());
     }
     let cwd = std::env::current_dir().context("reading the current directory")?;
-    let mut spec = SpawnSpec::new(exe.to_string_lossy().into_owned(), args, cwd).title("lead");
+    let mut spec = SpawnSpec::new(exe.to_string_lossy().into_owned(), args, cwd)
+        .title("lead")
+        .mark(PaneMark::new(&team.name, crate::team::names::LEAD_NAME));
     for k in crate::lead::spawn::INHERITED {
         let v = if k == "PATH" {
             Some(crate::lead::spawn::path_with_swarm())
@@ -181,58 +192,114 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
         ..args
     };
     let mut opened = panes::open(&ctx.root, &name, &args.backend)?;
+    // One `up` or `spawn` of the team at a time: a second `up` waits here,
+    // then finds the lead this one started.
+    let lifecycle = LifecycleLock::acquire(&team).await?;
     if let Some(pid) = lead_pid_alive(&team)? {
-        eprintln!("the lead of team {name} is already running (pid {pid})");
+        drop(lifecycle);
+        eprintln!("{}", already_running(&name, pid));
         return reattach(&team, &opened, args.no_attach)
             .await
             .map(Next::Done);
     }
-    match (&opened.panes, opened.own_pane.clone()) {
-        (Panes::Tmux(_), None) => {
-            let tmux = opened.panes.tmux().expect("tmux backend");
-            let session = opened
-                .record
-                .session
-                .clone()
-                .unwrap_or_else(|| panes::session_name(&name));
-            let spec = lead_spec(&team, &opened)?;
-            let lead_pane = if tmux.has_session(&session).await? {
-                // The session outlived its lead (e.g. kill -9): a new window.
-                let spec = spec.placement(swarm_backends::Placement::NewWindow {
-                    session: Some(session.clone()),
-                });
-                tmux.spawn(&spec).await?
-            } else {
-                tmux.ensure_session(&session, &spec).await?
-            };
-            opened.record.session = Some(session);
-            opened.record.lead_pane = Some(lead_pane.clone());
-            opened.record.tmux_version = tmux.known_version().await;
-            opened.placement = Some(swarm_backends::Placement::RightOfLead {
-                lead: lead_pane.clone(),
+    let home = opened.caps().home_sessions && opened.own_pane.is_none();
+    if home {
+        let session = opened
+            .record
+            .session
+            .clone()
+            .unwrap_or_else(|| panes::session_name(&name));
+        let spec = lead_spec(&team, &opened)?;
+        let lead_pane = if opened.backend.home_exists(&session).await? {
+            // The session outlived its lead (e.g. kill -9): a new window.
+            let spec = spec.placement(swarm_backends::Placement::NewWindow {
+                session: Some(session.clone()),
             });
-            opened.record.save(&ctx.root, &name)?;
-            spawn_reserved(&team, &mut opened).await?;
-            eprintln!(
-                "team {name}: lead in pane {lead_pane} ({:.0} ms)",
-                started.elapsed().as_secs_f64() * 1000.0
-            );
-            reattach(&team, &opened, args.no_attach)
-                .await
-                .map(Next::Done)
+            opened.backend.spawn(&spec).await?
+        } else {
+            opened.backend.open_home(&session, &spec).await?
+        };
+        opened.record.session = Some(session);
+        opened.record.lead_pane = Some(lead_pane.id.clone());
+        opened.record.lead_nonce = Some(lead_pane.nonce.clone());
+        if let Some(v) = opened.backend.checked_version().await {
+            opened.record.tmux_version = Some(v);
         }
-        (_, own) => {
-            if let Some(lead) = &own {
-                opened.placement =
-                    Some(swarm_backends::Placement::RightOfLead { lead: lead.clone() });
-            }
-            opened.record.lead_pane = own;
-            opened.record.save(&ctx.root, &name)?;
-            spawn_reserved(&team, &mut opened).await?;
-            start_lead_logging(&team)?;
-            Ok(Next::RunLead(Box::new(Lead::new(team, opened))))
-        }
+        opened.placement = Some(swarm_backends::Placement::RightOfLead {
+            lead: lead_pane.id.clone(),
+        });
+        opened.record.save(&ctx.root, &name)?;
+        complete_team(&team, &mut opened).await?;
+        // The lifecycle lock is let go only once the new lead holds its
+        // own: a second `up` waiting for it then finds the lead running.
+        wait_for_lead_lock(&team, &lead_pane).await?;
+        drop(lifecycle);
+        eprintln!(
+            "team {name}: lead in pane {} ({:.0} ms)",
+            lead_pane.id,
+            started.elapsed().as_secs_f64() * 1000.0
+        );
+        return reattach(&team, &opened, args.no_attach)
+            .await
+            .map(Next::Done);
     }
+    // This process is the lead (in the user's own pane, or hosting
+    // in-process panes): its lock first, then the team.
+    let own = opened.own_pane.clone();
+    if let Some(lead) = &own {
+        opened.placement = Some(swarm_backends::Placement::RightOfLead { lead: lead.clone() });
+    }
+    opened.record.lead_pane = own;
+    opened.record.lead_nonce = None;
+    start_lead_logging(&team)?;
+    opened.record.save(&ctx.root, &name)?;
+    let lead_lock = crate::lead::lock::LeadLock::acquire(&team, Duration::ZERO).await?;
+    complete_team(&team, &mut opened).await?;
+    drop(lifecycle);
+    Ok(Next::RunLead(Box::new(
+        Lead::new(team, opened).with_lock(lead_lock),
+    )))
+}
+
+/// How long a new lead's pane may take to start the lead.
+const LEAD_START: Duration = Duration::from_secs(10);
+
+/// Waits until the lead started in `pane` holds the team's lead lock.
+async fn wait_for_lead_lock(team: &Team, pane: &swarm_backends::PaneRef) -> Result<()> {
+    let deadline = Instant::now() + LEAD_START;
+    let mut pause = Duration::from_millis(1);
+    while lead_holder(team)?.is_none() {
+        if Instant::now() >= deadline {
+            bail!(
+                "the lead did not start in pane {} within {} s; see {}",
+                pane.id,
+                LEAD_START.as_secs(),
+                team.root.lead_log(&team.name)?.display()
+            );
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+fn already_running(team: &str, pid: u32) -> String {
+    if pid == 0 {
+        format!("the lead of team {team} is already running")
+    } else {
+        format!("the lead of team {team} is already running (pid {pid})")
+    }
+}
+
+/// Under the lifecycle lock: adopts, recovers or closes what an earlier
+/// interrupted `up`/`spawn` left (see `lead::recover`), then spawns every
+/// member that still has no pane.
+async fn complete_team(team: &Team, opened: &mut Opened) -> Result<()> {
+    let done = crate::lead::recover::reconcile(team, opened).await?;
+    for line in done.lines() {
+        eprintln!("{line}");
+    }
+    spawn_reserved(team, opened).await
 }
 
 /// Puts the spec's teammates on the roster (reserved: no pane yet) and its
@@ -303,23 +370,23 @@ async fn spawn_reserved(team: &Team, opened: &mut Opened) -> Result<()> {
     if reqs.is_empty() {
         return Ok(());
     }
-    for s in spawn_members(team, opened, &reqs).await? {
+    for s in spawn_members_locked(team, opened, &reqs).await? {
         eprintln!("spawned {} in pane {}", s.name, s.pane);
     }
     Ok(())
 }
 
 async fn reattach(team: &Team, opened: &Opened, no_attach: bool) -> Result<Exit> {
-    let Some(tmux) = opened.panes.tmux() else {
+    if !opened.caps().home_sessions {
         bail!(
             "the lead of team {} runs in another terminal (backend {})",
             team.name,
-            opened.panes.kind()
+            opened.kind()
         );
-    };
+    }
     let Some(session) = opened.record.session.clone() else {
         if let Some(lead) = &opened.record.lead_pane {
-            tmux.focus(lead).await.ok();
+            opened.backend.focus(lead).await.ok();
         }
         return Ok(Exit::Ok);
     };
@@ -328,7 +395,7 @@ async fn reattach(team: &Team, opened: &Opened, no_attach: bool) -> Result<Exit>
         eprintln!("attach with: swarm attach --team {}", team.name);
         return Ok(Exit::Ok);
     }
-    exec_attach(tmux.attach_argv(&session)?)
+    exec_attach(opened.backend.attach_argv(&session)?)
 }
 
 fn exec_attach(argv: Vec<String>) -> Result<Exit> {
@@ -338,7 +405,7 @@ fn exec_attach(argv: Vec<String>) -> Result<Exit> {
 }
 
 fn start_lead_logging(team: &Team) -> Result<()> {
-    let log = team.root.logs_dir(&team.name)?.join("lead.log");
+    let log = team.root.lead_log(&team.name)?;
     crate::logging::init_file(&log).with_context(|| format!("opening {}", log.display()))
 }
 
@@ -350,7 +417,7 @@ async fn lead(ctx: &Context, args: BackendArgs) -> Result<Next> {
 
 async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
     let (team, mut opened) = open(ctx, &args.backend)?;
-    if matches!(opened.panes, Panes::InProcess(_)) {
+    if !opened.caps().panes_outlive_lead {
         bail!(
             "in-process panes live inside the lead, so another process cannot add one: list the \
              teammates in a spec and run `swarm up SPEC --backend in-process`, or use tmux"
@@ -465,55 +532,43 @@ fn output(ctx: &Context, args: OutputArgs) -> Result<Exit> {
 
 async fn attach(ctx: &Context, args: BackendArgs) -> Result<Exit> {
     let (team, opened) = open(ctx, &args)?;
-    let Some(tmux) = opened.panes.tmux() else {
+    if !opened.caps().home_sessions {
         bail!(
             "team {} does not run on tmux (backend {}); nothing to attach to",
             team.name,
-            opened.panes.kind()
+            opened.kind()
         );
-    };
+    }
     let session = opened
         .record
         .session
         .clone()
         .unwrap_or_else(|| panes::session_name(&team.name));
-    if !tmux.has_session(&session).await? {
+    if !opened.backend.home_exists(&session).await? {
         bail!(
             "no tmux session {session} for team {}; start it with `swarm up --team {}`",
             team.name,
             team.name
         );
     }
-    exec_attach(tmux.attach_argv(&session)?)
+    exec_attach(opened.backend.attach_argv(&session)?)
 }
 
 async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
     let facts = swarm_backends::EnvFacts::from_process_env();
     let detection = swarm_backends::detect(&facts);
-    let tmux_version = match panes::open(
-        &ctx.root,
-        "doctor",
-        &BackendArgs {
-            backend: None,
-            tmux_socket: args.backend.tmux_socket.clone(),
-        },
-    ) {
-        Ok(Opened {
-            panes: Panes::Tmux(t),
-            ..
-        }) => t
+    let tmux_version = if facts.tmux_on_path {
+        let server = match &args.backend.tmux_socket {
+            Some(s) => swarm_backends::tmux::TmuxServer::socket(s),
+            None => swarm_backends::tmux::TmuxServer::default_server(),
+        };
+        swarm_backends::tmux::TmuxBackend::new(server)
             .check_version()
             .await
             .map(|(a, b)| format!("{a}.{b}"))
-            .map_err(|e| e.to_string()),
-        _ if facts.tmux_on_path => swarm_backends::tmux::TmuxBackend::new(
-            swarm_backends::tmux::TmuxServer::default_server(),
-        )
-        .check_version()
-        .await
-        .map(|(a, b)| format!("{a}.{b}"))
-        .map_err(|e| e.to_string()),
-        _ => Err("tmux is not on PATH".to_string()),
+            .map_err(|e| e.to_string())
+    } else {
+        Err("tmux is not on PATH".to_string())
     };
     let mut problems: Vec<String> = Vec::new();
     let teams = crate::team::list_teams(&ctx.root).unwrap_or_default();
@@ -528,7 +583,10 @@ async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
                     ));
                 }
             }
-            if tf.teammates().count() > 0 && lead_pid_alive(&team).ok().flatten().is_none() {
+            if tf.teammates().count() > 0
+                && lead_holder(&team).ok().flatten().is_none()
+                && lead_pid_alive(&team).ok().flatten().is_none()
+            {
                 problems.push(format!(
                     "team {t}: no live lead; `swarm up --team {t}` takes the team back"
                 ));

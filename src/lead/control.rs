@@ -3,8 +3,13 @@
 //! each key's action carried out through the same code the `swarm`
 //! commands use (kill ladder, shutdown request, sends, tasks, protocol
 //! responses), so the TUI and the command line cannot drift apart.
+//!
+//! Actions that wait on panes (a kill ladder takes seconds for a teammate
+//! that ignores SIGTERM) run as tasks on the lead's runtime: the dialog
+//! gets "killing @x…" at once and keeps drawing and taking keys; the
+//! outcome arrives as an event.
 
-use super::panes::{Opened, Panes};
+use super::panes::{Opened, member_pane};
 use super::{Lead, Request, Seen, Shared, teardown};
 use crate::mailbox::Entry;
 use crate::protocol::{self, Message};
@@ -20,7 +25,7 @@ use serde_json::Value;
 use sha2::Digest;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use swarm_backends::PaneId;
+use swarm_backends::PaneRef;
 
 /// How many consumed lead messages the dialog shows.
 const INBOX_SHOWN: usize = 200;
@@ -49,20 +54,36 @@ impl LeadUi {
         self.shared.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn pane_of(&self, name: &str) -> Result<PaneId> {
+    fn pane_of(&self, name: &str) -> Result<PaneRef> {
         let tf = self.team.roster().read()?;
         match tf.member(name) {
-            Some(m) if !m.tmux_pane_id.is_empty() => Ok(PaneId::new(m.tmux_pane_id.clone())),
-            Some(_) => bail!("{name} has no pane"),
+            Some(m) => match member_pane(m) {
+                Some(p) => Ok(p),
+                None => bail!("{name} has no pane"),
+            },
             None => bail!("{name} is not on the roster"),
         }
     }
 
-    fn in_process(&self) -> Option<&swarm_backends::in_process::InProcessBackend> {
-        match &self.opened.panes {
-            Panes::InProcess(b) => Some(b.as_ref()),
-            _ => None,
-        }
+    /// True when the teammates' screens live in this process.
+    fn screens(&self) -> bool {
+        self.opened.caps().screens
+    }
+
+    /// Runs `work` on the lead's runtime; its outcome (or error) becomes
+    /// an event of the dialog.
+    fn in_background<F>(&self, work: F)
+    where
+        F: std::future::Future<Output = Result<String>> + Send + 'static,
+    {
+        let shared = self.shared.clone();
+        self.rt.spawn(async move {
+            let text = match work.await {
+                Ok(t) => t,
+                Err(e) => format!("error: {e:#}"),
+            };
+            shared.lock().unwrap_or_else(|e| e.into_inner()).event(text);
+        });
     }
 
     fn take_request(&self, id: &str) -> Result<Request> {
@@ -120,19 +141,27 @@ impl LeadUi {
     }
 }
 
+/// " (its pane %3 was no longer swarm's: left untouched)", or nothing.
+fn not_ours(r: &teardown::Released) -> String {
+    match &r.pane_not_ours {
+        Some(p) => format!(" (its pane {p} was no longer swarm's: left untouched)"),
+        None => String::new(),
+    }
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl ScreenSource for LeadUi {
     fn with_screen(&self, name: &str, f: &mut dyn FnMut(&tui_term::vt100::Screen)) -> bool {
-        let Some(host) = self.in_process() else {
+        if !self.screens() {
             return false;
-        };
+        }
         let Ok(pane) = self.pane_of(name) else {
             return false;
         };
-        host.with_screen(&pane, |s| f(s)).is_ok()
+        self.opened.backend.with_screen(&pane.id, f).is_ok()
     }
 }
 
@@ -142,7 +171,7 @@ impl LeadControl for LeadUi {
             Ok(v) => v,
             Err(e) => TeamView {
                 team: self.team.name.clone(),
-                backend_name: self.opened.panes.kind().to_string(),
+                backend_name: self.opened.kind().to_string(),
                 notice: Some(format!("cannot read the team: {e:#}")),
                 ..TeamView::default()
             },
@@ -154,37 +183,50 @@ impl LeadControl for LeadUi {
         let opened = self.opened.clone();
         match action {
             Action::Focus(name) => {
-                if self.in_process().is_some() {
+                if self.screens() {
                     return Ok(None); // the dialog zooms itself
                 }
                 let pane = self.pane_of(&name)?;
-                self.rt.block_on(opened.panes.exec().focus(&pane))?;
-                Ok(Some(format!("focused @{name}")))
+                self.in_background(async move {
+                    opened.backend.focus(&pane.id).await?;
+                    Ok(format!("focused @{name}"))
+                });
+                Ok(None)
             }
             Action::Input { to, bytes } => {
-                if let Some(host) = self.in_process() {
-                    host.write_input(&self.pane_of(&to)?, &bytes)?;
+                if self.screens() {
+                    self.opened
+                        .backend
+                        .write_input(&self.pane_of(&to)?.id, &bytes)?;
                 }
                 Ok(None)
             }
             Action::ResizePane { name, rows, cols } => {
-                if let Some(host) = self.in_process() {
-                    host.resize(&self.pane_of(&name)?, rows, cols)?;
+                if self.screens() {
+                    self.opened
+                        .backend
+                        .resize(&self.pane_of(&name)?.id, rows, cols)?;
                 }
                 Ok(None)
             }
             Action::Kill(name) => {
-                let r = self.rt.block_on(teardown::kill_member(
-                    &team,
-                    &opened,
-                    &name,
-                    Duration::from_secs(2),
-                ))?;
-                self.shared().seen.remove(&name);
-                Ok(Some(format!(
-                    "killed @{name}; {} task(s) back on the board",
-                    r.returned.len()
-                )))
+                let shown = format!("killing @{name}…");
+                let shared = self.shared.clone();
+                self.in_background(async move {
+                    let r = teardown::kill_member(&team, &opened, &name, Duration::from_secs(2))
+                        .await?;
+                    shared
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .seen
+                        .remove(&name);
+                    Ok(format!(
+                        "killed @{name}; {} task(s) back on the board{}",
+                        r.returned.len(),
+                        not_ours(&r)
+                    ))
+                });
+                Ok(Some(shown))
             }
             Action::Shutdown(name) => {
                 teardown::send_shutdown_request(
@@ -196,48 +238,48 @@ impl LeadControl for LeadUi {
                 Ok(Some(format!("asked @{name} to shut down")))
             }
             Action::Prune(names) => {
-                for n in &names {
-                    self.rt.block_on(teardown::kill_member(
-                        &team,
-                        &opened,
-                        n,
-                        Duration::from_secs(1),
-                    ))?;
-                }
-                Ok(Some(format!(
-                    "pruned {}",
-                    names
-                        .iter()
-                        .map(|n| format!("@{n}"))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                )))
+                let shown = names
+                    .iter()
+                    .map(|n| format!("@{n}"))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let done = shown.clone();
+                self.in_background(async move {
+                    for n in &names {
+                        teardown::kill_member(&team, &opened, n, Duration::from_secs(1)).await?;
+                    }
+                    Ok(format!("pruned {done}"))
+                });
+                Ok(Some(format!("pruning {shown}…")))
             }
             Action::Hide(name) => {
                 let pane = self.pane_of(&name)?;
-                self.rt.block_on(opened.panes.exec().hide(&pane))?;
-                team.roster().update_member(&name, |m| {
-                    m.set_swarm_field(SwarmField::Hidden, Value::Bool(true))
-                })?;
-                Ok(Some(format!("hid @{name}")))
+                self.in_background(async move {
+                    opened.backend.hide(&pane).await?;
+                    team.roster().update_member(&name, |m| {
+                        m.set_swarm_field(SwarmField::Hidden, Value::Bool(true))
+                    })?;
+                    Ok(format!("hid @{name}"))
+                });
+                Ok(None)
             }
             Action::ShowAll => {
-                let tf = team.roster().read()?;
-                for m in tf
-                    .teammates()
-                    .filter(|m| m.swarm_field(SwarmField::Hidden).is_some())
-                {
-                    self.rt.block_on(
-                        opened
-                            .panes
-                            .exec()
-                            .show(&PaneId::new(m.tmux_pane_id.clone())),
-                    )?;
-                    team.roster().update_member(&m.name, |mm| {
-                        mm.set_swarm_field(SwarmField::Hidden, Value::Null)
-                    })?;
-                }
-                Ok(Some("showing every pane".into()))
+                self.in_background(async move {
+                    let tf = team.roster().read()?;
+                    for m in tf
+                        .teammates()
+                        .filter(|m| m.swarm_field(SwarmField::Hidden).is_some())
+                    {
+                        if let Some(pane) = member_pane(m) {
+                            opened.backend.show(&pane).await?;
+                        }
+                        team.roster().update_member(&m.name, |mm| {
+                            mm.set_swarm_field(SwarmField::Hidden, Value::Null)
+                        })?;
+                    }
+                    Ok("showing every pane".to_string())
+                });
+                Ok(None)
             }
             Action::CycleMode { target, mode } => {
                 let tf = team.roster().read()?;
@@ -361,13 +403,13 @@ fn build_view(ui: &LeadUi) -> Result<TeamView> {
     let notice = ui.notice.clone().or_else(|| sh.events.last().cloned());
     Ok(TeamView {
         team: team.name.clone(),
-        backend_name: ui.opened.panes.kind().to_string(),
+        backend_name: ui.opened.kind().to_string(),
         members,
         tasks,
         lead_inbox,
         requests,
         notice,
-        can_hide: ui.opened.panes.exec().capabilities().hide_show,
-        in_process: matches!(ui.opened.panes, Panes::InProcess(_)),
+        can_hide: ui.opened.caps().hide_show,
+        in_process: ui.opened.caps().screens,
     })
 }

@@ -2,7 +2,11 @@
 //! backend, consumes the `team-lead` inbox, and shows the team.
 //!
 //! - [`panes`]: which backend and server a team lives on (its session
-//!   record), opened the same way from any process.
+//!   record), opened the same way from any process; the lead holds the
+//!   `dyn PaneBackendExecutor` it returns and nothing else.
+//! - [`lock`]: one lead per team, one `up`/`spawn` at a time (OS locks).
+//! - [`recover`]: what an interrupted `up` or `spawn`, or a rebuilt
+//!   roster, left: marked panes adopted or closed.
 //! - [`spawn`]: adding a teammate (roster entry, first prompt, pane).
 //! - [`teardown`]: kill ladder, graceful shutdown, prune, down.
 //! - [`control`]: the TeamsDialog's view of the lead: snapshots and actions.
@@ -14,7 +18,9 @@
 //!   learns state by reading pane contents.
 
 pub mod control;
+pub mod lock;
 pub mod panes;
+pub mod recover;
 pub mod spawn;
 pub mod teardown;
 
@@ -29,7 +35,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use swarm_backends::{PaneId, PaneStatus};
+use swarm_backends::{PaneRef, PaneStatus};
 
 /// How often the lead checks pane liveness (a dead pane is noticed within
 /// this plus one backend call).
@@ -37,14 +43,6 @@ pub const SUPERVISE_EVERY: Duration = Duration::from_millis(700);
 /// How often panes that report their exits are checked anyway (and the
 /// team's existence, should a watcher miss its deletion).
 pub const SAFETY_TICK: Duration = Duration::from_secs(10);
-
-/// Field 22 of `/proc/<pid>/stat` (start time in clock ticks), as Claude
-/// Code records it.
-fn proc_start(pid: u32) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = stat.rsplit_once(')')?.1;
-    after.split_whitespace().nth(19).map(str::to_string)
-}
 
 fn pid_space() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -56,9 +54,14 @@ fn pid_space() -> String {
     }
 }
 
-/// The pid of the team's lead if it is alive (Claude Code's liveness rule
-/// of reference §2.2: same pid space, pid present, same start time).
+/// The pid of the team's lead if one runs: the holder of its lead lock
+/// (whatever killed an earlier lead released it), else, for a lead of an
+/// older swarm, Claude Code's liveness rule on `leadProcess` (reference
+/// §2.2: same pid space, pid present, same start time).
 pub fn lead_pid_alive(team: &Team) -> Result<Option<u32>> {
+    if let Some(holder) = lock::lead_holder(team)? {
+        return Ok(Some(holder.pid.unwrap_or(0)));
+    }
     let tf = team.roster().read()?;
     let Some(lp) = tf.lead_process.as_ref() else {
         return Ok(None);
@@ -72,14 +75,15 @@ pub fn lead_pid_alive(team: &Team) -> Result<Option<u32>> {
     }
     // A zombie is dead: a lead killed with SIGKILL stays one until its
     // parent reaps it, and tmux 3.3a can leave a pane's process unreaped
-    // (see the tmux backend's `reap_lost_child`), which made `swarm up`
-    // believe the dead lead still ran and never start a new one.
-    let alive = swarm_backends::process::process_alive(pid)
-        && swarm_backends::process::is_zombie(pid) != Some(true)
-        && match lp.get("procStart").and_then(Value::as_str) {
-            Some(start) => proc_start(pid).as_deref() == Some(start),
-            None => true,
-        };
+    // (see the tmux backend's `reap_lost_child`).
+    let start = lp.get("procStart").and_then(Value::as_str);
+    let alive = swarm_backends::process::same_process_alive(pid, start)
+        // A pid recorded without its lock is only trusted if that process
+        // is a swarm lead at all (never a stranger's recycled pid).
+        && std::fs::read_link(format!("/proc/{pid}/exe"))
+            .ok()
+            .zip(std::env::current_exe().ok())
+            .is_some_and(|(a, b)| a == b);
     Ok(alive.then_some(pid))
 }
 
@@ -87,7 +91,7 @@ pub fn lead_pid_alive(team: &Team) -> Result<Option<u32>> {
 pub fn claim_lead(team: &Team) -> Result<()> {
     let pid = std::process::id();
     let mut lp = json!({"pid": pid, "pidSpace": pid_space(), "claimedAt": crate::clock::now_ms()});
-    if let Some(start) = proc_start(pid) {
+    if let Some(start) = swarm_backends::process::start_time(pid) {
         lp["procStart"] = Value::String(start);
     }
     team.roster().update(|tf| {
@@ -97,11 +101,19 @@ pub fn claim_lead(team: &Team) -> Result<()> {
     Ok(())
 }
 
+/// Writes a line to stderr, ignoring a terminal that went away (the lead's
+/// last words must never become a panic).
+pub fn note(text: &str) {
+    let _ = writeln!(std::io::stderr(), "{text}");
+}
+
 /// What the lead knows of one member between ticks.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Seen {
     Running,
     Dead(Option<i32>),
+    /// The recorded pane is no longer swarm's (its mark differs).
+    Lost,
 }
 
 /// A request from a teammate waiting for the user's answer.
@@ -143,6 +155,11 @@ pub struct Lead {
     pub shared: Arc<Mutex<Shared>>,
     wake: Option<std::sync::mpsc::Sender<()>>,
     dirty: bool,
+    /// Held for the lead's whole life (see [`lock`]).
+    lead_lock: Option<lock::LeadLock>,
+    /// Test hook: the next death recordings fail, as a full disk would.
+    #[cfg(test)]
+    fail_records: usize,
 }
 
 impl Lead {
@@ -153,7 +170,23 @@ impl Lead {
             shared: Arc::new(Mutex::new(Shared::default())),
             wake: None,
             dirty: true,
+            lead_lock: None,
+            #[cfg(test)]
+            fail_records: 0,
         }
+    }
+
+    /// A lead that already holds the team's lead lock.
+    pub fn with_lock(mut self, lock: lock::LeadLock) -> Self {
+        self.lead_lock = Some(lock);
+        self
+    }
+
+    /// Takes the team's lead lock for this lead's whole life; fails when
+    /// another lead runs.
+    pub async fn lock(&mut self, wait: Duration) -> Result<()> {
+        self.lead_lock = Some(lock::LeadLock::acquire(&self.team, wait).await?);
+        Ok(())
     }
 
     fn shared(&self) -> std::sync::MutexGuard<'_, Shared> {
@@ -172,50 +205,103 @@ impl Lead {
         }
     }
 
-    /// Checks every member's pane once; records and reports deaths.
+    /// Checks every member's pane once; records and reports deaths. A
+    /// death that could not be recorded (the roster or the board could not
+    /// be written) is tried again on the next check: it is remembered only
+    /// once it is on disk.
     pub async fn supervise(&mut self) -> Result<()> {
         let tf = self.team.roster().read()?;
-        let mut mine: Vec<Member> = Vec::new();
-        let kind = self.opened.panes.kind().as_str();
-        for m in tf.teammates() {
-            if m.backend_type.as_deref() == Some(kind) && !m.tmux_pane_id.is_empty() {
-                mine.push(m.clone());
-            }
-        }
+        let kind = self.opened.kind().as_str();
+        let mine: Vec<(Member, PaneRef)> = tf
+            .teammates()
+            .filter(|m| m.backend_type.as_deref() == Some(kind))
+            .filter_map(|m| Some((m.clone(), panes::member_pane(m)?)))
+            .collect();
         self.shared()
             .seen
-            .retain(|name, _| mine.iter().any(|m| &m.name == name));
+            .retain(|name, _| mine.iter().any(|(m, _)| &m.name == name));
         if mine.is_empty() {
             return Ok(());
         }
-        let ids: Vec<PaneId> = mine
-            .iter()
-            .map(|m| PaneId::new(m.tmux_pane_id.clone()))
-            .collect();
-        let statuses = self.opened.panes.exec().status(&ids).await?;
-        for (m, (_, status)) in mine.iter().zip(statuses) {
+        let refs: Vec<PaneRef> = mine.iter().map(|(_, p)| p.clone()).collect();
+        let statuses = self.opened.backend.status(&refs).await?;
+        let mut failed = None;
+        for ((m, _), (_, status)) in mine.iter().zip(statuses) {
             let now = match status {
                 PaneStatus::Running { .. } => Seen::Running,
                 PaneStatus::Exited { code } => Seen::Dead(code),
                 PaneStatus::Gone => Seen::Dead(None),
+                PaneStatus::Foreign => Seen::Lost,
             };
-            let before = self.shared().seen.insert(m.name.clone(), now.clone());
+            let before = self.shared().seen.get(&m.name).cloned();
             if before.as_ref() == Some(&now) {
                 continue;
             }
-            match now {
-                Seen::Running if before.is_none() => {
-                    self.event(format!("{} is running in pane {}", m.name, m.tmux_pane_id))
-                }
-                Seen::Running => {}
-                Seen::Dead(code) => {
-                    if m.swarm_field(SwarmField::Exit).is_some() && before.is_none() {
-                        continue; // already recorded by an earlier lead
+            let recorded = match &now {
+                Seen::Running => {
+                    if before.is_none() {
+                        self.event(format!("{} is running in pane {}", m.name, m.tmux_pane_id));
                     }
-                    self.record_death(m, status, code).await?;
+                    Ok(())
+                }
+                Seen::Dead(_) if m.swarm_field(SwarmField::Exit).is_some() && before.is_none() => {
+                    Ok(()) // already recorded by an earlier lead
+                }
+                Seen::Dead(code) => self.record_death(m, status, *code).await,
+                Seen::Lost => self.record_lost(m).await,
+            };
+            match recorded {
+                Ok(()) => {
+                    self.shared().seen.insert(m.name.clone(), now);
+                }
+                Err(e) => {
+                    // Not remembered: the next check records it again.
+                    failed.get_or_insert(e.context(format!("recording what became of {}", m.name)));
                 }
             }
         }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// A pane whose id no longer carries its member's mark (a restarted
+    /// tmux server reused it for the user's own program): never touched.
+    /// The member is recorded as lost, its pane id forgotten, and its tasks
+    /// go back to the board.
+    async fn record_lost(&mut self, m: &Member) -> Result<()> {
+        self.check_record_fault()?;
+        let at = crate::clock::now_ms();
+        let pane = m.tmux_pane_id.clone();
+        self.team.roster().update_member(&m.name, |mm| {
+            mm.is_active = Some(false);
+            mm.tmux_pane_id = String::new();
+            mm.set_swarm_field(
+                SwarmField::Exit,
+                json!({"code": null, "at": at, "lost": pane}),
+            );
+        })?;
+        let returned = self.team.tasks().unassign_all_of(&m.name)?;
+        self.event(format!(
+            "pane {pane} no longer belongs to {} (left untouched){}",
+            m.name,
+            tasks_back(&returned)
+        ));
+        Ok(())
+    }
+
+    #[cfg(test)]
+    fn check_record_fault(&mut self) -> Result<()> {
+        if self.fail_records > 0 {
+            self.fail_records -= 1;
+            anyhow::bail!("no space left on device (injected)");
+        }
+        Ok(())
+    }
+
+    #[cfg(not(test))]
+    fn check_record_fault(&mut self) -> Result<()> {
         Ok(())
     }
 
@@ -225,6 +311,7 @@ impl Lead {
         status: PaneStatus,
         code: Option<i32>,
     ) -> Result<()> {
+        self.check_record_fault()?;
         let at = crate::clock::now_ms();
         self.team.roster().update_member(&m.name, |mm| {
             mm.is_active = Some(false);
@@ -233,22 +320,24 @@ impl Lead {
         let returned = self.team.tasks().unassign_all_of(&m.name)?;
         if matches!(status, PaneStatus::Exited { .. }) {
             // Keep nothing half-alive: its process group and the dead pane go.
-            teardown::close_pane(&self.opened, m, Duration::from_millis(500))
-                .await
-                .ok();
+            if let Err(e) = teardown::close_pane(&self.opened, m, Duration::from_millis(500)).await
+            {
+                self.event(format!(
+                    "could not close the dead pane of {}: {e:#}",
+                    m.name
+                ));
+            }
         }
         let how = match (status, code) {
             (PaneStatus::Gone, _) => "its pane disappeared".to_string(),
             (_, Some(c)) => format!("exited with code {c}"),
             _ => "was killed by a signal".to_string(),
         };
-        let tasks = if returned.is_empty() {
-            String::new()
-        } else {
-            let ids: Vec<String> = returned.iter().map(|t| format!("#{}", t.id)).collect();
-            format!("; tasks {} back on the board", ids.join(", "))
-        };
-        self.event(format!("{} is dead: {how}{tasks}", m.name));
+        self.event(format!(
+            "{} is dead: {how}{}",
+            m.name,
+            tasks_back(&returned)
+        ));
         Ok(())
     }
 
@@ -297,6 +386,7 @@ impl Lead {
                 // left behind by a killed sender).
                 teardown::wait_for_exit(&self.opened, &m, Duration::from_secs(2)).await?;
                 teardown::close_pane(&self.opened, &m, Duration::from_secs(1)).await?;
+                self.shared().seen.remove(&m.name);
                 let released = teardown::release_member(&self.team, &m.name)?;
                 {
                     let mut sh = self.shared();
@@ -353,7 +443,7 @@ impl Lead {
             out,
             "swarm lead · team {} · {} backend",
             self.team.name,
-            self.opened.panes.kind()
+            self.opened.kind()
         )?;
         for m in tf.teammates() {
             let state = match self.shared().seen.get(&m.name).cloned() {
@@ -361,6 +451,7 @@ impl Lead {
                 Some(Seen::Running) => "running".to_string(),
                 Some(Seen::Dead(Some(c))) => format!("dead (exit {c})"),
                 Some(Seen::Dead(None)) => "dead".to_string(),
+                Some(Seen::Lost) => "lost".to_string(),
                 None => "starting".to_string(),
             };
             let task = tasks
@@ -400,30 +491,44 @@ impl Lead {
     }
 }
 
+/// "; tasks #1, #2 back on the board", or nothing.
+fn tasks_back(returned: &[crate::tasks::Task]) -> String {
+    if returned.is_empty() {
+        return String::new();
+    }
+    let ids: Vec<String> = returned.iter().map(|t| format!("#{}", t.id)).collect();
+    format!("; tasks {} back on the board", ids.join(", "))
+}
+
 /// Runs the lead until the team is deleted, the user leaves the TUI, or
 /// the process is told to stop. With a terminal the TeamsDialog runs on
 /// this thread and the supervisor on the runtime's worker; without one, a
 /// plain status view is printed.
 pub fn run_lead(mut lead: Lead, rt: &tokio::runtime::Runtime) -> Result<()> {
     use std::io::IsTerminal;
+    if lead.lead_lock.is_none() {
+        // `swarm lead` in a pane `up` just opened: `up` holds no lead lock,
+        // so a short wait covers only a lead that is exiting.
+        rt.block_on(lead.lock(Duration::from_secs(2)))?;
+    }
     claim_lead(&lead.team)?;
     if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
         return rt.block_on(supervise_loop(lead, true));
     }
     let (tx, rx) = std::sync::mpsc::channel();
     lead.wake = Some(tx);
-    let in_process = !lead.opened.panes.exec().capabilities().panes_outlive_lead;
+    let in_process = !lead.opened.caps().panes_outlive_lead;
     let mut ui = control::LeadUi::new(&lead, rt.handle().clone());
     let supervisor = rt.spawn(supervise_loop(lead, false));
     let exit = crate::tui::run(&mut ui, crate::tui::RunOptions::from_env(Some(rx)));
     supervisor.abort();
     match exit? {
         crate::tui::Exit::Quit if in_process => {
-            eprintln!("left the TeamsDialog; its in-process teammates ended with it");
+            note("left the TeamsDialog; its in-process teammates ended with it");
             Ok(())
         }
         crate::tui::Exit::Quit => {
-            eprintln!("left the TeamsDialog; teammates keep running (`swarm up` comes back)");
+            note("left the TeamsDialog; teammates keep running (`swarm up` comes back)");
             Ok(())
         }
         crate::tui::Exit::Signal(sig) => {
@@ -473,7 +578,7 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     // Panes whose backend reports exits as they happen (in-process) are
     // checked then, with a slow safety tick; the others are polled.
-    let exit_events = lead.opened.panes.exec().capabilities().exit_events;
+    let exit_events = lead.opened.caps().exit_events;
     let mut tick = tokio::time::interval(if exit_events {
         SAFETY_TICK
     } else {
@@ -498,7 +603,7 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
                     lead.event(format!("error checking panes: {e:#}"));
                 }
             }
-            _ = lead.opened.panes.exec().changed(), if exit_events => {
+            _ = lead.opened.backend.changed(), if exit_events => {
                 if let Err(e) = lead.supervise().await {
                     lead.event(format!("error checking panes: {e:#}"));
                 }
@@ -511,3 +616,6 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -4,13 +4,17 @@
 //!
 //! The record holds the backend kind, the tmux socket (when it is not the
 //! default server, or when the team lives inside the user's own tmux), the
-//! session name and the lead's pane. Members carry `backendType` and their
-//! pane id in the roster; the record says how to reach their server.
+//! session name and the lead's pane (with its nonce when swarm made it).
+//! Members carry `backendType`, their pane id and the nonce their pane was
+//! marked with (`swarmNonce`) in the roster; the record says how to reach
+//! their server. [`open`] is the only code that names a concrete backend:
+//! everything else holds the `dyn PaneBackendExecutor` it returns.
 
 use crate::atomic_file;
 use crate::cli::{BackendArgs, BackendChoice};
 use crate::json_text;
 use crate::paths::Root;
+use crate::team::{Member, SwarmField};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -19,7 +23,10 @@ use swarm_backends::in_process::InProcessBackend;
 use swarm_backends::iterm2::{Driver, ITerm2Backend};
 use swarm_backends::tmux::{TmuxBackend, TmuxServer};
 use swarm_backends::windows_terminal::WindowsTerminalBackend;
-use swarm_backends::{BackendKind, EnvFacts, PaneBackendExecutor, PaneId, Placement};
+use swarm_backends::{
+    BackendKind, Capabilities, EnvFacts, PaneBackendExecutor, PaneId, PaneRef, PaneStatus,
+    Placement,
+};
 
 /// `<state>/session.json`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,6 +39,11 @@ pub struct SessionRecord {
     pub session: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lead_pane: Option<PaneId>,
+    /// The nonce of the lead's pane (and of the home session it opened)
+    /// when swarm created them. `None` with a `lead_pane`: the lead ran in
+    /// the user's own pane, which swarm never closes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead_nonce: Option<String>,
     /// The tmux version a swarm process of this team checked (3.2 or newer),
     /// so that later processes skip `tmux -V`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -39,14 +51,10 @@ pub struct SessionRecord {
 }
 
 impl SessionRecord {
-    fn path(root: &Root, team: &str) -> Result<PathBuf> {
-        Ok(root.state_dir(team)?.join("session.json"))
-    }
-
     /// The record, or an empty one when there is none (or it is unreadable,
     /// which is logged: it only caches what detection would find again).
     pub fn load(root: &Root, team: &str) -> Result<Self> {
-        let path = Self::path(root, team)?;
+        let path = root.session_record(team)?;
         match atomic_file::read_optional(&path)? {
             None => Ok(Self::default()),
             Some(bytes) => Ok(json_text::parse_lenient(&bytes).unwrap_or_else(|e| {
@@ -57,12 +65,20 @@ impl SessionRecord {
     }
 
     pub fn save(&self, root: &Root, team: &str) -> Result<()> {
-        let path = Self::path(root, team)?;
+        let path = root.session_record(team)?;
         if let Some(dir) = path.parent() {
             atomic_file::ensure_dir(dir)?;
         }
         atomic_file::write_atomic(&path, &json_text::to_pretty(self))
             .with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// The lead's pane as swarm may act on it: only when swarm created it.
+    pub fn lead_ref(&self) -> Option<PaneRef> {
+        Some(PaneRef::new(
+            self.lead_pane.clone()?,
+            self.lead_nonce.clone()?,
+        ))
     }
 }
 
@@ -71,40 +87,10 @@ pub fn session_name(team: &str) -> String {
     format!("swarm-{team}")
 }
 
-/// An opened backend. tmux and in-process keep their concrete types for the
-/// operations only they have (pipe-pane, attach, screens).
-pub enum Panes {
-    Tmux(Box<TmuxBackend>),
-    InProcess(Arc<InProcessBackend>),
-    ITerm2(ITerm2Backend),
-    WindowsTerminal(WindowsTerminalBackend),
-}
-
-impl Panes {
-    pub fn exec(&self) -> &dyn PaneBackendExecutor {
-        match self {
-            Panes::Tmux(b) => b.as_ref(),
-            Panes::InProcess(b) => b.as_ref(),
-            Panes::ITerm2(b) => b,
-            Panes::WindowsTerminal(b) => b,
-        }
-    }
-
-    pub fn kind(&self) -> BackendKind {
-        self.exec().kind()
-    }
-
-    pub fn tmux(&self) -> Option<&TmuxBackend> {
-        match self {
-            Panes::Tmux(b) => Some(b.as_ref()),
-            _ => None,
-        }
-    }
-}
-
 /// The backend a command should use, and what the detection said.
 pub struct Opened {
-    pub panes: Panes,
+    /// The one backend every pane operation goes through.
+    pub backend: Arc<dyn PaneBackendExecutor>,
     pub record: SessionRecord,
     pub reason: String,
     /// The pane this process runs in, when it runs inside the chosen tmux.
@@ -112,6 +98,46 @@ pub struct Opened {
     /// Where this process's next teammate goes, once known (saves a
     /// liveness check per spawn when `up` spawns a whole team).
     pub placement: Option<Placement>,
+}
+
+impl Opened {
+    /// An opened backend with an empty record (tests, the fake backend).
+    pub fn with_backend(backend: Arc<dyn PaneBackendExecutor>) -> Self {
+        let record = SessionRecord {
+            backend: Some(backend.kind()),
+            ..SessionRecord::default()
+        };
+        Opened {
+            backend,
+            record,
+            reason: "given".to_string(),
+            own_pane: None,
+            placement: None,
+        }
+    }
+
+    pub fn kind(&self) -> BackendKind {
+        self.backend.kind()
+    }
+
+    pub fn caps(&self) -> Capabilities {
+        self.backend.capabilities()
+    }
+}
+
+/// A member's pane as swarm addresses it: its id and the nonce recorded
+/// when swarm opened it. A member with no nonce on record (a team Claude
+/// Code made, or one from before marks) gets an empty nonce, which no
+/// pane carries: such a pane is reported, never touched.
+pub fn member_pane(m: &Member) -> Option<PaneRef> {
+    if m.tmux_pane_id.is_empty() || m.tmux_pane_id == "leader" {
+        return None;
+    }
+    let nonce = m
+        .swarm_field(SwarmField::Nonce)
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    Some(PaneRef::new(PaneId::new(m.tmux_pane_id.clone()), nonce))
 }
 
 fn requested(choice: Option<BackendChoice>) -> Option<BackendKind> {
@@ -134,6 +160,7 @@ fn current_tmux_socket() -> Option<PathBuf> {
 /// Opens the team's backend: an explicit `--backend` wins, then the team's
 /// record, then detection. The tmux server is `--tmux-socket`, else the
 /// record's, else the one this process runs inside, else the default.
+/// The only place a concrete backend is named.
 pub fn open(root: &Root, team: &str, args: &BackendArgs) -> Result<Opened> {
     let mut record = SessionRecord::load(root, team)?;
     let mut facts = EnvFacts::from_process_env();
@@ -147,7 +174,7 @@ pub fn open(root: &Root, team: &str, args: &BackendArgs) -> Result<Opened> {
     }
     let detection = swarm_backends::detect(&facts).context("choosing a pane backend")?;
     let own_pane = detection.lead_pane.clone();
-    let panes = match detection.kind {
+    let backend: Arc<dyn PaneBackendExecutor> = match detection.kind {
         BackendKind::Tmux => {
             let socket = args
                 .tmux_socket
@@ -163,15 +190,15 @@ pub fn open(root: &Root, team: &str, args: &BackendArgs) -> Result<Opened> {
             if let Some(v) = record.tmux_version {
                 backend = backend.with_known_version(v);
             }
-            Panes::Tmux(Box::new(backend))
+            Arc::new(backend)
         }
-        BackendKind::InProcess => Panes::InProcess(Arc::new(InProcessBackend::new())),
-        BackendKind::ITerm2 => Panes::ITerm2(ITerm2Backend::new(Driver::It2)),
-        BackendKind::WindowsTerminal => Panes::WindowsTerminal(WindowsTerminalBackend::new()),
+        BackendKind::InProcess => Arc::new(InProcessBackend::new()),
+        BackendKind::ITerm2 => Arc::new(ITerm2Backend::new(Driver::It2)),
+        BackendKind::WindowsTerminal => Arc::new(WindowsTerminalBackend::new()),
     };
     record.backend = Some(detection.kind);
     Ok(Opened {
-        panes,
+        backend,
         record,
         reason: detection.reason,
         own_pane,
@@ -184,39 +211,40 @@ pub fn open(root: &Root, team: &str, args: &BackendArgs) -> Result<Opened> {
 /// window anyway, and a spawn that fails there asks [`lead_running`] and
 /// falls back to [`placement_apart`]), else in the team's session.
 pub async fn placement(opened: &Opened, team: &str) -> Result<Placement> {
-    if let (Panes::Tmux(_), Some(lead)) = (&opened.panes, &opened.record.lead_pane) {
+    if let (true, Some(lead)) = (opened.caps().home_sessions, &opened.record.lead_pane) {
         return Ok(Placement::RightOfLead { lead: lead.clone() });
     }
     placement_apart(opened, team).await
 }
 
-/// True when the recorded lead pane runs.
+/// True when the recorded lead pane runs: swarm's own lead pane proves it
+/// by its mark; the user's pane the lead ran in can only be looked up.
 pub async fn lead_running(opened: &Opened) -> Result<bool> {
     let Some(lead) = &opened.record.lead_pane else {
         return Ok(false);
     };
-    let st = opened
-        .panes
-        .exec()
-        .status(std::slice::from_ref(lead))
-        .await?;
+    let pane = opened
+        .record
+        .lead_ref()
+        .unwrap_or_else(|| PaneRef::new(lead.clone(), ""));
+    let st = opened.backend.status(std::slice::from_ref(&pane)).await?;
     Ok(matches!(
         st.first(),
-        Some((_, swarm_backends::PaneStatus::Running { .. }))
+        Some((_, PaneStatus::Running { .. } | PaneStatus::Foreign))
     ))
 }
 
 /// Where a new teammate pane goes when it cannot go beside the lead.
 pub async fn placement_apart(opened: &Opened, team: &str) -> Result<Placement> {
-    let Panes::Tmux(tmux) = &opened.panes else {
+    if !opened.caps().home_sessions {
         return Ok(Placement::NewWindow { session: None });
-    };
+    }
     let session = opened
         .record
         .session
         .clone()
         .unwrap_or_else(|| session_name(team));
-    if tmux.has_session(&session).await? {
+    if opened.backend.home_exists(&session).await? {
         Ok(Placement::NewWindow {
             session: Some(session),
         })
@@ -237,10 +265,11 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
 
 /// Refuses a backend that cannot reach panes from outside the lead.
 pub fn require_shared(opened: &Opened, what: &str) -> Result<()> {
-    if matches!(opened.panes, Panes::InProcess(_)) {
+    if !opened.caps().panes_outlive_lead {
         bail!(
-            "{what}: this team's panes live inside its lead (in-process backend); \
-             use the lead's TUI, or run the team on tmux"
+            "{what}: this team's panes live inside its lead ({} backend); \
+             use the lead's TUI, or run the team on tmux",
+            opened.kind()
         );
     }
     Ok(())

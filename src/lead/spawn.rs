@@ -10,14 +10,15 @@
 //! directory first), `HOME`, `USER`, `SHELL`, `TERM`, `LANG`, and what the
 //! spec names; nothing else leaks in.
 
-use super::panes::{Opened, Panes, lead_running, placement, placement_apart};
+use super::lock::LifecycleLock;
+use super::panes::{Opened, lead_running, member_pane, placement, placement_apart};
 use crate::atomic_file;
 use crate::team::names;
 use crate::team::{Member, SwarmField, Team, colors};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use swarm_backends::{PaneId, PaneStatus, SpawnSpec};
+use swarm_backends::{PaneId, PaneMark, PaneRef, PaneStatus, SpawnSpec};
 
 /// Agent presets the runtime knows, plus `process` (the pane runs a command
 /// directly).
@@ -52,7 +53,7 @@ pub struct SpawnRequest {
 #[derive(Debug, Clone)]
 pub struct Spawned {
     pub name: String,
-    pub pane: PaneId,
+    pub pane: PaneRef,
     pub pid: Option<u32>,
 }
 
@@ -151,11 +152,11 @@ pub fn check_request(req: &SpawnRequest) -> Result<String> {
     Ok(agent)
 }
 
-/// `swarm pane-exec --ready FILE -- PROGRAM ARGS`: the first process of a
-/// tmux pane. tmux can only pipe a pane's output once the pane exists, so
-/// the program waits here (at most 5 s) until the spawner has attached
-/// `pipe-pane` and created FILE; then it replaces this process (same pid,
-/// same process group), so no output is ever printed uncaptured.
+/// `swarm pane-exec --ready FILE -- PROGRAM ARGS`: the first process of
+/// every pane. The backend creates FILE once the pane is set up (marked,
+/// its output piped), so the program waits here (at most 5 s) for it; then
+/// it replaces this process (same pid, same process group), so no output
+/// is ever printed uncaptured.
 pub fn pane_exec(args: crate::cli::PaneExecArgs) -> Result<crate::commands::Exit> {
     use std::os::unix::process::CommandExt;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
@@ -185,43 +186,6 @@ fn touch_private(path: &Path, truncate: bool) -> Result<()> {
     Ok(())
 }
 
-/// In-process panes: the lead appends each pane's PTY stream to the
-/// member's output file, so `swarm output` works from any shell, as on tmux.
-fn copy_output(
-    host: std::sync::Arc<swarm_backends::in_process::InProcessBackend>,
-    pane: PaneId,
-    file: PathBuf,
-) {
-    tokio::spawn(async move {
-        use std::io::Write;
-        let Ok(mut progress) = host.subscribe_output(&pane) else {
-            return;
-        };
-        let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&file) else {
-            return;
-        };
-        let mut offset = 0;
-        loop {
-            match host.read_output(&pane, offset) {
-                Ok((bytes, next)) => {
-                    if !bytes.is_empty() && f.write_all(&bytes).is_err() {
-                        return;
-                    }
-                    offset = next;
-                }
-                Err(_) => return,
-            }
-            if progress.changed().await.is_err() {
-                // The pane is gone: take what is left, then stop.
-                if let Ok((bytes, _)) = host.read_output(&pane, offset) {
-                    let _ = f.write_all(&bytes);
-                }
-                return;
-            }
-        }
-    });
-}
-
 /// Adds `req.name` to the team and opens its pane.
 pub async fn spawn_member(team: &Team, opened: &mut Opened, req: &SpawnRequest) -> Result<Spawned> {
     let mut done = spawn_members(team, opened, std::slice::from_ref(req)).await?;
@@ -238,12 +202,28 @@ struct Prepared {
 }
 
 /// Adds every request's member to the team and opens their panes, in order:
-/// all records in one roster write, then the panes one by one (each tmux
-/// pane in one `tmux` call), each pane id recorded as soon as the roster is
-/// free (writes coalesce while panes keep opening). On a failure, the
-/// panes already open stay registered, the failed member's reservation goes,
-/// as do those of members this call added and never reached.
+/// all records in one roster write (each with the nonce its pane will be
+/// marked with, so an interrupted spawn's pane can be recognised and
+/// adopted), then the panes one by one (each tmux pane in one `tmux`
+/// call), each pane id recorded as soon as the roster is free (writes
+/// coalesce while panes keep opening). On a failure, the panes already open
+/// stay registered, the failed member's reservation goes, as do those of
+/// members this call added and never reached.
+///
+/// The team's [`LifecycleLock`] is held throughout, so a concurrent spawn
+/// of the same name waits, then finds it running and fails.
 pub async fn spawn_members(
+    team: &Team,
+    opened: &mut Opened,
+    reqs: &[SpawnRequest],
+) -> Result<Vec<Spawned>> {
+    let _lock = LifecycleLock::acquire(team).await?;
+    spawn_members_locked(team, opened, reqs).await
+}
+
+/// [`spawn_members`] for a caller that already holds the team's
+/// [`LifecycleLock`] (`up`).
+pub async fn spawn_members_locked(
     team: &Team,
     opened: &mut Opened,
     reqs: &[SpawnRequest],
@@ -275,7 +255,7 @@ pub async fn spawn_members(
     for (i, (req, p)) in reqs.iter().zip(&prepared).enumerate() {
         match open_pane(team, opened, req, p).await {
             Ok((pane, pid)) => {
-                registrar.add(&req.name, &pane, pid).await?;
+                registrar.add(&req.name, &pane.id, pid).await?;
                 tracing::info!(member = %req.name, pane = %pane, ?pid, "spawned");
                 spawned.push(Spawned {
                     name: req.name.clone(),
@@ -286,11 +266,25 @@ pub async fn spawn_members(
             Err(e) => {
                 // Nothing half-made stays behind: the reservation goes.
                 let registered = registrar.finish().await;
-                let _ = roster.remove_member(&req.name);
-                for later in prepared[i + 1..].iter().filter(|p| !p.existed) {
-                    let _ = roster.remove_member(&later.member.name);
-                }
+                let mut gone: Vec<String> = vec![req.name.clone()];
+                gone.extend(
+                    prepared[i + 1..]
+                        .iter()
+                        .filter(|p| !p.existed)
+                        .map(|p| p.member.name.clone()),
+                );
+                let removed = roster.update(|tf| {
+                    tf.members.retain(|m| !gone.contains(&m.name));
+                    Ok(())
+                });
                 registered?;
+                if let Err(r) = removed {
+                    return Err(e.context(format!(
+                        "and the reservations of {} could not be removed ({r}); \
+                         the next `swarm up` spawns them",
+                        gone.join(", ")
+                    )));
+                }
                 return Err(e);
             }
         }
@@ -315,12 +309,10 @@ async fn prepare(
         if m.is_lead() {
             bail!("{:?} is the lead", req.name);
         }
-        if !m.tmux_pane_id.is_empty() && m.swarm_field(SwarmField::Exit).is_none() {
-            let st = opened
-                .panes
-                .exec()
-                .status(&[PaneId::new(m.tmux_pane_id.clone())])
-                .await?;
+        if let Some(pane) = member_pane(m)
+            && m.swarm_field(SwarmField::Exit).is_none()
+        {
+            let st = opened.backend.status(std::slice::from_ref(&pane)).await?;
             if matches!(st.first(), Some((_, PaneStatus::Running { .. }))) {
                 bail!("{} is already running in pane {}", req.name, m.tmux_pane_id);
             }
@@ -349,11 +341,17 @@ async fn prepare(
     member.prompt = req.prompt.clone().or(member.prompt);
     member.plan_mode_required =
         Some(req.plan_mode_required || member.plan_mode_required == Some(true));
-    member.backend_type = Some(opened.panes.kind().as_str().to_string());
+    member.backend_type = Some(opened.kind().as_str().to_string());
     member.is_active = Some(false);
     member.set_swarm_field(SwarmField::Agent, Value::String(agent.clone()));
     member.set_swarm_field(SwarmField::Exit, Value::Null);
     member.set_swarm_field(SwarmField::Pid, Value::Null);
+    member.set_swarm_field(SwarmField::PidStart, Value::Null);
+    // The pane's mark, on the roster before the pane exists.
+    member.set_swarm_field(
+        SwarmField::Nonce,
+        Value::String(swarm_backends::new_nonce()),
+    );
     if !req.command.is_empty() {
         member.set_swarm_field(SwarmField::Command, serde_json::json!(req.command));
     }
@@ -378,7 +376,7 @@ async fn open_pane(
     opened: &mut Opened,
     req: &SpawnRequest,
     p: &Prepared,
-) -> Result<(PaneId, Option<u32>)> {
+) -> Result<(PaneRef, Option<u32>)> {
     let (agent, member) = (&p.agent, &p.member);
     // Claude Code reads its first prompt from its inbox (signed by the lead);
     // the runtime's other presets take the role prompt from the roster.
@@ -388,76 +386,65 @@ async fn open_pane(
         crate::agents::write_initial_prompt(team, &req.name, prompt)
             .with_context(|| format!("writing the first prompt of {}", req.name))?;
     }
+    let env = pane_env(team, member)?;
+    let cwd = PathBuf::from(member.cwd.clone().unwrap_or_default());
+    let exe = std::env::current_exe().context("locating the swarm executable")?;
+    let exe = exe.to_string_lossy().into_owned();
     let (program, args) = if agent == "process" {
+        check_startable(&req.command[0], &cwd, &env)?;
         (req.command[0].clone(), req.command[1..].to_vec())
     } else {
-        let exe = std::env::current_exe().context("locating the swarm executable")?;
-        (
-            exe.to_string_lossy().into_owned(),
-            vec![
-                "teammate".to_string(),
-                "--name".to_string(),
-                req.name.clone(),
-            ],
-        )
+        let args = ["teammate", "--name", &req.name].map(String::from).to_vec();
+        (exe.clone(), args)
     };
-    // On tmux the program first waits for its output capture (pane-exec).
-    let ready = team
-        .root
-        .state_dir(&team.name)?
-        .join("output")
-        .join(format!("{}.ready", req.name));
-    let (program, args) = match &opened.panes {
-        Panes::Tmux(_) => {
-            let _ = std::fs::remove_file(&ready);
-            let exe = std::env::current_exe().context("locating the swarm executable")?;
-            let mut a = vec![
-                "pane-exec".to_string(),
-                "--ready".into(),
-                ready.to_string_lossy().into_owned(),
-                "--".into(),
-            ];
-            a.push(program);
-            a.extend(args);
-            (exe.to_string_lossy().into_owned(), a)
-        }
-        _ => (program, args),
-    };
+    // The program first waits (swarm pane-exec) until the backend has set
+    // the pane up (marked, output piped), then replaces that process.
+    let ready = team.root.ready_file(&team.name, &req.name)?;
+    let _ = std::fs::remove_file(&ready);
+    let mut gate = vec![
+        "pane-exec".to_string(),
+        "--ready".into(),
+        ready.to_string_lossy().into_owned(),
+        "--".into(),
+        program,
+    ];
+    gate.extend(args);
     let (mut place, guessed) = match &opened.placement {
         Some(p) => (p.clone(), false),
         None => (placement(opened, &team.name).await?, true),
     };
-    let cwd = member.cwd.clone().unwrap_or_default();
-    let mut spec = SpawnSpec::new(program, args, PathBuf::from(&cwd))
+    let nonce = member
+        .swarm_field(SwarmField::Nonce)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(swarm_backends::new_nonce);
+    let mark = PaneMark {
+        team: team.name.clone(),
+        member: req.name.clone(),
+        nonce,
+    };
+    let mut spec = SpawnSpec::new(exe, gate, cwd)
         .title(req.name.clone())
         .color(member.color.clone().unwrap_or_default())
-        .placement(place.clone());
-    for (k, v) in pane_env(team, member)? {
-        spec = spec.env(k, v);
+        .placement(place.clone())
+        .mark(mark)
+        .ready_file(&ready);
+    spec.env = env;
+    let pid_file = team.root.pid_file(&team.name, &req.name)?;
+    if let Some(dir) = pid_file.parent() {
+        atomic_file::ensure_dir(dir)?;
     }
-    if matches!(opened.panes, Panes::ITerm2(_) | Panes::WindowsTerminal(_)) {
-        let dir = team.root.state_dir(&team.name)?.join("pids");
-        atomic_file::ensure_dir(&dir)?;
-        spec = spec.pid_file(dir.join(format!("{}.pid", req.name)));
-    }
+    spec = spec.pid_file(pid_file);
     let out_file = team.root.output(&team.name, &req.name)?;
     if let Some(dir) = out_file.parent() {
         atomic_file::ensure_dir(dir)?;
     }
     touch_private(&out_file, true)?;
-
-    // tmux creates, pipes, titles and colours the pane in one call: the
-    // output file gets the pane's first byte.
-    let open = |spec: SpawnSpec| {
-        let (panes, out_file) = (&opened.panes, &out_file);
-        async move {
-            match panes {
-                Panes::Tmux(tmux) => tmux.spawn_piped(&spec, Some(out_file)).await,
-                _ => panes.exec().spawn(&spec).await,
-            }
-        }
-    };
-    let pane = match open(spec.clone()).await {
+    if opened.caps().output_file {
+        spec = spec.output(&out_file);
+    }
+    let backend = opened.backend.clone();
+    let pane = match backend.spawn(&spec).await {
         Ok(p) => Ok(p),
         // The recorded lead is gone (its pane closes with it): the team's
         // session then, as when no lead was ever recorded.
@@ -468,14 +455,11 @@ async fn open_pane(
         {
             place = placement_apart(opened, &team.name).await?;
             spec.placement = place.clone();
-            open(spec).await
+            backend.spawn(&spec).await
         }
         Err(e) => Err(e),
     }
     .with_context(|| format!("opening a pane for {}", req.name))?;
-    if matches!(opened.panes, Panes::Tmux(_)) {
-        touch_private(&ready, false)?;
-    }
     let before = opened.record.clone();
     if let swarm_backends::Placement::Session { name }
     | swarm_backends::Placement::NewWindow {
@@ -484,30 +468,70 @@ async fn open_pane(
     {
         opened.record.session = Some(name.clone());
     }
-    if let Panes::Tmux(tmux) = &opened.panes {
-        opened.record.tmux_version = tmux.known_version().await;
+    if let Some(v) = backend.checked_version().await {
+        opened.record.tmux_version = Some(v);
     }
     if opened.record != before {
         opened.record.save(&team.root, &team.name)?;
     }
-    if let Panes::InProcess(host) = &opened.panes {
-        copy_output(host.clone(), pane.clone(), out_file.clone());
-    }
-    // tmux answers liveness by pane id; the others need the pid on record.
-    let pid = match &opened.panes {
-        Panes::Tmux(_) => None,
-        _ => match opened
-            .panes
-            .exec()
-            .status(std::slice::from_ref(&pane))
-            .await?
-            .first()
-        {
+    // Panes that live inside this process are reached by others through
+    // their pid; the other backends answer liveness by pane id.
+    let pid = if opened.caps().panes_outlive_lead {
+        None
+    } else {
+        match backend.status(std::slice::from_ref(&pane)).await?.first() {
             Some((_, PaneStatus::Running { pid })) => *pid,
             _ => None,
-        },
+        }
     };
     Ok((pane, pid))
+}
+
+/// Refuses a program that cannot start, before a pane is opened for it:
+/// `program` is looked up as `exec` would (a path with `/` relative to
+/// `cwd`, else on the pane's `PATH`) and must be an executable file.
+pub fn check_startable(program: &str, cwd: &Path, env: &[(String, String)]) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let shown = names::shown(program);
+    let candidates: Vec<PathBuf> = if program.contains('/') {
+        vec![cwd.join(program)]
+    } else {
+        let path = env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("");
+        std::env::split_paths(path)
+            .map(|d| d.join(program))
+            .collect()
+    };
+    let mut last = None;
+    for c in &candidates {
+        match std::fs::metadata(c) {
+            Ok(md) if md.is_file() && md.permissions().mode() & 0o111 != 0 => return Ok(()),
+            Ok(md) if md.is_dir() => last = Some(format!("{} is a directory", c.display())),
+            Ok(_) => {
+                last = Some(format!(
+                    "{} is not executable (permission denied)",
+                    c.display()
+                ))
+            }
+            Err(e) if last.is_none() => last = Some(e.to_string()),
+            Err(_) => {}
+        }
+    }
+    if program.contains('/') {
+        bail!(
+            "cannot start {shown}: {}",
+            last.unwrap_or_else(|| "not found".to_string())
+        );
+    }
+    bail!(
+        "cannot start {shown}: not found on the pane's PATH{}",
+        last.filter(|l| !l.contains("No such file"))
+            .map(|l| format!(" ({l})"))
+            .unwrap_or_default()
+    )
 }
 
 /// Records spawned panes on the roster: one write at a time, off the async
@@ -583,6 +607,11 @@ fn register(
             };
             m.tmux_pane_id = pane.as_str().to_string();
             m.set_swarm_field(SwarmField::Pid, pid.map(Value::from).unwrap_or(Value::Null));
+            let start = pid
+                .and_then(swarm_backends::process::start_time)
+                .map(Value::String)
+                .unwrap_or(Value::Null);
+            m.set_swarm_field(SwarmField::PidStart, start);
             m.set_swarm_field(SwarmField::TmuxSocket, socket.clone());
         }
         Ok(())

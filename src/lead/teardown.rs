@@ -7,7 +7,7 @@
 //! command racing on the same member (the lead saw the approval, the command
 //! waited for it) both finish cleanly.
 
-use super::panes::{Opened, Panes};
+use super::panes::{Opened, member_pane};
 use crate::mailbox::Entry;
 use crate::protocol::{self, Message};
 use crate::tasks::{Status, Task};
@@ -15,12 +15,14 @@ use crate::team::names::LEAD_NAME;
 use crate::team::{Member, RosterError, SwarmField, Team};
 use anyhow::{Context, Result, bail};
 use std::time::{Duration, Instant};
-use swarm_backends::{PaneBackendExecutor, PaneId, PaneStatus};
+use swarm_backends::{BackendError, PaneStatus};
 
 /// What happened to a member's tasks when it left.
 #[derive(Debug, Default)]
 pub struct Released {
     pub returned: Vec<Task>,
+    /// Its recorded pane was no longer swarm's and was left alone.
+    pub pane_not_ours: Option<String>,
 }
 
 /// How a graceful shutdown ended.
@@ -40,29 +42,53 @@ pub async fn pane_status(opened: &Opened, m: &Member) -> Result<PaneStatus> {
 }
 
 /// An in-process pane hosted by another process (the lead): reachable only
-/// through its recorded pid.
-fn foreign_in_process_pid(opened: &Opened, m: &Member) -> Option<u32> {
-    if m.backend_type.as_deref() != Some("in-process") {
+/// through its recorded pid (and start time, so a recycled pid is never
+/// taken for it).
+fn foreign_in_process_pid(opened: &Opened, m: &Member) -> Option<(u32, Option<String>)> {
+    if m.backend_type.as_deref() != Some("in-process") || opened.backend.hosts(&PaneIdOf(m).id()) {
         return None;
     }
-    if let Panes::InProcess(b) = &opened.panes
-        && b.panes().iter().any(|p| p.as_str() == m.tmux_pane_id)
-    {
-        return None;
+    let pid = m.swarm_field(SwarmField::Pid).and_then(|v| v.as_u64())? as u32;
+    let start = m
+        .swarm_field(SwarmField::PidStart)
+        .and_then(|v| v.as_str())
+        .map(str::to_string);
+    Some((pid, start))
+}
+
+/// A member's pane id (for lookups that prove nothing).
+struct PaneIdOf<'a>(&'a Member);
+
+impl PaneIdOf<'_> {
+    fn id(&self) -> swarm_backends::PaneId {
+        swarm_backends::PaneId::new(self.0.tmux_pane_id.clone())
     }
-    m.swarm_field(SwarmField::Pid)
-        .and_then(|v| v.as_u64())
-        .map(|p| p as u32)
+}
+
+/// How closing a member's pane ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closed {
+    /// Closed and verified gone, or it had none.
+    Done,
+    /// The pane with the recorded id is not the one swarm opened for the
+    /// member (its mark differs): left untouched.
+    NotOurs,
 }
 
 /// Closes the member's pane (the kill ladder: SIGTERM to its process group,
-/// SIGKILL after `grace`, pane closed and verified gone).
-pub async fn close_pane(opened: &Opened, m: &Member, grace: Duration) -> Result<()> {
-    if m.tmux_pane_id.is_empty() || m.tmux_pane_id == "leader" {
-        return Ok(());
-    }
-    if let Some(pid) = foreign_in_process_pid(opened, m) {
-        if let Some(pgid) = swarm_backends::process::process_group(pid) {
+/// SIGKILL after `grace`, pane closed and verified gone). A pane that does
+/// not carry the member's mark is never touched ([`Closed::NotOurs`]).
+pub async fn close_pane(opened: &Opened, m: &Member, grace: Duration) -> Result<Closed> {
+    let Some(pane) = member_pane(m) else {
+        return Ok(Closed::Done);
+    };
+    if let Some((pid, start)) = foreign_in_process_pid(opened, m) {
+        if !swarm_backends::process::same_process_alive(pid, start.as_deref()) {
+            return Ok(Closed::Done);
+        }
+        if let Some(pgid) = swarm_backends::process::process_group(pid)
+            && pgid == pid as i32
+        {
             swarm_backends::process::terminate_group(
                 pgid,
                 grace,
@@ -72,15 +98,16 @@ pub async fn close_pane(opened: &Opened, m: &Member, grace: Duration) -> Result<
             .await
             .map_err(|e| anyhow::anyhow!("killing {} (pid {pid}): {e}", m.name))?;
         }
-        return Ok(());
+        return Ok(Closed::Done);
     }
-    let pane = PaneId::new(m.tmux_pane_id.clone());
-    opened
-        .panes
-        .exec()
-        .kill(&pane, grace)
-        .await
-        .with_context(|| format!("closing the pane {} of {}", m.tmux_pane_id, m.name))
+    match opened.backend.kill(&pane, grace).await {
+        Ok(()) => Ok(Closed::Done),
+        Err(BackendError::NotOurs { .. }) => {
+            tracing::warn!(member = %m.name, pane = %pane, "pane no longer carries its mark; left untouched");
+            Ok(Closed::NotOurs)
+        }
+        Err(e) => Err(e).with_context(|| format!("closing the pane {} of {}", pane, m.name)),
+    }
 }
 
 /// Removes `name` from the roster and returns its open tasks to the board.
@@ -90,7 +117,10 @@ pub fn release_member(team: &Team, name: &str) -> Result<Released> {
         Err(e) => return Err(e.into()),
     }
     let returned = team.tasks().unassign_all_of(name)?;
-    Ok(Released { returned })
+    Ok(Released {
+        returned,
+        pane_not_ours: None,
+    })
 }
 
 fn member(team: &Team, name: &str) -> Result<Member> {
@@ -116,8 +146,12 @@ pub async fn kill_member(
     grace: Duration,
 ) -> Result<Released> {
     let m = member(team, name)?;
-    close_pane(opened, &m, grace).await?;
-    release_member(team, name)
+    let closed = close_pane(opened, &m, grace).await?;
+    let mut released = release_member(team, name)?;
+    if closed == Closed::NotOurs {
+        released.pane_not_ours = Some(m.tmux_pane_id.clone());
+    }
+    Ok(released)
 }
 
 /// Finds the answer to `request_id` from `name` in the lead's inbox or, if
@@ -240,22 +274,22 @@ const EXIT_AFTER_APPROVAL: Duration = Duration::from_secs(2);
 /// for the panes this backend hosts.
 pub async fn pane_statuses(opened: &Opened, members: &[Member]) -> Result<Vec<PaneStatus>> {
     let mut out = vec![PaneStatus::Gone; members.len()];
-    let mut asked: Vec<(usize, PaneId)> = Vec::new();
+    let mut asked: Vec<(usize, swarm_backends::PaneRef)> = Vec::new();
     for (i, m) in members.iter().enumerate() {
-        if m.tmux_pane_id.is_empty() {
+        let Some(pane) = member_pane(m) else {
             continue;
-        }
-        if let Some(pid) = foreign_in_process_pid(opened, m) {
-            if swarm_backends::process::process_alive(pid) {
+        };
+        if let Some((pid, start)) = foreign_in_process_pid(opened, m) {
+            if swarm_backends::process::same_process_alive(pid, start.as_deref()) {
                 out[i] = PaneStatus::Running { pid: Some(pid) };
             }
             continue;
         }
-        asked.push((i, PaneId::new(m.tmux_pane_id.clone())));
+        asked.push((i, pane));
     }
     if !asked.is_empty() {
-        let ids: Vec<PaneId> = asked.iter().map(|(_, p)| p.clone()).collect();
-        let got = opened.panes.exec().status(&ids).await?;
+        let ids: Vec<_> = asked.iter().map(|(_, p)| p.clone()).collect();
+        let got = opened.backend.status(&ids).await?;
         for ((i, _), (_, status)) in asked.iter().zip(got) {
             out[*i] = status;
         }
@@ -420,22 +454,46 @@ pub async fn down(team: &Team, opened: &Opened, wait: Duration, force: bool) -> 
     Ok(report)
 }
 
-/// Closes the lead's pane (and the team's tmux session, if swarm made one).
+/// Ends the team's lead and what swarm made for it: SIGTERM to the lead
+/// process (found through its lock); the home session swarm created
+/// (proved by its mark), or the lead pane swarm opened; the user's own
+/// pane the lead ran in is never closed: its window's options are put back.
 pub async fn stop_lead(team: &Team, opened: &Opened) -> Result<()> {
-    if let Some(pid) = super::lead_pid_alive(team)?
+    let holder = super::lock::lead_holder(team)?;
+    if let Some(pid) = holder.as_ref().and_then(|h| h.pid)
         && pid != std::process::id()
+        && swarm_backends::process::same_process_alive(
+            pid,
+            holder.as_ref().and_then(|h| h.start.as_deref()),
+        )
     {
-        // SIGTERM the lead process itself; its pane closes with it.
+        // Its pane (if swarm made it) closes with it.
         let _ = swarm_backends::process::signal_process(pid as i32, libc::SIGTERM);
     }
-    if let Panes::Tmux(tmux) = &opened.panes {
-        match (&opened.record.session, &opened.record.lead_pane) {
+    let record = &opened.record;
+    match (&record.session, record.lead_ref(), &record.lead_pane) {
+        (Some(session), Some(lead), _) if opened.caps().home_sessions => {
             // The session swarm made holds the lead's pane: closing it
-            // closes that pane too (the lead already has its SIGTERM).
-            (Some(session), _) => tmux.kill_session(session).await?,
-            (None, Some(lead)) => tmux.kill(lead, Duration::from_secs(1)).await.unwrap_or(()),
-            (None, None) => {}
+            // closes that pane too. A session of that name without the
+            // mark is not swarm's: left alone.
+            if let Err(e) = opened.backend.close_home(session, &lead.nonce).await {
+                tracing::warn!(%session, %e, "home session left alone");
+                eprintln!("swarm: left tmux session {session} alone: {e}");
+            }
         }
+        (_, Some(lead), _) => match opened.backend.kill(&lead, Duration::from_secs(1)).await {
+            Ok(()) | Err(BackendError::NotOurs { .. }) => {}
+            Err(e) => return Err(e).context("closing the lead's pane"),
+        },
+        (_, None, Some(host)) => {
+            // The user's pane: it stays, with its window as it was.
+            opened
+                .backend
+                .restore_host(host)
+                .await
+                .context("putting the lead's window options back")?;
+        }
+        (_, None, None) => {}
     }
     Ok(())
 }

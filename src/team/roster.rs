@@ -121,6 +121,12 @@ pub enum SwarmField {
     /// Pid of the pane's first process (number), for backends whose panes
     /// another process cannot list (in-process, Windows Terminal).
     Pid,
+    /// Start time of that process (`/proc/<pid>/stat` field 22, string), so
+    /// a recycled pid is never taken for it.
+    PidStart,
+    /// The nonce the member's pane was marked with (string), recorded
+    /// before the pane opens: only a pane carrying it is this member's.
+    Nonce,
 }
 
 impl SwarmField {
@@ -133,6 +139,8 @@ impl SwarmField {
             SwarmField::TmuxSocket => "swarmTmuxSocket",
             SwarmField::Hidden => "swarmHidden",
             SwarmField::Pid => "swarmPid",
+            SwarmField::PidStart => "swarmPidStart",
+            SwarmField::Nonce => "swarmNonce",
         }
     }
 }

@@ -18,7 +18,10 @@ use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 
 use crate::error::{BackendError, Result};
 use crate::process;
-use crate::{BackendKind, Capabilities, PaneBackendExecutor, PaneId, PaneStatus, SpawnSpec};
+use crate::{
+    BackendKind, Capabilities, PaneBackendExecutor, PaneId, PaneMark, PaneRef, PaneStatus,
+    SpawnSpec,
+};
 pub use pane::{LOG_CAP, OutputLog};
 use pane::{Pane, Shared, lock};
 
@@ -137,6 +140,27 @@ impl InProcessBackend {
     fn exit_status(pane: &Pane) -> Option<Option<i32>> {
         peek_exit(pane)
     }
+
+    fn status_of(pane: &Pane) -> PaneStatus {
+        match Self::exit_status(pane) {
+            Some(code) => PaneStatus::Exited { code },
+            None => PaneStatus::Running {
+                pid: Some(pane.pid),
+            },
+        }
+    }
+
+    /// The pane if it carries `nonce`; `Ok(None)` when it is not hosted
+    /// here; [`BackendError::NotOurs`] when its mark differs.
+    fn own(&self, pane: &PaneRef) -> Result<Option<Arc<Pane>>> {
+        match lock(&self.panes).get(&pane.id) {
+            None => Ok(None),
+            Some(p) if p.mark.nonce == pane.nonce => Ok(Some(Arc::clone(p))),
+            Some(_) => Err(BackendError::NotOurs {
+                pane: pane.id.clone(),
+            }),
+        }
+    }
 }
 
 /// The pane's exit, if its process has ended, WITHOUT reaping it on Linux:
@@ -250,11 +274,34 @@ impl PaneBackendExecutor for InProcessBackend {
             exact_env: true,
             exit_codes: true,
             exit_events: cfg!(target_os = "linux"),
+            list_marked: true,
+            home_sessions: false,
+            output_file: true,
+            screens: true,
         }
     }
 
-    async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneId> {
+    async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneRef> {
         spec.validate()?;
+        let output = match &spec.output {
+            None => None,
+            Some(path) => {
+                use std::os::unix::fs::OpenOptionsExt;
+                Some(
+                    std::fs::OpenOptions::new()
+                        .append(true)
+                        .create(true)
+                        .mode(0o600)
+                        .custom_flags(libc::O_NOFOLLOW)
+                        .open(path)
+                        .map_err(|source| BackendError::Io {
+                            action: "open the pane's output file",
+                            path: path.clone(),
+                            source,
+                        })?,
+                )
+            }
+        };
         let fail = |reason: String| BackendError::Spawn {
             program: spec.program.clone(),
             reason,
@@ -307,38 +354,65 @@ impl PaneBackendExecutor for InProcessBackend {
         let thread_shared = Arc::clone(&shared);
         std::thread::Builder::new()
             .name(format!("swarm-pty-{id}"))
-            .spawn(move || pane::reader_loop(reader, thread_shared))
+            .spawn(move || pane::reader_loop(reader, thread_shared, output))
             .map_err(|e| fail(format!("reader thread: {e}")))?;
         watch_exit(&id, pid, Arc::clone(&self.exits))
             .map_err(|e| fail(format!("exit watcher thread: {e}")))?;
         let pane = Pane {
             pid,
+            mark: spec.mark.clone(),
             master: Mutex::new(pair.master),
             child: Mutex::new(child),
             shared,
             title: Mutex::new(spec.title.clone()),
         };
         lock(&self.panes).insert(id.clone(), Arc::new(pane));
-        Ok(id)
+        spec.signal_ready()?;
+        Ok(PaneRef::new(id, spec.mark.nonce.clone()))
     }
 
-    async fn status(&self, panes: &[PaneId]) -> Result<Vec<(PaneId, PaneStatus)>> {
+    async fn status(&self, panes: &[PaneRef]) -> Result<Vec<(PaneId, PaneStatus)>> {
         let map = lock(&self.panes).clone();
         Ok(panes
             .iter()
-            .map(|id| {
-                let status = match map.get(id) {
+            .map(|pane| {
+                let status = match map.get(&pane.id) {
                     None => PaneStatus::Gone,
-                    Some(pane) => match Self::exit_status(pane) {
-                        Some(code) => PaneStatus::Exited { code },
-                        None => PaneStatus::Running {
-                            pid: Some(pane.pid),
-                        },
-                    },
+                    Some(p) if p.mark.nonce != pane.nonce => PaneStatus::Foreign,
+                    Some(p) => Self::status_of(p),
                 };
-                (id.clone(), status)
+                (pane.id.clone(), status)
             })
             .collect())
+    }
+
+    async fn list_marked(&self) -> Result<Vec<(PaneRef, PaneMark, PaneStatus)>> {
+        let ids = self.panes();
+        let map = lock(&self.panes).clone();
+        Ok(ids
+            .into_iter()
+            .filter_map(|id| {
+                let p = map.get(&id)?;
+                let pane = PaneRef::new(id, p.mark.nonce.clone());
+                Some((pane, p.mark.clone(), Self::status_of(p)))
+            })
+            .collect())
+    }
+
+    fn hosts(&self, pane: &PaneId) -> bool {
+        lock(&self.panes).contains_key(pane)
+    }
+
+    fn with_screen(&self, pane: &PaneId, f: &mut dyn FnMut(&vt100::Screen)) -> Result<()> {
+        InProcessBackend::with_screen(self, pane, |s| f(s))
+    }
+
+    fn write_input(&self, pane: &PaneId, bytes: &[u8]) -> Result<()> {
+        InProcessBackend::write_input(self, pane, bytes)
+    }
+
+    fn resize(&self, pane: &PaneId, rows: u16, cols: u16) -> Result<()> {
+        InProcessBackend::resize(self, pane, rows, cols)
     }
 
     /// On Linux: when some pane's process has exited (a thread per pane
@@ -351,10 +425,11 @@ impl PaneBackendExecutor for InProcessBackend {
         }
     }
 
-    async fn kill(&self, id: &PaneId, grace: Duration) -> Result<()> {
-        let Some(pane) = lock(&self.panes).get(id).cloned() else {
+    async fn kill(&self, pane_ref: &PaneRef, grace: Duration) -> Result<()> {
+        let Some(pane) = self.own(pane_ref)? else {
             return Ok(());
         };
+        let id = &pane_ref.id;
         // portable-pty makes the child a session leader (setsid): its group id is its pid.
         let pgid = pane.pid as i32;
         let reap_pane = Arc::clone(&pane);

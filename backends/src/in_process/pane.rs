@@ -63,14 +63,21 @@ pub struct Shared {
 /// A live pane.
 pub struct Pane {
     pub pid: u32,
+    /// The mark the pane was spawned with.
+    pub mark: crate::PaneMark,
     pub master: Mutex<Box<dyn MasterPty + Send>>,
     pub child: Mutex<Box<dyn Child + Send + Sync>>,
     pub shared: Arc<Shared>,
     pub title: Mutex<String>,
 }
 
-/// Reads the PTY until EOF: feeds the screen and the log, answers queries.
-pub fn reader_loop(mut reader: Box<dyn Read + Send>, shared: Arc<Shared>) {
+/// Reads the PTY until EOF: feeds the screen, the log and the output file
+/// (if any; a failed write stops only the file copy), answers queries.
+pub fn reader_loop(
+    mut reader: Box<dyn Read + Send>,
+    shared: Arc<Shared>,
+    mut output: Option<std::fs::File>,
+) {
     let mut buf = [0u8; 8192];
     let mut scanner = QueryScanner::default();
     loop {
@@ -100,6 +107,11 @@ pub fn reader_loop(mut reader: Box<dyn Read + Send>, shared: Arc<Shared>) {
             log.end()
         };
         shared.progress.send_replace(end);
+        if let Some(file) = &mut output
+            && file.write_all(chunk).is_err()
+        {
+            output = None;
+        }
         if !answers.is_empty() {
             let mut w = lock(&shared.writer);
             for a in answers {

@@ -8,8 +8,8 @@
 
 use std::path::Path;
 
-use crate::PaneId;
 use crate::error::{BackendError, Result};
+use crate::{PaneId, PaneMark};
 
 /// The oldest tmux this backend drives (`-e` on split-window, `-l N%`,
 /// pane options).
@@ -18,8 +18,15 @@ pub const MIN_VERSION: (u32, u32) = (3, 2);
 /// `-F` format printing a new pane's id.
 pub const PANE_ID_FORMAT: &str = "#{pane_id}";
 
-/// `-F` format for `status`: one line per pane on the server.
-pub const STATUS_FORMAT: &str = "#{pane_id} #{pane_pid} #{pane_dead} #{pane_dead_status}";
+/// `-F` format for `status`: one line per pane on the server, with the
+/// pane's swarm mark (empty fields for a pane swarm did not mark).
+pub const STATUS_FORMAT: &str = "#{pane_id} #{pane_pid} #{pane_dead} #{pane_dead_status} \
+     #{@swarm_nonce} #{@swarm_team} #{@swarm_member}";
+
+/// The window option in which swarm keeps the `pane-border-status` a window
+/// it did not create had before swarm set it (`-` for "not set"), so that
+/// [`restore_window`] can put it back.
+pub const SAVED_BORDER_OPTION: &str = "@swarm_saved_border";
 
 /// `-F` format describing the panes of one window (session name last: it
 /// may contain spaces).
@@ -324,25 +331,47 @@ fn targeted(cmd: &str, flags: &[&str], target: Option<&str>, rest: &[&str]) -> V
 }
 
 /// The commands that finish a new pane in the very invocation that created
-/// it: its output appended to `output` (`pipe-pane -O`), its title, its
-/// colour and its window's border format. `target` is the new pane (a
-/// window target such as `=s:3` names a new window's only pane); `None`
-/// means the command list's current pane, which a [`split_window`] just set.
+/// it: its mark (`@swarm_team`, `@swarm_member`, `@swarm_nonce`), its
+/// output appended to `output` (`pipe-pane -O`), `remain-on-exit` (so its
+/// exit code can be read), its title, its colour and the border format
+/// that shows them — all pane options, so nothing of the window it joins
+/// changes. `target` is the new pane (a window target such as `=s:3` names
+/// a new window's only pane); `None` means the command list's current
+/// pane, which a [`split_window`] just set.
 ///
-/// The pipe is in place before a byte of output is lost: the tmux server is
-/// single-threaded and runs the whole command list before its event loop
-/// reads the new pane's terminal.
+/// The mark and the pipe are in place before anything else can see the
+/// pane: the tmux server is single-threaded and runs the whole command list
+/// before its event loop reads the new pane's terminal or its exit.
 pub fn finish_pane(
     target: Option<&str>,
+    mark: &PaneMark,
     title: &str,
     color: Option<&str>,
     output: Option<&Path>,
 ) -> Result<Vec<Vec<String>>> {
     let mut cmds = Vec::new();
+    for (option, value) in [
+        ("@swarm_team", &mark.team),
+        ("@swarm_member", &mark.member),
+        ("@swarm_nonce", &mark.nonce),
+    ] {
+        cmds.push(targeted(
+            "set-option",
+            &["-p"],
+            target,
+            &[option, &check_arg(&escape_format(value))?],
+        ));
+    }
     if let Some(file) = output {
         let shell = pipe_command(file)?;
         cmds.push(targeted("pipe-pane", &["-O"], target, &[&shell]));
     }
+    cmds.push(targeted(
+        "set-option",
+        &["-p"],
+        target,
+        &["remain-on-exit", "on"],
+    ));
     if !title.is_empty() {
         cmds.push(targeted(
             "select-pane",
@@ -361,26 +390,112 @@ pub fn finish_pane(
     }
     cmds.push(targeted(
         "set-option",
-        &["-w"],
+        &["-p"],
         target,
         &["pane-border-format", BORDER_FORMAT],
-    ));
-    cmds.push(targeted(
-        "set-option",
-        &["-w"],
-        target,
-        &["pane-border-status", "top"],
     ));
     Ok(cmds)
 }
 
-/// The window-level border settings that show titles in colour:
-/// `pane-border-format` and `pane-border-status top`.
-pub fn border_style(window_of: &PaneId) -> Result<Vec<Vec<String>>> {
-    let t = check_pane_id(window_of)?;
+/// `pane-border-status top` for the window of `target` (a window-only
+/// option): set on windows swarm creates, and on the lead's window once its
+/// previous value is saved ([`save_border`]).
+pub fn border_status_top(target: Option<&str>) -> Vec<String> {
+    targeted(
+        "set-option",
+        &["-w"],
+        target,
+        &["pane-border-status", "top"],
+    )
+}
+
+/// `show-options -w -t PANE`: the options set on PANE's window itself.
+pub fn show_window_options(pane: &PaneId) -> Result<Vec<String>> {
     Ok(vec![
-        set_option("-w", t, "pane-border-format", BORDER_FORMAT),
-        set_option("-w", t, "pane-border-status", "top"),
+        "show-options".to_string(),
+        "-w".to_string(),
+        "-t".to_string(),
+        check_pane_id(pane)?.to_string(),
+    ])
+}
+
+/// The value of `option` in `show-options` output (`None`: not set there).
+pub fn parse_option(output: &str, option: &str) -> Option<String> {
+    output.lines().find_map(|line| {
+        let (name, value) = line.split_once(' ')?;
+        (name == option).then(|| value.trim().trim_matches('"').to_string())
+    })
+}
+
+/// Before swarm sets `pane-border-status` on the window of `lead` (a window
+/// it may not have created), the commands that save the window's own value
+/// (`shown`: its `show-options -w` output) — unless a save is already there
+/// from an earlier lead, which holds the user's original value.
+pub fn save_border(lead: &PaneId, shown: &str) -> Result<Vec<Vec<String>>> {
+    if parse_option(shown, SAVED_BORDER_OPTION).is_some() {
+        return Ok(Vec::new());
+    }
+    let before = parse_option(shown, "pane-border-status").unwrap_or_else(|| "-".to_string());
+    Ok(vec![set_option(
+        "-w",
+        check_pane_id(lead)?,
+        SAVED_BORDER_OPTION,
+        &check_arg(&before)?,
+    )])
+}
+
+/// The commands that put the window of `host` back as [`save_border`]
+/// found it (`shown`: its `show-options -w` output); none when swarm saved
+/// nothing there.
+pub fn restore_window(host: &PaneId, shown: &str) -> Result<Vec<Vec<String>>> {
+    let Some(saved) = parse_option(shown, SAVED_BORDER_OPTION) else {
+        return Ok(Vec::new());
+    };
+    let t = check_pane_id(host)?;
+    let mut cmds = Vec::new();
+    if saved == "-" {
+        cmds.push(
+            ["set-option", "-w", "-u", "-t", t, "pane-border-status"]
+                .map(String::from)
+                .to_vec(),
+        );
+    } else {
+        cmds.push(set_option(
+            "-w",
+            t,
+            "pane-border-status",
+            &check_arg(&saved)?,
+        ));
+    }
+    cmds.push(
+        ["set-option", "-w", "-u", "-t", t, SAVED_BORDER_OPTION]
+            .map(String::from)
+            .to_vec(),
+    );
+    Ok(cmds)
+}
+
+/// `set-option -t =NAME: @swarm_nonce NONCE`: marks a session swarm
+/// created (options need the `=NAME:` form; `=NAME` is refused).
+pub fn mark_session(name: &str, nonce: &str) -> Result<Vec<String>> {
+    Ok(vec![
+        "set-option".to_string(),
+        "-t".to_string(),
+        window_target(name, None)?,
+        "@swarm_nonce".to_string(),
+        check_arg(nonce)?,
+    ])
+}
+
+/// `show-options -t =NAME: -qv @swarm_nonce`: a session's mark (empty
+/// output, and success, for an unmarked or missing session).
+pub fn session_mark(name: &str) -> Result<Vec<String>> {
+    Ok(vec![
+        "show-options".to_string(),
+        "-t".to_string(),
+        window_target(name, None)?,
+        "-qv".to_string(),
+        "@swarm_nonce".to_string(),
     ])
 }
 
@@ -399,6 +514,15 @@ pub struct PaneRow {
     pub dead: bool,
     /// The exit status of a dead pane; `None` if killed by a signal.
     pub dead_status: Option<i32>,
+    /// The pane's swarm mark; `None` for a pane swarm did not mark.
+    pub mark: Option<PaneMark>,
+}
+
+impl PaneRow {
+    /// True when the pane carries `nonce`.
+    pub fn carries(&self, nonce: &str) -> bool {
+        !nonce.is_empty() && self.mark.as_ref().is_some_and(|m| m.nonce == nonce)
+    }
 }
 
 /// Parses `list-panes -a -F STATUS_FORMAT` output.
@@ -410,7 +534,7 @@ pub fn parse_pane_rows(output: &str) -> Result<Vec<PaneRow>> {
     let mut rows = Vec::new();
     for line in output.lines().filter(|l| !l.trim().is_empty()) {
         let fields: Vec<&str> = line.split(' ').collect();
-        if fields.len() != 4 {
+        if fields.len() != 7 {
             return Err(bad());
         }
         let pane = PaneId::new(fields[0]);
@@ -425,11 +549,17 @@ pub fn parse_pane_rows(output: &str) -> Result<Vec<PaneRow>> {
             "" => None,
             code => Some(code.parse::<i32>().map_err(|_| bad())?),
         };
+        let mark = (!fields[4].is_empty()).then(|| PaneMark {
+            nonce: fields[4].to_string(),
+            team: fields[5].to_string(),
+            member: fields[6].to_string(),
+        });
         rows.push(PaneRow {
             pane,
             pid,
             dead,
             dead_status: if dead { dead_status } else { None },
+            mark,
         });
     }
     Ok(rows)
@@ -707,6 +837,14 @@ pub fn is_missing_target(stderr: &str) -> bool {
 mod tests {
     use super::*;
 
+    fn test_mark() -> PaneMark {
+        PaneMark {
+            team: "t".into(),
+            member: "alice".into(),
+            nonce: "n1".into(),
+        }
+    }
+
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
     }
@@ -750,44 +888,42 @@ mod tests {
     #[test]
     fn finish_pane_targets_the_current_pane_or_a_named_one() {
         let out = Path::new("/o/a#b.log");
-        let cmds = finish_pane(None, "alice #1;", Some("purple"), Some(out)).unwrap();
+        let cmds = finish_pane(None, &test_mark(), "alice #1;", Some("purple"), Some(out)).unwrap();
         assert_eq!(
             cmds,
             vec![
+                s(&["set-option", "-p", "@swarm_team", "t"]),
+                s(&["set-option", "-p", "@swarm_member", "alice"]),
+                s(&["set-option", "-p", "@swarm_nonce", "n1"]),
                 s(&["pipe-pane", "-O", "exec cat >> '/o/a##b.log'"]),
+                s(&["set-option", "-p", "remain-on-exit", "on"]),
                 s(&["select-pane", "-T", "alice ##1;"]),
                 s(&["set-option", "-p", "@swarm_color", "magenta"]),
-                s(&["set-option", "-w", "pane-border-format", BORDER_FORMAT]),
-                s(&["set-option", "-w", "pane-border-status", "top"]),
+                s(&["set-option", "-p", "pane-border-format", BORDER_FORMAT]),
             ]
         );
         // Chained, a title ending in ';' is escaped, never a separator.
         let argv = chain(cmds).unwrap();
         assert!(argv.contains(&"alice ##1\\;".to_string()), "{argv:?}");
-        assert_eq!(argv.iter().filter(|a| *a == ";").count(), 4);
-        let named = finish_pane(Some("=s:3"), "", None, None).unwrap();
-        assert_eq!(
-            named,
-            vec![
-                s(&[
-                    "set-option",
-                    "-w",
-                    "-t",
-                    "=s:3",
-                    "pane-border-format",
-                    BORDER_FORMAT
-                ]),
-                s(&[
-                    "set-option",
-                    "-w",
-                    "-t",
-                    "=s:3",
-                    "pane-border-status",
-                    "top"
-                ]),
-            ]
+        assert_eq!(argv.iter().filter(|a| *a == ";").count(), 7);
+        let named = finish_pane(Some("=s:3"), &test_mark(), "", None, None).unwrap();
+        assert_eq!(named.len(), 5);
+        assert!(
+            named
+                .iter()
+                .all(|c| c[1] == "-p" && c[2] == "-t" && c[3] == "=s:3")
         );
-        assert!(finish_pane(None, "x", None, Some(Path::new("/a\nb"))).is_err());
+        assert_eq!(
+            named[4],
+            s(&[
+                "set-option",
+                "-p",
+                "-t",
+                "=s:3",
+                "pane-border-format",
+                BORDER_FORMAT
+            ])
+        );
     }
 
     #[test]
@@ -966,10 +1102,8 @@ mod tests {
             set_color(&p, "purple").unwrap(),
             s(&["set-option", "-p", "-t", "%7", "@swarm_color", "magenta"])
         );
-        let border = border_style(&p).unwrap();
-        assert_eq!(border[0][4], "pane-border-format");
         assert_eq!(
-            border[1],
+            border_status_top(Some("%7")),
             s(&["set-option", "-w", "-t", "%7", "pane-border-status", "top"])
         );
         assert_eq!(
@@ -1007,43 +1141,137 @@ mod tests {
                 "list-panes",
                 "-a",
                 "-F",
-                "#{pane_id} #{pane_pid} #{pane_dead} #{pane_dead_status}"
+                "#{pane_id} #{pane_pid} #{pane_dead} #{pane_dead_status} \
+                 #{@swarm_nonce} #{@swarm_team} #{@swarm_member}"
             ])
         );
     }
 
-    // Recorded from tmux 3.3a: a running pane, an exited one, a signalled one.
-    const STATUS_OUTPUT: &str = "%0 41210 0 \n%1 41233 1 3\n%2 41250 1 \n";
+    // Recorded from tmux 3.3a: the user's running pane (no mark), a marked
+    // running one, a marked exited one, a marked signalled one.
+    const STATUS_OUTPUT: &str = "%0 13482 0    \n%2 13490 0  9f3a t alice\n\
+        %3 41233 1 3 77ab t bob\n%4 41250 1  88cd t carol\n";
 
     #[test]
-    fn parses_status_rows() {
+    fn parses_status_rows_with_their_marks() {
         let rows = parse_pane_rows(STATUS_OUTPUT).unwrap();
+        let mark = |nonce: &str, member: &str| {
+            Some(PaneMark {
+                team: "t".into(),
+                member: member.into(),
+                nonce: nonce.into(),
+            })
+        };
         assert_eq!(
             rows,
             vec![
                 PaneRow {
                     pane: PaneId::new("%0"),
-                    pid: 41210,
+                    pid: 13482,
                     dead: false,
-                    dead_status: None
-                },
-                PaneRow {
-                    pane: PaneId::new("%1"),
-                    pid: 41233,
-                    dead: true,
-                    dead_status: Some(3)
+                    dead_status: None,
+                    mark: None,
                 },
                 PaneRow {
                     pane: PaneId::new("%2"),
+                    pid: 13490,
+                    dead: false,
+                    dead_status: None,
+                    mark: mark("9f3a", "alice"),
+                },
+                PaneRow {
+                    pane: PaneId::new("%3"),
+                    pid: 41233,
+                    dead: true,
+                    dead_status: Some(3),
+                    mark: mark("77ab", "bob"),
+                },
+                PaneRow {
+                    pane: PaneId::new("%4"),
                     pid: 41250,
                     dead: true,
-                    dead_status: None
+                    dead_status: None,
+                    mark: mark("88cd", "carol"),
                 },
             ]
         );
+        assert!(rows[1].carries("9f3a"));
+        assert!(!rows[0].carries(""), "an unmarked pane carries no nonce");
+        assert!(!rows[1].carries("other"));
         assert!(parse_pane_rows("").unwrap().is_empty());
-        assert!(parse_pane_rows("%0 x 0 \n").is_err());
+        assert!(parse_pane_rows("%0 x 0    \n").is_err());
+        assert!(
+            parse_pane_rows("%0 1 0 \n").is_err(),
+            "the old 4-field rows"
+        );
         assert!(parse_pane_rows("garbage\n").is_err());
+    }
+
+    // Recorded from tmux 3.3a: `show-options -w` of a window where swarm
+    // saved the user's (unset) border status and set its own.
+    const WINDOW_OPTIONS: &str = "@swarm_saved_border -\npane-border-status top\n";
+
+    #[test]
+    fn the_users_window_border_is_saved_once_and_put_back() {
+        let lead = PaneId::new("%0");
+        // Nothing saved yet, the user had no window-level value.
+        let save = save_border(&lead, "").unwrap();
+        assert_eq!(
+            save,
+            vec![s(&[
+                "set-option",
+                "-w",
+                "-t",
+                "%0",
+                "@swarm_saved_border",
+                "-"
+            ])]
+        );
+        // The user's own value is saved as it was.
+        let save = save_border(&lead, "pane-border-status bottom\n").unwrap();
+        assert_eq!(save[0][5], "bottom");
+        // A second lead never overwrites the user's original value.
+        assert!(save_border(&lead, WINDOW_OPTIONS).unwrap().is_empty());
+        assert_eq!(
+            restore_window(&lead, WINDOW_OPTIONS).unwrap(),
+            vec![
+                s(&["set-option", "-w", "-u", "-t", "%0", "pane-border-status"]),
+                s(&["set-option", "-w", "-u", "-t", "%0", "@swarm_saved_border"]),
+            ]
+        );
+        let had = "@swarm_saved_border bottom\npane-border-status top\n";
+        assert_eq!(
+            restore_window(&lead, had).unwrap()[0],
+            s(&[
+                "set-option",
+                "-w",
+                "-t",
+                "%0",
+                "pane-border-status",
+                "bottom"
+            ])
+        );
+        assert!(
+            restore_window(&lead, "pane-border-status top\n")
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_new_pane_is_marked_with_pane_options_only() {
+        let cmds = finish_pane(None, &test_mark(), "alice", None, None).unwrap();
+        assert_eq!(cmds[0], s(&["set-option", "-p", "@swarm_team", "t"]));
+        assert_eq!(cmds[1], s(&["set-option", "-p", "@swarm_member", "alice"]));
+        assert_eq!(cmds[2], s(&["set-option", "-p", "@swarm_nonce", "n1"]));
+        assert!(
+            cmds.iter().all(|c| !c.contains(&"-w".to_string())),
+            "no window option on a pane that may join the user's window: {cmds:?}"
+        );
+        assert_eq!(
+            mark_session("swarm-t", "n1").unwrap(),
+            s(&["set-option", "-t", "=swarm-t:", "@swarm_nonce", "n1"])
+        );
     }
 
     // Recorded from tmux 3.3a, an 80x24 detached session named "swarm demo".

@@ -18,7 +18,8 @@ use crate::command::{Invocation, Output};
 use crate::error::{BackendError, Result};
 use crate::process;
 use crate::{
-    BackendKind, Capabilities, PaneBackendExecutor, PaneId, PaneStatus, Placement, SpawnSpec,
+    BackendKind, Capabilities, PaneBackendExecutor, PaneId, PaneMark, PaneRef, PaneStatus,
+    Placement, SpawnSpec,
 };
 use commands::{Launch, Split, WindowPane};
 
@@ -148,6 +149,18 @@ pub fn tiled_fits(window_width: u32, window_height: u32, panes: u32) -> bool {
     w >= MIN_COLS && h >= MIN_ROWS
 }
 
+/// The status of `pane` in a `list-panes` listing.
+fn row_status(rows: &[commands::PaneRow], pane: &PaneRef) -> PaneStatus {
+    match rows.iter().find(|r| r.pane == pane.id) {
+        None => PaneStatus::Gone,
+        Some(r) if !r.carries(&pane.nonce) => PaneStatus::Foreign,
+        Some(r) if r.dead => PaneStatus::Exited {
+            code: r.dead_status,
+        },
+        Some(r) => PaneStatus::Running { pid: Some(r.pid) },
+    }
+}
+
 #[derive(Debug, Default)]
 struct State {
     version: Option<(u32, u32)>,
@@ -194,11 +207,6 @@ impl TmuxBackend {
                 .version = Some(version);
         }
         self
-    }
-
-    /// The version checked so far (by [`Self::check_version`] or given).
-    pub async fn known_version(&self) -> Option<(u32, u32)> {
-        self.state.lock().await.version
     }
 
     /// The server this backend drives.
@@ -256,30 +264,10 @@ impl TmuxBackend {
         Ok(v)
     }
 
-    /// The full argv (program first) that attaches a terminal to `session`.
-    pub fn attach_argv(&self, session: &str) -> Result<Vec<String>> {
-        let mut argv = vec![self.program.clone()];
-        argv.extend(self.server.global_args());
-        argv.extend(commands::chain(vec![commands::attach_session(session)?])?);
-        Ok(argv)
-    }
-
-    /// Appends everything `pane` prints to `file` (tmux `pipe-pane`).
-    pub async fn pipe_output(&self, pane: &PaneId, file: &std::path::Path) -> Result<()> {
-        self.tmux(commands::pipe_pane_to_file(pane, file)?)
-            .await
-            .map(drop)
-    }
-
-    /// Opens a pane like [`PaneBackendExecutor::spawn`] and, in the same tmux
-    /// invocation, pipes everything it prints to `output` (appended), from
-    /// its first byte. One `tmux` call creates, pipes, titles and colours
-    /// the pane.
-    pub async fn spawn_piped(
-        &self,
-        spec: &SpawnSpec,
-        output: Option<&std::path::Path>,
-    ) -> Result<PaneId> {
+    /// Opens a pane like [`PaneBackendExecutor::spawn`]: one `tmux` call
+    /// creates, marks, pipes (to `spec.output`, from its first byte),
+    /// titles and colours the pane; then the ready file is created.
+    async fn spawn_marked(&self, spec: &SpawnSpec) -> Result<PaneRef> {
         spec.validate()?;
         self.check_version().await?;
         let argv = spec.exact_env_argv();
@@ -288,21 +276,30 @@ impl TmuxBackend {
             env: &spec.env,
             argv: &argv,
         };
+        let output = spec.output.as_deref();
         let finish = |target: Option<&str>| {
-            commands::finish_pane(target, &spec.title, spec.color.as_deref(), output)
+            commands::finish_pane(
+                target,
+                &spec.mark,
+                &spec.title,
+                spec.color.as_deref(),
+                output,
+            )
         };
-        match &spec.placement {
-            Placement::RightOfLead { lead } => self.spawn_beside(lead, &launch, &finish).await,
+        let pane = match &spec.placement {
+            Placement::RightOfLead { lead } => self.spawn_beside(lead, &launch, &finish).await?,
             Placement::NewWindow {
                 session: Some(session),
-            } => self.spawn_window(session, &launch, &finish).await,
-            Placement::NewWindow { session: None } => Err(BackendError::invalid(
-                "placement",
-                "NewWindow without a session",
-                "the tmux backend needs the session to open a window in",
-            )),
+            } => self.spawn_window(session, &launch, &finish).await?,
+            Placement::NewWindow { session: None } => {
+                return Err(BackendError::invalid(
+                    "placement",
+                    "NewWindow without a session",
+                    "the tmux backend needs the session to open a window in",
+                ));
+            }
             Placement::Session { name } => {
-                if self.has_session(name).await? {
+                if self.home_exists(name).await? {
                     return Err(BackendError::invalid(
                         "tmux session",
                         name,
@@ -312,11 +309,29 @@ impl TmuxBackend {
                 let target = commands::window_target(name, None)?;
                 let mut cmds = vec![
                     commands::new_session(name, &launch)?,
+                    commands::mark_session(name, &spec.mark.nonce)?,
                     commands::set_window_remain_on_exit(&target, true),
+                    commands::border_status_top(Some(&target)),
                 ];
                 cmds.extend(finish(Some(&target))?);
-                Ok(self.run_spawn(cmds).await?.0)
+                self.run_spawn(cmds).await?.0
             }
+        };
+        spec.signal_ready()?;
+        Ok(PaneRef::new(pane, spec.mark.nonce.clone()))
+    }
+
+    /// The row of `pane` if it carries `nonce`; `Ok(None)` when the pane is
+    /// gone; [`BackendError::NotOurs`] when a pane with that id lacks it.
+    async fn own_row(&self, pane: &PaneRef) -> Result<Option<commands::PaneRow>> {
+        commands::check_pane_id(&pane.id)?;
+        let rows = self.rows().await?;
+        match rows.into_iter().find(|r| r.pane == pane.id) {
+            None => Ok(None),
+            Some(r) if r.carries(&pane.nonce) => Ok(Some(r)),
+            Some(_) => Err(BackendError::NotOurs {
+                pane: pane.id.clone(),
+            }),
         }
     }
 
@@ -342,62 +357,13 @@ impl TmuxBackend {
         Ok((pane?, rest.to_string()))
     }
 
-    /// Kills session `name` (exact match); a missing session or server is fine.
-    pub async fn kill_session(&self, name: &str) -> Result<()> {
-        let inv = self.invocation(commands::chain(vec![commands::kill_session(name)?])?);
-        let out = inv.output().await?;
-        if out.success()
-            || commands::is_missing_target(&out.stderr)
-            || commands::is_no_server(&out.stderr)
-        {
-            Ok(())
-        } else {
-            Err(inv.failed(&out))
-        }
-    }
-
     /// True when the server has a session with exactly this name.
-    pub async fn has_session(&self, name: &str) -> Result<bool> {
+    async fn session_exists(&self, name: &str) -> Result<bool> {
         let out = self
             .invocation(commands::chain(vec![commands::has_session(name)?])?)
             .output()
             .await?;
         Ok(out.success())
-    }
-
-    /// Returns the first pane of session `name`, creating the session with
-    /// `lead` in its first pane if it does not exist. The lead's pane closes
-    /// when the lead exits; teammate panes of its window stay (dead) so their
-    /// exit codes can be read.
-    pub async fn ensure_session(&self, name: &str, lead: &SpawnSpec) -> Result<PaneId> {
-        self.check_version().await?;
-        if self.has_session(name).await? {
-            let out = self.tmux(commands::list_session_panes(name)?).await?;
-            return commands::parse_pane_id(&out.stdout);
-        }
-        lead.validate()?;
-        let argv = lead.exact_env_argv();
-        let launch = Launch {
-            cwd: &lead.cwd,
-            env: &lead.env,
-            argv: &argv,
-        };
-        let target = commands::window_target(name, None)?;
-        let mut cmds = vec![
-            commands::new_session(name, &launch)?,
-            commands::set_window_remain_on_exit(&target, true),
-            // The pane target "=name:" is the session's only pane: the lead.
-            ["set-option", "-p", "-t", &target, "remain-on-exit", "off"]
-                .map(String::from)
-                .to_vec(),
-        ];
-        cmds.extend(commands::finish_pane(
-            Some(&target),
-            &lead.title,
-            lead.color.as_deref(),
-            None,
-        )?);
-        Ok(self.run_spawn(cmds).await?.0)
     }
 
     async fn window_of(&self, pane: &PaneId) -> Result<Vec<WindowPane>> {
@@ -425,6 +391,7 @@ impl TmuxBackend {
         let mut cmds = vec![
             commands::new_window(session, index, "swarm", launch)?,
             commands::set_window_remain_on_exit(&target, true),
+            commands::border_status_top(Some(&target)),
         ];
         cmds.extend(finish(Some(&target))?);
         Ok(self.run_spawn(cmds).await?.0)
@@ -476,19 +443,24 @@ impl TmuxBackend {
         let (session, window_width) = (lead_row.session.clone(), lead_row.window_width);
         self.state.lock().await.lead = Some(lead.clone());
         let mut cmds = match plan_split(&window, lead) {
-            SplitPlan::First => vec![
-                // Window-level remain-on-exit (inherited by the new pane,
-                // set before it exists), but not for the lead itself.
-                commands::set_window_remain_on_exit(commands::check_pane_id(lead)?, true),
-                commands::set_pane_remain_on_exit(lead, false)?,
-                commands::split_window(
+            SplitPlan::First => {
+                // The lead's window may be the user's: only pane options
+                // go on the new pane, and the one window option swarm needs
+                // (titles on the borders) is saved first, for restore_host.
+                let shown = self.tmux(commands::show_window_options(lead)?).await?;
+                let mut cmds = commands::save_border(lead, &shown.stdout)?;
+                cmds.push(commands::border_status_top(Some(commands::check_pane_id(
+                    lead,
+                )?)));
+                cmds.push(commands::split_window(
                     lead,
                     Split::Horizontal {
                         percent: (100 - LEAD_PERCENT) as u8,
                     },
                     launch,
-                )?,
-            ],
+                )?);
+                cmds
+            }
             SplitPlan::Column { below } => {
                 vec![commands::split_window(&below, Split::Vertical, launch)?]
             }
@@ -647,51 +619,56 @@ impl PaneBackendExecutor for TmuxBackend {
             exact_env: true,
             exit_codes: true,
             exit_events: false,
+            list_marked: true,
+            home_sessions: true,
+            output_file: true,
+            screens: false,
         }
     }
 
-    async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneId> {
-        self.spawn_piped(spec, None).await
+    async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneRef> {
+        self.spawn_marked(spec).await
     }
 
-    async fn status(&self, panes: &[PaneId]) -> Result<Vec<(PaneId, PaneStatus)>> {
+    async fn status(&self, panes: &[PaneRef]) -> Result<Vec<(PaneId, PaneStatus)>> {
         let mut rows = self.rows().await?;
-        // A dead pane without a status whose process is an unreaped zombie:
-        // tmux missed its SIGCHLD (see `reap_lost_child`); collect it and
-        // read again so the exit code is known.
-        let lost = rows.iter().any(|r| {
-            r.dead
-                && r.dead_status.is_none()
-                && panes.contains(&r.pane)
+        // A pane whose process is an unreaped zombie (listed as running, or
+        // dead without a status): tmux missed its SIGCHLD (see
+        // `reap_lost_child`); collect it and read again so the pane shows
+        // what happened, with its exit code.
+        let lost = rows.iter().find(|r| {
+            (!r.dead || r.dead_status.is_none())
+                && panes.iter().any(|p| p.id == r.pane && r.carries(&p.nonce))
                 && process::is_zombie(r.pid) == Some(true)
         });
-        if lost {
-            if let Some(r) = rows.iter().find(|r| r.dead && r.dead_status.is_none()) {
-                self.reap_lost_child(r.pid).await;
-            }
+        if let Some(r) = lost {
+            self.reap_lost_child(r.pid).await;
             rows = self.rows().await?;
         }
         Ok(panes
             .iter()
-            .map(|pane| {
-                let status = match rows.iter().find(|r| &r.pane == pane) {
-                    None => PaneStatus::Gone,
-                    Some(r) if r.dead => PaneStatus::Exited {
-                        code: r.dead_status,
-                    },
-                    Some(r) => PaneStatus::Running { pid: Some(r.pid) },
-                };
-                (pane.clone(), status)
+            .map(|pane| (pane.id.clone(), row_status(&rows, pane)))
+            .collect())
+    }
+
+    async fn list_marked(&self) -> Result<Vec<(PaneRef, PaneMark, PaneStatus)>> {
+        let rows = self.rows().await?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| {
+                let mark = r.mark.clone()?;
+                let pane = PaneRef::new(r.pane.clone(), mark.nonce.clone());
+                let status = row_status(&rows, &pane);
+                Some((pane, mark, status))
             })
             .collect())
     }
 
-    async fn kill(&self, pane: &PaneId, grace: Duration) -> Result<()> {
-        commands::check_pane_id(pane)?;
-        let rows = self.rows().await?;
-        let Some(row) = rows.into_iter().find(|r| &r.pane == pane) else {
+    async fn kill(&self, pane: &PaneRef, grace: Duration) -> Result<()> {
+        let Some(row) = self.own_row(pane).await? else {
             return Ok(());
         };
+        let pane = &pane.id;
         let pgid = if row.dead {
             // The pane's process is gone, but what it started may still run in
             // its group (the id stays reserved while the group has members).
@@ -722,11 +699,119 @@ impl PaneBackendExecutor for TmuxBackend {
         self.verify_gone(pane, row.pid).await
     }
 
+    async fn restore_host(&self, host: &PaneId) -> Result<()> {
+        let inv = self.invocation(commands::chain(vec![commands::show_window_options(host)?])?);
+        let out = inv.output().await?;
+        if !out.success() {
+            // The pane or the server is gone: nothing left to put back.
+            if commands::is_missing_target(&out.stderr) || commands::is_no_server(&out.stderr) {
+                return Ok(());
+            }
+            return Err(inv.failed(&out));
+        }
+        let cmds = commands::restore_window(host, &out.stdout)?;
+        if cmds.is_empty() {
+            return Ok(());
+        }
+        self.tmux_chain(cmds).await.map(drop)
+    }
+
+    async fn home_exists(&self, name: &str) -> Result<bool> {
+        self.session_exists(name).await
+    }
+
+    /// The lead's pane closes when the lead exits (`remain-on-exit off` on
+    /// that pane); teammate panes of its window stay (dead) so their exit
+    /// codes can be read.
+    async fn open_home(&self, name: &str, lead: &SpawnSpec) -> Result<PaneRef> {
+        self.check_version().await?;
+        lead.validate()?;
+        let argv = lead.exact_env_argv();
+        let launch = Launch {
+            cwd: &lead.cwd,
+            env: &lead.env,
+            argv: &argv,
+        };
+        let target = commands::window_target(name, None)?;
+        let mut cmds = vec![
+            commands::new_session(name, &launch)?,
+            commands::mark_session(name, &lead.mark.nonce)?,
+            commands::set_window_remain_on_exit(&target, true),
+            commands::border_status_top(Some(&target)),
+        ];
+        cmds.extend(commands::finish_pane(
+            Some(&target),
+            &lead.mark,
+            &lead.title,
+            lead.color.as_deref(),
+            lead.output.as_deref(),
+        )?);
+        // The pane target "=name:" is the session's only pane: the lead.
+        cmds.push(
+            ["set-option", "-p", "-t", &target, "remain-on-exit", "off"]
+                .map(String::from)
+                .to_vec(),
+        );
+        let pane = self.run_spawn(cmds).await?.0;
+        lead.signal_ready()?;
+        Ok(PaneRef::new(pane, lead.mark.nonce.clone()))
+    }
+
+    async fn close_home(&self, name: &str, nonce: &str) -> Result<()> {
+        // `show-options -q` answers "" for a missing session too.
+        if !self.session_exists(name).await? {
+            return Ok(());
+        }
+        let inv = self.invocation(commands::chain(vec![commands::session_mark(name)?])?);
+        let out = inv.output().await?;
+        if !out.success() {
+            if commands::is_missing_target(&out.stderr) || commands::is_no_server(&out.stderr) {
+                return Ok(());
+            }
+            return Err(inv.failed(&out));
+        }
+        if nonce.is_empty() || out.stdout.trim() != nonce {
+            return Err(BackendError::invalid(
+                "tmux session",
+                name,
+                "does not carry swarm's mark for this team (not created by it); left untouched",
+            ));
+        }
+        let inv = self.invocation(commands::chain(vec![commands::kill_session(name)?])?);
+        let out = inv.output().await?;
+        if out.success()
+            || commands::is_missing_target(&out.stderr)
+            || commands::is_no_server(&out.stderr)
+        {
+            Ok(())
+        } else {
+            Err(inv.failed(&out))
+        }
+    }
+
+    fn attach_argv(&self, session: &str) -> Result<Vec<String>> {
+        let mut argv = vec![self.program.clone()];
+        argv.extend(self.server.global_args());
+        argv.extend(commands::chain(vec![commands::attach_session(session)?])?);
+        Ok(argv)
+    }
+
+    async fn checked_version(&self) -> Option<(u32, u32)> {
+        self.state.lock().await.version
+    }
+
     async fn focus(&self, pane: &PaneId) -> Result<()> {
         self.tmux_chain(commands::focus(pane)?).await.map(drop)
     }
 
-    async fn hide(&self, pane: &PaneId) -> Result<()> {
+    async fn hide(&self, pane: &PaneRef) -> Result<()> {
+        if self.own_row(pane).await?.is_none() {
+            return Err(BackendError::UnknownPane {
+                backend: BackendKind::Tmux,
+                pane: pane.id.clone(),
+            });
+        }
+        let pane = &pane.id;
         let window = self.window_of(pane).await?;
         let beside = window
             .iter()
@@ -739,7 +824,14 @@ impl PaneBackendExecutor for TmuxBackend {
         Ok(())
     }
 
-    async fn show(&self, pane: &PaneId) -> Result<()> {
+    async fn show(&self, pane: &PaneRef) -> Result<()> {
+        if self.own_row(pane).await?.is_none() {
+            return Err(BackendError::UnknownPane {
+                backend: BackendKind::Tmux,
+                pane: pane.id.clone(),
+            });
+        }
+        let pane = &pane.id;
         let target = {
             let state = self.state.lock().await;
             state

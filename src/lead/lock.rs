@@ -1,0 +1,227 @@
+//! The team's two OS locks (`flock`-style, released by the kernel when
+//! their holder dies, however it dies):
+//!
+//! - [`LeadLock`] (`<state>/lead.lock`): held by the team's lead for its
+//!   whole life, so a team never has two leads. The file holds the lead's
+//!   pid and start time, so `swarm down` finds the lead even when the
+//!   roster lost `leadProcess`.
+//! - [`LifecycleLock`] (`<state>/lifecycle.lock`): held while `up` or
+//!   `spawn` decides which panes the team gets and opens them, so two
+//!   spawns of one name, or two `up`s on a team whose lead died, never race.
+//!
+//! Both files are opened without following a symlink and with close-on-exec,
+//! so no pane or agent a holder starts inherits the lock.
+
+use crate::team::Team;
+use anyhow::{Context, Result, bail};
+use std::fs::{File, TryLockError};
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How long `up` and `spawn` wait for another one of them to finish.
+pub const LIFECYCLE_WAIT: Duration = Duration::from_secs(60);
+
+fn open_lock_file(path: &Path) -> Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = path.parent() {
+        crate::atomic_file::ensure_dir(dir)
+            .with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .with_context(|| format!("opening the lock {}", path.display()))
+}
+
+/// Takes the OS lock on `file`, waiting up to `wait` (polling, so an async
+/// caller is never blocked in the kernel). `Ok(None)` when still held then.
+async fn lock_within(file: &File, wait: Duration) -> Result<Option<()>> {
+    let deadline = Instant::now() + wait;
+    let mut pause = Duration::from_millis(2);
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(Some(())),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            Err(TryLockError::WouldBlock) => return Ok(None),
+            Err(TryLockError::Error(e)) => return Err(e).context("taking an OS lock"),
+        }
+    }
+}
+
+/// The lead that holds a team's [`LeadLock`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeadHolder {
+    /// Its pid, when its lock file says (an older lead wrote none).
+    pub pid: Option<u32>,
+    pub start: Option<String>,
+}
+
+/// Held by the team's lead for its whole life.
+#[derive(Debug)]
+pub struct LeadLock {
+    _file: File,
+    path: PathBuf,
+}
+
+impl LeadLock {
+    /// Takes the lock for this process, waiting up to `wait` for a lead
+    /// that is exiting; fails naming the running lead otherwise.
+    pub async fn acquire(team: &Team, wait: Duration) -> Result<Self> {
+        let path = team.root.lead_lock(&team.name)?;
+        let mut file = open_lock_file(&path)?;
+        if lock_within(&file, wait).await?.is_none() {
+            let who = match read_holder(&path).and_then(|h| h.pid) {
+                Some(pid) => format!(" (pid {pid})"),
+                None => String::new(),
+            };
+            bail!("the lead of team {} is already running{who}", team.name);
+        }
+        let pid = std::process::id();
+        let start = swarm_backends::process::start_time(pid).unwrap_or_default();
+        file.set_len(0)?;
+        file.rewind()?;
+        file.write_all(format!("{pid} {start}\n").as_bytes())?;
+        file.sync_data()?;
+        Ok(LeadLock { _file: file, path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn read_holder(path: &Path) -> Option<LeadHolder> {
+    let mut text = String::new();
+    File::open(path).ok()?.read_to_string(&mut text).ok()?;
+    let mut it = text.split_whitespace();
+    let pid = it
+        .next()
+        .and_then(|p| p.parse::<u32>().ok())
+        .filter(|p| *p > 1);
+    let start = it.next().map(str::to_string);
+    Some(LeadHolder { pid, start })
+}
+
+/// How long a lock whose holder has died may stay held: a process killed
+/// with SIGKILL shows as a zombie while its other threads still exit, and
+/// its files (the lock with them) are released only after the last one.
+const RELEASE_AFTER_DEATH: Duration = Duration::from_secs(3);
+
+/// The team's running lead, if a process holds its [`LeadLock`] (a lead
+/// that died released it, whatever killed it: a holder already dead is
+/// waited for, briefly, until the kernel lets go).
+pub fn lead_holder(team: &Team) -> Result<Option<LeadHolder>> {
+    let path = team.root.lead_lock(&team.name)?;
+    if !path.exists() {
+        return Ok(None);
+    }
+    let file = open_lock_file(&path)?;
+    let deadline = Instant::now() + RELEASE_AFTER_DEATH;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(None), // released when `file` drops
+            Err(TryLockError::WouldBlock) => {
+                let holder = read_holder(&path).unwrap_or(LeadHolder {
+                    pid: None,
+                    start: None,
+                });
+                let dying = holder.pid.is_some_and(|pid| {
+                    !swarm_backends::process::same_process_alive(pid, holder.start.as_deref())
+                });
+                if !dying || Instant::now() >= deadline {
+                    return Ok(Some(holder));
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(TryLockError::Error(e)) => return Err(e).context("checking the lead's lock"),
+        }
+    }
+}
+
+/// Held while `up` or `spawn` changes the team's panes.
+#[derive(Debug)]
+pub struct LifecycleLock {
+    _file: File,
+}
+
+impl LifecycleLock {
+    /// Waits up to [`LIFECYCLE_WAIT`] for another `up`/`spawn` of the team.
+    pub async fn acquire(team: &Team) -> Result<Self> {
+        Self::acquire_within(team, LIFECYCLE_WAIT).await
+    }
+
+    pub async fn acquire_within(team: &Team, wait: Duration) -> Result<Self> {
+        let path = team.root.lifecycle_lock(&team.name)?;
+        let file = open_lock_file(&path)?;
+        if lock_within(&file, wait).await?.is_none() {
+            bail!(
+                "another `swarm up` or `swarm spawn` of team {} has been busy for {} s; try again",
+                team.name,
+                wait.as_secs()
+            );
+        }
+        Ok(LifecycleLock { _file: file })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn team() -> (tempfile::TempDir, Team) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = crate::paths::Root::new(dir.path().join("root"));
+        (dir, Team::new(&root, "t"))
+    }
+
+    #[tokio::test]
+    async fn one_lead_at_a_time_and_the_lock_names_it() {
+        let (_d, team) = team();
+        assert_eq!(lead_holder(&team).unwrap(), None);
+        let held = LeadLock::acquire(&team, Duration::ZERO).await.unwrap();
+        let holder = lead_holder(&team).unwrap().expect("held");
+        assert_eq!(holder.pid, Some(std::process::id()));
+        let err = LeadLock::acquire(&team, Duration::from_millis(20))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("already running (pid"), "{err:#}");
+        drop(held);
+        assert_eq!(lead_holder(&team).unwrap(), None);
+        LeadLock::acquire(&team, Duration::ZERO).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_second_lifecycle_waits_then_gives_a_clear_error() {
+        let (_d, team) = team();
+        let first = LifecycleLock::acquire(&team).await.unwrap();
+        let err = LifecycleLock::acquire_within(&team, Duration::from_millis(30))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("another `swarm up`"), "{err:#}");
+        drop(first);
+        LifecycleLock::acquire_within(&team, Duration::ZERO)
+            .await
+            .unwrap();
+    }
+
+    #[test]
+    fn a_symlink_in_place_of_the_lock_is_refused() {
+        let (d, team) = team();
+        let path = team.root.lead_lock(&team.name).unwrap();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let target = d.path().join("victim");
+        std::fs::write(&target, "keep me").unwrap();
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        assert!(open_lock_file(&path).is_err());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+    }
+}

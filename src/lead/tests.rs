@@ -1,0 +1,338 @@
+//! The lead's logic against the recording fake backend (STYLE layer 2): no
+//! processes, no tmux; every pane operation the lead makes is on the
+//! fake's call list, and the fake scripts exits, vanishings, stubborn
+//! panes and pane ids reused by panes swarm did not start.
+
+use super::panes::{Opened, member_pane};
+use super::spawn::{SpawnRequest, spawn_member, spawn_members};
+use super::{Lead, Seen, recover, teardown};
+use crate::paths::Root;
+use crate::tasks::NewTask;
+use crate::team::{Roster, SwarmField, Team};
+use std::sync::Arc;
+use std::time::Duration;
+use swarm_backends::fake::{FakeBackend, FakeCall, FakeSignal};
+use swarm_backends::{PaneBackendExecutor, PaneId, PaneMark, PaneStatus, SpawnSpec};
+
+struct Bench {
+    _dir: tempfile::TempDir,
+    team: Team,
+    fake: Arc<FakeBackend>,
+}
+
+impl Bench {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path().join("root"));
+        let cwd = dir.path().to_string_lossy().into_owned();
+        Roster::new(&root, "t").create(None, &cwd).unwrap();
+        Bench {
+            team: Team::new(&root, "t"),
+            _dir: dir,
+            fake: Arc::new(FakeBackend::new()),
+        }
+    }
+
+    fn opened(&self) -> Opened {
+        Opened::with_backend(self.fake.clone() as Arc<dyn PaneBackendExecutor>)
+    }
+
+    fn lead(&self) -> Lead {
+        Lead::new(self.team.clone(), self.opened())
+    }
+
+    fn request(&self, name: &str) -> SpawnRequest {
+        SpawnRequest {
+            name: name.to_string(),
+            cwd: self._dir.path().to_path_buf(),
+            ..SpawnRequest::default()
+        }
+    }
+
+    async fn spawn(&self, name: &str) -> PaneId {
+        let mut opened = self.opened();
+        spawn_member(&self.team, &mut opened, &self.request(name))
+            .await
+            .unwrap()
+            .pane
+            .id
+    }
+
+    fn member(&self, name: &str) -> Option<crate::team::Member> {
+        self.team.roster().read().unwrap().member(name).cloned()
+    }
+
+    fn task_owned_by(&self, owner: &str) -> String {
+        let t = self
+            .team
+            .tasks()
+            .create(NewTask {
+                subject: format!("work of {owner}"),
+                description: String::new(),
+                active_form: None,
+                blocked_by: Vec::new(),
+                metadata: None,
+            })
+            .unwrap();
+        self.team.tasks().claim(Some(&t.id), owner, false).unwrap();
+        t.id
+    }
+
+    fn task_owner(&self, id: &str) -> Option<String> {
+        self.team.tasks().get(id).unwrap().and_then(|t| t.owner)
+    }
+
+    fn events(lead: &Lead) -> String {
+        lead.shared().events.join("\n")
+    }
+}
+
+#[tokio::test]
+async fn a_spawned_pane_is_marked_with_the_nonce_on_the_roster() {
+    let b = Bench::new();
+    let pane = b.spawn("alice").await;
+    let m = b.member("alice").unwrap();
+    let spec = b.fake.spec(&pane).unwrap();
+    assert_eq!(spec.mark.team, "t");
+    assert_eq!(spec.mark.member, "alice");
+    assert_eq!(
+        m.swarm_field(SwarmField::Nonce).and_then(|v| v.as_str()),
+        Some(spec.mark.nonce.as_str()),
+        "the roster holds the nonce the pane carries"
+    );
+    assert_eq!(m.tmux_pane_id, pane.as_str());
+    // Every pane's program waits for the backend's ready file.
+    assert_eq!(spec.args[0], "pane-exec");
+    assert!(
+        spec.ready_file.as_ref().unwrap().exists(),
+        "the fake signalled ready"
+    );
+}
+
+#[tokio::test]
+async fn a_stubborn_pane_gets_the_whole_ladder_and_its_tasks_go_back() {
+    let b = Bench::new();
+    let pane = b.spawn("stubborn").await;
+    b.fake.set_stubborn(&pane, true);
+    let task = b.task_owned_by("stubborn");
+    let r = teardown::kill_member(&b.team, &b.opened(), "stubborn", Duration::from_millis(20))
+        .await
+        .unwrap();
+    assert_eq!(b.fake.signals(&pane), [FakeSignal::Term, FakeSignal::Kill]);
+    assert!(b.fake.pane(&pane).is_none(), "the pane is closed");
+    assert!(b.member("stubborn").is_none(), "released from the roster");
+    assert_eq!(r.returned.len(), 1);
+    assert_eq!(b.task_owner(&task), None);
+}
+
+#[tokio::test]
+async fn a_pane_id_reused_by_a_foreign_pane_is_never_killed() {
+    let b = Bench::new();
+    let pane = b.spawn("alice").await;
+    let task = b.task_owned_by("alice");
+    let mut lead = b.lead();
+    lead.supervise().await.unwrap();
+    assert_eq!(lead.shared().seen.get("alice"), Some(&Seen::Running));
+    // The server restarted and the id now names the user's own program.
+    b.fake.make_foreign(&pane);
+    lead.supervise().await.unwrap();
+    assert!(
+        !b.fake
+            .calls()
+            .iter()
+            .any(|c| matches!(c, FakeCall::Kill { .. } | FakeCall::Close(_))),
+        "the lead never touches a pane without the mark: {:?}",
+        b.fake.calls()
+    );
+    assert!(b.fake.pane(&pane).is_some(), "the user's pane lives");
+    let m = b.member("alice").unwrap();
+    assert_eq!(m.tmux_pane_id, "", "the lost pane id is forgotten");
+    assert!(m.swarm_field(SwarmField::Exit).is_some());
+    assert_eq!(b.task_owner(&task), None, "its task went back to the board");
+    assert!(
+        Bench::events(&lead).contains(&format!("pane {pane} no longer belongs to alice")),
+        "{}",
+        Bench::events(&lead)
+    );
+    // And a kill of a member whose recorded pane is foreign leaves it too.
+    let bob = b.spawn("bob").await;
+    b.fake.make_foreign(&bob);
+    let r = teardown::kill_member(&b.team, &b.opened(), "bob", Duration::from_millis(10))
+        .await
+        .unwrap();
+    assert_eq!(r.pane_not_ours.as_deref(), Some(bob.as_str()));
+    assert!(
+        b.fake.pane(&bob).is_some(),
+        "still alive: {:?}",
+        b.fake.kills()
+    );
+    assert!(b.member("bob").is_none());
+}
+
+#[tokio::test]
+async fn concurrent_spawns_of_one_name_give_one_pane_and_one_clear_error() {
+    let b = Arc::new(Bench::new());
+    let mut handles = Vec::new();
+    for _ in 0..2 {
+        let b = b.clone();
+        handles.push(tokio::spawn(async move {
+            let mut opened = b.opened();
+            spawn_member(&b.team, &mut opened, &b.request("twin")).await
+        }));
+    }
+    let mut ok = 0;
+    let mut errors = Vec::new();
+    for h in handles {
+        match h.await.unwrap() {
+            Ok(_) => ok += 1,
+            Err(e) => errors.push(format!("{e:#}")),
+        }
+    }
+    assert_eq!(ok, 1, "exactly one spawn wins: {errors:?}");
+    assert!(
+        errors[0].contains("twin is already running in pane"),
+        "{errors:?}"
+    );
+    assert_eq!(b.fake.live().len(), 1, "one pane for one name");
+    let members: Vec<String> = b
+        .team
+        .roster()
+        .read()
+        .unwrap()
+        .teammates()
+        .map(|m| m.name.clone())
+        .collect();
+    assert_eq!(members, ["twin"]);
+}
+
+#[tokio::test]
+async fn a_restarted_lead_adopts_marked_panes_only() {
+    let b = Bench::new();
+    let a = b.spawn("alice").await;
+    let c = b.spawn("carol").await;
+    // The lead restarts: a fresh supervisor over the same backend. Carol's
+    // id meanwhile names a pane swarm did not start.
+    b.fake.make_foreign(&c);
+    let mut lead = b.lead();
+    lead.supervise().await.unwrap();
+    assert_eq!(lead.shared().seen.get("alice"), Some(&Seen::Running));
+    assert_eq!(lead.shared().seen.get("carol"), Some(&Seen::Lost));
+    assert!(Bench::events(&lead).contains(&format!("alice is running in pane {a}")));
+    assert!(b.fake.pane(&c).is_some());
+    assert!(b.fake.kills().is_empty(), "{:?}", b.fake.kills());
+}
+
+#[tokio::test]
+async fn a_death_that_could_not_be_recorded_is_recorded_on_the_next_check() {
+    let b = Bench::new();
+    let pane = b.spawn("alice").await;
+    let task = b.task_owned_by("alice");
+    let mut lead = b.lead();
+    lead.supervise().await.unwrap();
+    b.fake.exit(&pane, Some(3));
+    lead.fail_records = 1;
+    let err = lead.supervise().await.unwrap_err();
+    assert!(format!("{err:#}").contains("no space left"), "{err:#}");
+    assert_eq!(b.task_owner(&task).as_deref(), Some("alice"), "not yet");
+    // The disk has room again: the next check records it.
+    lead.supervise().await.unwrap();
+    let m = b.member("alice").unwrap();
+    assert_eq!(
+        m.swarm_field(SwarmField::Exit)
+            .and_then(|e| e.get("code").cloned()),
+        Some(serde_json::json!(3))
+    );
+    assert_eq!(b.task_owner(&task), None, "the dead owner's task is back");
+    assert!(b.fake.pane(&pane).is_none(), "the dead pane was closed");
+    assert!(Bench::events(&lead).contains("alice is dead: exited with code 3"));
+}
+
+#[tokio::test]
+async fn an_up_killed_mid_spawn_is_completed_by_the_next_up() {
+    let b = Bench::new();
+    // The interrupted `up` reserved three members (nonces on the roster),
+    // opened alice's pane, and died before recording it; bob never got a
+    // pane; a stray pane of carol's (an old nonce) nobody tracks.
+    let mut reserved = Vec::new();
+    for name in ["alice", "bob", "carol"] {
+        let mut m = crate::team::Member::teammate("t", name, "blue", "/");
+        m.backend_type = Some("in-process".into());
+        m.set_swarm_field(
+            SwarmField::Nonce,
+            serde_json::Value::String(format!("{name}0nonce")),
+        );
+        reserved.push(m);
+    }
+    b.team.roster().add_members(reserved).unwrap();
+    let spec = |name: &str, nonce: &str| {
+        SpawnSpec::new("x", Vec::<String>::new(), std::env::temp_dir()).mark(PaneMark {
+            team: "t".into(),
+            member: name.into(),
+            nonce: nonce.into(),
+        })
+    };
+    let alice = b.fake.spawn(&spec("alice", "alice0nonce")).await.unwrap();
+    let stray = b.fake.spawn(&spec("carol", "stale0nonce")).await.unwrap();
+    let other_team = b
+        .fake
+        .spawn(&spec("bob", "bob0nonce").mark(PaneMark {
+            team: "other".into(),
+            member: "bob".into(),
+            nonce: "bob0nonce".into(),
+        }))
+        .await
+        .unwrap();
+    let opened = b.opened();
+    let done = recover::reconcile(&b.team, &opened).await.unwrap();
+    assert_eq!(done.adopted, [format!("alice (pane {})", alice.id)]);
+    assert_eq!(done.closed, [format!("pane {} of carol", stray.id)]);
+    assert!(
+        b.fake.pane(&stray).is_none(),
+        "the untracked duplicate is closed"
+    );
+    assert!(
+        b.fake.pane(&other_team).is_some(),
+        "another team's pane is not looked at"
+    );
+    assert_eq!(b.member("alice").unwrap().tmux_pane_id, alice.id.as_str());
+    // What is still without a pane is spawned (as `up` does next).
+    let missing: Vec<SpawnRequest> = ["bob", "carol"].iter().map(|n| b.request(n)).collect();
+    let mut opened = b.opened();
+    spawn_members(&b.team, &mut opened, &missing).await.unwrap();
+    for name in ["alice", "bob", "carol"] {
+        let m = b.member(name).unwrap();
+        let pane = member_pane(&m).expect("a pane");
+        let st = b.fake.status(std::slice::from_ref(&pane)).await.unwrap();
+        assert!(
+            matches!(st[0].1, PaneStatus::Running { .. }),
+            "{name}: {st:?}"
+        );
+    }
+    assert_eq!(
+        b.fake.live().len(),
+        4,
+        "alice, bob, carol and the other team's"
+    );
+}
+
+#[tokio::test]
+async fn a_roster_that_lost_its_members_recovers_them_from_the_marks() {
+    let b = Bench::new();
+    let pane = b.spawn("alice").await;
+    // config.json was rebuilt: only the lead is left.
+    b.team.roster().remove_member("alice").unwrap();
+    let done = recover::reconcile(&b.team, &b.opened()).await.unwrap();
+    assert_eq!(done.recovered, [format!("alice (pane {pane})")]);
+    let m = b.member("alice").unwrap();
+    assert_eq!(m.tmux_pane_id, pane.as_str());
+    assert!(member_pane(&m).is_some());
+    // Nothing without a pane is left to spawn: no second copy.
+    assert!(
+        b.team
+            .roster()
+            .read()
+            .unwrap()
+            .teammates()
+            .all(|m| !m.tmux_pane_id.is_empty())
+    );
+}
