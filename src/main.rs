@@ -6,6 +6,7 @@ use clap::Parser;
 use std::process::ExitCode;
 use swarm::cli::Cli;
 use swarm::commands::{self, Exit};
+use swarm::text::escape_line;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -21,7 +22,7 @@ fn main() -> ExitCode {
     match commands::run(cli) {
         Ok(Exit::Ok) => ExitCode::SUCCESS,
         Ok(Exit::No(why)) => {
-            eprintln!("swarm: {why}");
+            eprintln!("swarm: {}", escape_line(&why));
             ExitCode::from(1)
         }
         Err(err) => {
@@ -29,7 +30,9 @@ fn main() -> ExitCode {
                 // The reader went away (`swarm inbox --follow | head`): not an error.
                 return ExitCode::SUCCESS;
             }
-            eprintln!("swarm: {}", one_line(&format!("{err:#}")));
+            // One line, and nothing in it a terminal would obey: errors echo
+            // names and text from outside.
+            eprintln!("swarm: {}", escape_line(&format!("{err:#}")));
             ExitCode::from(2)
         }
     }
@@ -40,10 +43,4 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
     })
-}
-
-/// Errors are one line: embedded newlines (from a hostile input echoed back)
-/// are shown escaped.
-fn one_line(s: &str) -> String {
-    s.replace('\n', "\\n").replace('\r', "\\r")
 }

@@ -11,5 +11,6 @@ mod corruption;
 mod crash;
 mod demo;
 mod lifecycle;
+mod output_safety;
 mod runtime;
 mod tui_e2e;

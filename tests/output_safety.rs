@@ -1,0 +1,136 @@
+//! What reaches the user's terminal and what survives a hostile number or
+//! name: text from outside is shown escaped, never obeyed; a closed pipe
+//! ends a command quietly; an absurd `.highwatermark` is quarantined, not
+//! trusted; two distinct member names never share a file.
+
+use crate::util::{Run, Sandbox};
+
+/// Retitles the terminal, then clears it.
+const TITLE_AND_CLEAR: &str = "\x1b]0;TITLE\x07\x1b[2J";
+/// How it must be shown.
+const TITLE_AND_CLEAR_SHOWN: &str = "\\x1b]0;TITLE\\x07\\x1b[2J";
+
+/// The characters a terminal would obey: C0 (but the newlines and tabs of
+/// multi-line text), DEL, C1, bidi overrides.
+fn raw_controls(s: &str) -> Vec<char> {
+    s.chars()
+        .filter(|c| {
+            (c.is_control() && *c != '\n' && *c != '\t') || ('\u{202a}'..='\u{202e}').contains(c)
+        })
+        .collect()
+}
+
+fn assert_no_raw_controls(r: &Run) {
+    for (what, s) in [("stdout", &r.stdout), ("stderr", &r.stderr)] {
+        let raw = raw_controls(s);
+        assert!(
+            raw.is_empty(),
+            "raw control characters {raw:?} reach the terminal on {what}\n{}",
+            r.explain()
+        );
+    }
+}
+
+#[test]
+fn inbox_shows_escape_sequences_in_a_message_escaped_not_raw() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &["bob"]);
+    let text = format!("{TITLE_AND_CLEAR}hello\nsecond \u{202e}line\r");
+    s.ok(&["send", "--team", "alpha", "--to", "bob", &text]);
+
+    let r = s.ok(&["inbox", "bob", "--team", "alpha"]);
+    assert_no_raw_controls(&r);
+    assert!(
+        r.stdout
+            .contains(&format!("{TITLE_AND_CLEAR_SHOWN}hello\n")),
+        "escaped, and still on several lines\n{}",
+        r.explain()
+    );
+    assert!(
+        r.stdout.contains("second \\u{202e}line\\r"),
+        "{}",
+        r.explain()
+    );
+
+    let json = s.ok(&["inbox", "bob", "--team", "alpha", "--json"]).json();
+    assert_eq!(json[0]["text"], text.as_str(), "--json stays exact");
+}
+
+#[test]
+fn task_list_and_get_show_a_hostile_subject_escaped_not_raw() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &[]);
+    let subject = format!("{TITLE_AND_CLEAR}subject\u{9b}31m");
+    s.ok(&[
+        "task",
+        "create",
+        "--team",
+        "alpha",
+        &subject,
+        "--description",
+        "line one\n\x1b[2Jline two",
+    ]);
+    let list = s.ok(&["task", "list", "--team", "alpha"]);
+    assert_no_raw_controls(&list);
+    assert!(
+        list.stdout
+            .contains(&format!("{TITLE_AND_CLEAR_SHOWN}subject\\u{{9b}}31m")),
+        "{}",
+        list.explain()
+    );
+    let get = s.ok(&["task", "get", "--team", "alpha", "1"]);
+    assert_no_raw_controls(&get);
+    assert!(
+        get.stdout.contains("line one\n    \\x1b[2Jline two"),
+        "{}",
+        get.explain()
+    );
+    let json = s
+        .ok(&["task", "get", "--team", "alpha", "1", "--json"])
+        .json();
+    assert_eq!(json["subject"], subject.as_str(), "--json stays exact");
+}
+
+#[test]
+fn status_shows_a_hostile_member_name_escaped_not_raw() {
+    let s = Sandbox::new();
+    let name = format!("evil{TITLE_AND_CLEAR}");
+    s.team_with("alpha", &[&name]);
+    let r = s.ok(&["status", "--team", "alpha"]);
+    assert_no_raw_controls(&r);
+    assert!(
+        r.stdout.contains(&format!("evil{TITLE_AND_CLEAR_SHOWN}")),
+        "{}",
+        r.explain()
+    );
+}
+
+#[test]
+fn the_sent_to_line_escapes_a_forced_hostile_name() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &[]);
+    let to = format!("x{TITLE_AND_CLEAR}");
+    let r = s.ok(&["send", "--team", "alpha", "--force", "--to", &to, "hi"]);
+    assert_no_raw_controls(&r);
+    assert!(
+        r.stdout
+            .starts_with(&format!("sent to x{TITLE_AND_CLEAR_SHOWN} (")),
+        "{}",
+        r.explain()
+    );
+}
+
+#[test]
+fn an_error_that_echoes_member_names_is_escaped_not_raw() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &[&format!("evil{TITLE_AND_CLEAR}")]);
+    // The error lists the roster's members, names anyone may have written.
+    let r = s.run(&["output", "--team", "alpha", "nobody"]);
+    r.assert_error("is not a member");
+    assert_no_raw_controls(&r);
+    assert!(
+        r.stderr.contains(&format!("evil{TITLE_AND_CLEAR_SHOWN}")),
+        "{}",
+        r.explain()
+    );
+}
