@@ -13,11 +13,13 @@ fn main() -> ExitCode {
     // The lead and the teammate runtime log to their own files (they own a
     // terminal someone watches); every other command to stderr if asked.
     use swarm::cli::Command;
-    if !matches!(
+    let short_lived = !matches!(
         cli.command,
         Command::Up(_) | Command::Lead(_) | Command::Teammate(_)
-    ) {
+    );
+    if short_lived {
         swarm::logging::init_stderr();
+        end_quietly_on_a_closed_pipe();
     }
     match commands::run(cli) {
         Ok(Exit::Ok) => ExitCode::SUCCESS,
@@ -43,4 +45,29 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
     })
+}
+
+/// A short-lived command whose reader went away (`swarm task list | head -1`)
+/// ends there, quietly, the way `cat` and `grep` do: SIGPIPE is put back to
+/// its default action, so the first write to the closed pipe ends the
+/// process (status 128 + 13 to the shell, which prints nothing).
+///
+/// Rust ignores SIGPIPE, which turns that write into an `EPIPE` error and
+/// every `println!` into a panic. Restoring the signal, rather than writing
+/// through a helper that maps `BrokenPipe` to a quiet exit, covers every
+/// writer at once: `println!`, `eprintln!`, `print_json`, code in other
+/// modules and code not written yet. It is safe for these commands: they
+/// write to no pipe of a child (children start with SIGPIPE at its default
+/// anyway), and being ended at any point is already a case they survive
+/// (Ctrl-C, `kill -9`: every write is temp + rename, a dead holder's lock is
+/// detected). The lead and the teammate runtime keep SIGPIPE ignored: they
+/// own pipes to agents and to tmux, where `EPIPE` is an error to handle
+/// (`is_broken_pipe` above), not a reason to die.
+fn end_quietly_on_a_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called once at start-up on the main thread, before any other
+    // thread exists; SIG_DFL installs no handler, so no handler code runs.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }

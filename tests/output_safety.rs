@@ -4,6 +4,7 @@
 //! trusted; two distinct member names never share a file.
 
 use crate::util::{Run, Sandbox};
+use std::process::Stdio;
 
 /// Retitles the terminal, then clears it.
 const TITLE_AND_CLEAR: &str = "\x1b]0;TITLE\x07\x1b[2J";
@@ -133,4 +134,53 @@ fn an_error_that_echoes_member_names_is_escaped_not_raw() {
         "{}",
         r.explain()
     );
+}
+
+/// Runs `swarm ARGS` with stdout a pipe whose reading end is already
+/// closed, the way `swarm … | head -1` ends once `head` has its line.
+fn run_into_a_closed_pipe(s: &Sandbox, args: &[&str]) -> (std::process::ExitStatus, String) {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let out = s
+        .cmd(args)
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::piped())
+        .output()
+        .expect("running swarm");
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn assert_ended_quietly(args: &[&str], status: std::process::ExitStatus, stderr: &str) {
+    use std::os::unix::process::ExitStatusExt;
+    assert!(
+        status.success() || status.signal() == Some(libc::SIGPIPE),
+        "swarm {args:?} into a closed pipe must exit 0 or end by SIGPIPE, got {status:?}\n\
+         --- stderr ---\n{stderr}"
+    );
+    assert!(
+        stderr.is_empty(),
+        "swarm {args:?} into a closed pipe must say nothing, said:\n{stderr}"
+    );
+}
+
+#[test]
+fn a_closed_pipe_ends_task_list_status_and_inbox_json_quietly_without_a_panic() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &["bob"]);
+    s.ok(&["task", "create", "--team", "alpha", "one"]);
+    s.ok(&["send", "--team", "alpha", "--to", "bob", "hi"]);
+    for args in [
+        &["task", "list", "--team", "alpha"][..],
+        &["task", "list", "--team", "alpha", "--json"],
+        &["status", "--team", "alpha"],
+        &["inbox", "bob", "--team", "alpha", "--json"],
+        &["inbox", "bob", "--team", "alpha"],
+        &["team", "list"],
+    ] {
+        let (status, stderr) = run_into_a_closed_pipe(&s, args);
+        assert_ended_quietly(args, status, &stderr);
+    }
 }
