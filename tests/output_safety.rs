@@ -184,3 +184,55 @@ fn a_closed_pipe_ends_task_list_status_and_inbox_json_quietly_without_a_panic() 
         assert_ended_quietly(args, status, &stderr);
     }
 }
+
+#[test]
+fn an_absurd_highwatermark_is_quarantined_and_task_create_goes_on() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &[]);
+    for subject in ["one", "two"] {
+        s.ok(&["task", "create", "--team", "alpha", subject]);
+    }
+    let mark = s.path("tasks/alpha/.highwatermark");
+    std::fs::write(&mark, b"18446744073709551615").unwrap();
+    let r = s.ok(&["task", "create", "--team", "alpha", "three"]);
+    assert_eq!(r.stdout.trim(), "3", "{}", r.explain());
+    let copies: Vec<String> = s
+        .tree()
+        .into_iter()
+        .filter(|p| p.starts_with("tasks/alpha/.highwatermark.corrupt-"))
+        .collect();
+    assert_eq!(copies.len(), 1, "copied aside: {:?}", s.tree());
+    assert_eq!(
+        std::fs::read(s.path(&copies[0])).unwrap(),
+        b"18446744073709551615"
+    );
+    assert_eq!(std::fs::read_to_string(&mark).unwrap(), "2", "rebuilt");
+
+    // And reported by the listing that finds one.
+    std::fs::write(&mark, b"9007199254740992").unwrap();
+    let r = s.ok(&["task", "list", "--team", "alpha"]);
+    assert!(
+        r.stderr.contains(".highwatermark.corrupt-"),
+        "{}",
+        r.explain()
+    );
+    let r = s.ok(&["task", "create", "--team", "alpha", "four"]);
+    assert_eq!(r.stdout.trim(), "4", "{}", r.explain());
+}
+
+#[test]
+fn a_task_file_numbered_past_the_id_space_does_not_stop_task_create() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &[]);
+    s.ok(&["task", "create", "--team", "alpha", "one"]);
+    let one = std::fs::read(s.path("tasks/alpha/1.json")).unwrap();
+    std::fs::write(s.path("tasks/alpha/18446744073709551615.json"), &one).unwrap();
+    let r = s.ok(&["task", "create", "--team", "alpha", "two"]);
+    assert_eq!(r.stdout.trim(), "2", "{}", r.explain());
+    let r = s.ok(&["task", "list", "--team", "alpha"]);
+    assert!(
+        r.stderr.contains("18446744073709551615.json.corrupt-"),
+        "quarantined and reported\n{}",
+        r.explain()
+    );
+}
