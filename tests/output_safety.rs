@@ -236,3 +236,38 @@ fn a_task_file_numbered_past_the_id_space_does_not_stop_task_create() {
         r.explain()
     );
 }
+
+#[test]
+#[ignore = "needs src/paths.rs to build member files with team::names::member_file_stem"]
+fn forced_sends_to_a_semicolon_name_and_a_newline_name_reach_two_inboxes() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &[]);
+    s.ok(&[
+        "send", "--team", "alpha", "--force", "--to", "a;b", "for a;b",
+    ]);
+    s.ok(&[
+        "send",
+        "--team",
+        "alpha",
+        "--force",
+        "--to",
+        "a\nb",
+        "for a-newline-b",
+    ]);
+    let semi = s.ok(&["inbox", "a;b", "--team", "alpha", "--json"]).json();
+    let newline = s.ok(&["inbox", "a\nb", "--team", "alpha", "--json"]).json();
+    let texts = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["text"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(texts(&semi), ["for a;b"], "{:?}", s.tree());
+    assert_eq!(texts(&newline), ["for a-newline-b"], "{:?}", s.tree());
+    assert!(
+        !s.path("teams/alpha/inboxes/a-b.json").exists(),
+        "{:?}",
+        s.tree()
+    );
+}
