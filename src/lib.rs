@@ -9,6 +9,8 @@
 //!   of corrupt files, and the lock-directory + OS-lock protocol.
 //! - [`json_text`]: JSON bytes as Claude Code writes and reads them.
 //! - [`clock`]: epoch milliseconds and ISO timestamps.
+//! - [`text`]: outside text escaped for a terminal (control and bidi
+//!   characters shown, never obeyed).
 //! - [`cli`]: the command line (clap derive, parsing only).
 //! - [`commands`]: what each command does; [`logging`]: tracing setup.
 //! - [`lead`]: the lead process, pane backends per team, spawn and teardown.
@@ -41,4 +43,5 @@ pub mod protocol;
 pub mod tasks;
 pub mod team;
 pub mod teammate;
+pub mod text;
 pub mod tui;

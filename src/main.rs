@@ -6,22 +6,25 @@ use clap::Parser;
 use std::process::ExitCode;
 use swarm::cli::Cli;
 use swarm::commands::{self, Exit};
+use swarm::text::escape_line;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The lead and the teammate runtime log to their own files (they own a
     // terminal someone watches); every other command to stderr if asked.
     use swarm::cli::Command;
-    if !matches!(
+    let short_lived = !matches!(
         cli.command,
         Command::Up(_) | Command::Lead(_) | Command::Teammate(_)
-    ) {
+    );
+    if short_lived {
         swarm::logging::init_stderr();
+        end_quietly_on_a_closed_pipe();
     }
     match commands::run(cli) {
         Ok(Exit::Ok) => ExitCode::SUCCESS,
         Ok(Exit::No(why)) => {
-            eprintln!("swarm: {why}");
+            eprintln!("swarm: {}", escape_line(&why));
             ExitCode::from(1)
         }
         Err(err) => {
@@ -29,7 +32,9 @@ fn main() -> ExitCode {
                 // The reader went away (`swarm inbox --follow | head`): not an error.
                 return ExitCode::SUCCESS;
             }
-            eprintln!("swarm: {}", one_line(&format!("{err:#}")));
+            // One line, and nothing in it a terminal would obey: errors echo
+            // names and text from outside.
+            eprintln!("swarm: {}", escape_line(&format!("{err:#}")));
             ExitCode::from(2)
         }
     }
@@ -42,8 +47,27 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
     })
 }
 
-/// Errors are one line: embedded newlines (from a hostile input echoed back)
-/// are shown escaped.
-fn one_line(s: &str) -> String {
-    s.replace('\n', "\\n").replace('\r', "\\r")
+/// A short-lived command whose reader went away (`swarm task list | head -1`)
+/// ends there, quietly, the way `cat` and `grep` do: SIGPIPE is put back to
+/// its default action, so the first write to the closed pipe ends the
+/// process (status 128 + 13 to the shell, which prints nothing).
+///
+/// Rust ignores SIGPIPE, which turns that write into an `EPIPE` error and
+/// every `println!` into a panic. Restoring the signal, rather than writing
+/// through a helper that maps `BrokenPipe` to a quiet exit, covers every
+/// writer at once: `println!`, `eprintln!`, `print_json`, code in other
+/// modules and code not written yet. It is safe for these commands: they
+/// write to no pipe of a child (children start with SIGPIPE at its default
+/// anyway), and being ended at any point is already a case they survive
+/// (Ctrl-C, `kill -9`: every write is temp + rename, a dead holder's lock is
+/// detected). The lead and the teammate runtime keep SIGPIPE ignored: they
+/// own pipes to agents and to tmux, where `EPIPE` is an error to handle
+/// (`is_broken_pipe` above), not a reason to die.
+fn end_quietly_on_a_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called once at start-up on the main thread, before any other
+    // thread exists; SIG_DFL installs no handler, so no handler code runs.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }

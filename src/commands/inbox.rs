@@ -7,6 +7,7 @@
 use super::{Context, Exit, print_json};
 use crate::cli::InboxArgs;
 use crate::mailbox::{Entry, EntryKey, Mailbox};
+use crate::text::{escape_line, escape_text};
 use anyhow::{Context as _, Result};
 use std::collections::HashSet;
 use std::io::Write;
@@ -23,9 +24,10 @@ pub fn run(ctx: &Context, args: InboxArgs) -> Result<Exit> {
     let roster = team.roster().read()?;
     if roster.member(&whose).is_none() {
         eprintln!(
-            "swarm: note: {whose:?} is not on the roster of team {} (members: {})",
-            team.name,
-            roster.member_names().join(", ")
+            "swarm: note: {} is not on the roster of team {} (members: {})",
+            escape_line(&format!("{whose:?}")),
+            escape_line(&team.name),
+            escape_line(&roster.member_names().join(", "))
         );
     }
     let mailbox = team.mailbox();
@@ -55,8 +57,9 @@ pub fn run(ctx: &Context, args: InboxArgs) -> Result<Exit> {
 fn warn_quarantine(whose: &str, q: Option<&std::path::Path>) {
     if let Some(q) = q {
         eprintln!(
-            "swarm: warning: the inbox of {whose} was unreadable; its bytes were copied to {} and a fresh inbox continues",
-            q.display()
+            "swarm: warning: the inbox of {} was unreadable; its bytes were copied to {} and a fresh inbox continues",
+            escape_line(whose),
+            escape_line(&q.display().to_string())
         );
     }
 }
@@ -87,7 +90,7 @@ fn print_entries(entries: &[(Entry, bool)], json: bool) -> Result<()> {
 }
 
 /// One entry for people: a header line, then the text (protocol messages as
-/// one readable line, not raw JSON).
+/// one readable line, not raw JSON), nothing in it a terminal would obey.
 pub fn render(e: &Entry, consumed: bool) -> String {
     let tag = if consumed || !e.is_unread() {
         " (read)"
@@ -95,15 +98,15 @@ pub fn render(e: &Entry, consumed: bool) -> String {
         ""
     };
     let body = match e.protocol() {
-        Some(msg) => format!("[{}]", msg.one_line()),
-        None => e.text.clone(),
+        Some(msg) => format!("[{}]", escape_line(&msg.one_line())),
+        None => escape_text(&e.text).replace('\n', "\n  "),
     };
     format!(
         "{} from {}{}:\n  {}",
-        e.timestamp,
-        e.from,
+        escape_line(&e.timestamp),
+        escape_line(&e.from),
         tag,
-        body.replace('\n', "\n  ")
+        body
     )
 }
 

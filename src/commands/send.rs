@@ -6,6 +6,7 @@ use crate::cli::SendArgs;
 use crate::clock;
 use crate::protocol::{self, Message};
 use crate::team::names::LEAD_NAME;
+use crate::text::escape_line;
 use anyhow::{Context as _, Result, bail};
 use std::io::Read;
 
@@ -54,20 +55,21 @@ fn report(args: &SendArgs, delivered: &[crate::team::post::Delivered]) -> Result
         if let Some(q) = &d.appended.quarantined {
             eprintln!(
                 "swarm: warning: inbox of {} was corrupt; copied to {}",
-                d.to,
-                q.display()
+                escape_line(&d.to),
+                escape_line(&q.display().to_string())
             );
         }
         if d.appended.dropped > 0 {
             eprintln!(
                 "swarm: note: inbox of {} was compacted; {} old protocol/read entr(y/ies) moved to its history",
-                d.to, d.appended.dropped
+                escape_line(&d.to),
+                d.appended.dropped
             );
         }
         println!(
             "sent to {} ({})",
-            d.to,
-            d.entry.msg_id.as_deref().unwrap_or("-")
+            escape_line(&d.to),
+            escape_line(d.entry.msg_id.as_deref().unwrap_or("-"))
         );
     }
     Ok(())

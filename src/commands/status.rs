@@ -4,6 +4,7 @@ use super::{Context, Exit, print_json};
 use crate::cli::StatusArgs;
 use crate::tasks::Status;
 use crate::team::RosterError;
+use crate::text::escape_line;
 use anyhow::Result;
 use serde_json::json;
 
@@ -17,7 +18,7 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
     if let Some(r) = repaired {
         eprintln!(
             "swarm: warning: config.json of team {} was unreadable; copied to {} and rebuilt with {} member(s)",
-            team.name,
+            escape_line(&team.name),
             r.quarantined.display(),
             r.rebuilt_members
         );
@@ -29,7 +30,7 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
         if let Some(q) = &read.quarantined {
             eprintln!(
                 "swarm: warning: inbox of {} was corrupt; copied to {}",
-                m.name,
+                escape_line(&m.name),
                 q.display()
             );
         }
@@ -68,7 +69,12 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
         }));
         return Ok(Exit::Ok);
     }
-    println!("team {} ({})", roster.name, ctx.root.dir().display());
+    // Everything below comes from files anyone may have written.
+    println!(
+        "team {} ({})",
+        escape_line(&roster.name),
+        escape_line(&ctx.root.dir().display().to_string())
+    );
     println!(
         "{:<24} {:<8} {:<8} {:<10} {:<8} {:>6}",
         "MEMBER", "COLOR", "ACTIVE", "PANE", "BACKEND", "UNREAD"
@@ -81,15 +87,15 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
         };
         println!(
             "{:<24} {:<8} {:<8} {:<10} {:<8} {:>6}",
-            m.name,
-            m.color.as_deref().unwrap_or("-"),
+            escape_line(&m.name),
+            escape_line(m.color.as_deref().unwrap_or("-")),
             active,
-            if m.tmux_pane_id.is_empty() {
+            escape_line(if m.tmux_pane_id.is_empty() {
                 "-"
             } else {
                 &m.tmux_pane_id
-            },
-            m.backend_type.as_deref().unwrap_or("-"),
+            }),
+            escape_line(m.backend_type.as_deref().unwrap_or("-")),
             unread
         );
     }

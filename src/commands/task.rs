@@ -5,6 +5,7 @@ use crate::cli::{StatusArg, TaskCmd, TaskUpdateArgs};
 use crate::tasks::{Claim, NewTask, Status, Task, TaskUpdate};
 use crate::team::Team;
 use crate::team::post::recipients;
+use crate::text::{escape_line, escape_text};
 use anyhow::{Context as _, Result, bail};
 use serde_json::{Map, Value};
 
@@ -39,7 +40,7 @@ pub fn run(ctx: &Context, cmd: TaskCmd) -> Result<Exit> {
             if json {
                 print_json(&task);
             } else {
-                println!("{}", task.id);
+                println!("{}", escape_line(&task.id));
             }
             Ok(Exit::Ok)
         }
@@ -48,13 +49,13 @@ pub fn run(ctx: &Context, cmd: TaskCmd) -> Result<Exit> {
             for q in &list.quarantined {
                 eprintln!(
                     "swarm: warning: an unreadable task file was copied to {}",
-                    q.display()
+                    escape_line(&q.display().to_string())
                 );
             }
             if json {
                 print_json(&list.tasks);
             } else if list.tasks.is_empty() {
-                eprintln!("no tasks in team {}", team.name);
+                eprintln!("no tasks in team {}", escape_line(&team.name));
             } else {
                 println!(
                     "{:>4}  {:<11}  {:<16}  {:<10}  SUBJECT",
@@ -80,7 +81,7 @@ pub fn run(ctx: &Context, cmd: TaskCmd) -> Result<Exit> {
         TaskCmd::Update(args) => update(ctx, &team, args),
         TaskCmd::Delete { id } => {
             if store.delete(&id)? {
-                println!("deleted task {id}");
+                println!("deleted task {}", escape_line(&id));
                 Ok(Exit::Ok)
             } else {
                 Ok(Exit::No(format!("no task {id:?} in team {}", team.name)))
@@ -98,7 +99,7 @@ pub fn run(ctx: &Context, cmd: TaskCmd) -> Result<Exit> {
                     if json {
                         print_json(&task);
                     } else {
-                        println!("{}", task.id);
+                        println!("{}", escape_line(&task.id));
                     }
                     Ok(Exit::Ok)
                 }
@@ -168,41 +169,47 @@ fn status_str(s: Status) -> &'static str {
     }
 }
 
+/// One row of `task list`. Every field comes from a file anyone may have
+/// written, so each is escaped.
 fn row(t: &Task) -> String {
     format!(
         "{:>4}  {:<11}  {:<16}  {:<10}  {}",
-        t.id,
+        escape_line(&t.id),
         status_str(t.status),
-        t.owner.as_deref().unwrap_or("-"),
-        if t.blocked_by.is_empty() {
+        escape_line(t.owner.as_deref().unwrap_or("-")),
+        escape_line(&if t.blocked_by.is_empty() {
             "-".to_string()
         } else {
             t.blocked_by.join(",")
-        },
-        t.subject
+        }),
+        escape_line(&t.subject)
     )
 }
 
 fn print_task(t: &Task) {
-    println!("task {}: {}", t.id, t.subject);
+    println!("task {}: {}", escape_line(&t.id), escape_line(&t.subject));
     println!("  status:     {}", status_str(t.status));
-    println!("  owner:      {}", t.owner.as_deref().unwrap_or("-"));
+    println!(
+        "  owner:      {}",
+        escape_line(t.owner.as_deref().unwrap_or("-"))
+    );
     if !t.blocked_by.is_empty() {
-        println!("  blocked by: {}", t.blocked_by.join(", "));
+        println!("  blocked by: {}", escape_line(&t.blocked_by.join(", ")));
     }
     if !t.blocks.is_empty() {
-        println!("  blocks:     {}", t.blocks.join(", "));
+        println!("  blocks:     {}", escape_line(&t.blocks.join(", ")));
     }
     if !t.description.is_empty() {
         println!(
             "  description:\n    {}",
-            t.description.replace('\n', "\n    ")
+            escape_text(&t.description).replace('\n', "\n    ")
         );
     }
     if let Some(m) = &t.metadata {
+        // serde escapes C0 controls in JSON strings, but not C1 or bidi ones.
         println!(
             "  metadata:   {}",
-            serde_json::to_string(m).unwrap_or_default()
+            escape_line(&serde_json::to_string(m).unwrap_or_default())
         );
     }
 }

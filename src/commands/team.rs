@@ -3,6 +3,7 @@
 use super::{Context, Exit, print_json};
 use crate::cli::TeamCmd;
 use crate::team::{Roster, list_teams};
+use crate::text::escape_line;
 use anyhow::{Context as _, Result};
 
 pub fn run(ctx: &Context, cmd: TeamCmd) -> Result<Exit> {
@@ -12,14 +13,18 @@ pub fn run(ctx: &Context, cmd: TeamCmd) -> Result<Exit> {
             Roster::new(&ctx.root, &name)
                 .create(description.as_deref(), &cwd.to_string_lossy())
                 .with_context(|| format!("creating team {}", crate::team::names::shown(&name)))?;
-            println!("created team {name} in {}", ctx.root.dir().display());
+            println!(
+                "created team {} in {}",
+                escape_line(&name),
+                escape_line(&ctx.root.dir().display().to_string())
+            );
             Ok(Exit::Ok)
         }
         TeamCmd::Delete { name, force } => {
             Roster::new(&ctx.root, &name)
                 .delete(force)
                 .with_context(|| format!("deleting team {}", crate::team::names::shown(&name)))?;
-            println!("deleted team {name}");
+            println!("deleted team {}", escape_line(&name));
             Ok(Exit::Ok)
         }
         TeamCmd::List { json } => {
@@ -31,7 +36,7 @@ pub fn run(ctx: &Context, cmd: TeamCmd) -> Result<Exit> {
                 eprintln!("no teams under {}", ctx.root.dir().display());
             } else {
                 for t in teams {
-                    println!("{t}");
+                    println!("{}", escape_line(&t));
                 }
             }
             Ok(Exit::Ok)

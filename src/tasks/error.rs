@@ -16,6 +16,13 @@ pub enum TaskError {
     )]
     InvalidId { team: String, id: String },
 
+    #[error(
+        "team {team}: no task id is left to hand out: ids stop at {max} (the highest task file \
+         or .highwatermark has reached it)",
+        max = crate::tasks::task::MAX_ID
+    )]
+    IdsExhausted { team: String },
+
     #[error("team {team}: no task list can live there: {source}")]
     Name { team: String, source: NameError },
 

@@ -35,7 +35,7 @@ pub mod task;
 pub use error::TaskError;
 pub use rules::{Refusal, TaskUpdate};
 pub use store::{Claim, NewTask, TaskList, TaskStore, Updated};
-pub use task::{Status, Task, parse_id};
+pub use task::{MAX_ID, Status, Task, parse_id};
 
 #[cfg(test)]
 mod tests;

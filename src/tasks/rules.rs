@@ -4,7 +4,7 @@
 //! no locks here; the store calls these under the right lock on freshly read
 //! values, and the tests below read like the rules themselves.
 
-use super::task::{Status, Task};
+use super::task::{MAX_ID, Status, Task};
 use serde_json::{Map, Value};
 
 /// Why a claim was refused. The reference's `claimTask` codes are in
@@ -218,9 +218,13 @@ pub fn add_unique(list: &mut Vec<String>, id: &str) -> bool {
     true
 }
 
-/// The next id: one past both the highest id in use and the high-water mark.
-pub fn next_id(highest_used: u64, highwatermark: u64) -> u64 {
-    highest_used.max(highwatermark) + 1
+/// The next id: one past both the highest id in use and the high-water mark,
+/// or `None` when that is past [`MAX_ID`] (the id space is used up).
+pub fn next_id(highest_used: u64, highwatermark: u64) -> Option<u64> {
+    highest_used
+        .max(highwatermark)
+        .checked_add(1)
+        .filter(|n| *n <= MAX_ID)
 }
 
 #[cfg(test)]
@@ -424,8 +428,20 @@ mod tests {
 
     #[test]
     fn the_next_id_passes_both_the_files_and_the_high_water_mark() {
-        assert_eq!(next_id(0, 0), 1);
-        assert_eq!(next_id(2, 3), 4);
-        assert_eq!(next_id(7, 3), 8);
+        assert_eq!(next_id(0, 0), Some(1));
+        assert_eq!(next_id(2, 3), Some(4));
+        assert_eq!(next_id(7, 3), Some(8));
+    }
+
+    #[test]
+    fn the_next_id_never_wraps_or_leaves_the_id_space() {
+        assert_eq!(next_id(MAX_ID - 1, 0), Some(MAX_ID));
+        assert_eq!(next_id(MAX_ID, 0), None);
+        assert_eq!(next_id(0, MAX_ID), None);
+        assert_eq!(
+            next_id(u64::MAX, 0),
+            None,
+            "u64::MAX + 1 must not wrap to 0"
+        );
     }
 }

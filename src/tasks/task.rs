@@ -230,13 +230,28 @@ impl TryFrom<Map<String, Value>> for Task {
     }
 }
 
-/// A task id is a decimal string matching `^[1-9]\d*$` (and fitting in a
-/// `u64`). Returns its number, or `None` for anything else: such a string
-/// must never become a path.
+/// The largest task id: 2^53 − 1, the largest integer Claude Code (whose ids
+/// are JavaScript numbers) can count to and past exactly. A number beyond it
+/// in a task file name, a task's `id` or `.highwatermark` did not come from
+/// counting: it parses, but trusting it would break every id after it
+/// (`u64::MAX + 1` wraps to the invalid id `0`), so it is treated as corrupt.
+pub const MAX_ID: u64 = (1 << 53) - 1;
+
+/// A task id is a decimal string matching `^[1-9]\d*$`, at most [`MAX_ID`].
+/// Returns its number, or `None` for anything else: such a string must never
+/// become a path.
 pub fn parse_id(id: &str) -> Option<u64> {
-    let b = id.as_bytes();
+    match digits(id) {
+        Some(d) => d.parse().ok().filter(|n| *n <= MAX_ID),
+        None => None,
+    }
+}
+
+/// `s` if it is shaped like a task id (`^[1-9]\d*$`), whatever its size.
+fn digits(s: &str) -> Option<&str> {
+    let b = s.as_bytes();
     match b.first() {
-        Some(b'1'..=b'9') if b.iter().all(u8::is_ascii_digit) => id.parse().ok(),
+        Some(b'1'..=b'9') if b.iter().all(u8::is_ascii_digit) => Some(s),
         _ => None,
     }
 }
@@ -246,6 +261,16 @@ pub fn parse_id(id: &str) -> Option<u64> {
 /// lock directories and their sidecars, temp files, quarantined copies.
 pub fn task_file_id(file_name: &str) -> Option<u64> {
     parse_id(file_name.strip_suffix(".json")?)
+}
+
+/// Whether a directory entry is named like a task file (`<n>.json`) but its
+/// number is past [`MAX_ID`]: not a task anyone counted to, so it is
+/// quarantined like an unreadable one instead of being read or counted.
+pub fn absurd_task_file(file_name: &str) -> bool {
+    file_name
+        .strip_suffix(".json")
+        .and_then(digits)
+        .is_some_and(|d| parse_id(d).is_none())
 }
 
 /// The id a file name was *used* for: a task file or a quarantined copy of

@@ -562,6 +562,81 @@ fn a_corrupt_task_file_is_quarantined_reported_and_its_id_never_reused() {
 }
 
 #[test]
+fn a_high_water_mark_past_the_id_space_is_quarantined_and_rebuilt_not_trusted() {
+    for absurd in ["18446744073709551615", "9007199254740992"] {
+        let s = Sandbox::new();
+        s.create("a");
+        s.create("b");
+        fs::write(s.file(".highwatermark"), absurd).unwrap();
+        assert_eq!(
+            s.create("c").id,
+            "3",
+            "a .highwatermark of {absurd} must not stop every create"
+        );
+        let copies: Vec<_> = fs::read_dir(s.dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".highwatermark.corrupt-"))
+            .collect();
+        assert_eq!(copies.len(), 1, "{copies:?}");
+        assert_eq!(fs::read_to_string(s.file(&copies[0])).unwrap(), absurd);
+        assert_eq!(s.mark().as_deref(), Some("2"), "rebuilt from the files");
+
+        fs::write(s.file(".highwatermark"), absurd).unwrap();
+        let listed = s.store.list().unwrap();
+        assert_eq!(listed.quarantined.len(), 1, "reported by list: {listed:?}");
+        assert_eq!(listed.tasks.len(), 3);
+    }
+}
+
+#[test]
+fn a_task_file_numbered_past_the_id_space_is_quarantined_and_not_counted() {
+    let s = Sandbox::new();
+    s.create("a");
+    let bytes = s.task("1").to_file_bytes();
+    fs::write(s.file("18446744073709551615.json"), &bytes).unwrap();
+    fs::write(s.file("99999999999999999999999.json"), &bytes).unwrap();
+    assert_eq!(s.create("b").id, "2", "the absurd files are not counted");
+    let listed = s.store.list().unwrap();
+    assert_eq!(listed.quarantined.len(), 2, "{listed:?}");
+    for q in &listed.quarantined {
+        let name = q.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.contains(".json.corrupt-"), "{name}");
+        assert_eq!(fs::read(q).unwrap(), bytes);
+    }
+    assert!(!s.file("18446744073709551615.json").exists());
+    assert_eq!(s.ids(), ["1", "2"]);
+    assert_eq!(s.create("c").id, "3", "quarantined copies are not counted");
+}
+
+#[test]
+fn a_task_whose_own_id_is_past_the_id_space_is_corrupt() {
+    let s = Sandbox::new();
+    s.create("a");
+    s.create("b");
+    let text = String::from_utf8(s.task("2").to_file_bytes())
+        .unwrap()
+        .replace("\"id\": \"2\"", "\"id\": 18446744073709551615");
+    fs::write(s.file("2.json"), text).unwrap();
+    let listed = s.store.list().unwrap();
+    assert_eq!(s.ids(), ["1"]);
+    assert_eq!(listed.quarantined.len(), 1, "{listed:?}");
+    assert_eq!(s.create("c").id, "3", "its file's id stays used");
+}
+
+#[test]
+fn ids_that_reach_the_end_of_the_id_space_stop_with_a_clear_error() {
+    let s = Sandbox::new();
+    s.create("a");
+    fs::write(s.file(".highwatermark"), MAX_ID.to_string()).unwrap();
+    let err = s.store.create(NewTask::default()).unwrap_err();
+    assert!(matches!(err, TaskError::IdsExhausted { .. }), "{err}");
+    assert!(err.to_string().contains("9007199254740991"), "{err}");
+    assert!(parse_id(&MAX_ID.to_string()).is_some());
+    assert!(parse_id(&(MAX_ID + 1).to_string()).is_none());
+}
+
+#[test]
 fn a_held_lock_times_out_with_an_error_naming_the_lock() {
     let s = Sandbox::new();
     s.create("a");

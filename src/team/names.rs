@@ -8,6 +8,8 @@
 //! Claude Code wrote, an inbox file name) is sanitised, never trusted: the
 //! result contains only `[A-Za-z0-9_-]`, so it can be neither `.`, `..` nor
 //! contain a separator, and nothing built from it escapes the state root.
+//! Member files use [`member_file_stem`] instead of the lossy `S2`: the same
+//! for every valid name, one-to-one for the rest.
 
 use thiserror::Error;
 
@@ -124,6 +126,70 @@ pub fn sanitize_s2(name: &str) -> String {
     out
 }
 
+/// The file name (stem) of a member's inbox, history, spool and output:
+/// one-to-one, so two distinct names never share a file.
+///
+/// A name made only of `[A-Za-z0-9_-]` (every name swarm creates, every
+/// member name Claude Code 2.1.328 accepts) is its own stem, exactly what
+/// [`sanitize_s2`] gives and where Claude Code looks. Anything else (a name
+/// forced past the roster check, `'a;b'`, `"a\nb"`) would be folded by `S2`
+/// onto another name's file (both are `a-b`), so instead every byte outside
+/// that set is written `%XX` (upper-case hex of its UTF-8). `%` is not in the
+/// set, so an encoded stem can never equal a kept one, and percent-encoding
+/// is one-to-one; [`member_from_file_stem`] reverses it. Like every
+/// component, the result has no separator, is never `.` or `..`, and is
+/// refused past 200 bytes.
+pub fn member_file_stem(name: &str) -> Result<String, NameError> {
+    let encoded = if is_s2_plain(name) {
+        name.to_string()
+    } else {
+        let mut out = String::with_capacity(name.len() * 3);
+        for &b in name.as_bytes() {
+            if is_s2_byte(b) {
+                out.push(char::from(b));
+            } else {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+        out
+    };
+    component("member", name, encoded)
+}
+
+/// The member name a file stem of [`member_file_stem`] stands for, or
+/// `None` for a stem that function never writes (so a listing of inbox files
+/// maps each back to exactly one name).
+pub fn member_from_file_stem(stem: &str) -> Option<String> {
+    if is_s2_plain(stem) {
+        return Some(stem.to_string());
+    }
+    let b = stem.as_bytes();
+    let mut bytes = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            bytes.push(b[i]);
+            i += 1;
+        }
+    }
+    let name = String::from_utf8(bytes).ok()?;
+    // Only the canonical spelling (upper-case hex, nothing kept encoded).
+    (member_file_stem(&name).ok()? == stem).then_some(name)
+}
+
+fn is_s2_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+
+/// `S2` leaves the name as it is.
+fn is_s2_plain(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(is_s2_byte)
+}
+
 /// Turns a sanitised name into a path component, refusing what no file
 /// system accepts (empty, longer than 200 bytes so `.json.lock` still fits).
 pub fn component(kind: &'static str, raw: &str, sanitized: String) -> Result<String, NameError> {
@@ -192,6 +258,60 @@ mod tests {
             validate_team("session-6c171e4f"),
             Err(NameError::ClaudeOwned { .. })
         ));
+    }
+
+    #[test]
+    fn two_distinct_names_never_share_a_member_file() {
+        let names = [
+            "a;b",
+            "a\nb",
+            "a b",
+            "a-b",
+            "a%3Bb",
+            "a%3bb",
+            "A-B",
+            "a.b",
+            "a/b",
+            "ü",
+            "u\u{308}",
+            "-",
+            "%",
+            "%25",
+            "team-lead",
+            "Bob_2",
+        ];
+        let mut seen = std::collections::HashMap::new();
+        for n in names {
+            let stem = member_file_stem(n).unwrap();
+            if let Some(other) = seen.insert(stem.clone(), n) {
+                panic!("{other:?} and {n:?} both map to {stem:?}");
+            }
+            assert_eq!(member_from_file_stem(&stem).as_deref(), Some(n), "{stem}");
+            assert!(
+                stem.bytes().all(|b| is_s2_byte(b) || b == b'%'),
+                "{n:?} -> {stem:?}"
+            );
+        }
+        assert_eq!(member_file_stem("a;b").unwrap(), "a%3Bb");
+        assert_eq!(member_file_stem("a\nb").unwrap(), "a%0Ab");
+        assert_eq!(member_file_stem("../x").unwrap(), "%2E%2E%2Fx");
+        assert!(member_file_stem("").is_err());
+        assert!(member_file_stem(&"ü".repeat(40)).is_err(), "past 200 bytes");
+    }
+
+    #[test]
+    fn valid_names_keep_the_file_claude_code_uses() {
+        for n in ["alice", "team-lead", "Bob_2", "A", "0-x", &"a".repeat(64)] {
+            assert_eq!(member_file_stem(n).unwrap(), sanitize_s2(n), "{n}");
+            assert_eq!(member_file_stem(n).unwrap(), n);
+        }
+    }
+
+    #[test]
+    fn stems_member_file_stem_never_writes_map_to_no_name() {
+        for stem in ["a%3bb", "a%2", "a%ZZb", "%41", "a.b", "", "%FF"] {
+            assert_eq!(member_from_file_stem(stem), None, "{stem:?}");
+        }
     }
 
     #[test]

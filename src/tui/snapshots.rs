@@ -451,3 +451,39 @@ fn in_process_grid_shows_every_live_screen_and_zoom_shows_one() {
     assert!(zoom.starts_with("@bob running · Ctrl-] returns"));
     assert!(zoom.contains("bob line 30") && !zoom.contains("alice line"));
 }
+
+#[test]
+fn hostile_names_subjects_and_messages_are_shown_escaped_in_the_dialog() {
+    let mut v = empty_team();
+    let mut m = member("evil\u{202e}dab", "blue", MemberStatus::Running);
+    m.current_task = Some(("1".into(), "\x1b]0;pwned\x07".into()));
+    v.members = vec![m];
+    v.tasks = vec![task(
+        "1",
+        "\x1b]0;TITLE\x07\x1b[2Jsubject",
+        Status::InProgress,
+        Some("evil\u{202e}dab"),
+        &[],
+    )];
+    v.lead_inbox = vec![entry(
+        "bob\u{9b}",
+        None,
+        "\x1b[2Jhello\nworld",
+        None,
+        "07:15:00",
+    )];
+    let buf = render_with(&v, &UiState::new(&v), &NoScreens, true, (140, 30));
+    let out = text(&buf);
+    for shown in [
+        "@evil\\u{202e}dab",
+        "\\x1b]0;TITLE\\x07\\x1b[2Jsubject",
+        "@bob\\u{9b}: \\x1b[2Jhello world",
+    ] {
+        assert!(out.contains(shown), "{shown:?} not shown in:\n{out}");
+    }
+    let raw: Vec<char> = out
+        .chars()
+        .filter(|c| c.is_control() && *c != '\n' || ('\u{202a}'..='\u{202e}').contains(c))
+        .collect();
+    assert!(raw.is_empty(), "raw controls reach the screen: {raw:?}");
+}

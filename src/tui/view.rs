@@ -9,7 +9,10 @@
 //! side (stacked below 100 columns), a footer with the notice or key hints.
 //! Only the rows that fit are built, so a frame costs the same with 1000
 //! tasks as with 10. With `color` false (NO_COLOR) no colour is ever set:
-//! selection and emphasis use reverse video and bold only.
+//! selection and emphasis use reverse video and bold only. Every string from
+//! outside (names, subjects, messages, requests, notices) goes through
+//! [`escape_line`], so control and bidi characters are shown, never obeyed
+//! and never silently dropped.
 
 use std::borrow::Cow;
 
@@ -27,6 +30,7 @@ use super::state::{MemberRow, MemberStatus, Modal, Panel, RequestKind, TeamView,
 use crate::mailbox::Entry;
 use crate::protocol::Message;
 use crate::tasks::{Status, Task};
+use crate::text::escape_line;
 
 /// Live screens of in-process panes, by teammate name.
 pub trait ScreenSource {
@@ -224,14 +228,18 @@ fn window(selected: usize, len: usize, visible: usize) -> std::ops::Range<usize>
 
 fn draw_members(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme: Theme) {
     let focused = ui.panel == Panel::Members;
-    let title = Line::from(format!(" members · {} · {} ", view.team, view.backend_name));
+    let title = Line::from(format!(
+        " members · {} · {} ",
+        escape_line(&view.team),
+        escape_line(&view.backend_name)
+    ));
     let block = panel_block(title, focused, theme);
     let inner = block.inner(area);
     block.render_into(area, buf);
     let name_w = view
         .members
         .iter()
-        .map(|m| m.name.chars().count() + if m.hidden { 8 } else { 1 })
+        .map(|m| escape_line(&m.name).chars().count() + if m.hidden { 8 } else { 1 })
         .max()
         .unwrap_or(4)
         .clamp(8, 24) as u16;
@@ -379,18 +387,20 @@ fn member_row<'a>(
         .map(|c| match c {
             Col::Mark => Span::styled(if selected { "▸" } else { "●" }, colour).into(),
             Col::Name => {
-                let mut name = vec![Span::styled(format!("@{}", m.name), colour)];
+                let mut name = vec![Span::styled(format!("@{}", escape_line(&m.name)), colour)];
                 if m.hidden {
                     name.push(Span::styled(" hidden", theme.dim()));
                 }
                 Line::from(name).into()
             }
-            Col::Agent => Span::raw(m.agent.as_str()).into(),
-            Col::Model => Span::raw(m.model.as_deref().unwrap_or("")).into(),
-            Col::Mode => Span::raw(m.mode.as_deref().unwrap_or("")).into(),
+            Col::Agent => Span::raw(escape_line(&m.agent)).into(),
+            Col::Model => Span::raw(escape_line(m.model.as_deref().unwrap_or(""))).into(),
+            Col::Mode => Span::raw(escape_line(m.mode.as_deref().unwrap_or(""))).into(),
             Col::Status => Span::styled(m.status.label(), theme.status(&m.status)).into(),
             Col::Task => Span::raw(match &m.current_task {
-                Some((id, subject)) => format!("#{id} {subject}"),
+                Some((id, subject)) => {
+                    format!("#{} {}", escape_line(id), escape_line(subject))
+                }
                 None => String::new(),
             })
             .into(),
@@ -483,7 +493,7 @@ fn task_row<'a>(task: &'a Task, view: &TeamView, narrow: bool, theme: Theme) -> 
     let owner = match &task.owner {
         Some(o) => {
             let colour = view.member(o).and_then(|m| m.color.as_deref());
-            Span::styled(format!("@{o}"), theme.member(colour))
+            Span::styled(format!("@{}", escape_line(o)), theme.member(colour))
         }
         None => Span::raw(""),
     };
@@ -492,7 +502,7 @@ fn task_row<'a>(task: &'a Task, view: &TeamView, narrow: bool, theme: Theme) -> 
     } else {
         task.blocked_by
             .iter()
-            .map(|id| format!("#{id}"))
+            .map(|id| format!("#{}", escape_line(id)))
             .collect::<Vec<_>>()
             .join(",")
     };
@@ -505,27 +515,27 @@ fn task_row<'a>(task: &'a Task, view: &TeamView, narrow: bool, theme: Theme) -> 
         Span::styled(status, theme.task(task.status))
     };
     let mut cells = vec![
-        ratatui::widgets::Cell::from(format!("#{}", task.id)),
+        ratatui::widgets::Cell::from(format!("#{}", escape_line(&task.id))),
         status.into(),
         owner.into(),
     ];
     if !narrow {
         cells.push(Span::styled(blocked, theme.fg(Color::Red)).into());
     }
-    cells.push(Span::raw(task.subject.as_str()).into());
+    cells.push(Span::raw(escape_line(&task.subject)).into());
     Row::new(cells)
 }
 
 /// One readable line for an inbox entry: the protocol frame's summary, or
-/// the plain message's summary or text, flattened.
+/// the plain message's summary or text, flattened and escaped.
 pub fn entry_line(entry: &Entry) -> String {
     match Message::parse(&entry.text) {
-        Some(m) => m.one_line(),
+        Some(m) => escape_line(&m.one_line()).into_owned(),
         None => plain_line(entry),
     }
 }
 
-/// A plain message's summary, or its text, on one line.
+/// A plain message's summary, or its text, on one line, escaped.
 fn plain_line(entry: &Entry) -> String {
     let text = entry.summary.as_deref().unwrap_or(&entry.text);
     let mut flat = String::with_capacity(text.len().min(240));
@@ -539,7 +549,9 @@ fn plain_line(entry: &Entry) -> String {
         }
         flat.push_str(word);
     }
-    flat
+    // Whitespace (newlines, tabs) is flattened first; what remains unsafe is
+    // shown escaped.
+    escape_line(&flat).into_owned()
 }
 
 fn draw_inbox(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme: Theme) {
@@ -556,7 +568,7 @@ fn draw_inbox(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme
         .rev()
         .map(|b| {
             let entry = &view.lead_inbox[len - 1 - b];
-            let time = entry.timestamp.get(11..19).unwrap_or("");
+            let time = escape_line(entry.timestamp.get(11..19).unwrap_or(""));
             let frame = Message::parse(&entry.text);
             let is_frame = frame.is_some();
             let colour = theme.member(entry.color.as_deref());
@@ -567,10 +579,13 @@ fn draw_inbox(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme
             };
             let line = Line::from(vec![
                 Span::styled(format!("{time} "), theme.dim()),
-                Span::styled(format!("@{}", entry.from), colour),
+                Span::styled(format!("@{}", escape_line(&entry.from)), colour),
                 Span::raw(if is_frame { " · " } else { ": " }),
                 Span::styled(
-                    frame.map_or_else(|| plain_line(entry), |m| m.one_line()),
+                    frame.map_or_else(
+                        || plain_line(entry),
+                        |m| escape_line(&m.one_line()).into_owned(),
+                    ),
                     text_style,
                 ),
             ]);
@@ -614,20 +629,22 @@ fn draw_requests(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, th
             let selected = range.start + i == ui.request_row;
             let colour = theme.member(view.member(&r.from).and_then(|m| m.color.as_deref()));
             let summary = match &r.kind {
-                RequestKind::Plan { content } => content
-                    .lines()
-                    .find(|l| !l.trim().is_empty())
-                    .unwrap_or("")
-                    .trim()
-                    .to_owned(),
+                RequestKind::Plan { content } => escape_line(
+                    content
+                        .lines()
+                        .find(|l| !l.trim().is_empty())
+                        .unwrap_or("")
+                        .trim(),
+                )
+                .into_owned(),
                 RequestKind::Permission { tool, description } => {
-                    format!("{tool}: {description}")
+                    format!("{}: {}", escape_line(tool), escape_line(description))
                 }
             };
             let line = Line::from(vec![
                 Span::raw(if selected { "▸ " } else { "  " }),
                 Span::styled(format!("[{}] ", r.kind.label()), theme.fg(Color::Yellow)),
-                Span::styled(format!("@{}", r.from), colour),
+                Span::styled(format!("@{}", escape_line(&r.from)), colour),
                 Span::styled(
                     r.age.map(|a| format!(" {}", age(a))).unwrap_or_default(),
                     theme.dim(),
@@ -648,14 +665,14 @@ fn draw_requests(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, th
             RequestKind::Plan { content } => content
                 .lines()
                 .take(area.height as usize)
-                .map(|l| Line::raw(l.to_owned()))
+                .map(|l| Line::raw(escape_line(l).into_owned()))
                 .collect(),
             RequestKind::Permission { tool, description } => vec![
                 Line::from(vec![
                     Span::styled("tool: ", theme.dim()),
-                    Span::raw(tool.clone()),
+                    Span::raw(escape_line(tool).into_owned()),
                 ]),
-                Line::raw(description.clone()),
+                Line::raw(escape_line(description).into_owned()),
             ],
         };
         Paragraph::new(text)
@@ -667,7 +684,7 @@ fn draw_requests(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, th
 
 fn draw_footer(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme: Theme) {
     let line = match ui.notice.as_deref().or(view.notice.as_deref()) {
-        Some(n) => Line::styled(n.to_owned(), theme.fg(Color::Yellow)),
+        Some(n) => Line::styled(escape_line(n).into_owned(), theme.fg(Color::Yellow)),
         None => {
             let grid = if view.in_process { " · g grid" } else { "" };
             Line::styled(
@@ -722,7 +739,7 @@ fn draw_grid(
             let title = Line::from(vec![
                 Span::raw(if selected { " ▸" } else { "" }),
                 Span::styled(
-                    format!(" @{} ", m.name),
+                    format!(" @{} ", escape_line(&m.name)),
                     theme
                         .member(m.color.as_deref())
                         .add_modifier(Modifier::BOLD),
@@ -783,7 +800,10 @@ fn draw_zoom(
         .unwrap_or_default();
     let colour = theme.member(view.member(name).and_then(|m| m.color.as_deref()));
     let header = Line::from(vec![
-        Span::styled(format!("@{name}"), colour.add_modifier(Modifier::BOLD)),
+        Span::styled(
+            format!("@{}", escape_line(name)),
+            colour.add_modifier(Modifier::BOLD),
+        ),
         Span::raw(format!(" {status} · ")),
         Span::styled(format!("{UNZOOM_KEY} returns · "), theme.dim()),
         Span::styled(view.status_line(), theme.dim()),
@@ -829,7 +849,7 @@ fn draw_modal(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme
         Modal::ConfirmKill { name } => (
             " kill ",
             vec![
-                Line::styled(format!("Kill @{name}? y/N"), warn),
+                Line::styled(format!("Kill @{}? y/N", escape_line(name)), warn),
                 Line::styled("forced; its tasks go back to the board", theme.dim()),
             ],
             46,
@@ -837,7 +857,7 @@ fn draw_modal(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme
         Modal::ConfirmPrune { names } => {
             let who = names
                 .iter()
-                .map(|n| format!("@{n}"))
+                .map(|n| format!("@{}", escape_line(n)))
                 .collect::<Vec<_>>()
                 .join(" ");
             (
@@ -862,7 +882,8 @@ fn draw_modal(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme
                 vec![
                     Line::styled(
                         format!(
-                            "@{name} has not stopped after {}",
+                            "@{} has not stopped after {}",
+                            escape_line(name),
                             age(super::state::SHUTDOWN_GRACE)
                         ),
                         warn,
@@ -876,7 +897,7 @@ fn draw_modal(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme
                     .unwrap_or_default();
                 vec![
                     Line::from(vec![
-                        Span::raw(format!("Shutting down @{name}… ")),
+                        Span::raw(format!("Shutting down @{}… ", escape_line(name))),
                         Span::styled(
                             format!("{}s", left.as_secs_f64().ceil() as u64),
                             Style::new().add_modifier(Modifier::BOLD),
@@ -891,13 +912,13 @@ fn draw_modal(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme
             let to_line = if to == "*" {
                 "To: * (every teammate) · Tab: one teammate".to_owned()
             } else {
-                format!("To: @{to} · Tab: everyone (*)")
+                format!("To: @{} · Tab: everyone (*)", escape_line(to))
             };
             (
                 " message ",
                 vec![
                     Line::raw(to_line),
-                    Line::raw(format!("> {text}▏")),
+                    Line::raw(format!("> {}▏", escape_line(text))),
                     Line::styled("Enter send · Esc cancel", theme.dim()),
                 ],
                 60,
@@ -906,7 +927,7 @@ fn draw_modal(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme
         Modal::NewTask { subject } => (
             " new task ",
             vec![
-                Line::raw(format!("Subject: {subject}▏")),
+                Line::raw(format!("Subject: {}▏", escape_line(subject))),
                 Line::styled("Enter create · Esc cancel", theme.dim()),
             ],
             60,

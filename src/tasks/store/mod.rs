@@ -12,6 +12,9 @@
 //!   is never handed out again, and it is reported; the other tasks carry on.
 //! * Ids come from `max(highest used id, .highwatermark) + 1` and are never
 //!   reused; `.highwatermark` is raised before a delete unlinks a file.
+//! * Numbers that parse but no counting produced (past `MAX_ID`, 2^53 − 1)
+//!   are corrupt: such a `.highwatermark` is quarantined and rebuilt, such a
+//!   `<n>.json` quarantined, so one hostile number cannot stop every create.
 //!
 //! The decisions themselves (what a claim checks, what an update changes)
 //! are the pure functions of [`super::rules`]; claims live in `store/claim.rs`.
@@ -23,7 +26,7 @@ pub use claim::Claim;
 use super::cache::{ReadCache, Stamp};
 use super::error::TaskError;
 use super::rules::{self, TaskUpdate};
-use super::task::{Status, Task, parse_id, task_file_id, used_id};
+use super::task::{MAX_ID, Status, Task, absurd_task_file, parse_id, task_file_id, used_id};
 use crate::atomic_file::{self, DEFAULT_LOCK_TIMEOUT, FileLock};
 use crate::paths::{self, Root};
 use serde_json::{Map, Value};
@@ -141,7 +144,11 @@ impl TaskStore {
             self.require(b)?;
         }
         let (mark, _) = self.mark(&list)?;
-        let id = rules::next_id(self.highest_used(&dir)?, mark).to_string();
+        let id = rules::next_id(self.highest_used(&dir)?, mark)
+            .ok_or_else(|| TaskError::IdsExhausted {
+                team: self.team.clone(),
+            })?
+            .to_string();
         let mut task = Task::new(id, new.subject);
         task.description = new.description;
         task.active_form = new.active_form;
@@ -334,16 +341,18 @@ impl TaskStore {
         }
     }
 
-    /// Every readable task, in id order, quarantining the unreadable.
+    /// Every readable task, in id order, quarantining the unreadable and
+    /// the absurdly numbered.
     fn scan(&self, list: Option<&ListLock>) -> Result<TaskList, TaskError> {
         let dir = self.dir()?;
-        let mut ids: Vec<u64> = self
-            .file_names(&dir)?
-            .iter()
-            .filter_map(|n| task_file_id(n))
-            .collect();
-        ids.sort_unstable();
+        let names = self.file_names(&dir)?;
         let mut out = TaskList::default();
+        for name in names.iter().filter(|n| absurd_task_file(n)) {
+            out.quarantined
+                .extend(self.quarantine_absurd(&dir, name, list)?);
+        }
+        let mut ids: Vec<u64> = names.iter().filter_map(|n| task_file_id(n)).collect();
+        ids.sort_unstable();
         for n in ids {
             let id = n.to_string();
             loop {
@@ -475,6 +484,42 @@ impl TaskStore {
         Ok(Salvage::Quarantined(copy))
     }
 
+    /// Copies aside and removes a file named like a task but numbered past
+    /// [`MAX_ID`] (see [`absurd_task_file`]); `None` if it went meanwhile.
+    /// Its number is not kept used: no id past `MAX_ID` is ever handed out.
+    fn quarantine_absurd(
+        &self,
+        dir: &Path,
+        name: &str,
+        list: Option<&ListLock>,
+    ) -> Result<Option<PathBuf>, TaskError> {
+        let own;
+        let _list = match list {
+            Some(l) => l,
+            None => {
+                own = self.lock_list()?;
+                &own
+            }
+        };
+        // Not through `paths`: the name is one just read from this very
+        // directory and is only digits and `.json` (no separator, no dots),
+        // and `Root::task` would refuse the longest of them.
+        let path = dir.join(name);
+        let copy = match atomic_file::quarantine(&path) {
+            Ok(c) => c,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(self.io_err("quarantine an absurd task file", &path, e)),
+        };
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(self.io_err("remove an absurd task file", &path, e)),
+        }
+        tracing::warn!(team = %self.team, file = %path.display(), copy = %copy.display(),
+            "task file numbered past the id space quarantined");
+        Ok(Some(copy))
+    }
+
     /// The highest id ever used that the directory still shows: task files
     /// and quarantined copies of them.
     fn highest_used(&self, dir: &Path) -> Result<u64, TaskError> {
@@ -508,9 +553,11 @@ impl TaskStore {
             .map_err(|e| self.io_err("read the high-water mark", &path, e))?;
         Ok(match bytes {
             None => Mark::Missing,
+            // A number past the id space is garbage too: no counting wrote it.
             Some(b) => match std::str::from_utf8(&b)
                 .ok()
-                .and_then(|s| s.trim().parse().ok())
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .filter(|n| *n <= MAX_ID)
             {
                 Some(n) => Mark::At(n),
                 None => Mark::Garbage,
