@@ -24,7 +24,7 @@ fn main() -> ExitCode {
     match commands::run(cli) {
         Ok(Exit::Ok) => ExitCode::SUCCESS,
         Ok(Exit::No(why)) => {
-            eprintln!("swarm: {}", escape_line(&why));
+            say(&format!("swarm: {}", escape_line(&why)));
             ExitCode::from(1)
         }
         Err(err) => {
@@ -34,10 +34,18 @@ fn main() -> ExitCode {
             }
             // One line, and nothing in it a terminal would obey: errors echo
             // names and text from outside.
-            eprintln!("swarm: {}", escape_line(&format!("{err:#}")));
+            say(&format!("swarm: {}", escape_line(&format!("{err:#}"))));
             ExitCode::from(2)
         }
     }
+}
+
+/// The one line `main` prints. A terminal that went away (the lead's, when
+/// its tmux server died) makes `eprintln!` panic; the exit code still says
+/// what happened.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

@@ -100,7 +100,7 @@ impl Root {
     }
 
     pub fn inbox(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {
-        let m = component("member", member, sanitize_s2(member))?;
+        let m = member_component(member)?;
         Ok(self.inboxes_dir(team)?.join(format!("{m}.json")))
     }
 
@@ -136,7 +136,7 @@ impl Root {
 
     /// Bounded history of messages a member has consumed.
     pub fn history(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {
-        let m = component("member", member, sanitize_s2(member))?;
+        let m = member_component(member)?;
         Ok(self
             .state_dir(team)?
             .join("history")
@@ -145,7 +145,7 @@ impl Root {
 
     /// Sends waiting to be merged into `member`'s inbox (see `mailbox::spool`).
     pub fn spool(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {
-        let m = component("member", member, sanitize_s2(member))?;
+        let m = member_component(member)?;
         Ok(self.state_dir(team)?.join("spool").join(m))
     }
 
@@ -158,7 +158,7 @@ impl Root {
     }
 
     pub fn output(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {
-        let m = component("member", member, sanitize_s2(member))?;
+        let m = member_component(member)?;
         Ok(self
             .state_dir(team)?
             .join("output")
@@ -190,7 +190,7 @@ impl Root {
     /// Created by the backend once `member`'s new pane is set up; its
     /// program waits for it (`swarm pane-exec --ready`).
     pub fn ready_file(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {
-        let m = component("member", member, sanitize_s2(member))?;
+        let m = member_component(member)?;
         Ok(self
             .state_dir(team)?
             .join("output")
@@ -200,7 +200,7 @@ impl Root {
     /// Where the pane of `member` records its pid, for backends that cannot
     /// list their panes (iTerm2).
     pub fn pid_file(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {
-        let m = component("member", member, sanitize_s2(member))?;
+        let m = member_component(member)?;
         Ok(self.state_dir(team)?.join("pids").join(format!("{m}.pid")))
     }
 
@@ -208,6 +208,14 @@ impl Root {
     pub fn lead_log(&self, team: &str) -> Result<PathBuf, NameError> {
         Ok(self.logs_dir(team)?.join("lead.log"))
     }
+}
+
+/// The file-name part of `member`'s files: the name itself when it is
+/// plain (every name swarm creates, every name Claude Code writes), else a
+/// reversible `%XX` encoding, so two distinct names never share a file
+/// (see `team::names::member_file_stem`).
+fn member_component(member: &str) -> Result<String, NameError> {
+    crate::team::names::member_file_stem(member)
 }
 
 /// The lock directory Claude Code uses for a file: `<file>.lock`.

@@ -238,7 +238,6 @@ fn a_task_file_numbered_past_the_id_space_does_not_stop_task_create() {
 }
 
 #[test]
-#[ignore = "needs src/paths.rs to build member files with team::names::member_file_stem"]
 fn forced_sends_to_a_semicolon_name_and_a_newline_name_reach_two_inboxes() {
     let s = Sandbox::new();
     s.team_with("alpha", &[]);

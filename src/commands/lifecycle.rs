@@ -47,7 +47,7 @@ fn run_other(ctx: &Context, rt: &tokio::runtime::Runtime, cmd: Command) -> Resul
             let (team, opened) = open(ctx, &args.backend)?;
             let grace = Duration::from_secs_f64(args.grace.max(0.0));
             let r = teardown::kill_member(&team, &opened, &args.name, grace).await?;
-            println!("killed {}{}{}", args.name, returned(&r.returned), not_ours(&r));
+            println!("killed {}{}{}", esc(&args.name), returned(&r.returned), not_ours(&r));
             Ok(Exit::Ok)
         }),
         Command::Shutdown(args) => rt.block_on(async {
@@ -56,14 +56,14 @@ fn run_other(ctx: &Context, rt: &tokio::runtime::Runtime, cmd: Command) -> Resul
             let force = args.force_after.map(Duration::from_secs);
             match teardown::shutdown_member(&team, &opened, &args.name, args.reason, wait, force).await? {
                 ShutdownOutcome::Approved(r) => {
-                    println!("{} shut down{}", args.name, returned(&r.returned));
+                    println!("{} shut down{}", esc(&args.name), returned(&r.returned));
                     Ok(Exit::Ok)
                 }
                 ShutdownOutcome::Rejected(reason) => {
                     Ok(Exit::No(format!("{} declined to shut down: {reason}", args.name)))
                 }
                 ShutdownOutcome::Killed(r) => {
-                    println!("{} did not approve in time and was killed{}", args.name, returned(&r.returned));
+                    println!("{} did not approve in time and was killed{}", esc(&args.name), returned(&r.returned));
                     Ok(Exit::Ok)
                 }
                 ShutdownOutcome::NoAnswer => bail!(
@@ -82,10 +82,10 @@ fn run_other(ctx: &Context, rt: &tokio::runtime::Runtime, cmd: Command) -> Resul
             }
             for name in &idle {
                 if args.dry_run {
-                    println!("would prune {name}");
+                    println!("would prune {}", esc(name));
                 } else {
                     let r = teardown::kill_member(&team, &opened, name, Duration::from_secs(1)).await?;
-                    println!("pruned {name}{}", returned(&r.returned));
+                    println!("pruned {}{}", esc(name), returned(&r.returned));
                 }
             }
             Ok(Exit::Ok)
@@ -103,6 +103,11 @@ fn not_ours(r: &teardown::Released) -> String {
         Some(p) => format!("; its pane {p} was no longer swarm's (left untouched)"),
         None => String::new(),
     }
+}
+
+/// Outside text (names, paths) as one line safe for the terminal.
+fn esc(text: &str) -> std::borrow::Cow<'_, str> {
+    crate::text::escape_line(text)
 }
 
 fn returned(tasks: &[crate::tasks::Task]) -> String {
@@ -466,10 +471,10 @@ async fn down(ctx: &Context, args: DownArgs) -> Result<Exit> {
         );
     }
     for n in &r.approved {
-        println!("{n} shut down");
+        println!("{} shut down", esc(n));
     }
     for n in &r.killed {
-        println!("{n} killed (no answer in time)");
+        println!("{} killed (no answer in time)", esc(n));
     }
     println!("team {} deleted", team.name);
     Ok(Exit::Ok)
@@ -650,7 +655,7 @@ async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
         println!("no problems found");
     } else {
         for p in &problems {
-            println!("problem: {p}");
+            println!("problem: {}", esc(p));
         }
     }
     Ok(Exit::Ok)

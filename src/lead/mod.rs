@@ -138,7 +138,11 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// Records an event (shown by the dialog and the plain view); outside
+    /// text in it is escaped here, once, so no control sequence reaches a
+    /// terminal.
     fn event(&mut self, text: String) {
+        let text = crate::text::escape_line(&text).into_owned();
         tracing::info!("{text}");
         self.events
             .push(format!("{} {text}", &crate::clock::now_iso()[11..19]));
@@ -464,10 +468,11 @@ impl Lead {
                 .unwrap_or_default();
             writeln!(
                 out,
-                "  @{:<16} {:<8} {:<14} {task}",
-                m.name,
-                m.agent().unwrap_or("-"),
-                state
+                "  @{:<16} {:<8} {:<14} {}",
+                crate::text::escape_line(&m.name),
+                crate::text::escape_line(m.agent().unwrap_or("-")),
+                state,
+                crate::text::escape_line(&task)
             )?;
         }
         let done = tasks

@@ -243,10 +243,9 @@ impl Mailbox {
             .flatten()
             .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
             .filter_map(|e| {
-                e.file_name()
-                    .to_str()?
-                    .strip_suffix(".json")
-                    .map(str::to_owned)
+                let stem = e.file_name().to_str()?.strip_suffix(".json")?.to_owned();
+                // Only stems `member_file_stem` writes name a member.
+                crate::team::names::member_from_file_stem(&stem)
             })
             .filter(|n| !n.is_empty() && !n.starts_with('.'))
             .collect();
