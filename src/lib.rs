@@ -14,6 +14,8 @@
 //! - [`cli`]: the command line (clap derive, parsing only).
 //! - [`commands`]: what each command does; [`logging`]: tracing setup.
 //! - [`lead`]: the lead process, pane backends per team, spawn and teardown.
+//! - [`pane_env`]: the exact environment of every process swarm starts in
+//!   a pane (one builder for teammates, their agents and the lead).
 //! - [`team`]: names, colours and the roster (`config.json`).
 //! - [`mailbox`]: inboxes: append (group-committed under contention), read,
 //!   consume by identity, history, follow.
@@ -38,6 +40,7 @@ pub mod json_text;
 pub mod lead;
 pub mod logging;
 pub mod mailbox;
+pub mod pane_env;
 pub mod paths;
 pub mod protocol;
 pub mod tasks;

@@ -170,7 +170,7 @@ impl Root {
     }
 
     /// The team's session record: which backend, server and session it
-    /// lives on, and the lead's pane (see `lead::panes`).
+    /// lives on, and the lead's pane (see `lead::session`).
     pub fn session_record(&self, team: &str) -> Result<PathBuf, NameError> {
         Ok(self.state_dir(team)?.join("session.json"))
     }

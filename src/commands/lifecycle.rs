@@ -4,7 +4,7 @@
 use super::{Context, Exit, print_json};
 use crate::cli::{BackendArgs, Command, DoctorArgs, DownArgs, OutputArgs, SpawnArgs, UpArgs};
 use crate::lead::lock::{LifecycleLock, lead_holder};
-use crate::lead::panes::{self, Opened, SessionRecord};
+use crate::lead::session::{self, Opened, SessionRecord};
 use crate::lead::spawn::{SpawnRequest, spawn_member, spawn_members_locked};
 use crate::lead::teardown::{self, ShutdownOutcome};
 use crate::lead::{Lead, lead_pid_alive, run_lead};
@@ -24,7 +24,7 @@ enum Next {
 }
 
 pub fn run(ctx: &Context, cmd: Command) -> Result<Exit> {
-    let rt = panes::runtime()?;
+    let rt = session::runtime()?;
     let next = match cmd {
         Command::Up(args) => rt.block_on(up(ctx, args))?,
         Command::Lead(args) => rt.block_on(lead(ctx, args.backend))?,
@@ -122,7 +122,7 @@ fn returned(tasks: &[crate::tasks::Task]) -> String {
 fn open(ctx: &Context, args: &BackendArgs) -> Result<(Team, Opened)> {
     let team = ctx.team()?;
     team.roster().read()?;
-    let opened = panes::open(&ctx.root, &team.name, args)?;
+    let opened = session::open(&ctx.root, &team.name, args)?;
     Ok((team, opened))
 }
 
@@ -138,24 +138,7 @@ fn lead_spec(team: &Team, opened: &Opened) -> Result<SpawnSpec> {
     let mut spec = SpawnSpec::new(exe.to_string_lossy().into_owned(), args, cwd)
         .title("lead")
         .mark(PaneMark::new(&team.name, crate::team::names::LEAD_NAME));
-    for k in crate::lead::spawn::INHERITED {
-        let v = if k == "PATH" {
-            Some(crate::lead::spawn::path_with_swarm())
-        } else {
-            std::env::var(k).ok()
-        };
-        if let Some(v) = v.filter(|v| !v.is_empty()) {
-            spec = spec.env(k, v);
-        }
-    }
-    for k in ["SWARM_LOG", "NO_COLOR"] {
-        if let Ok(v) = std::env::var(k) {
-            spec = spec.env(k, v);
-        }
-    }
-    spec = spec
-        .env("SWARM_HOME", team.root.dir().to_string_lossy())
-        .env("SWARM_TEAM", team.name.clone());
+    spec.env = crate::pane_env::lead(team)?;
     Ok(spec)
 }
 
@@ -196,7 +179,7 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
         backend: backend_args,
         ..args
     };
-    let mut opened = panes::open(&ctx.root, &name, &args.backend)?;
+    let mut opened = session::open(&ctx.root, &name, &args.backend)?;
     // One `up` or `spawn` of the team at a time: a second `up` waits here,
     // then finds the lead this one started.
     let lifecycle = LifecycleLock::acquire(&team).await?;
@@ -213,7 +196,7 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
             .record
             .session
             .clone()
-            .unwrap_or_else(|| panes::session_name(&name));
+            .unwrap_or_else(|| session::session_name(&name));
         let spec = lead_spec(&team, &opened)?;
         let lead_pane = if opened.backend.home_exists(&session).await? {
             // The session outlived its lead (e.g. kill -9): a new window.
@@ -340,6 +323,17 @@ fn apply_spec(team: &Team, spec: &crate::config::TeamSpec) -> Result<()> {
     Ok(())
 }
 
+/// The member's `swarmCommand`: absent, or an array of strings (anything
+/// else is an error naming the member, never an empty command).
+fn swarm_command(m: &crate::team::Member) -> Result<Vec<String>> {
+    match m.swarm_field(crate::team::SwarmField::Command) {
+        None | Some(serde_json::Value::Null) => Ok(Vec::new()),
+        Some(v) => serde_json::from_value(v.clone()).map_err(|_| {
+            anyhow::anyhow!("{}'s swarmCommand is not an array of strings: {v}", m.name)
+        }),
+    }
+}
+
 /// Spawns members that are on the roster but were never given a pane.
 async fn spawn_reserved(team: &Team, opened: &mut Opened) -> Result<()> {
     let tf = team.roster().read()?;
@@ -357,19 +351,8 @@ async fn spawn_reserved(team: &Team, opened: &mut Opened) -> Result<()> {
                 .map(PathBuf::from)
                 .unwrap_or(std::env::current_dir()?),
             plan_mode_required: m.plan_mode_required == Some(true),
-            command: m
-                .swarm_field(crate::team::SwarmField::Command)
-                .and_then(|v| serde_json::from_value(v.clone()).ok())
-                .unwrap_or_default(),
-            env: m
-                .swarm_field(crate::team::SwarmField::Env)
-                .and_then(|v| {
-                    serde_json::from_value::<std::collections::BTreeMap<String, String>>(v.clone())
-                        .ok()
-                })
-                .unwrap_or_default()
-                .into_iter()
-                .collect(),
+            command: swarm_command(m)?,
+            env: crate::pane_env::swarm_env(m)?,
         });
     }
     if reqs.is_empty() {
@@ -548,7 +531,7 @@ async fn attach(ctx: &Context, args: BackendArgs) -> Result<Exit> {
         .record
         .session
         .clone()
-        .unwrap_or_else(|| panes::session_name(&team.name));
+        .unwrap_or_else(|| session::session_name(&team.name));
     if !opened.backend.home_exists(&session).await? {
         bail!(
             "no tmux session {session} for team {}; start it with `swarm up --team {}`",

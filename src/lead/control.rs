@@ -9,7 +9,7 @@
 //! gets "killing @x…" at once and keeps drawing and taking keys; the
 //! outcome arrives as an event.
 
-use super::panes::{Opened, member_pane};
+use super::session::{Opened, member_pane};
 use super::{Lead, Request, Seen, Shared, teardown};
 use crate::mailbox::Entry;
 use crate::protocol::{self, Message};

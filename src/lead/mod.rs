@@ -1,7 +1,7 @@
 //! The lead: owns the roster, spawns and supervises panes through a
 //! backend, consumes the `team-lead` inbox, and shows the team.
 //!
-//! - [`panes`]: which backend and server a team lives on (its session
+//! - [`session`]: which backend and server a team lives on (its session
 //!   record), opened the same way from any process; the lead holds the
 //!   `dyn PaneBackendExecutor` it returns and nothing else.
 //! - [`lock`]: one lead per team, one `up`/`spawn` at a time (OS locks).
@@ -19,8 +19,8 @@
 
 pub mod control;
 pub mod lock;
-pub mod panes;
 pub mod recover;
+pub mod session;
 pub mod spawn;
 pub mod teardown;
 
@@ -29,8 +29,8 @@ use crate::protocol::Message;
 use crate::team::names::LEAD_NAME;
 use crate::team::{Member, SwarmField, Team};
 use anyhow::{Context, Result};
-use panes::Opened;
 use serde_json::{Value, json};
+use session::Opened;
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -219,7 +219,7 @@ impl Lead {
         let mine: Vec<(Member, PaneRef)> = tf
             .teammates()
             .filter(|m| m.backend_type.as_deref() == Some(kind))
-            .filter_map(|m| Some((m.clone(), panes::member_pane(m)?)))
+            .filter_map(|m| Some((m.clone(), session::member_pane(m)?)))
             .collect();
         self.shared()
             .seen

@@ -17,7 +17,7 @@
 //!
 //! Panes without this team's mark are never looked at.
 
-use super::panes::Opened;
+use super::session::Opened;
 use crate::team::names::LEAD_NAME;
 use crate::team::{Member, SwarmField, Team};
 use anyhow::{Context, Result};

@@ -11,7 +11,7 @@
 //! spec names; nothing else leaks in.
 
 use super::lock::LifecycleLock;
-use super::panes::{Opened, lead_running, member_pane, placement, placement_apart};
+use super::session::{Opened, lead_running, member_pane, placement, placement_apart};
 use crate::atomic_file;
 use crate::team::names;
 use crate::team::{Member, SwarmField, Team, colors};
@@ -57,64 +57,9 @@ pub struct Spawned {
     pub pid: Option<u32>,
 }
 
-/// The variables of the lead's environment a pane inherits.
-pub const INHERITED: [&str; 6] = ["PATH", "HOME", "USER", "SHELL", "TERM", "LANG"];
-
-/// `PATH` with the directory of the running `swarm` first.
-pub fn path_with_swarm() -> String {
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    if let Some(dir) = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(Path::to_path_buf))
-    {
-        dirs.push(dir);
-    }
-    if let Some(p) = std::env::var_os("PATH") {
-        dirs.extend(std::env::split_paths(&p));
-    }
-    dirs.dedup();
-    std::env::join_paths(dirs)
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-/// The exact environment of a member's pane.
+/// The exact environment of a member's pane (see [`crate::pane_env`]).
 pub fn pane_env(team: &Team, member: &Member) -> Result<Vec<(String, String)>> {
-    let mut env: Vec<(String, String)> = Vec::new();
-    for k in INHERITED {
-        let v = match k {
-            "PATH" => Some(path_with_swarm()),
-            "TERM" => Some(std::env::var(k).unwrap_or_else(|_| "xterm-256color".into())),
-            _ => std::env::var(k).ok(),
-        };
-        if let Some(v) = v.filter(|v| !v.is_empty()) {
-            env.push((k.to_string(), v));
-        }
-    }
-    let root = team.root.dir().to_string_lossy().into_owned();
-    env.push(("SWARM_HOME".into(), root));
-    env.push(("SWARM_TEAM".into(), team.name.clone()));
-    env.push(("SWARM_AGENT_NAME".into(), member.name.clone()));
-    env.push(("SWARM_AGENT_ID".into(), member.agent_id.clone()));
-    env.push((
-        "SWARM_AGENT_COLOR".into(),
-        member.color.clone().unwrap_or_default(),
-    ));
-    let scratch = team.root.scratchpad(&team.name)?;
-    atomic_file::ensure_dir(&scratch)?;
-    env.push((
-        "SWARM_SCRATCHPAD".into(),
-        scratch.to_string_lossy().into_owned(),
-    ));
-    if let Some(Value::Object(extra)) = member.swarm_field(SwarmField::Env) {
-        for (k, v) in extra {
-            if let Some(v) = v.as_str() {
-                env.retain(|(key, _)| key != k);
-                env.push((k.clone(), v.to_string()));
-            }
-        }
-    }
-    Ok(env)
+    crate::pane_env::member(team, member)
 }
 
 /// Refuses, before anything is created, what could only give a dead pane.

@@ -7,7 +7,7 @@
 //! command racing on the same member (the lead saw the approval, the command
 //! waited for it) both finish cleanly.
 
-use super::panes::{Opened, member_pane};
+use super::session::{Opened, member_pane};
 use crate::mailbox::Entry;
 use crate::protocol::{self, Message};
 use crate::tasks::{Status, Task};

@@ -3,7 +3,7 @@
 //! fake's call list, and the fake scripts exits, vanishings, stubborn
 //! panes and pane ids reused by panes swarm did not start.
 
-use super::panes::{Opened, member_pane};
+use super::session::{Opened, member_pane};
 use super::spawn::{SpawnRequest, spawn_member, spawn_members};
 use super::{Lead, Seen, recover, teardown};
 use crate::paths::Root;

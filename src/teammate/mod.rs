@@ -22,8 +22,8 @@ pub use wake::Wakeups;
 use crate::agents::{self, Agent, Runner};
 use crate::cli::TeammateArgs;
 use crate::commands::{Context, Exit};
-use crate::team::{Member, SwarmField, Team, names};
-use anyhow::{Context as _, Result, bail};
+use crate::team::{Member, Team, names};
+use anyhow::{Context as _, Result};
 use std::path::PathBuf;
 
 /// Runs the runtime for one member until it shuts down.
@@ -74,59 +74,11 @@ pub fn run(ctx: &Context, args: TeammateArgs) -> Result<Exit> {
 }
 
 /// The environment every agent process of `member` gets, on top of the
-/// pane's own.
+/// pane's own: the same as its pane's (see [`crate::pane_env`]).
 pub fn agent_env(
     team: &Team,
     member: &Member,
-    scratch: &std::path::Path,
+    _scratch: &std::path::Path,
 ) -> Result<Vec<(String, String)>> {
-    let mut env = vec![
-        (
-            "SWARM_HOME".to_string(),
-            team.root.dir().to_string_lossy().into_owned(),
-        ),
-        ("SWARM_TEAM".to_string(), team.name.clone()),
-        ("SWARM_AGENT_NAME".to_string(), member.name.clone()),
-        (
-            "SWARM_AGENT_ID".to_string(),
-            format!("{}@{}", member.name, team.name),
-        ),
-        (
-            "SWARM_AGENT_COLOR".to_string(),
-            member.color.clone().unwrap_or_default(),
-        ),
-        (
-            "SWARM_SCRATCHPAD".to_string(),
-            scratch.to_string_lossy().into_owned(),
-        ),
-        ("PATH".to_string(), path_with_swarm()?),
-    ];
-    if let Some(v) = member.swarm_field(SwarmField::Env) {
-        let Some(obj) = v.as_object() else {
-            bail!("{}'s swarmEnv is not an object: {v}", member.name);
-        };
-        for (k, v) in obj {
-            let Some(s) = v.as_str() else {
-                bail!("{}'s swarmEnv.{k} is not a string: {v}", member.name);
-            };
-            env.retain(|(name, _)| name != k);
-            env.push((k.clone(), s.to_string()));
-        }
-    }
-    Ok(env)
-}
-
-/// `PATH` with the directory of the running `swarm` first.
-fn path_with_swarm() -> Result<String> {
-    let exe = std::env::current_exe().context("finding the swarm executable")?;
-    let dir = exe
-        .parent()
-        .context("the swarm executable has no directory")?
-        .to_path_buf();
-    let mut dirs = vec![dir.clone()];
-    if let Some(p) = std::env::var_os("PATH") {
-        dirs.extend(std::env::split_paths(&p).filter(|d| *d != dir));
-    }
-    let joined = std::env::join_paths(dirs).context("building PATH for the agent")?;
-    Ok(joined.to_string_lossy().into_owned())
+    crate::pane_env::member(team, member)
 }

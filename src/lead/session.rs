@@ -1,5 +1,6 @@
-//! Which pane backend a team uses, and where on it: the team's session
-//! record (`<state>/session.json`) and the code that opens the same backend
+//! The team's session: which pane backend it uses and where on it — the
+//! session record (`<state>/session.json`, owned here: loaded and saved
+//! only through [`SessionRecord`]) and the code that opens the same backend
 //! again from any process (`swarm kill` in another shell, a restarted lead).
 //!
 //! The record holds the backend kind, the tmux socket (when it is not the
