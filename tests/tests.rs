@@ -12,4 +12,5 @@ mod crash;
 mod demo;
 mod lifecycle;
 mod runtime;
+mod runtime_faults;
 mod tui_e2e;

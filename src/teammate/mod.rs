@@ -69,8 +69,24 @@ pub fn run(ctx: &Context, args: TeammateArgs) -> Result<Exit> {
         command: agents::member_command(&member)?,
         model: member.model.clone(),
         role_prompt: member.prompt.clone(),
+        prompt_file: runtime_file(&team, &member.name, "prompt")?,
     };
     work::Runtime::new(team, member, runner).run()
+}
+
+/// One of this member's runtime files, `<state>/runtime/<S2(name)>.<ext>`:
+/// `prompt` (an exec preset's prompt for the run in progress) and
+/// `inflight.json` (the unit of work in flight, see `work`).
+///
+/// `paths.rs` should own this layout (as `Root::runtime_file`); it is built
+/// here from `Root::state_dir` only until that module can take it.
+pub(crate) fn runtime_file(team: &Team, name: &str, ext: &str) -> Result<PathBuf> {
+    let member = names::component("member", name, names::sanitize_s2(name))?;
+    Ok(team
+        .root
+        .state_dir(&team.name)?
+        .join("runtime")
+        .join(format!("{member}.{ext}")))
 }
 
 /// The environment every agent process of `member` gets, on top of the

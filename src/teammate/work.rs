@@ -40,7 +40,7 @@
 //!   stays pending and owned, with `metadata.planRejected` holding the
 //!   feedback, and the idle notification says why.
 
-use crate::agents::process::{Finished, tail_of};
+use crate::agents::process::{Ended, Finished, tail_of};
 use crate::agents::{Pane, Runner};
 use crate::clock;
 use crate::commands::Exit;
@@ -373,6 +373,14 @@ impl Runtime {
             let f = self
                 .runner
                 .run_messages(&unit, self.mode.as_deref(), self.pane.clone());
+            if let Ended::NotStarted { .. } = f.ended {
+                // The agent never saw them: they stay unread, for a runtime
+                // that can start it (nothing is consumed unprocessed).
+                return Ok(Flow::Crashed {
+                    task: None,
+                    reason: format!("the agent {}", f.ended.describe()),
+                });
+            }
             let reply = reply_text(&f);
             for to in &senders {
                 if let Err(e) = self.team.send_text(
@@ -675,6 +683,7 @@ pub fn supervise_claude(
         argv: launch.argv,
         cwd,
         env,
+        stdin: None,
     }
     .run_attached();
     if ended.success() {
