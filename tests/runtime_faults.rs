@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use swarm::mailbox::{Entry, MAX_TEXT_BYTES};
+use swarm::tasks::{NewTask, Status, Task};
 use swarm::team::{Member, SwarmField, Team};
 
 const T: &str = "t";
@@ -70,6 +71,13 @@ impl<'a> Runtimes<'a> {
 
     fn is_running(&mut self, name: &str) -> bool {
         matches!(self.latest(name).try_wait(), Ok(None))
+    }
+
+    /// SIGKILL to `name`'s latest runtime (its agent lives on), reaped.
+    fn kill_9(&mut self, name: &str) {
+        let c = self.latest(name);
+        c.kill().expect("kill -9 the runtime");
+        c.wait().expect("reap the runtime");
     }
 
     /// The exit code of `name`'s latest runtime, once it has exited.
@@ -195,6 +203,170 @@ fn frames(sb: &Sandbox, member: &str, kind: &str) -> Vec<Value> {
 fn lead_says(t: &Team, to: &str, text: &str) {
     t.send_text("team-lead", to, text, None, false)
         .expect("the lead's send");
+}
+
+fn lines_of(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A shell command that appends `word` to `marker`, writes its pid to
+/// `pid_file` and then runs for a minute (until the test kills it).
+fn long_command(word: &str, marker: &Path, pid_file: &Path) -> String {
+    format!(
+        "echo {word} >> '{}'; echo $$ > '{}'; exec sleep 60",
+        marker.display(),
+        pid_file.display()
+    )
+}
+
+/// Waits for the agent to write its pid, then SIGKILLs `name`'s runtime
+/// and then the agent (which outlives its runtime), as a crash of the
+/// runtime's pane would leave things.
+fn kill_runtime_mid_unit(rt: &mut Runtimes, name: &str, pid_file: &Path) {
+    let mut pid = String::new();
+    wait_until(
+        &format!("{name}'s agent is running the unit"),
+        WAIT,
+        || {
+            pid = std::fs::read_to_string(pid_file).unwrap_or_default();
+            pid.ends_with('\n')
+        },
+        || rt.explain(),
+    );
+    rt.kill_9(name);
+    let killed = Command::new("kill")
+        .args(["-9", pid.trim()])
+        .status()
+        .expect("kill the agent");
+    assert!(killed.success(), "the agent {pid:?} was running");
+}
+
+/// The lead's plain messages from `from` whose text contains `needle`.
+fn lead_heard(sb: &Sandbox, from: &str, needle: &str) -> Vec<String> {
+    plain(sb, "team-lead", from)
+        .into_iter()
+        .map(|e| e.text)
+        .filter(|t| t.contains(needle))
+        .collect()
+}
+
+#[test]
+fn a_message_running_when_its_runtime_is_killed_is_reported_interrupted_and_not_run_again() {
+    let sb = Sandbox::new();
+    let t = team_of(&sb, &["alice"], |_| {});
+    let (marker, pid) = (sb.path("ran.txt"), sb.path("agent.pid"));
+    t.send_text(
+        "team-lead",
+        "alice",
+        &long_command("first", &marker, &pid),
+        Some("the long one"),
+        false,
+    )
+    .unwrap();
+    let mut rt = Runtimes::new(&sb);
+    rt.start("alice");
+    kill_runtime_mid_unit(&mut rt, "alice", &pid);
+    rt.start("alice");
+    let report =
+        "alice: interrupted while running message from team-lead: the long one; not re-run";
+    wait_until(
+        "the lead hears the message was interrupted",
+        WAIT,
+        || !lead_heard(&sb, "alice", report).is_empty(),
+        || rt.explain(),
+    );
+    wait_until(
+        "the interrupted message is settled, not left to run again",
+        WAIT,
+        || plain(&sb, "alice", "team-lead").is_empty(),
+        || rt.explain(),
+    );
+    assert!(
+        t.mailbox()
+            .history("alice")
+            .unwrap()
+            .iter()
+            .any(|e| e.text.contains("echo first")),
+        "it is in alice's history"
+    );
+    lead_says(
+        &t,
+        "alice",
+        &format!("echo second >> '{}'", marker.display()),
+    );
+    wait_until(
+        "the next message is run",
+        WAIT,
+        || lines_of(&marker).len() >= 2,
+        || rt.explain(),
+    );
+    assert_eq!(
+        lines_of(&marker),
+        ["first", "second"],
+        "the interrupted message ran once\n{}",
+        rt.explain()
+    );
+    assert_eq!(lead_heard(&sb, "alice", "interrupted").len(), 1);
+    assert!(rt.is_running("alice"), "{}", rt.explain());
+}
+
+#[test]
+fn a_task_running_when_its_runtime_is_killed_is_reported_interrupted_and_not_run_again() {
+    let sb = Sandbox::new();
+    let t = team_of(&sb, &["alice"], |_| {});
+    let (marker, pid) = (sb.path("ran.txt"), sb.path("agent.pid"));
+    let task = |subject: &str, command: String| -> Task {
+        let mut md = serde_json::Map::new();
+        md.insert("command".into(), json!(command));
+        t.tasks()
+            .create(NewTask {
+                subject: subject.into(),
+                metadata: Some(md),
+                ..NewTask::default()
+            })
+            .expect("create task")
+    };
+    let long = task("long job", long_command("first", &marker, &pid));
+    let mut rt = Runtimes::new(&sb);
+    rt.start("alice");
+    kill_runtime_mid_unit(&mut rt, "alice", &pid);
+    rt.start("alice");
+    let report = format!(
+        "alice: interrupted while running task {} (long job); not re-run",
+        long.id
+    );
+    wait_until(
+        "the lead hears the task was interrupted",
+        WAIT,
+        || !lead_heard(&sb, "alice", &report).is_empty(),
+        || rt.explain(),
+    );
+    let after = t.tasks().get(&long.id).unwrap().unwrap();
+    assert_eq!(
+        (after.status, after.owner.as_deref()),
+        (Status::Pending, Some("alice")),
+        "pending and still assigned, so nobody re-runs it blindly\n{}",
+        rt.explain()
+    );
+    let md = after.metadata.clone().unwrap_or_default();
+    assert_eq!(md.get("interrupted"), Some(&json!(true)), "{md:?}");
+    let next = task("next job", format!("echo second >> '{}'", marker.display()));
+    wait_until(
+        "the next task is done",
+        WAIT,
+        || t.tasks().get(&next.id).unwrap().unwrap().status == Status::Completed,
+        || rt.explain(),
+    );
+    assert_eq!(
+        lines_of(&marker),
+        ["first", "second"],
+        "the interrupted task ran once\n{}",
+        rt.explain()
+    );
 }
 
 /// A bin directory with `tests/agents/fake-cli` installed under `names`, and

@@ -14,6 +14,8 @@
 //! work loop of [`work`]: wake on file changes ([`wake`]), pick the most
 //! urgent unit, run it through the agent, report, go idle.
 
+mod claude;
+mod inflight;
 mod wake;
 mod work;
 
@@ -60,7 +62,7 @@ pub fn run(ctx: &Context, args: TeammateArgs) -> Result<Exit> {
     tracing::info!(member = %member.name, agent = agent.name(), "teammate runtime starting");
 
     if agent == Agent::Claude {
-        return work::supervise_claude(&team, &member, cwd, env);
+        return claude::supervise_claude(&team, &member, cwd, env);
     }
     let runner = Runner {
         agent,
@@ -71,7 +73,8 @@ pub fn run(ctx: &Context, args: TeammateArgs) -> Result<Exit> {
         role_prompt: member.prompt.clone(),
         prompt_file: runtime_file(&team, &member.name, "prompt")?,
     };
-    work::Runtime::new(team, member, runner).run()
+    let journal = inflight::Journal::new(runtime_file(&team, &member.name, "inflight.json")?);
+    work::Runtime::new(team, member, runner, journal).run()
 }
 
 /// One of this member's runtime files, `<state>/runtime/<S2(name)>.<ext>`:
