@@ -10,6 +10,8 @@ use crate::util::{Sandbox, wait_until};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use swarm::mailbox::{Entry, MAX_TEXT_BYTES};
 use swarm::tasks::{NewTask, Status, Task};
@@ -365,6 +367,177 @@ fn a_task_running_when_its_runtime_is_killed_is_reported_interrupted_and_not_run
         lines_of(&marker),
         ["first", "second"],
         "the interrupted task ran once\n{}",
+        rt.explain()
+    );
+}
+
+/// A `<inbox>.lock` directory as a Claude Code writer holds it: no swarm
+/// record in the sidecar, its mtime refreshed every second (so it never goes
+/// stale) until the writer lets go, here when dropped.
+struct ForeignLock {
+    dir: PathBuf,
+    stop: Arc<AtomicBool>,
+    refresher: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ForeignLock {
+    fn hold(file: &Path) -> ForeignLock {
+        let dir = swarm::paths::lock_dir_for(file);
+        std::fs::create_dir(&dir).expect("take the lock directory");
+        let stop = Arc::new(AtomicBool::new(false));
+        let (d, s) = (dir.clone(), stop.clone());
+        let refresher = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                if let Ok(f) = std::fs::File::open(&d) {
+                    let _ = f.set_modified(std::time::SystemTime::now());
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        });
+        ForeignLock {
+            dir,
+            stop,
+            refresher: Some(refresher),
+        }
+    }
+}
+
+impl Drop for ForeignLock {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.refresher.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// How many times `name`'s runtime logged a failed step it will retry.
+fn retries_logged(sb: &Sandbox, name: &str) -> usize {
+    let log = sb.path(&format!("swarm/{T}/logs/teammate-{name}.log"));
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .matches("step failed; retrying")
+        .count()
+}
+
+/// A message to `name`, then its inbox locked as a stuck Claude Code
+/// writer would, then its runtime started: it runs the message, and then
+/// cannot consume it. Returns once the lead has heard that it is retrying.
+fn start_stuck(
+    sb: &Sandbox,
+    t: &Team,
+    rt: &mut Runtimes,
+    name: &str,
+    command: &str,
+) -> ForeignLock {
+    lead_says(t, name, command);
+    let lock = ForeignLock::hold(&t.mailbox().inbox_path(name).unwrap());
+    rt.start(name);
+    wait_until(
+        &format!("the lead hears that {name} is retrying"),
+        WAIT,
+        || !lead_heard(sb, name, "retrying").is_empty(),
+        || rt.explain(),
+    );
+    lock
+}
+
+#[test]
+fn an_inbox_lock_held_by_a_stuck_claude_code_writer_is_survived_reported_once_and_work_resumes() {
+    let sb = Sandbox::new();
+    let t = team_of(&sb, &["alice"], |_| {});
+    let marker = sb.path("ran.txt");
+    let mut rt = Runtimes::new(&sb);
+    let lock = start_stuck(
+        &sb,
+        &t,
+        &mut rt,
+        "alice",
+        &format!("echo first >> '{}'", marker.display()),
+    );
+    let note = lead_heard(&sb, "alice", "retrying");
+    assert!(
+        note[0].contains("alice.json.lock"),
+        "the note names what is stuck: {note:?}"
+    );
+    wait_until(
+        "alice fails again and keeps retrying",
+        WAIT,
+        || retries_logged(&sb, "alice") >= 2,
+        || rt.explain(),
+    );
+    assert!(
+        rt.is_running("alice"),
+        "a lock timeout must not end the runtime\n{}",
+        rt.explain()
+    );
+    assert_eq!(
+        lead_heard(&sb, "alice", "retrying").len(),
+        1,
+        "the lead is told once per episode\n{}",
+        rt.explain()
+    );
+    drop(lock);
+    wait_until(
+        "alice settles the message once the lock is free",
+        WAIT,
+        || plain(&sb, "alice", "team-lead").is_empty(),
+        || rt.explain(),
+    );
+    wait_until(
+        "alice goes idle",
+        WAIT,
+        || frames(&sb, "team-lead", "idle_notification").len() == 1,
+        || rt.explain(),
+    );
+    lead_says(
+        &t,
+        "alice",
+        &format!("echo second >> '{}'", marker.display()),
+    );
+    let replies = || {
+        plain(&sb, "team-lead", "alice")
+            .iter()
+            .filter(|e| e.text == "(no output)")
+            .count()
+    };
+    wait_until(
+        "alice answers the next message",
+        WAIT,
+        || replies() >= 2,
+        || rt.explain(),
+    );
+    assert_eq!(
+        lines_of(&marker),
+        ["first", "second"],
+        "retrying settled the first message, it did not run it again\n{}",
+        rt.explain()
+    );
+    assert_eq!(replies(), 2, "one reply per message\n{}", rt.explain());
+    assert_eq!(lead_heard(&sb, "alice", "retrying").len(), 1);
+}
+
+#[test]
+fn a_runtime_retrying_after_an_error_still_ends_cleanly_when_removed_or_its_team_deleted() {
+    let sb = Sandbox::new();
+    let t = team_of(&sb, &["alice", "bob"], |_| {});
+    let mut rt = Runtimes::new(&sb);
+    let _alice_lock = start_stuck(&sb, &t, &mut rt, "alice", "true");
+    let _bob_lock = start_stuck(&sb, &t, &mut rt, "bob", "true");
+    t.roster().remove_member("alice").unwrap();
+    assert_eq!(
+        rt.wait_exit("alice"),
+        Some(0),
+        "removed from the roster: a clean exit\n{}",
+        rt.explain()
+    );
+    assert!(rt.is_running("bob"), "{}", rt.explain());
+    t.roster().delete(true).unwrap();
+    assert_eq!(
+        rt.wait_exit("bob"),
+        Some(0),
+        "the team deleted: a clean exit\n{}",
         rt.explain()
     );
 }

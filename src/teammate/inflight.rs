@@ -72,9 +72,14 @@ pub struct MessageRef {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "stage", rename_all = "camelCase")]
 pub enum Stage {
-    /// Claimed (a task), not handed to the agent yet.
+    /// Claimed (a task), not handed to the agent yet; in plan mode, the
+    /// plan approval request sent for it, and whether it was approved.
     #[serde(rename_all = "camelCase")]
-    Picked { plan_approved: bool },
+    Picked {
+        plan_approved: bool,
+        #[serde(default)]
+        plan_request: Option<String>,
+    },
     /// Handed to the agent.
     #[serde(rename_all = "camelCase")]
     Running { started_at: u64 },

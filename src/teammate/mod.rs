@@ -16,6 +16,7 @@
 
 mod claude;
 mod inflight;
+mod trouble;
 mod wake;
 mod work;
 

@@ -58,6 +58,7 @@ mod recovery;
 
 use super::Wakeups;
 use super::inflight::{Inflight, Journal, MessageRef, Outcome, Post, Stage, Unit};
+use super::trouble::{MAX_PAUSE, Trouble};
 use crate::agents::process::{Ended, Finished, tail_of};
 use crate::agents::{Pane, Runner};
 use crate::clock;
@@ -85,6 +86,12 @@ const OUTPUT_META_BYTES: usize = 4000;
 const RESULT_CHARS: usize = 4000;
 /// Room left in a reply for the truncation note and the exit line.
 const REPLY_SLACK: usize = 512;
+/// How long the runtime waits for its own inbox's lock before it counts
+/// the wait as a failed step (then it pauses and tries again, and the lead
+/// hears of it). Far below the 60 s default: a runtime that sits in one
+/// call cannot say it is stuck, and a live holder keeps a lock for
+/// milliseconds.
+const LOCK_PATIENCE: Duration = Duration::from_secs(3);
 
 /// Senders whose plain messages count as the lead's.
 fn is_lead(from: &str) -> bool {
@@ -131,6 +138,11 @@ pub struct Runtime {
     pane: Pane,
     mode: Option<String>,
     active: bool,
+    /// The roster says idle but the lead has not heard it yet.
+    idle_owed: bool,
+    /// The roster's `isActive` is to be set false and the in-flight record
+    /// read: the first step's work.
+    fresh: bool,
     last: Option<Outcome>,
     /// Tasks someone else assigned to this member (from `task_assignment`).
     assigned: BTreeSet<u64>,
@@ -150,6 +162,8 @@ impl Runtime {
             runner,
             pane: Arc::new(Mutex::new(std::io::stdout())),
             active: false,
+            idle_owed: false,
+            fresh: true,
             last: None,
             assigned: BTreeSet::new(),
             journal,
@@ -167,10 +181,27 @@ impl Runtime {
         // Watch before the first look, so nothing written in between is missed.
         let mut wake = Wakeups::new(&[inboxes, tasks]);
         self.banner(wake.is_polling());
-        self.team.roster().set_active(&self.me, false)?;
-        self.load_inflight()?;
+        let mut trouble = Trouble::default();
         loop {
-            match self.step(&mut wake)? {
+            let flow = match self.step(&mut wake) {
+                Ok(flow) => flow,
+                Err(e) => {
+                    if let Some(why) = self.gone() {
+                        return Ok(self.leave(&why));
+                    }
+                    self.failed(&e, &mut trouble);
+                    continue;
+                }
+            };
+            if let Some(r) = trouble.recovered() {
+                let secs = r.after.as_secs_f64();
+                tracing::info!(failures = r.failures, secs, "recovered");
+                self.say(&format!(
+                    "✔ recovered after {secs:.1} s ({} failed tries)",
+                    r.failures
+                ));
+            }
+            match flow {
                 Flow::Continue => {}
                 Flow::Idle => {
                     wake.wait(IDLE_WAIT);
@@ -181,9 +212,73 @@ impl Runtime {
         }
     }
 
+    /// A step failed for a reason that may pass: log it, tell the lead
+    /// once per episode, pause, and let the loop try again.
+    fn failed(&mut self, e: &anyhow::Error, trouble: &mut Trouble) {
+        let pause = trouble.failed();
+        tracing::warn!(
+            error = %format!("{e:#}"),
+            failures = trouble.failures(),
+            pause_ms = pause.as_millis() as u64,
+            "step failed; retrying"
+        );
+        if trouble.owes_note() {
+            self.say(&format!("⚠ {e:#}; retrying"));
+            let text = format!(
+                "{}: {e:#}; retrying (pausing up to {} s between tries; you hear of this \
+                 once until it recovers)",
+                self.me,
+                MAX_PAUSE.as_secs()
+            );
+            let summary = format!("{}: retrying after an error", self.me);
+            match self
+                .team
+                .send_text(&self.me, LEAD_NAME, &text, Some(&summary), true)
+            {
+                Ok(_) => trouble.noted(),
+                Err(n) => tracing::warn!(error = %format!("{n:#}"), "could not tell the lead"),
+            }
+        }
+        std::thread::sleep(pause);
+    }
+
+    /// Why this runtime has nothing left to do after a failed step: its
+    /// team deleted, or itself removed from the roster. `None` when the
+    /// roster cannot be read (that may pass too).
+    fn gone(&self) -> Option<String> {
+        let roster = self.team.roster();
+        if !roster.exists() {
+            return Some(format!("team {:?} was deleted", self.team.name));
+        }
+        match roster.read() {
+            Ok(tf) if tf.member(&self.me).is_none() => Some(format!(
+                "{} was removed from team {:?}",
+                self.me, self.team.name
+            )),
+            _ => None,
+        }
+    }
+
+    /// Ends the runtime cleanly because its team or its place is gone.
+    fn leave(&mut self, why: &str) -> Exit {
+        tracing::info!(why, "leaving");
+        self.say(&format!("■ {why}; bye"));
+        if self.team.roster().exists() {
+            // Whatever was in flight is the lead's now; a later member of
+            // this name must not inherit it.
+            self.forget();
+        }
+        Exit::Ok
+    }
+
     /// One pass of the loop: settle what is in flight, else pick and run
     /// the next unit.
     fn step(&mut self, wake: &mut Wakeups) -> Result<Flow> {
+        if self.fresh {
+            self.team.roster().set_active(&self.me, false)?;
+            self.load_inflight()?;
+            self.fresh = false;
+        }
         if let Some(rec) = self.inflight.clone() {
             return self.resume(rec, wake);
         }
@@ -195,12 +290,10 @@ impl Runtime {
                     id: task.id.clone(),
                     subject: task.subject.clone(),
                 })?;
-                self.handle_task(task, false, wake)
+                self.handle_task(task, wake)
             }
             Work::Nothing => {
-                if self.active {
-                    self.go_idle()?;
-                }
+                self.go_idle()?;
                 Ok(Flow::Idle)
             }
         }
@@ -232,8 +325,9 @@ impl Runtime {
         self.say(&format!("  waiting for messages and tasks ({how})"));
     }
 
+    /// This team's mailbox, waiting at most [`LOCK_PATIENCE`] for a lock.
     fn mailbox(&self) -> Mailbox {
-        self.team.mailbox()
+        self.team.mailbox().with_lock_timeout(LOCK_PATIENCE)
     }
 
     /// Unread entries of this member's inbox.
@@ -361,24 +455,34 @@ impl Runtime {
         if !self.active {
             self.team.roster().set_active(&self.me, true)?;
             self.active = true;
+            // A transition to idle the lead never heard of is over.
+            self.idle_owed = false;
         }
         Ok(())
     }
 
+    /// The transition to idle: the roster first, then the lead hears it,
+    /// once. Each half is done once, whichever fails and is retried.
     fn go_idle(&mut self) -> Result<()> {
-        let last = self.last.take();
-        let (task, failure, result) = match last {
-            Some(o) => (o.task, o.failure, o.result),
+        if self.active {
+            self.team.roster().set_active(&self.me, false)?;
+            self.active = false;
+            self.idle_owed = true;
+        }
+        if !self.idle_owed {
+            return Ok(());
+        }
+        let (task, failure, result) = match &self.last {
+            Some(o) => (o.task.clone(), o.failure.clone(), o.result.clone()),
             None => (None, None, "Teammate idle.".to_string()),
         };
         let status = task.as_ref().map(|_| match failure {
             Some(_) => CompletedStatus::Failed,
             None => CompletedStatus::Resolved,
         });
-        // The roster says idle before the lead hears it.
-        self.team.roster().set_active(&self.me, false)?;
-        self.active = false;
         self.send_idle(IdleReason::Available, task, status, failure, result)?;
+        self.idle_owed = false;
+        self.last = None;
         self.say("· idle");
         Ok(())
     }
@@ -433,9 +537,13 @@ impl Runtime {
                 .runner
                 .run_messages(&unit, self.mode.as_deref(), self.pane.clone());
             if let Ended::NotStarted { .. } = f.ended {
-                // The agent never saw them: they stay unread, for a runtime
-                // that can start it (nothing is consumed unprocessed).
+                // The agent never saw them: they stay unread, for a later
+                // try or a runtime that can start it (nothing is consumed
+                // unprocessed).
                 self.forget();
+                if f.ended.may_start_later() {
+                    return Err(anyhow!("the agent {}", f.ended.describe()));
+                }
                 return Ok(Flow::Crashed {
                     task: None,
                     reason: format!("the agent {}", f.ended.describe()),
@@ -474,17 +582,25 @@ impl Runtime {
         Ok(Flow::Continue)
     }
 
-    /// Runs a task this member holds; `plan_approved` when its plan was
-    /// approved before (a resumed unit).
-    fn handle_task(&mut self, task: Task, plan_approved: bool, wake: &mut Wakeups) -> Result<Flow> {
+    /// Runs a task this member holds, recorded as picked (a resumed one
+    /// may have its plan approved, or its approval asked for, already).
+    fn handle_task(&mut self, task: Task, wake: &mut Wakeups) -> Result<Flow> {
+        let (approved, asked) = match self.inflight.as_ref().map(|r| &r.stage) {
+            Some(Stage::Picked {
+                plan_approved,
+                plan_request,
+            }) => (*plan_approved, plan_request.clone()),
+            _ => (false, None),
+        };
         self.start()?;
         self.say(&format!("▶ task {}: {}", task.id, task.subject));
-        if self.member.plan_mode_required == Some(true) && !plan_approved {
-            match self.plan_gate(&task, wake)? {
+        if self.member.plan_mode_required == Some(true) && !approved {
+            match self.plan_gate(&task, asked, wake)? {
                 Gate::Approved => {
                     self.say(&format!("✔ plan for task {} approved", task.id));
                     self.restage(Stage::Picked {
                         plan_approved: true,
+                        plan_request: None,
                     })?;
                 }
                 Gate::Rejected(feedback) => {
@@ -520,6 +636,19 @@ impl Runtime {
         let f = self
             .runner
             .run_task(&task, self.mode.as_deref(), self.pane.clone());
+        if f.ended.may_start_later() {
+            // Never started, for now: the task stays claimed, to run on the
+            // next try.
+            self.restage(Stage::Picked {
+                plan_approved: true,
+                plan_request: None,
+            })?;
+            return Err(anyhow!(
+                "the agent {} for task {}",
+                f.ended.describe(),
+                task.id
+            ));
+        }
         if f.ended.is_crash() {
             self.forget();
             return Ok(Flow::Crashed {
@@ -627,17 +756,36 @@ impl Runtime {
         self.update_task(id, Some(Status::Pending), Some(None), md)
     }
 
-    fn plan_gate(&mut self, task: &Task, wake: &mut Wakeups) -> Result<Gate> {
-        let plan = self.runner.task_plan(task, self.mode.as_deref());
-        let id = protocol::plan_approval_request_id(clock::now_ms(), &self.me, &self.team.name);
-        let msg = Message::PlanApprovalRequest(PlanApprovalRequest {
-            from: self.me.clone(),
-            timestamp: clock::now_iso(),
-            plan_file_path: String::new(),
-            plan_content: plan,
-            request_id: id.clone(),
-        });
-        self.team.send_protocol(&self.me, LEAD_NAME, &msg, true)?;
+    /// Asks the lead to approve the plan of `task` (unless the request
+    /// `asked` was sent already: then its answer is awaited) and waits.
+    fn plan_gate(
+        &mut self,
+        task: &Task,
+        asked: Option<String>,
+        wake: &mut Wakeups,
+    ) -> Result<Gate> {
+        let id = match asked {
+            Some(id) => id,
+            None => {
+                let plan = self.runner.task_plan(task, self.mode.as_deref());
+                let id =
+                    protocol::plan_approval_request_id(clock::now_ms(), &self.me, &self.team.name);
+                let msg = Message::PlanApprovalRequest(PlanApprovalRequest {
+                    from: self.me.clone(),
+                    timestamp: clock::now_iso(),
+                    plan_file_path: String::new(),
+                    plan_content: plan,
+                    request_id: id.clone(),
+                });
+                self.team.send_protocol(&self.me, LEAD_NAME, &msg, true)?;
+                // Recorded, so a retry waits for this request's answer.
+                self.restage(Stage::Picked {
+                    plan_approved: false,
+                    plan_request: Some(id.clone()),
+                })?;
+                id
+            }
+        };
         self.say(&format!(
             "⏸ task {}: waiting for the lead to approve the plan ({id})",
             task.id

@@ -23,6 +23,7 @@ impl Runtime {
             unit,
             stage: Stage::Picked {
                 plan_approved: false,
+                plan_request: None,
             },
             pid: std::process::id(),
             picked_at: clock::now_ms(),
@@ -108,13 +109,14 @@ impl Runtime {
                 );
                 self.say(&format!("✘ {text}"));
                 tracing::error!(copy = %copy.display(), "unreadable in-flight record");
-                self.team.send_text(
-                    &self.me,
-                    LEAD_NAME,
-                    &text,
-                    Some(&format!("{}: unreadable in-flight record", self.me)),
-                    true,
-                )?;
+                // Best effort: the copy is kept and the log has it.
+                let summary = format!("{}: unreadable in-flight record", self.me);
+                if let Err(e) =
+                    self.team
+                        .send_text(&self.me, LEAD_NAME, &text, Some(&summary), true)
+                {
+                    tracing::warn!(error = %format!("{e:#}"), "could not tell the lead");
+                }
             }
         }
         Ok(())
@@ -128,21 +130,19 @@ impl Runtime {
             (unit @ (Unit::Messages { .. } | Unit::Task { .. }), Stage::Running { .. }) => {
                 self.interrupted(unit)
             }
-            (Unit::Task { id, .. }, Stage::Picked { plan_approved }) => {
-                match self.team.tasks().get(&id)? {
-                    Some(t)
-                        if t.owner.as_deref() == Some(self.me.as_str())
-                            && t.status == Status::InProgress =>
-                    {
-                        self.handle_task(t, plan_approved, wake)
-                    }
-                    _ => {
-                        tracing::info!(task = %id, "the claimed task changed hands before it ran");
-                        self.forget();
-                        Ok(Flow::Continue)
-                    }
+            (Unit::Task { id, .. }, Stage::Picked { .. }) => match self.team.tasks().get(&id)? {
+                Some(t)
+                    if t.owner.as_deref() == Some(self.me.as_str())
+                        && t.status == Status::InProgress =>
+                {
+                    self.handle_task(t, wake)
                 }
-            }
+                _ => {
+                    tracing::info!(task = %id, "the claimed task changed hands before it ran");
+                    self.forget();
+                    Ok(Flow::Continue)
+                }
+            },
             (Unit::Messages { .. }, Stage::Picked { .. }) => {
                 self.forget();
                 Ok(Flow::Continue)
