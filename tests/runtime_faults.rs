@@ -665,10 +665,11 @@ fn three_max_size_messages_reach_a_codex_agent_and_a_command_agent_whole() {
         );
     }
     for name in ["coder", "runner"] {
-        assert!(
-            plain(&sb, name, "team-lead").is_empty(),
-            "{name} consumed the batch after running it\n{}",
-            rt.explain()
+        wait_until(
+            &format!("{name} consumes the batch it ran"),
+            WAIT,
+            || plain(&sb, name, "team-lead").is_empty(),
+            || rt.explain(),
         );
         assert!(rt.is_running(name), "{name} is alive\n{}", rt.explain());
     }

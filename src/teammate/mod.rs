@@ -12,7 +12,8 @@
 //! Then, for `claude`, it execs Claude Code in teammate mode and supervises
 //! it (Claude Code reads its own inbox); for every other agent it runs the
 //! work loop of [`work`]: wake on file changes ([`wake`]), pick the most
-//! urgent unit, run it through the agent, report, go idle.
+//! urgent unit, record it ([`inflight`]), run it through the agent, report,
+//! go idle; outliving errors on the way ([`trouble`]).
 
 mod claude;
 mod inflight;
@@ -84,7 +85,7 @@ pub fn run(ctx: &Context, args: TeammateArgs) -> Result<Exit> {
 ///
 /// `paths.rs` should own this layout (as `Root::runtime_file`); it is built
 /// here from `Root::state_dir` only until that module can take it.
-pub(crate) fn runtime_file(team: &Team, name: &str, ext: &str) -> Result<PathBuf> {
+fn runtime_file(team: &Team, name: &str, ext: &str) -> Result<PathBuf> {
     let member = names::component("member", name, names::sanitize_s2(name))?;
     Ok(team
         .root

@@ -41,6 +41,13 @@
 //!   lead gets `idle_notification` with `idleReason:"failed"` and a
 //!   `failureReason`, and the runtime exits non-zero. Messages the agent
 //!   could not be started for stay unread.
+//! * **Errors** in a step (a lock that times out, a full disk, no file
+//!   descriptors, a file that vanished, an agent that cannot start *yet*)
+//!   do not end the runtime: it logs, pauses (100 ms doubling to 5 s), tells
+//!   the lead once per episode in a plain message ("NAME: ERROR; retrying
+//!   …"), and tries again; the record of the unit in flight makes the retry
+//!   settle the unit, not run it twice ([`super::trouble`]). Only a deleted
+//!   team or the member's removal from the roster ends it, cleanly (exit 0).
 //! * **Shutdown**: the runtime runs one unit at a time, so a request that
 //!   arrives mid-unit is answered when the unit has finished (and its result
 //!   is reported): then nothing is in flight and it is approved

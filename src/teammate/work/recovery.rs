@@ -5,6 +5,7 @@
 
 use super::{Flow, Runtime, clip, is_lead};
 use crate::clock;
+use crate::mailbox::MAX_TEXT_BYTES;
 use crate::tasks::{Status, TaskError};
 use crate::team::RosterError;
 use crate::team::names::LEAD_NAME;
@@ -283,7 +284,8 @@ impl Runtime {
 
     /// Delivers one result. A reply to a member no longer on the roster,
     /// and an update of a task that is gone, are dropped with a warning:
-    /// nobody is left to take them.
+    /// nobody is left to take them. A text over the inbox limit is cut to
+    /// fit (it would be refused every time).
     pub(super) fn deliver(&self, post: &Post) -> Result<()> {
         match post {
             Post::Send {
@@ -293,7 +295,7 @@ impl Runtime {
                 force,
             } => match self
                 .team
-                .send_text(&self.me, to, text, Some(summary), *force)
+                .send_text(&self.me, to, &fit(text), Some(summary), *force)
             {
                 Ok(_) => Ok(()),
                 Err(e)
@@ -336,4 +338,31 @@ fn caused_by<E: std::error::Error + Send + Sync + 'static>(
     what: impl Fn(&E) -> bool,
 ) -> bool {
     e.chain().any(|c| c.downcast_ref::<E>().is_some_and(&what))
+}
+
+/// `text`, cut (on a char boundary, with a note) to the inbox's text limit.
+fn fit(text: &str) -> std::borrow::Cow<'_, str> {
+    const NOTE: &str = "\n[cut to fit the inbox's text limit]";
+    if text.len() <= MAX_TEXT_BYTES {
+        return text.into();
+    }
+    let mut end = MAX_TEXT_BYTES - NOTE.len();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{NOTE}", &text[..end]).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_text_over_the_inbox_limit_is_cut_to_fit_not_refused_forever() {
+        assert_eq!(fit("short"), "short");
+        let long = "é".repeat(MAX_TEXT_BYTES);
+        let cut = fit(&long);
+        assert!(cut.len() <= MAX_TEXT_BYTES, "{}", cut.len());
+        assert!(cut.ends_with("[cut to fit the inbox's text limit]"));
+    }
 }
