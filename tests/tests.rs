@@ -14,4 +14,5 @@ mod lifecycle;
 mod output_safety;
 mod pane_safety;
 mod runtime;
+mod runtime_faults;
 mod tui_e2e;

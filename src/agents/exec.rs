@@ -1,15 +1,29 @@
 //! Exec presets: CLIs driven one non-interactive run per unit of work.
 //!
-//! Exact command lines (`PROMPT` is always the last argument; stdin is
-//! `/dev/null`; `[…]` parts appear only when set):
+//! Exact command lines (`[…]` parts appear only when set). A prompt that
+//! fits in one argument (at most [`MAX_ARG_BYTES`], Linux's per-argument
+//! limit `MAX_ARG_STRLEN` less its NUL, and no NUL byte of its own) is the
+//! last argument, with stdin `/dev/null`. A longer one goes where each CLI
+//! reads a prompt from instead, through the member's prompt file (written
+//! 0600 for the run, removed after it; its path is also in
+//! `$SWARM_PROMPT_FILE`):
 //!
-//! | preset | argv |
-//! |---|---|
-//! | `codex` | `codex exec --skip-git-repo-check [--model M] [MODE FLAGS] PROMPT` |
-//! | `gemini` | `gemini [--model M] [MODE FLAGS] -p PROMPT` |
-//! | `aider` | `aider --yes-always --no-pretty [--model M] --message PROMPT` |
-//! | `claude-print` | `claude -p [--model M] [--permission-mode MODE] PROMPT` |
-//! | `command` | `ARGV… PROMPT` (argv from the member's `command`) |
+//! | preset | prompt that fits | longer prompt |
+//! |---|---|---|
+//! | `codex` | `codex exec --skip-git-repo-check [--model M] [MODE FLAGS] PROMPT` | same, `-` for `PROMPT` (`codex exec` reads the prompt from stdin), stdin = the file |
+//! | `gemini` | `gemini [--model M] [MODE FLAGS] -p PROMPT` | no `-p PROMPT`, stdin = the file (Gemini CLI runs non-interactively on a stdin that is not a terminal and takes it as the prompt) |
+//! | `aider` | `aider --yes-always --no-pretty [--model M] --message PROMPT` | `--message-file FILE` for `--message PROMPT` |
+//! | `claude-print` | `claude -p [--model M] [--permission-mode MODE] PROMPT` | no `PROMPT`, stdin = the file (`claude -p` reads the prompt from stdin) |
+//! | `command` | `ARGV…`, always: the prompt is never an argument | the same |
+//!
+//! A `command` agent gets its prompt the same way whatever its size: on
+//! stdin (the prompt file, so reading it never blocks and ends at EOF) and
+//! as the file named by `$SWARM_PROMPT_FILE`; its argv is the member's
+//! command exactly.
+//!
+//! Should an exec still be refused as too long (`E2BIG`: argv and
+//! environment together past `ARG_MAX`), the run is retried once with the
+//! longer-prompt form (see `Runner` in the parent module).
 //!
 //! The member's `command` (spec `command = [...]`, roster `swarmCommand`)
 //! replaces the preset's prefix (everything before the first `[…]`), so
@@ -33,6 +47,33 @@
 
 use crate::mailbox::Entry;
 use crate::tasks::Task;
+use std::path::{Path, PathBuf};
+
+/// The longest prompt passed as one argument: Linux refuses an exec whose
+/// argument is longer than `MAX_ARG_STRLEN` (32 pages, 128 KiB, counting
+/// the terminating NUL) with `E2BIG`.
+pub const MAX_ARG_BYTES: usize = 128 * 1024 - 1;
+
+/// Where one run's prompt goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// The last argument.
+    Argv,
+    /// Standard input, read from the prompt file.
+    Stdin,
+    /// A file named in argv (aider's `--message-file FILE`).
+    File,
+}
+
+/// One run of a preset: its argv and how the prompt reaches it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    pub argv: Vec<String>,
+    pub delivery: Delivery,
+    /// The prompt file, when the prompt is not in argv: written before the
+    /// run, named in `SWARM_PROMPT_FILE`, and stdin for [`Delivery::Stdin`].
+    pub prompt_file: Option<PathBuf>,
+}
 
 /// The exec presets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,14 +133,41 @@ impl Preset {
         }
     }
 
-    /// The full argv of one run.
-    pub fn argv(
+    /// Where a prompt goes: the last argument when it fits, else what the
+    /// CLI reads instead (see the module table). `command` always stdin.
+    pub fn delivery(self, prompt: &str) -> Delivery {
+        let fits = prompt.len() <= MAX_ARG_BYTES && !prompt.contains('\0');
+        match self {
+            Preset::Command => Delivery::Stdin,
+            _ if fits => Delivery::Argv,
+            _ => self.long_delivery(),
+        }
+    }
+
+    /// Where a prompt goes when argv cannot carry it.
+    pub fn long_delivery(self) -> Delivery {
+        match self {
+            Preset::Aider => Delivery::File,
+            _ => Delivery::Stdin,
+        }
+    }
+
+    /// One run with `prompt` sent as `delivery` (`command` ignores it: its
+    /// prompt is always on stdin); `file` is where the prompt file goes.
+    pub fn launch(
         self,
         command: Option<&[String]>,
         model: Option<&str>,
         mode: Option<&str>,
         prompt: &str,
-    ) -> Vec<String> {
+        delivery: Delivery,
+        file: &Path,
+    ) -> Launch {
+        let delivery = match (self, delivery) {
+            (Preset::Command, _) => Delivery::Stdin,
+            (_, Delivery::Argv) => Delivery::Argv,
+            _ => self.long_delivery(),
+        };
         let mut argv: Vec<String> = match command {
             Some(c) if !c.is_empty() => c.to_vec(),
             _ => self
@@ -116,13 +184,48 @@ impl Preset {
         if let Some(mode) = mode {
             argv.extend(self.mode_flags(mode));
         }
-        match self {
-            Preset::Gemini => argv.push("-p".into()),
-            Preset::Aider => argv.push("--message".into()),
-            _ => {}
+        let path = || file.to_string_lossy().into_owned();
+        match (self, delivery) {
+            (Preset::Command, _) => {}
+            (Preset::Gemini, Delivery::Argv) => argv.extend(["-p".into(), prompt.to_string()]),
+            (Preset::Aider, Delivery::Argv) => {
+                argv.extend(["--message".into(), prompt.to_string()])
+            }
+            (Preset::Aider, _) => argv.extend(["--message-file".into(), path()]),
+            (_, Delivery::Argv) => argv.push(prompt.to_string()),
+            (Preset::Codex, _) => argv.push("-".into()),
+            (Preset::Gemini | Preset::ClaudePrint, _) => {}
         }
-        argv.push(prompt.to_string());
-        argv
+        Launch {
+            argv,
+            delivery,
+            prompt_file: (delivery != Delivery::Argv).then(|| file.to_path_buf()),
+        }
+    }
+}
+
+/// A prompt written to a private file for one run; removed on drop.
+#[derive(Debug)]
+pub struct PromptFile {
+    path: PathBuf,
+}
+
+impl PromptFile {
+    /// Writes `prompt` to `path` atomically (0600, its directory 0700).
+    pub fn write(path: &Path, prompt: &str) -> std::io::Result<PromptFile> {
+        if let Some(dir) = path.parent() {
+            crate::atomic_file::ensure_dir(dir)?;
+        }
+        crate::atomic_file::write_atomic(path, prompt.as_bytes())?;
+        Ok(PromptFile {
+            path: path.to_path_buf(),
+        })
+    }
+}
+
+impl Drop for PromptFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 
@@ -182,10 +285,22 @@ mod tests {
         v.iter().map(|x| x.to_string()).collect()
     }
 
+    /// The argv of a run whose prompt fits.
+    fn argv(
+        p: Preset,
+        command: Option<&[String]>,
+        model: Option<&str>,
+        mode: Option<&str>,
+    ) -> Vec<String> {
+        let l = p.launch(command, model, mode, "P", Delivery::Argv, Path::new("/s/p"));
+        assert_eq!(l.prompt_file.is_some(), p == Preset::Command);
+        l.argv
+    }
+
     #[test]
     fn each_preset_builds_its_documented_command_line() {
         assert_eq!(
-            Preset::Codex.argv(None, Some("o3"), None, "P"),
+            argv(Preset::Codex, None, Some("o3"), None),
             s(&[
                 "codex",
                 "exec",
@@ -196,15 +311,15 @@ mod tests {
             ])
         );
         assert_eq!(
-            Preset::Gemini.argv(None, None, Some("bypassPermissions"), "P"),
+            argv(Preset::Gemini, None, None, Some("bypassPermissions")),
             s(&["gemini", "--yolo", "-p", "P"])
         );
         assert_eq!(
-            Preset::Aider.argv(None, None, None, "P"),
+            argv(Preset::Aider, None, None, None),
             s(&["aider", "--yes-always", "--no-pretty", "--message", "P"])
         );
         assert_eq!(
-            Preset::ClaudePrint.argv(None, Some("m"), Some("acceptEdits"), "P"),
+            argv(Preset::ClaudePrint, None, Some("m"), Some("acceptEdits")),
             s(&[
                 "claude",
                 "-p",
@@ -217,14 +332,98 @@ mod tests {
         );
         let cmd = s(&["my-agent", "--flag"]);
         assert_eq!(
-            Preset::Command.argv(Some(&cmd), Some("ignored"), Some("bypassPermissions"), "P"),
-            s(&["my-agent", "--flag", "P"])
+            argv(
+                Preset::Command,
+                Some(&cmd),
+                Some("ignored"),
+                Some("bypassPermissions")
+            ),
+            s(&["my-agent", "--flag"]),
+            "a command agent's prompt is never an argument"
         );
         let over = s(&["/opt/codex", "exec"]);
         assert_eq!(
-            Preset::Codex.argv(Some(&over), None, Some("acceptEdits"), "P"),
+            argv(Preset::Codex, Some(&over), None, Some("acceptEdits")),
             s(&["/opt/codex", "exec", "--full-auto", "P"])
         );
+    }
+
+    #[test]
+    fn a_prompt_past_max_arg_strlen_goes_through_stdin_or_a_file_as_each_cli_reads_it() {
+        let long = "x".repeat(MAX_ARG_BYTES + 1);
+        let file = Path::new("/state/runtime/alice.prompt");
+        let run = |p: Preset| {
+            let d = p.delivery(&long);
+            p.launch(None, Some("m"), None, &long, d, file)
+        };
+        let codex = run(Preset::Codex);
+        assert_eq!(
+            (codex.argv, codex.delivery),
+            (
+                s(&[
+                    "codex",
+                    "exec",
+                    "--skip-git-repo-check",
+                    "--model",
+                    "m",
+                    "-"
+                ]),
+                Delivery::Stdin
+            )
+        );
+        let gemini = run(Preset::Gemini);
+        assert_eq!(
+            (gemini.argv, gemini.delivery),
+            (s(&["gemini", "--model", "m"]), Delivery::Stdin)
+        );
+        let aider = run(Preset::Aider);
+        assert_eq!(
+            (aider.argv, aider.delivery),
+            (
+                s(&[
+                    "aider",
+                    "--yes-always",
+                    "--no-pretty",
+                    "--model",
+                    "m",
+                    "--message-file",
+                    "/state/runtime/alice.prompt"
+                ]),
+                Delivery::File
+            )
+        );
+        let claude = run(Preset::ClaudePrint);
+        assert_eq!(
+            (claude.argv, claude.delivery),
+            (s(&["claude", "-p", "--model", "m"]), Delivery::Stdin)
+        );
+        for l in [run(Preset::Codex), run(Preset::Aider)] {
+            assert_eq!(l.prompt_file.as_deref(), Some(file));
+        }
+        assert_eq!(
+            Preset::Codex.delivery(&"x".repeat(MAX_ARG_BYTES)),
+            Delivery::Argv
+        );
+        assert_eq!(
+            Preset::Codex.delivery("a\0b"),
+            Delivery::Stdin,
+            "a NUL cannot be in an argument"
+        );
+        assert_eq!(Preset::Command.delivery("short"), Delivery::Stdin);
+    }
+
+    #[test]
+    fn a_prompt_file_is_private_and_removed_after_the_run() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runtime/alice.prompt");
+        {
+            let _f = PromptFile::write(&path, "hello").unwrap();
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), "hello");
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        assert!(!path.exists());
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! - `shell` (the default): [`shell`]; a task's command, or a message, runs
 //!   with `sh -c`.
 //! - `codex`, `gemini`, `aider`, `claude-print`, `command`: [`exec`]; one
-//!   non-interactive run per unit, with the prompt as the last argument.
+//!   non-interactive run per unit; the prompt is the last argument when it
+//!   fits, else on stdin or in a file as each CLI reads one (`command`:
+//!   always stdin and `$SWARM_PROMPT_FILE`).
 //! - `claude`: [`claude`]; real Claude Code in teammate mode, supervised.
 //!
 //! [`process`] runs the processes; [`signing`] holds the lead keys Claude
@@ -17,7 +19,7 @@ pub mod shell;
 pub mod signing;
 
 pub use claude::{ClaudeLaunch, claude_launch, write_initial_prompt};
-pub use exec::Preset;
+pub use exec::{Delivery, Preset};
 pub use process::{Ended, Finished, Invocation};
 
 use crate::mailbox::Entry;
@@ -146,6 +148,9 @@ pub struct Runner {
     pub command: Option<Vec<String>>,
     pub model: Option<String>,
     pub role_prompt: Option<String>,
+    /// Where an exec preset's prompt is written when argv does not carry
+    /// it (one run at a time, so one file per member).
+    pub prompt_file: PathBuf,
 }
 
 /// Where a run's output goes live: the pane.
@@ -157,6 +162,7 @@ impl Runner {
             argv,
             cwd: self.cwd.clone(),
             env: self.env.clone(),
+            stdin: None,
         }
     }
 
@@ -164,44 +170,101 @@ impl Runner {
     pub fn task_plan(&self, task: &Task, mode: Option<&str>) -> String {
         match self.agent {
             Agent::Shell => shell::task_command(task),
-            _ => shown_argv(&self.task_argv(task, mode)),
-        }
-    }
-
-    fn task_argv(&self, task: &Task, mode: Option<&str>) -> Vec<String> {
-        match self.agent {
-            Agent::Shell | Agent::Claude => shell::argv(&shell::task_command(task)),
-            Agent::Exec(p) => p.argv(
-                self.command.as_deref(),
-                self.model.as_deref(),
-                mode,
-                &exec::task_prompt(self.role_prompt.as_deref(), task),
-            ),
+            Agent::Claude => shown_argv(&shell::argv(&shell::task_command(task))),
+            Agent::Exec(p) => {
+                let prompt = exec::task_prompt(self.role_prompt.as_deref(), task);
+                let launch = self.launch(p, mode, &prompt, p.delivery(&prompt));
+                let shown = shown_argv(&launch.argv);
+                match launch.delivery {
+                    Delivery::Argv => shown,
+                    Delivery::Stdin => format!("{shown} < PROMPT ({} bytes)", prompt.len()),
+                    Delivery::File => format!("{shown}  (PROMPT: {} bytes)", prompt.len()),
+                }
+            }
         }
     }
 
     /// Runs a task.
     pub fn run_task(&self, task: &Task, mode: Option<&str>, pane: Pane) -> Finished {
-        self.invocation(self.task_argv(task, mode))
-            .run_captured(pane)
+        match self.agent {
+            Agent::Shell | Agent::Claude => self
+                .invocation(shell::argv(&shell::task_command(task)))
+                .run_captured(pane),
+            Agent::Exec(p) => {
+                let prompt = exec::task_prompt(self.role_prompt.as_deref(), task);
+                self.run_exec(p, mode, &prompt, pane)
+            }
+        }
     }
 
     /// Runs one batch of messages: for `shell` the batch must be one message
     /// (its text is the command); exec presets get them all in one prompt.
     pub fn run_messages(&self, batch: &[Entry], mode: Option<&str>, pane: Pane) -> Finished {
-        let argv = match self.agent {
+        match self.agent {
             Agent::Shell | Agent::Claude => {
                 let text = batch.iter().map(|e| e.text.as_str()).collect::<Vec<_>>();
-                shell::argv(&text.join("\n"))
+                self.invocation(shell::argv(&text.join("\n")))
+                    .run_captured(pane)
             }
-            Agent::Exec(p) => p.argv(
-                self.command.as_deref(),
-                self.model.as_deref(),
-                mode,
-                &exec::messages_prompt(self.role_prompt.as_deref(), batch),
-            ),
+            Agent::Exec(p) => {
+                let prompt = exec::messages_prompt(self.role_prompt.as_deref(), batch);
+                self.run_exec(p, mode, &prompt, pane)
+            }
+        }
+    }
+
+    fn launch(&self, p: Preset, mode: Option<&str>, prompt: &str, d: Delivery) -> exec::Launch {
+        p.launch(
+            self.command.as_deref(),
+            self.model.as_deref(),
+            mode,
+            prompt,
+            d,
+            &self.prompt_file,
+        )
+    }
+
+    /// One run of an exec preset, the whole prompt delivered: in argv when
+    /// it fits, else through the prompt file; an exec refused as too long
+    /// (`E2BIG`, argv and environment past `ARG_MAX`) is retried once with
+    /// the prompt out of argv.
+    fn run_exec(&self, p: Preset, mode: Option<&str>, prompt: &str, pane: Pane) -> Finished {
+        let first = p.delivery(prompt);
+        let f = self.run_launch(&self.launch(p, mode, prompt, first), prompt, pane.clone());
+        if first != Delivery::Argv || !f.ended.is_too_big() {
+            return f;
+        }
+        tracing::warn!(
+            bytes = prompt.len(),
+            "the command line was too long for exec; passing the prompt outside argv"
+        );
+        let second = self.launch(p, mode, prompt, p.long_delivery());
+        self.run_launch(&second, prompt, pane)
+    }
+
+    fn run_launch(&self, launch: &exec::Launch, prompt: &str, pane: Pane) -> Finished {
+        let mut inv = self.invocation(launch.argv.clone());
+        // Held until the run is over, then removed.
+        let _file = match &launch.prompt_file {
+            None => None,
+            Some(path) => match exec::PromptFile::write(path, prompt) {
+                Ok(f) => {
+                    inv.env.push((
+                        "SWARM_PROMPT_FILE".into(),
+                        path.to_string_lossy().into_owned(),
+                    ));
+                    if launch.delivery == Delivery::Stdin {
+                        inv.stdin = Some(path.clone());
+                    }
+                    Some(f)
+                }
+                Err(e) => {
+                    let why = format!("writing the prompt file {}: {e}", path.display());
+                    return Finished::not_started(why, e.raw_os_error(), Default::default());
+                }
+            },
         };
-        self.invocation(argv).run_captured(pane)
+        inv.run_captured(pane)
     }
 
     /// Whether each message is its own unit (`shell`: one command each).

@@ -1,8 +1,9 @@
 //! Running one agent process for one unit of work: argv exec'd directly (no
-//! shell built from strings), the given cwd and environment, stdout and
-//! stderr streamed live to the pane (the runtime's own stdout) and captured
-//! into a bounded tail, and an honest [`Ended`]: an exit code, a signal, or
-//! "could not start".
+//! shell built from strings), the given cwd and environment, stdin from a
+//! file or `/dev/null`, stdout and stderr streamed live to the pane (the
+//! runtime's own stdout) and captured into a bounded tail, and an honest
+//! [`Ended`]: an exit code, a signal, or "could not start" with the `errno`
+//! that says whether trying again can help.
 //!
 //! The child stays in the runtime's process group, so the lead's kill ladder
 //! (which signals the pane's group) stops it with the runtime.
@@ -10,7 +11,7 @@
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -30,8 +31,10 @@ pub enum Ended {
     Exit(i32),
     /// Killed by this signal.
     Signal(i32),
-    /// Never started (program missing, not executable, bad cwd).
-    NotStarted(String),
+    /// Never started (program missing, not executable, bad cwd, argv too
+    /// long, out of processes or file descriptors). `errno` is the OS error
+    /// when there was one.
+    NotStarted { why: String, errno: Option<i32> },
 }
 
 impl Ended {
@@ -49,7 +52,7 @@ impl Ended {
         match self {
             Ended::Exit(c) => format!("exit {c}"),
             Ended::Signal(s) => format!("killed by signal {s}"),
-            Ended::NotStarted(why) => format!("could not start: {why}"),
+            Ended::NotStarted { why, .. } => format!("could not start: {why}"),
         }
     }
 
@@ -59,8 +62,36 @@ impl Ended {
         match self {
             Ended::Exit(c) => *c,
             Ended::Signal(s) => 128 + s,
-            Ended::NotStarted(_) => 127,
+            Ended::NotStarted { .. } => 127,
         }
+    }
+
+    /// The exec was refused because argv and environment are too long
+    /// (`E2BIG`: one argument over `MAX_ARG_STRLEN`, or all over `ARG_MAX`).
+    pub fn is_too_big(&self) -> bool {
+        matches!(self, Ended::NotStarted { errno: Some(e), .. } if *e == libc::E2BIG)
+    }
+
+    /// It never started, for a reason that passes on its own: out of file
+    /// descriptors (`EMFILE`, `ENFILE`), processes (`EAGAIN`) or memory
+    /// (`ENOMEM`), the executable being written (`ETXTBSY`), a full disk
+    /// for the prompt file (`ENOSPC`, `EDQUOT`), or an interrupted call.
+    /// Running the same unit again later is right; giving up is not.
+    pub fn may_start_later(&self) -> bool {
+        matches!(
+            self,
+            Ended::NotStarted { errno: Some(e), .. } if [
+                libc::EMFILE,
+                libc::ENFILE,
+                libc::EAGAIN,
+                libc::ENOMEM,
+                libc::ETXTBSY,
+                libc::ENOSPC,
+                libc::EDQUOT,
+                libc::EINTR,
+            ]
+            .contains(e)
+        )
     }
 }
 
@@ -83,6 +114,9 @@ pub struct Invocation {
     pub cwd: Option<std::path::PathBuf>,
     /// Added to (and overriding) the runtime's own environment.
     pub env: Vec<(String, String)>,
+    /// A file to read as standard input ([`Invocation::run_captured`] only);
+    /// `None` is `/dev/null`.
+    pub stdin: Option<PathBuf>,
 }
 
 impl Invocation {
@@ -91,6 +125,7 @@ impl Invocation {
             argv,
             cwd: None,
             env: Vec::new(),
+            stdin: None,
         }
     }
 
@@ -111,15 +146,26 @@ impl Invocation {
     pub fn run_captured(&self, pane: Arc<Mutex<dyn Write + Send>>) -> Finished {
         let start = Instant::now();
         let Some(mut cmd) = self.command() else {
-            return not_started("empty command".into(), start);
+            return not_started("empty command".into(), None, start);
         };
-        cmd.stdin(Stdio::null())
+        let stdin = match &self.stdin {
+            None => Stdio::null(),
+            Some(path) => match std::fs::File::open(path) {
+                Ok(f) => Stdio::from(f),
+                Err(e) => {
+                    let why = format!("opening its stdin {}: {e}", path.display());
+                    return not_started(why, e.raw_os_error(), start);
+                }
+            },
+        };
+        cmd.stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {
-                return not_started(spawn_error(&self.argv[0], self.cwd.as_deref(), &e), start);
+                let why = spawn_error(&self.argv[0], self.cwd.as_deref(), &e);
+                return not_started(why, e.raw_os_error(), start);
             }
         };
         let tail = Arc::new(Mutex::new(Tail::default()));
@@ -157,9 +203,15 @@ impl Invocation {
             Ok(s) => match (s.code(), s.signal()) {
                 (Some(c), _) => Ended::Exit(c),
                 (None, Some(sig)) => Ended::Signal(sig),
-                (None, None) => Ended::NotStarted("no exit status".into()),
+                (None, None) => Ended::NotStarted {
+                    why: "no exit status".into(),
+                    errno: None,
+                },
             },
-            Err(e) => Ended::NotStarted(format!("waiting for the agent: {e}")),
+            Err(e) => Ended::NotStarted {
+                why: format!("waiting for the agent: {e}"),
+                errno: e.raw_os_error(),
+            },
         };
         let (output, output_truncated) = tail.lock().unwrap_or_else(|e| e.into_inner()).text();
         Finished {
@@ -174,15 +226,24 @@ impl Invocation {
     /// interactive agent such as Claude Code) and waits for it.
     pub fn run_attached(&self) -> Ended {
         let Some(mut cmd) = self.command() else {
-            return Ended::NotStarted("empty command".into());
+            return Ended::NotStarted {
+                why: "empty command".into(),
+                errno: None,
+            };
         };
         match cmd.status() {
             Ok(s) => match (s.code(), s.signal()) {
                 (Some(c), _) => Ended::Exit(c),
                 (None, Some(sig)) => Ended::Signal(sig),
-                (None, None) => Ended::NotStarted("no exit status".into()),
+                (None, None) => Ended::NotStarted {
+                    why: "no exit status".into(),
+                    errno: None,
+                },
             },
-            Err(e) => Ended::NotStarted(spawn_error(&self.argv[0], self.cwd.as_deref(), &e)),
+            Err(e) => Ended::NotStarted {
+                why: spawn_error(&self.argv[0], self.cwd.as_deref(), &e),
+                errno: e.raw_os_error(),
+            },
         }
     }
 }
@@ -197,12 +258,19 @@ fn spawn_error(prog: &str, cwd: Option<&Path>, e: &std::io::Error) -> String {
     }
 }
 
-fn not_started(why: String, start: Instant) -> Finished {
-    Finished {
-        ended: Ended::NotStarted(why),
-        output: String::new(),
-        output_truncated: false,
-        elapsed: start.elapsed(),
+fn not_started(why: String, errno: Option<i32>, start: Instant) -> Finished {
+    Finished::not_started(why, errno, start.elapsed())
+}
+
+impl Finished {
+    /// A run that never started, with no output.
+    pub fn not_started(why: String, errno: Option<i32>, elapsed: Duration) -> Finished {
+        Finished {
+            ended: Ended::NotStarted { why, errno },
+            output: String::new(),
+            output_truncated: false,
+            elapsed,
+        }
     }
 }
 
@@ -295,8 +363,42 @@ mod tests {
         assert!(f.ended.is_crash());
         let f = Invocation::new(vec!["/nonexistent/agent".into()]).run_captured(sink());
         assert!(
-            matches!(f.ended, Ended::NotStarted(ref w) if w.contains("not found")),
+            matches!(f.ended, Ended::NotStarted { ref why, .. } if why.contains("not found")),
             "{f:?}"
+        );
+        assert!(
+            !f.ended.may_start_later(),
+            "a missing program stays missing"
+        );
+    }
+
+    #[test]
+    fn an_argument_past_max_arg_strlen_is_too_big_not_a_missing_program() {
+        let huge = "x".repeat(128 * 1024);
+        let f = Invocation::new(vec!["true".into(), huge]).run_captured(sink());
+        assert!(f.ended.is_too_big(), "{:?}", f.ended);
+        assert!(f.ended.is_crash() && !f.ended.may_start_later());
+    }
+
+    #[test]
+    fn stdin_comes_from_the_named_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in");
+        std::fs::write(&input, "from the file\n").unwrap();
+        let mut inv = sh("cat");
+        inv.stdin = Some(input);
+        let f = inv.run_captured(sink());
+        assert_eq!(
+            (f.ended, f.output.as_str()),
+            (Ended::Exit(0), "from the file\n")
+        );
+        let mut inv = sh("cat");
+        inv.stdin = Some(dir.path().join("missing"));
+        let f = inv.run_captured(sink());
+        assert!(
+            matches!(f.ended, Ended::NotStarted { errno: Some(e), .. } if e == libc::ENOENT),
+            "{:?}",
+            f.ended
         );
     }
 

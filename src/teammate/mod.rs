@@ -12,8 +12,12 @@
 //! Then, for `claude`, it execs Claude Code in teammate mode and supervises
 //! it (Claude Code reads its own inbox); for every other agent it runs the
 //! work loop of [`work`]: wake on file changes ([`wake`]), pick the most
-//! urgent unit, run it through the agent, report, go idle.
+//! urgent unit, record it ([`inflight`]), run it through the agent, report,
+//! go idle; outliving errors on the way ([`trouble`]).
 
+mod claude;
+mod inflight;
+mod trouble;
 mod wake;
 mod work;
 
@@ -60,7 +64,7 @@ pub fn run(ctx: &Context, args: TeammateArgs) -> Result<Exit> {
     tracing::info!(member = %member.name, agent = agent.name(), "teammate runtime starting");
 
     if agent == Agent::Claude {
-        return work::supervise_claude(&team, &member, cwd, env);
+        return claude::supervise_claude(&team, &member, cwd, env);
     }
     let runner = Runner {
         agent,
@@ -69,8 +73,25 @@ pub fn run(ctx: &Context, args: TeammateArgs) -> Result<Exit> {
         command: agents::member_command(&member)?,
         model: member.model.clone(),
         role_prompt: member.prompt.clone(),
+        prompt_file: runtime_file(&team, &member.name, "prompt")?,
     };
-    work::Runtime::new(team, member, runner).run()
+    let journal = inflight::Journal::new(runtime_file(&team, &member.name, "inflight.json")?);
+    work::Runtime::new(team, member, runner, journal).run()
+}
+
+/// One of this member's runtime files, `<state>/runtime/<S2(name)>.<ext>`:
+/// `prompt` (an exec preset's prompt for the run in progress) and
+/// `inflight.json` (the unit of work in flight, see `work`).
+///
+/// `paths.rs` should own this layout (as `Root::runtime_file`); it is built
+/// here from `Root::state_dir` only until that module can take it.
+fn runtime_file(team: &Team, name: &str, ext: &str) -> Result<PathBuf> {
+    let member = names::component("member", name, names::sanitize_s2(name))?;
+    Ok(team
+        .root
+        .state_dir(&team.name)?
+        .join("runtime")
+        .join(format!("{member}.{ext}")))
 }
 
 /// The environment every agent process of `member` gets, on top of the

@@ -1,19 +1,26 @@
 //! The work loop of a teammate runtime (every agent but `claude`).
 //!
-//! Each time it picks work, in this order: a `shutdown_request` from the
-//! lead > plain messages from the lead > plain messages from peers > a task
-//! assigned to it by someone else > the lowest-id claimable task (claimed
-//! atomically, then a `task_assignment` to itself, as the CLI does). Other
-//! protocol frames are applied on the way (`mode_set_request` from the lead
-//! is recorded in the roster and used on the next run) or consumed and
-//! logged. A message is consumed only after its unit ran and the reply was
-//! sent.
+//! Each time it picks work, in this order: a unit left in flight (see
+//! below) > a `shutdown_request` from the lead > plain messages from the
+//! lead > plain messages from peers > a task assigned to it by someone
+//! else > the lowest-id claimable task (claimed atomically, then a
+//! `task_assignment` to itself, as the CLI does). Other protocol frames are
+//! applied on the way (`mode_set_request` from the lead is recorded in the
+//! roster and used on the next run) or consumed and logged. A message is
+//! consumed only after its unit ran and the reply was sent.
+//!
+//! Every unit is recorded before it reaches the agent, and its results
+//! before they are delivered ([`super::inflight`]): a runtime that restarts
+//! after its predecessor died mid-unit reports the unit to the lead as
+//! interrupted and does not run it again; one that finds results not yet
+//! delivered delivers them.
 //!
 //! After each unit: results go back (a reply to each sender; a task is
-//! completed with `metadata.exitCode`, `output` (bounded tail), `completedBy`,
-//! `durationMs`, `startedAt` and `finishedAt` (epoch ms)). When no work is left: exactly one `idle_notification`
-//! to the lead for this transition to idle, describing the last unit, and
-//! `isActive:false` (set `true` when a unit starts).
+//! completed with `metadata.exitCode`, `output` (bounded tail),
+//! `completedBy`, `durationMs`, `startedAt` and `finishedAt` (epoch ms)).
+//! When no work is left: exactly one `idle_notification` to the lead for
+//! this transition to idle, describing the last unit, and `isActive:false`
+//! (set `true` when a unit starts).
 //!
 //! Decisions, documented:
 //! * **A failed task** (non-zero exit) is never completed. It stays on the
@@ -23,10 +30,24 @@
 //!   plain message saying so. The lead retries by re-assigning it (the new
 //!   owner's runtime runs tasks assigned to it) or by unassigning it (then
 //!   anyone may claim it); a member that leaves returns it to the pool.
+//! * **An interrupted unit** (the runtime died while the agent ran it): the
+//!   next runtime of this member tells the lead "NAME: interrupted while
+//!   running …; not re-run" (and each peer whose message it was), consumes
+//!   the messages, and leaves a task as a failed one is (pending, owned,
+//!   `metadata.interrupted:true`, `lastFailure`), unless it changed hands
+//!   meanwhile.
 //! * **A crash** (the agent killed by a signal, or not startable): the task
 //!   goes back to the board (owner removed, `pending`, `lastFailure`), the
 //!   lead gets `idle_notification` with `idleReason:"failed"` and a
-//!   `failureReason`, and the runtime exits non-zero.
+//!   `failureReason`, and the runtime exits non-zero. Messages the agent
+//!   could not be started for stay unread.
+//! * **Errors** in a step (a lock that times out, a full disk, no file
+//!   descriptors, a file that vanished, an agent that cannot start *yet*)
+//!   do not end the runtime: it logs, pauses (100 ms doubling to 5 s), tells
+//!   the lead once per episode in a plain message ("NAME: ERROR; retrying
+//!   …"), and tries again; the record of the unit in flight makes the retry
+//!   settle the unit, not run it twice ([`super::trouble`]). Only a deleted
+//!   team or the member's removal from the roster ends it, cleanly (exit 0).
 //! * **Shutdown**: the runtime runs one unit at a time, so a request that
 //!   arrives mid-unit is answered when the unit has finished (and its result
 //!   is reported): then nothing is in flight and it is approved
@@ -40,11 +61,16 @@
 //!   stays pending and owned, with `metadata.planRejected` holding the
 //!   feedback, and the idle notification says why.
 
-use crate::agents::process::{Finished, tail_of};
+mod recovery;
+
+use super::Wakeups;
+use super::inflight::{Inflight, Journal, MessageRef, Outcome, Post, Stage, Unit};
+use super::trouble::{MAX_PAUSE, Trouble};
+use crate::agents::process::{Ended, Finished, tail_of};
 use crate::agents::{Pane, Runner};
 use crate::clock;
 use crate::commands::Exit;
-use crate::mailbox::{Entry, MAX_TEXT_BYTES};
+use crate::mailbox::{Entry, MAX_TEXT_BYTES, Mailbox};
 use crate::protocol::{
     self, CompletedStatus, IdleNotification, IdleReason, Message, ModeSetRequest,
     PlanApprovalRequest, ShutdownApproved, ShutdownRejected, ShutdownRequest,
@@ -55,11 +81,8 @@ use crate::team::{Member, Team};
 use anyhow::{Result, anyhow};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-use super::Wakeups;
 
 /// How long an idle runtime sleeps before looking again on its own (file
 /// events wake it at once; this is only a safety net).
@@ -70,6 +93,12 @@ const OUTPUT_META_BYTES: usize = 4000;
 const RESULT_CHARS: usize = 4000;
 /// Room left in a reply for the truncation note and the exit line.
 const REPLY_SLACK: usize = 512;
+/// How long the runtime waits for its own inbox's lock before it counts
+/// the wait as a failed step (then it pauses and tries again, and the lead
+/// hears of it). Far below the 60 s default: a runtime that sits in one
+/// call cannot say it is stuck, and a live holder keeps a lock for
+/// milliseconds.
+const LOCK_PATIENCE: Duration = Duration::from_secs(3);
 
 /// Senders whose plain messages count as the lead's.
 fn is_lead(from: &str) -> bool {
@@ -84,9 +113,12 @@ enum Work {
     Nothing,
 }
 
-/// How a unit ended, for the loop.
+/// How a step ended, for the loop.
 enum Flow {
+    /// Something was done; look for more at once.
     Continue,
+    /// Nothing to do: wait for a change.
+    Idle,
     Exit(Exit),
     Crashed {
         task: Option<String>,
@@ -105,13 +137,6 @@ enum Gate {
     Shutdown(Entry, ShutdownRequest),
 }
 
-/// The last unit, for the idle notification.
-struct Outcome {
-    task: Option<String>,
-    failure: Option<String>,
-    result: String,
-}
-
 pub struct Runtime {
     team: Team,
     me: String,
@@ -120,13 +145,22 @@ pub struct Runtime {
     pane: Pane,
     mode: Option<String>,
     active: bool,
+    /// The roster says idle but the lead has not heard it yet.
+    idle_owed: bool,
+    /// The roster's `isActive` is to be set false and the in-flight record
+    /// read: the first step's work.
+    fresh: bool,
     last: Option<Outcome>,
     /// Tasks someone else assigned to this member (from `task_assignment`).
     assigned: BTreeSet<u64>,
+    /// This member's record of the unit in flight, and the unit itself.
+    journal: Journal,
+    inflight: Option<Inflight>,
 }
 
 impl Runtime {
-    pub fn new(team: Team, member: Member, runner: Runner) -> Runtime {
+    /// `journal` is where this member's unit in flight is recorded.
+    pub fn new(team: Team, member: Member, runner: Runner, journal: Journal) -> Runtime {
         Runtime {
             me: member.name.clone(),
             mode: member.mode.clone(),
@@ -135,8 +169,12 @@ impl Runtime {
             runner,
             pane: Arc::new(Mutex::new(std::io::stdout())),
             active: false,
+            idle_owed: false,
+            fresh: true,
             last: None,
             assigned: BTreeSet::new(),
+            journal,
+            inflight: None,
         }
     }
 
@@ -150,30 +188,120 @@ impl Runtime {
         // Watch before the first look, so nothing written in between is missed.
         let mut wake = Wakeups::new(&[inboxes, tasks]);
         self.banner(wake.is_polling());
-        self.team.roster().set_active(&self.me, false)?;
+        let mut trouble = Trouble::default();
         loop {
-            let flow = match self.next_work()? {
-                Work::Shutdown(entry, req) => Flow::Exit(self.approve_shutdown(&entry, &req)?),
-                Work::Messages(batch) => {
-                    self.start()?;
-                    self.handle_messages(batch)?
-                }
-                Work::Task(task) => {
-                    self.start()?;
-                    self.handle_task(task, &mut wake)?
-                }
-                Work::Nothing => {
-                    if self.active {
-                        self.go_idle()?;
+            let flow = match self.step(&mut wake) {
+                Ok(flow) => flow,
+                Err(e) => {
+                    if let Some(why) = self.gone() {
+                        return Ok(self.leave(&why));
                     }
-                    wake.wait(IDLE_WAIT);
-                    Flow::Continue
+                    self.failed(&e, &mut trouble);
+                    continue;
                 }
             };
+            if let Some(r) = trouble.recovered() {
+                let secs = r.after.as_secs_f64();
+                tracing::info!(failures = r.failures, secs, "recovered");
+                self.say(&format!(
+                    "✔ recovered after {secs:.1} s ({} failed tries)",
+                    r.failures
+                ));
+            }
             match flow {
                 Flow::Continue => {}
+                Flow::Idle => {
+                    wake.wait(IDLE_WAIT);
+                }
                 Flow::Exit(exit) => return Ok(exit),
                 Flow::Crashed { task, reason } => return Err(self.crash(task, &reason)),
+            }
+        }
+    }
+
+    /// A step failed for a reason that may pass: log it, tell the lead
+    /// once per episode, pause, and let the loop try again.
+    fn failed(&mut self, e: &anyhow::Error, trouble: &mut Trouble) {
+        let pause = trouble.failed();
+        tracing::warn!(
+            error = %format!("{e:#}"),
+            failures = trouble.failures(),
+            pause_ms = pause.as_millis() as u64,
+            "step failed; retrying"
+        );
+        if trouble.owes_note() {
+            self.say(&format!("⚠ {e:#}; retrying"));
+            let text = format!(
+                "{}: {e:#}; retrying (pausing up to {} s between tries; you hear of this \
+                 once until it recovers)",
+                self.me,
+                MAX_PAUSE.as_secs()
+            );
+            let summary = format!("{}: retrying after an error", self.me);
+            match self
+                .team
+                .send_text(&self.me, LEAD_NAME, &text, Some(&summary), true)
+            {
+                Ok(_) => trouble.noted(),
+                Err(n) => tracing::warn!(error = %format!("{n:#}"), "could not tell the lead"),
+            }
+        }
+        std::thread::sleep(pause);
+    }
+
+    /// Why this runtime has nothing left to do after a failed step: its
+    /// team deleted, or itself removed from the roster. `None` when the
+    /// roster cannot be read (that may pass too).
+    fn gone(&self) -> Option<String> {
+        let roster = self.team.roster();
+        if !roster.exists() {
+            return Some(format!("team {:?} was deleted", self.team.name));
+        }
+        match roster.read() {
+            Ok(tf) if tf.member(&self.me).is_none() => Some(format!(
+                "{} was removed from team {:?}",
+                self.me, self.team.name
+            )),
+            _ => None,
+        }
+    }
+
+    /// Ends the runtime cleanly because its team or its place is gone.
+    fn leave(&mut self, why: &str) -> Exit {
+        tracing::info!(why, "leaving");
+        self.say(&format!("■ {why}; bye"));
+        if self.team.roster().exists() {
+            // Whatever was in flight is the lead's now; a later member of
+            // this name must not inherit it.
+            self.forget();
+        }
+        Exit::Ok
+    }
+
+    /// One pass of the loop: settle what is in flight, else pick and run
+    /// the next unit.
+    fn step(&mut self, wake: &mut Wakeups) -> Result<Flow> {
+        if self.fresh {
+            self.team.roster().set_active(&self.me, false)?;
+            self.load_inflight()?;
+            self.fresh = false;
+        }
+        if let Some(rec) = self.inflight.clone() {
+            return self.resume(rec, wake);
+        }
+        match self.next_work()? {
+            Work::Shutdown(entry, req) => Ok(Flow::Exit(self.approve_shutdown(&entry, &req)?)),
+            Work::Messages(batch) => self.handle_messages(batch),
+            Work::Task(task) => {
+                self.pick(Unit::Task {
+                    id: task.id.clone(),
+                    subject: task.subject.clone(),
+                })?;
+                self.handle_task(task, wake)
+            }
+            Work::Nothing => {
+                self.go_idle()?;
+                Ok(Flow::Idle)
             }
         }
     }
@@ -204,9 +332,14 @@ impl Runtime {
         self.say(&format!("  waiting for messages and tasks ({how})"));
     }
 
+    /// This team's mailbox, waiting at most [`LOCK_PATIENCE`] for a lock.
+    fn mailbox(&self) -> Mailbox {
+        self.team.mailbox().with_lock_timeout(LOCK_PATIENCE)
+    }
+
     /// Unread entries of this member's inbox.
     fn unread(&self) -> Result<Vec<Entry>> {
-        let read = self.team.mailbox().read(&self.me)?;
+        let read = self.mailbox().read(&self.me)?;
         if let Some(q) = &read.quarantined {
             tracing::warn!(copy = %q.display(), "my inbox was corrupt; copied aside");
         }
@@ -215,8 +348,20 @@ impl Runtime {
 
     fn consume(&self, entries: &[Entry]) -> Result<()> {
         let keys: Vec<_> = entries.iter().map(Entry::key).collect();
-        self.team.mailbox().consume(&self.me, &keys)?;
+        self.mailbox().consume(&self.me, &keys)?;
         Ok(())
+    }
+
+    /// Consumes the entries of the inbox that are these messages (those
+    /// already gone are fine).
+    fn consume_refs(&self, refs: &[MessageRef]) -> Result<()> {
+        let read = self.mailbox().read(&self.me)?;
+        let mine: Vec<Entry> = read
+            .entries
+            .into_iter()
+            .filter(|e| refs.iter().any(|r| r.is(e)))
+            .collect();
+        self.consume(&mine)
     }
 
     fn next_work(&mut self) -> Result<Work> {
@@ -252,12 +397,14 @@ impl Runtime {
                 return Ok(Work::Messages(batch));
             }
         }
-        while let Some(id) = self.assigned.pop_first() {
-            if let Claim::Claimed(t) =
-                self.team
-                    .tasks()
-                    .claim(Some(&id.to_string()), &self.me, false)?
-            {
+        // An id leaves the set only once its claim has been decided.
+        while let Some(&id) = self.assigned.first() {
+            let claim = self
+                .team
+                .tasks()
+                .claim(Some(&id.to_string()), &self.me, false)?;
+            self.assigned.remove(&id);
+            if let Claim::Claimed(t) = claim {
                 return Ok(Work::Task(t));
             }
         }
@@ -315,24 +462,34 @@ impl Runtime {
         if !self.active {
             self.team.roster().set_active(&self.me, true)?;
             self.active = true;
+            // A transition to idle the lead never heard of is over.
+            self.idle_owed = false;
         }
         Ok(())
     }
 
+    /// The transition to idle: the roster first, then the lead hears it,
+    /// once. Each half is done once, whichever fails and is retried.
     fn go_idle(&mut self) -> Result<()> {
-        let last = self.last.take();
-        let (task, failure, result) = match last {
-            Some(o) => (o.task, o.failure, o.result),
+        if self.active {
+            self.team.roster().set_active(&self.me, false)?;
+            self.active = false;
+            self.idle_owed = true;
+        }
+        if !self.idle_owed {
+            return Ok(());
+        }
+        let (task, failure, result) = match &self.last {
+            Some(o) => (o.task.clone(), o.failure.clone(), o.result.clone()),
             None => (None, None, "Teammate idle.".to_string()),
         };
         let status = task.as_ref().map(|_| match failure {
             Some(_) => CompletedStatus::Failed,
             None => CompletedStatus::Resolved,
         });
-        // The roster says idle before the lead hears it.
-        self.team.roster().set_active(&self.me, false)?;
-        self.active = false;
         self.send_idle(IdleReason::Available, task, status, failure, result)?;
+        self.idle_owed = false;
+        self.last = None;
         self.say("· idle");
         Ok(())
     }
@@ -360,6 +517,7 @@ impl Runtime {
     }
 
     fn handle_messages(&mut self, batch: Vec<Entry>) -> Result<Flow> {
+        self.start()?;
         let units: Vec<Vec<Entry>> = if self.runner.one_message_per_run() {
             batch.into_iter().map(|e| vec![e]).collect()
         } else {
@@ -369,72 +527,137 @@ impl Runtime {
             let senders: BTreeSet<&str> = unit.iter().map(|e| e.from.as_str()).collect();
             let who = senders.iter().copied().collect::<Vec<_>>().join(", ");
             let first = unit[0].text.lines().next().unwrap_or("");
+            let refs = unit
+                .iter()
+                .map(|e| {
+                    let summary = e
+                        .summary
+                        .as_deref()
+                        .filter(|s| !s.is_empty())
+                        .unwrap_or_else(|| e.text.lines().next().unwrap_or(""));
+                    MessageRef::of(e, clip(summary, 80))
+                })
+                .collect();
+            self.run_recorded(Unit::Messages { messages: refs })?;
             self.say(&format!("▶ message from {who}: {}", clip(first, 100)));
             let f = self
                 .runner
                 .run_messages(&unit, self.mode.as_deref(), self.pane.clone());
-            let reply = reply_text(&f);
-            for to in &senders {
-                if let Err(e) = self.team.send_text(
-                    &self.me,
-                    to,
-                    &reply,
-                    Some(&format!("reply: {}", clip(first, 80))),
-                    false,
-                ) {
-                    self.say(&format!("✘ could not reply to {to}: {e:#}"));
-                    tracing::warn!(to, error = %format!("{e:#}"), "reply not sent");
+            if let Ended::NotStarted { .. } = f.ended {
+                // The agent never saw them: they stay unread, for a later
+                // try or a runtime that can start it (nothing is consumed
+                // unprocessed).
+                self.forget();
+                if f.ended.may_start_later() {
+                    return Err(anyhow!("the agent {}", f.ended.describe()));
                 }
-            }
-            self.consume(&unit)?;
-            self.say(&format!(
-                "✔ replied to {who} ({}, {:.1} s)",
-                f.ended.describe(),
-                f.elapsed.as_secs_f64()
-            ));
-            self.last = Some(Outcome {
-                task: None,
-                failure: None,
-                result: reply,
-            });
-            if f.ended.is_crash() {
                 return Ok(Flow::Crashed {
                     task: None,
                     reason: format!("the agent {}", f.ended.describe()),
                 });
             }
+            let reply = reply_text(&f);
+            let posts = senders
+                .iter()
+                .map(|to| Post::Send {
+                    to: to.to_string(),
+                    text: reply.clone(),
+                    summary: format!("reply: {}", clip(first, 80)),
+                    force: false,
+                })
+                .collect();
+            let crash = f
+                .ended
+                .is_crash()
+                .then(|| format!("the agent {}", f.ended.describe()));
+            let outcome = Outcome {
+                task: None,
+                failure: None,
+                result: reply,
+            };
+            self.ran(posts, outcome, crash)?;
+            let flow = self.settle()?;
+            self.say(&format!(
+                "✔ replied to {who} ({}, {:.1} s)",
+                f.ended.describe(),
+                f.elapsed.as_secs_f64()
+            ));
+            if !matches!(flow, Flow::Continue) {
+                return Ok(flow);
+            }
         }
         Ok(Flow::Continue)
     }
 
+    /// Runs a task this member holds, recorded as picked (a resumed one
+    /// may have its plan approved, or its approval asked for, already).
     fn handle_task(&mut self, task: Task, wake: &mut Wakeups) -> Result<Flow> {
+        let (approved, asked) = match self.inflight.as_ref().map(|r| &r.stage) {
+            Some(Stage::Picked {
+                plan_approved,
+                plan_request,
+            }) => (*plan_approved, plan_request.clone()),
+            _ => (false, None),
+        };
+        self.start()?;
         self.say(&format!("▶ task {}: {}", task.id, task.subject));
-        if self.member.plan_mode_required == Some(true) {
-            match self.plan_gate(&task, wake)? {
-                Gate::Approved => self.say(&format!("✔ plan for task {} approved", task.id)),
+        if self.member.plan_mode_required == Some(true) && !approved {
+            match self.plan_gate(&task, asked, wake)? {
+                Gate::Approved => {
+                    self.say(&format!("✔ plan for task {} approved", task.id));
+                    self.restage(Stage::Picked {
+                        plan_approved: true,
+                        plan_request: None,
+                    })?;
+                }
                 Gate::Rejected(feedback) => {
                     let mut md = Map::new();
                     md.insert("planRejected".into(), json!(feedback));
-                    self.update_task(&task.id, Some(Status::Pending), None, md)?;
                     self.say(&format!("✘ plan for task {} rejected: {feedback}", task.id));
-                    self.last = Some(Outcome {
+                    let outcome = Outcome {
                         task: Some(task.id.clone()),
                         failure: Some(format!("plan rejected: {feedback}")),
                         result: format!("Task {} not run: the plan was rejected.", task.id),
-                    });
-                    return Ok(Flow::Continue);
+                    };
+                    let post = Post::TaskUpdate {
+                        id: task.id.clone(),
+                        status: Status::Pending,
+                        unassign: false,
+                        metadata: md,
+                    };
+                    self.ran(vec![post], outcome, None)?;
+                    return self.settle();
                 }
                 Gate::Shutdown(entry, req) => {
                     self.hand_back(&task.id, "the teammate shut down before running it")?;
+                    self.forget();
                     return Ok(Flow::Exit(self.approve_shutdown(&entry, &req)?));
                 }
             }
         }
+        self.run_recorded(Unit::Task {
+            id: task.id.clone(),
+            subject: task.subject.clone(),
+        })?;
         let started_at = clock::now_ms();
         let f = self
             .runner
             .run_task(&task, self.mode.as_deref(), self.pane.clone());
+        if f.ended.may_start_later() {
+            // Never started, for now: the task stays claimed, to run on the
+            // next try.
+            self.restage(Stage::Picked {
+                plan_approved: true,
+                plan_request: None,
+            })?;
+            return Err(anyhow!(
+                "the agent {} for task {}",
+                f.ended.describe(),
+                task.id
+            ));
+        }
         if f.ended.is_crash() {
+            self.forget();
             return Ok(Flow::Crashed {
                 task: Some(task.id.clone()),
                 reason: format!(
@@ -457,45 +680,60 @@ impl Runtime {
         let secs = f.elapsed.as_secs_f64();
         if f.ended.success() {
             md.insert("completedBy".into(), json!(self.me));
-            self.update_task(&task.id, Some(Status::Completed), None, md)?;
-            self.say(&format!("✔ task {} done (exit 0, {secs:.1} s)", task.id));
-            self.last = Some(Outcome {
+            let outcome = Outcome {
                 task: Some(task.id.clone()),
                 failure: None,
                 result: format!("Task {} done: {}", task.id, clip(output.trim(), 200)),
-            });
-        } else {
-            let why = f.ended.describe();
-            md.insert("failed".into(), json!(true));
-            md.insert("failedBy".into(), json!(self.me));
-            md.insert(
-                "lastFailure".into(),
-                json!(format!("{why} at {}", clock::now_iso())),
-            );
-            self.update_task(&task.id, Some(Status::Pending), None, md)?;
-            self.say(&format!("✘ task {} failed ({why}, {secs:.1} s)", task.id));
-            let text = format!(
-                "Task {} ({}) failed: {why}. It stays pending and assigned to {} with the \
-                 output in its metadata; reassign or unassign it to retry.\n{}",
-                task.id,
-                task.subject,
-                self.me,
-                tail_of(&f.output, 2000).0
-            );
-            self.team.send_text(
-                &self.me,
-                LEAD_NAME,
-                &text,
-                Some(&format!("task {} failed ({why})", task.id)),
-                true,
-            )?;
-            self.last = Some(Outcome {
-                task: Some(task.id.clone()),
-                failure: Some(format!("task {} {why}", task.id)),
-                result: text,
-            });
+            };
+            let post = Post::TaskUpdate {
+                id: task.id.clone(),
+                status: Status::Completed,
+                unassign: false,
+                metadata: md,
+            };
+            self.ran(vec![post], outcome, None)?;
+            let flow = self.settle()?;
+            self.say(&format!("✔ task {} done (exit 0, {secs:.1} s)", task.id));
+            return Ok(flow);
         }
-        Ok(Flow::Continue)
+        let why = f.ended.describe();
+        md.insert("failed".into(), json!(true));
+        md.insert("failedBy".into(), json!(self.me));
+        md.insert(
+            "lastFailure".into(),
+            json!(format!("{why} at {}", clock::now_iso())),
+        );
+        let text = format!(
+            "Task {} ({}) failed: {why}. It stays pending and assigned to {} with the \
+             output in its metadata; reassign or unassign it to retry.\n{}",
+            task.id,
+            task.subject,
+            self.me,
+            tail_of(&f.output, 2000).0
+        );
+        let posts = vec![
+            Post::TaskUpdate {
+                id: task.id.clone(),
+                status: Status::Pending,
+                unassign: false,
+                metadata: md,
+            },
+            Post::Send {
+                to: LEAD_NAME.into(),
+                text: text.clone(),
+                summary: format!("task {} failed ({why})", task.id),
+                force: true,
+            },
+        ];
+        let outcome = Outcome {
+            task: Some(task.id.clone()),
+            failure: Some(format!("task {} {why}", task.id)),
+            result: text,
+        };
+        self.ran(posts, outcome, None)?;
+        let flow = self.settle()?;
+        self.say(&format!("✘ task {} failed ({why}, {secs:.1} s)", task.id));
+        Ok(flow)
     }
 
     fn update_task(
@@ -525,17 +763,36 @@ impl Runtime {
         self.update_task(id, Some(Status::Pending), Some(None), md)
     }
 
-    fn plan_gate(&mut self, task: &Task, wake: &mut Wakeups) -> Result<Gate> {
-        let plan = self.runner.task_plan(task, self.mode.as_deref());
-        let id = protocol::plan_approval_request_id(clock::now_ms(), &self.me, &self.team.name);
-        let msg = Message::PlanApprovalRequest(PlanApprovalRequest {
-            from: self.me.clone(),
-            timestamp: clock::now_iso(),
-            plan_file_path: String::new(),
-            plan_content: plan,
-            request_id: id.clone(),
-        });
-        self.team.send_protocol(&self.me, LEAD_NAME, &msg, true)?;
+    /// Asks the lead to approve the plan of `task` (unless the request
+    /// `asked` was sent already: then its answer is awaited) and waits.
+    fn plan_gate(
+        &mut self,
+        task: &Task,
+        asked: Option<String>,
+        wake: &mut Wakeups,
+    ) -> Result<Gate> {
+        let id = match asked {
+            Some(id) => id,
+            None => {
+                let plan = self.runner.task_plan(task, self.mode.as_deref());
+                let id =
+                    protocol::plan_approval_request_id(clock::now_ms(), &self.me, &self.team.name);
+                let msg = Message::PlanApprovalRequest(PlanApprovalRequest {
+                    from: self.me.clone(),
+                    timestamp: clock::now_iso(),
+                    plan_file_path: String::new(),
+                    plan_content: plan,
+                    request_id: id.clone(),
+                });
+                self.team.send_protocol(&self.me, LEAD_NAME, &msg, true)?;
+                // Recorded, so a retry waits for this request's answer.
+                self.restage(Stage::Picked {
+                    plan_approved: false,
+                    plan_request: Some(id.clone()),
+                })?;
+                id
+            }
+        };
         self.say(&format!(
             "⏸ task {}: waiting for the lead to approve the plan ({id})",
             task.id
@@ -651,53 +908,4 @@ fn clip(s: &str, max: usize) -> String {
     let mut c: String = s.chars().take(max - 1).collect();
     c.push('…');
     c
-}
-
-/// Runs Claude Code in teammate mode in this pane and waits for it. Claude
-/// Code reads its own inbox and speaks the protocol itself; a non-zero exit
-/// or a signal is reported like a crash (idle_notification failed, its
-/// tasks back to the board) and the runtime exits non-zero.
-pub fn supervise_claude(
-    team: &Team,
-    member: &Member,
-    cwd: Option<PathBuf>,
-    mut env: Vec<(String, String)>,
-) -> Result<Exit> {
-    let launch = crate::agents::claude_launch(team, member, clock::now_ms())?;
-    env.extend(launch.env);
-    println!(
-        "swarm teammate {}@{} · Claude Code: {}",
-        member.name,
-        team.name,
-        crate::agents::shown_argv(&launch.argv)
-    );
-    let ended = crate::agents::Invocation {
-        argv: launch.argv,
-        cwd,
-        env,
-    }
-    .run_attached();
-    if ended.success() {
-        let _ = team.roster().set_active(&member.name, false);
-        return Ok(Exit::Ok);
-    }
-    let reason = format!("Claude Code {}", ended.describe());
-    println!("✘ {reason}");
-    let back = team.tasks().unassign_all_of(&member.name)?;
-    let msg = Message::IdleNotification(IdleNotification {
-        from: member.name.clone(),
-        timestamp: clock::now_iso(),
-        idle_reason: Some(IdleReason::Failed),
-        summary: None,
-        completed_task_id: None,
-        completed_status: None,
-        failure_reason: Some(reason.clone()),
-        result: None,
-    });
-    team.send_protocol(&member.name, LEAD_NAME, &msg, true)?;
-    let _ = team.roster().set_active(&member.name, false);
-    Err(anyhow!(
-        "{reason}; {} task(s) returned to the board",
-        back.len()
-    ))
 }
