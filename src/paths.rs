@@ -208,6 +208,22 @@ impl Root {
     pub fn lead_log(&self, team: &str) -> Result<PathBuf, NameError> {
         Ok(self.logs_dir(team)?.join("lead.log"))
     }
+
+    /// The log of `member`'s teammate runtime.
+    pub fn teammate_log(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {
+        let m = member_component(member)?;
+        Ok(self.logs_dir(team)?.join(format!("teammate-{m}.log")))
+    }
+
+    /// A file of `member`'s runtime under `<state>/runtime/`: `inflight.json`
+    /// (the unit of work in flight) or `prompt` (a prompt too long for argv).
+    pub fn runtime_file(&self, team: &str, member: &str, ext: &str) -> Result<PathBuf, NameError> {
+        let m = member_component(member)?;
+        Ok(self
+            .state_dir(team)?
+            .join("runtime")
+            .join(format!("{m}.{ext}")))
+    }
 }
 
 /// The file-name part of `member`'s files: the name itself when it is

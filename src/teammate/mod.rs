@@ -34,10 +34,7 @@ use std::path::PathBuf;
 pub fn run(ctx: &Context, args: TeammateArgs) -> Result<Exit> {
     names::validate_member(&args.name).map_err(|e| anyhow::anyhow!("--name: {e}"))?;
     let team = ctx.team()?;
-    let log = team
-        .root
-        .logs_dir(&team.name)?
-        .join(format!("teammate-{}.log", args.name));
+    let log = team.root.teammate_log(&team.name, &args.name)?;
     crate::logging::init_file(&log)
         .with_context(|| format!("opening the log file {}", log.display()))?;
     let member = team
@@ -83,15 +80,9 @@ pub fn run(ctx: &Context, args: TeammateArgs) -> Result<Exit> {
 /// `prompt` (an exec preset's prompt for the run in progress) and
 /// `inflight.json` (the unit of work in flight, see `work`).
 ///
-/// `paths.rs` should own this layout (as `Root::runtime_file`); it is built
-/// here from `Root::state_dir` only until that module can take it.
+/// The layout is `paths.rs`'s (`Root::runtime_file`).
 fn runtime_file(team: &Team, name: &str, ext: &str) -> Result<PathBuf> {
-    let member = names::component("member", name, names::sanitize_s2(name))?;
-    Ok(team
-        .root
-        .state_dir(&team.name)?
-        .join("runtime")
-        .join(format!("{member}.{ext}")))
+    Ok(team.root.runtime_file(&team.name, name, ext)?)
 }
 
 /// The environment every agent process of `member` gets, on top of the
