@@ -114,7 +114,7 @@ pub enum BackendChoice {
 }
 
 /// Where panes live.
-#[derive(Debug, Args, Clone)]
+#[derive(Debug, Args, Clone, Default)]
 pub struct BackendArgs {
     /// Pane backend [default: auto: tmux inside tmux, iTerm2, Windows Terminal, tmux if installed, else in-process]
     #[arg(long, value_enum, env = "SWARM_BACKEND")]

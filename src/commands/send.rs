@@ -146,16 +146,41 @@ fn protocol_message(ctx: &Context, args: &SendArgs, me: &str) -> Result<Option<M
         if me != LEAD_NAME {
             bail!("only {LEAD_NAME} may answer a plan approval request (you are {me:?})");
         }
+        let request = find_plan_request(ctx, request_id)?;
+        if request.is_none() {
+            eprintln!(
+                "swarm: warning: no plan approval request {} in the lead's inbox or history; \
+                 the response carries no plan digest",
+                crate::text::escape_line(request_id)
+            );
+        }
         return Ok(Some(Message::PlanApprovalResponse(
-            protocol::PlanApprovalResponse {
-                request_id: request_id.clone(),
-                approved: args.approve,
-                feedback: args.feedback.clone(),
-                timestamp: now,
-                permission_mode: None,
-                plan_digest: None,
-            },
+            protocol::PlanApprovalResponse::answering(
+                request_id,
+                request.as_ref(),
+                args.approve,
+                args.feedback.clone(),
+                now,
+            ),
         )));
     }
     Ok(None)
+}
+
+/// The plan approval request `request_id`, from the lead's inbox or its
+/// history, so the answer carries the plan's digest.
+fn find_plan_request(
+    ctx: &Context,
+    request_id: &str,
+) -> Result<Option<protocol::PlanApprovalRequest>> {
+    let mb = ctx.team()?.mailbox();
+    let mut all = mb.read(LEAD_NAME)?.entries;
+    all.extend(mb.history(LEAD_NAME)?);
+    Ok(all
+        .iter()
+        .filter_map(|e| e.protocol())
+        .find_map(|m| match m {
+            Message::PlanApprovalRequest(p) if p.request_id == request_id => Some(p),
+            _ => None,
+        }))
 }

@@ -15,6 +15,7 @@ use crate::mailbox::Entry;
 use crate::protocol::{self, Message};
 use crate::tasks::{NewTask, Status};
 use crate::team::names::LEAD_NAME;
+use crate::team::status::{Facts, PaneSeen, recorded_exit};
 use crate::team::{SwarmField, Team};
 use crate::tui::{
     Action, LeadControl, MemberRow, MemberStatus, PendingRequest, RequestKind, ScreenSource,
@@ -22,7 +23,6 @@ use crate::tui::{
 };
 use anyhow::{Result, bail};
 use serde_json::Value;
-use sha2::Digest;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use swarm_backends::PaneRef;
@@ -103,14 +103,13 @@ impl LeadUi {
         let now = crate::clock::now_iso();
         let msg = match &req.message {
             Message::PlanApprovalRequest(p) => {
-                Message::PlanApprovalResponse(protocol::PlanApprovalResponse {
-                    request_id: p.request_id.clone(),
-                    approved: approve,
-                    feedback: (!approve).then(|| "rejected by the lead".to_string()),
-                    timestamp: now,
-                    permission_mode: None,
-                    plan_digest: Some(hex(&sha2::Sha256::digest(p.plan_content.as_bytes()))),
-                })
+                Message::PlanApprovalResponse(protocol::PlanApprovalResponse::answering(
+                    &p.request_id,
+                    Some(p),
+                    approve,
+                    None,
+                    now,
+                ))
             }
             Message::PermissionRequest(p) => {
                 Message::PermissionResponse(protocol::PermissionResponse {
@@ -147,10 +146,6 @@ fn not_ours(r: &teardown::Released) -> String {
         Some(p) => format!(" (its pane {p} was no longer swarm's: left untouched)"),
         None => String::new(),
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl ScreenSource for LeadUi {
@@ -353,20 +348,19 @@ fn build_view(ui: &LeadUi) -> Result<TeamView> {
             .iter()
             .find(|t| t.owner.as_deref() == Some(&m.name) && t.status == Status::InProgress)
             .map(|t| (t.id.clone(), t.subject.clone()));
-        let waiting = sh.requests.iter().any(|r| r.from == m.name);
-        let exit = m
-            .swarm_field(SwarmField::Exit)
-            .map(|e| e.get("code").and_then(Value::as_i64).map(|c| c as i32));
-        let status = match (exit, sh.seen.get(&m.name), sh.stopping.get(&m.name)) {
-            (Some(code), _, _) => MemberStatus::Dead { exit_code: code },
-            (_, Some(Seen::Dead(code)), _) => MemberStatus::Dead { exit_code: *code },
-            (_, _, Some(since)) => MemberStatus::Stopping {
-                since: since.elapsed(),
+        let status = MemberStatus::of(&Facts {
+            recorded_exit: recorded_exit(m),
+            pane: match sh.seen.get(&m.name) {
+                Some(Seen::Running) => PaneSeen::Running,
+                Some(Seen::Dead(code)) => PaneSeen::Dead(*code),
+                Some(Seen::Lost) => PaneSeen::Dead(None),
+                None => PaneSeen::Unknown,
             },
-            _ if waiting => MemberStatus::WaitingForApproval,
-            _ if m.is_active == Some(true) || current.is_some() => MemberStatus::Running,
-            _ => MemberStatus::Idle,
-        };
+            active: m.is_active == Some(true),
+            has_task: current.is_some(),
+            waiting: sh.requests.iter().any(|r| r.from == m.name),
+            stopping: sh.stopping.get(&m.name).map(Instant::elapsed),
+        });
         let mut row = MemberRow::new(m.name.clone());
         row.color = m.color.clone();
         row.agent = m.agent().unwrap_or("shell").to_string();

@@ -12,6 +12,7 @@ use crate::mailbox::Entry;
 use crate::protocol::{self, Message};
 use crate::tasks::{Status, Task};
 use crate::team::names::LEAD_NAME;
+use crate::team::status::{Facts, MemberStatus, PaneSeen, recorded_exit};
 use crate::team::{Member, RosterError, SwarmField, Team};
 use anyhow::{Context, Result, bail};
 use std::time::{Duration, Instant};
@@ -230,25 +231,77 @@ pub async fn wait_for_exit(opened: &Opened, m: &Member, within: Duration) -> Res
     Ok(())
 }
 
-/// Members `prune` would take: a live pane, no task in progress, no unread
-/// mail, not in a turn.
+/// Members whose plan or permission request to the lead has no answer
+/// yet: the request is in the lead's inbox or history, and no response
+/// with its request id is in the member's.
+pub fn waiting_for_approval(team: &Team) -> Result<Vec<String>> {
+    let mb = team.mailbox();
+    let mut lead: Vec<Entry> = mb.read(LEAD_NAME)?.entries;
+    lead.extend(mb.history(LEAD_NAME)?);
+    let mut asked: Vec<(String, String)> = Vec::new();
+    for e in &lead {
+        if let Some(msg @ (Message::PlanApprovalRequest(_) | Message::PermissionRequest(_))) =
+            e.protocol()
+            && let Some(id) = msg.request_id()
+        {
+            asked.push((e.from.clone(), id.to_string()));
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (from, id) in asked {
+        if out.contains(&from) {
+            continue;
+        }
+        let mut theirs: Vec<Entry> = mb.read(&from)?.entries;
+        theirs.extend(mb.history(&from)?);
+        let answered = theirs.iter().filter_map(Entry::protocol).any(|m| {
+            matches!(
+                m,
+                Message::PlanApprovalResponse(_) | Message::PermissionResponse(_)
+            ) && m.request_id() == Some(id.as_str())
+        });
+        if !answered {
+            out.push(from);
+        }
+    }
+    Ok(out)
+}
+
+/// Members `prune` would take: the rule of [`MemberStatus::prunable`],
+/// the TeamsDialog's too, on what a command can see — the roster, its
+/// pane's liveness, the board, its mail, and its requests to the lead
+/// ([`waiting_for_approval`]).
 pub async fn idle_members(team: &Team, opened: &Opened) -> Result<Vec<String>> {
     let tf = team.roster().read()?;
     let tasks = team.tasks().list()?.tasks;
     let mb = team.mailbox();
+    let asking = waiting_for_approval(team)?;
+    let members: Vec<Member> = tf.teammates().cloned().collect();
+    let statuses = pane_statuses(opened, &members).await?;
     let mut out = Vec::new();
-    for m in tf.teammates() {
-        if m.is_active == Some(true) || m.swarm_field(SwarmField::Exit).is_some() {
-            continue;
-        }
-        let busy = tasks
+    for (m, pane) in members.iter().zip(statuses) {
+        let has_task = tasks
             .iter()
             .any(|t| t.owner.as_deref() == Some(&m.name) && t.status == Status::InProgress);
-        let unread = mb.read(&m.name)?.entries.iter().any(Entry::is_unread);
-        if busy || unread {
-            continue;
-        }
-        if matches!(pane_status(opened, m).await?, PaneStatus::Running { .. }) {
+        let unread = mb
+            .read(&m.name)?
+            .entries
+            .iter()
+            .filter(|e| e.is_unread())
+            .count();
+        let status = MemberStatus::of(&Facts {
+            recorded_exit: recorded_exit(m),
+            pane: match pane {
+                PaneStatus::Running { .. } => PaneSeen::Running,
+                PaneStatus::Exited { code } => PaneSeen::Dead(code),
+                PaneStatus::Gone | PaneStatus::Foreign => PaneSeen::Dead(None),
+            },
+            active: m.is_active == Some(true),
+            has_task,
+            waiting: asking.contains(&m.name),
+            stopping: None,
+        });
+        if status.prunable(has_task, unread) {
             out.push(m.name.clone());
         }
     }

@@ -39,6 +39,37 @@ pub struct PlanApprovalResponse {
     pub plan_digest: Option<String>,
 }
 
+impl PlanApprovalResponse {
+    /// The lead's answer to plan request `request_id`, built the same way
+    /// by the TeamsDialog and `swarm send --plan-response`: the digest of
+    /// the plan when the request is known (`request`), and on a rejection
+    /// without feedback, "rejected by the lead".
+    pub fn answering(
+        request_id: &str,
+        request: Option<&PlanApprovalRequest>,
+        approved: bool,
+        feedback: Option<String>,
+        timestamp: String,
+    ) -> Self {
+        use sha2::Digest;
+        let feedback = feedback.or_else(|| (!approved).then(|| "rejected by the lead".to_string()));
+        let plan_digest = request.map(|r| {
+            sha2::Sha256::digest(r.plan_content.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect()
+        });
+        PlanApprovalResponse {
+            request_id: request_id.to_string(),
+            approved,
+            feedback,
+            timestamp,
+            permission_mode: None,
+            plan_digest,
+        }
+    }
+}
+
 /// Teammate → lead: may I run this tool?
 /// `type, request_id, agent_id, tool_name, tool_use_id, description, input,
 /// permission_suggestions`. `agent_id` is the worker's *name*.
@@ -198,4 +229,32 @@ pub struct TeamPermissionUpdate {
     pub permission_update: Value,
     pub directory_path: String,
     pub tool_name: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_carries_the_plans_digest_and_a_rejection_a_reason() {
+        let req = PlanApprovalRequest {
+            from: "bob".into(),
+            timestamp: "t".into(),
+            plan_file_path: "/p".into(),
+            plan_content: "abc".into(),
+            request_id: "r1".into(),
+        };
+        let yes = PlanApprovalResponse::answering("r1", Some(&req), true, None, "t".into());
+        assert_eq!(
+            yes.plan_digest.as_deref(),
+            Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        );
+        assert_eq!(yes.feedback, None);
+        let no = PlanApprovalResponse::answering("r1", None, false, None, "t".into());
+        assert_eq!(no.feedback.as_deref(), Some("rejected by the lead"));
+        assert_eq!(no.plan_digest, None);
+        let said =
+            PlanApprovalResponse::answering("r1", None, false, Some("why".into()), "t".into());
+        assert_eq!(said.feedback.as_deref(), Some("why"));
+    }
 }

@@ -6,6 +6,7 @@ pub mod colors;
 pub mod names;
 pub mod post;
 pub mod roster;
+pub mod status;
 
 pub use roster::{Member, Roster, RosterError, SwarmField, TeamFile, list_teams};
 

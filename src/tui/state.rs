@@ -72,27 +72,9 @@ impl MemberRow {
     }
 }
 
-/// Where a teammate's process is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MemberStatus {
-    /// Working on something.
-    Running,
-    /// Alive, waiting for work.
-    Idle,
-    /// Blocked on a plan or permission request to the lead.
-    WaitingForApproval,
-    /// A shutdown was requested `since` ago.
-    Stopping { since: Duration },
-    /// Its process ended.
-    Dead { exit_code: Option<i32> },
-}
+pub use crate::team::status::MemberStatus;
 
 impl MemberStatus {
-    /// Its process still runs (anything but dead).
-    pub fn is_alive(&self) -> bool {
-        !matches!(self, MemberStatus::Dead { .. })
-    }
-
     /// The words shown in the members list: `running`, `dead (exit 3)`, …
     pub fn label(&self) -> String {
         match self {
@@ -187,17 +169,17 @@ impl TeamView {
         )
     }
 
-    /// Teammates `p` would prune: idle, no task in progress, no unread mail.
+    /// Teammates `p` would prune ([`MemberStatus::prunable`], the rule
+    /// `swarm prune` uses too).
     pub fn prunable(&self) -> Vec<String> {
         self.members
             .iter()
             .filter(|m| {
-                m.status == MemberStatus::Idle
-                    && m.current_task.is_none()
-                    && m.unread == 0
-                    && !self.tasks.iter().any(|t| {
+                let has_task = m.current_task.is_some()
+                    || self.tasks.iter().any(|t| {
                         t.status == Status::InProgress && t.owner.as_deref() == Some(&m.name)
-                    })
+                    });
+                m.status.prunable(has_task, m.unread)
             })
             .map(|m| m.name.clone())
             .collect()

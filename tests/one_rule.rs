@@ -1,0 +1,114 @@
+//! Rules that once drifted between copies (issue 10), each now derived in
+//! one place: a member's status and who `prune` takes (`swarm status`,
+//! `swarm prune` and the TeamsDialog), and the lead's answer to a plan
+//! (`swarm send --plan-response` and the dialog's `a`/`r`).
+
+use crate::util::tmux::{TmuxTeam, WAIT, agent};
+use crate::util::wait_until;
+use sha2::Digest;
+
+fn status_of(t: &TmuxTeam, name: &str) -> String {
+    let s = t.ok(&["status", "--json"]).json();
+    s["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .and_then(|m| m["status"].as_str())
+        .unwrap_or("?")
+        .to_string()
+}
+
+/// A member whose plan waits for the lead is not idle for `swarm prune`
+/// (it once was: the CLI's rule skipped only busy members, the dialog's
+/// also those waiting for approval or stopping), and `swarm status` says
+/// what the dialog says.
+#[test]
+fn prune_and_status_follow_the_dialogs_rule() {
+    let Some(t) = TmuxTeam::new("one_rule_prune", "or") else {
+        return;
+    };
+    t.up();
+    let rec = agent("recorder");
+    for n in ["idle", "asker", "busy"] {
+        t.spawn(n, &[&rec]);
+        t.wait_ready(n);
+    }
+    let plan = serde_json::json!({
+        "type": "plan_approval_request",
+        "from": "asker",
+        "timestamp": "2026-12-01T00:00:00.000Z",
+        "planFilePath": "/tmp/plan.md",
+        "planContent": "1. look\n2. change",
+        "requestId": "plan_approval-1@asker@or",
+    });
+    t.ok(&[
+        "send",
+        "--as",
+        "asker",
+        "--to",
+        "team-lead",
+        &plan.to_string(),
+    ]);
+    t.task_in_progress("work", "busy");
+    wait_until(
+        "the lead has taken the plan request",
+        WAIT,
+        || {
+            t.ok(&["inbox", "team-lead", "--unread", "--json"])
+                .json()
+                .as_array()
+                .is_some_and(|a| a.is_empty())
+        },
+        || t.explain(),
+    );
+    let pruned = t.ok(&["prune", "--dry-run"]);
+    assert_eq!(
+        pruned.stdout.trim(),
+        "would prune idle",
+        "{}\n{}",
+        pruned.explain(),
+        t.explain()
+    );
+    assert_eq!(status_of(&t, "idle"), "idle");
+    assert_eq!(status_of(&t, "asker"), "waiting approval");
+    assert_eq!(status_of(&t, "busy"), "running");
+    // The CLI's answer is the dialog's: it carries the plan's digest.
+    t.ok(&[
+        "send",
+        "--to",
+        "asker",
+        "--plan-response",
+        "plan_approval-1@asker@or",
+        "--approve",
+    ]);
+    let inbox = t.ok(&["inbox", "asker", "--json"]).json();
+    let answer: serde_json::Value = inbox
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| serde_json::from_str(e["text"].as_str()?).ok())
+        .find(|m: &serde_json::Value| m["type"] == "plan_approval_response")
+        .expect("the answer");
+    let digest: String = sha2::Sha256::digest(b"1. look\n2. change")
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(answer["planDigest"], digest.as_str());
+    assert_eq!(answer["approved"], true);
+    assert_eq!(
+        status_of(&t, "asker"),
+        "idle",
+        "answered: no longer waiting"
+    );
+    // A dead member is dead for `swarm status` as for the dialog.
+    let pid = t.pid_of("idle");
+    // SAFETY: signalling the pane process this test's team started.
+    unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+    wait_until(
+        "swarm status says the killed member is dead",
+        WAIT,
+        || status_of(&t, "idle").starts_with("dead"),
+        || t.explain(),
+    );
+}
