@@ -12,7 +12,8 @@
 //! - [`text`]: outside text escaped for a terminal (control and bidi
 //!   characters shown, never obeyed).
 //! - [`cli`]: the command line (clap derive, parsing only).
-//! - [`commands`]: what each command does; [`logging`]: tracing setup.
+//! - [`commands`]: what each command does; [`logging`]: tracing setup;
+//!   [`context`]: where and as whom a command runs, and how it ended.
 //! - [`lead`]: the lead process, pane backends per team, spawn and teardown.
 //! - [`pane_env`]: the exact environment of every process swarm starts in
 //!   a pane (one builder for teammates, their agents and the lead).
@@ -36,6 +37,7 @@ pub mod cli;
 pub mod clock;
 pub mod commands;
 pub mod config;
+pub mod context;
 pub mod json_text;
 pub mod lead;
 pub mod logging;

@@ -102,7 +102,7 @@ pub fn check_request(req: &SpawnRequest) -> Result<String> {
 /// its output piped), so the program waits here (at most 5 s) for it; then
 /// it replaces this process (same pid, same process group), so no output
 /// is ever printed uncaptured.
-pub fn pane_exec(args: crate::cli::PaneExecArgs) -> Result<crate::commands::Exit> {
+pub fn pane_exec(args: crate::cli::PaneExecArgs) -> Result<crate::context::Exit> {
     use std::os::unix::process::CommandExt;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     let mut pause = std::time::Duration::from_millis(1);

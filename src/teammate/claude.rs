@@ -3,7 +3,7 @@
 //! the pane and reports how it ended.
 
 use crate::clock;
-use crate::commands::Exit;
+use crate::context::Exit;
 use crate::protocol::{IdleNotification, IdleReason, Message};
 use crate::team::names::LEAD_NAME;
 use crate::team::{Member, Team};

@@ -25,7 +25,7 @@ pub use wake::Wakeups;
 
 use crate::agents::{self, Agent, Runner};
 use crate::cli::TeammateArgs;
-use crate::commands::{Context, Exit};
+use crate::context::{Context, Exit};
 use crate::team::{Member, Team, names};
 use anyhow::{Context as _, Result};
 use std::path::PathBuf;

@@ -69,7 +69,7 @@ use super::trouble::{MAX_PAUSE, Trouble};
 use crate::agents::process::{Ended, Finished, tail_of};
 use crate::agents::{Pane, Runner};
 use crate::clock;
-use crate::commands::Exit;
+use crate::context::Exit;
 use crate::mailbox::{Entry, MAX_TEXT_BYTES, Mailbox};
 use crate::protocol::{
     self, CompletedStatus, IdleNotification, IdleReason, Message, ModeSetRequest,
