@@ -370,3 +370,23 @@ fn a_program_that_cannot_start_fails_the_spawn() {
     r.assert_code(2);
     r.assert_error("not found on the pane's PATH");
 }
+
+/// A lead whose terminal goes away (its tmux server killed) exits cleanly:
+/// logged, never through a panic ("failed printing to stderr").
+#[test]
+fn a_lead_whose_terminal_goes_away_exits_without_a_panic() {
+    let Some(t) = TmuxTeam::new("terminal_lost_no_panic", "tl") else {
+        return;
+    };
+    t.up();
+    t.spawn("helper", &[&agent("recorder")]);
+    let lead = t.wait_lead();
+    t.tmux.ok(&["kill-server"]);
+    wait_until("the lead exits", WAIT, || !pid_alive(lead), || t.explain());
+    let log = std::fs::read_to_string(t.lead_log()).unwrap_or_default();
+    assert!(!log.contains("panic"), "the lead panicked:\n{log}");
+    assert!(
+        log.contains("terminal went away") || log.contains("SIGHUP") || log.contains("signal"),
+        "the lead logs why it exits:\n{log}"
+    );
+}

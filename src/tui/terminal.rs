@@ -35,7 +35,8 @@ const SIGNALS: [libc::c_int; 3] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT];
 
 /// Raw mode + alternate screen + hidden cursor, restored on drop.
 pub struct TerminalGuard {
-    terminal: Terminal<CrosstermBackend<Stdout>>,
+    /// `None` only while dropping.
+    terminal: Option<Terminal<CrosstermBackend<Stdout>>>,
     previous: Vec<(libc::c_int, libc::sigaction)>,
     signals: SignalPipe,
 }
@@ -65,7 +66,7 @@ impl TerminalGuard {
         })();
         match setup {
             Ok(terminal) => Ok(TerminalGuard {
-                terminal,
+                terminal: Some(terminal),
                 previous,
                 signals,
             }),
@@ -80,7 +81,9 @@ impl TerminalGuard {
 
     /// The ratatui terminal to draw on.
     pub fn terminal(&mut self) -> &mut Terminal<CrosstermBackend<Stdout>> {
-        &mut self.terminal
+        self.terminal
+            .as_mut()
+            .expect("the terminal is held until the guard drops")
     }
 
     /// The read end of the signal pipe (once): readable when SIGTERM,
@@ -94,6 +97,15 @@ impl TerminalGuard {
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
         restore();
+        // ratatui's Terminal shows the cursor when dropped and reports a
+        // failure with `eprintln!`, which panics when the terminal has gone
+        // away (a killed tmux server): with no terminal to restore, it is
+        // let go of without its drop.
+        if let Some(mut terminal) = self.terminal.take()
+            && terminal.show_cursor().is_err()
+        {
+            std::mem::forget(terminal);
+        }
         restore_signals(&self.previous);
         // The handlers are gone: the write end can close (hanging up the
         // read end) without a handler writing to a reused descriptor.
