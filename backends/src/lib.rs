@@ -515,6 +515,17 @@ pub trait PaneBackendExecutor: Send + Sync {
     /// and left as it is.
     async fn kill(&self, pane: &PaneRef, grace: Duration) -> Result<()>;
 
+    /// [`kill`](Self::kill) for several panes at once, one result each in
+    /// order. Backends that can (tmux) run one ladder for all: one listing,
+    /// every group signalled together, one close, one verification.
+    async fn kill_all(&self, panes: &[PaneRef], grace: Duration) -> Vec<Result<()>> {
+        let mut out = Vec::with_capacity(panes.len());
+        for pane in panes {
+            out.push(self.kill(pane, grace).await);
+        }
+        out
+    }
+
     /// Every pane carrying a swarm mark, with its liveness, where
     /// [`Capabilities::list_marked`] says so.
     async fn list_marked(&self) -> Result<Vec<(PaneRef, PaneMark, PaneStatus)>> {

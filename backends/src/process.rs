@@ -220,6 +220,76 @@ where
     }
 }
 
+/// The ladder for several groups at once: SIGTERM to each, one shared
+/// `grace` for all to end, SIGKILL to the survivors, `settle` for those.
+/// One result per group, in order (an error names what survived).
+pub async fn terminate_groups<F>(
+    pgids: &[i32],
+    grace: Duration,
+    settle: Duration,
+    mut reap: impl FnMut() -> F + Send,
+) -> Vec<Result<LadderOutcome, String>>
+where
+    F: std::future::Future<Output = ()> + Send,
+{
+    reap().await;
+    let mut out: Vec<Option<Result<LadderOutcome, String>>> = pgids
+        .iter()
+        .map(|&g| (!group_alive(g)).then_some(Ok(LadderOutcome::AlreadyGone)))
+        .collect();
+    for (i, &g) in pgids.iter().enumerate() {
+        if out[i].is_none()
+            && let Err(err) = signal_group(g, SIGTERM)
+            && group_alive(g)
+        {
+            out[i] = Some(Err(format!("SIGTERM to group {g}: {err}")));
+        }
+    }
+    let pending = |out: &[Option<Result<LadderOutcome, String>>]| -> Vec<usize> {
+        (0..pgids.len()).filter(|&i| out[i].is_none()).collect()
+    };
+    let deadline = tokio::time::Instant::now() + grace;
+    loop {
+        reap().await;
+        for i in pending(&out) {
+            if !group_alive(pgids[i]) {
+                out[i] = Some(Ok(LadderOutcome::Terminated));
+            }
+        }
+        if pending(&out).is_empty() || tokio::time::Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    let stubborn = pending(&out);
+    for &i in &stubborn {
+        let _ = signal_group(pgids[i], SIGKILL);
+    }
+    let deadline = tokio::time::Instant::now() + settle;
+    loop {
+        reap().await;
+        for &i in &stubborn {
+            if out[i].is_none() && !group_alive(pgids[i]) {
+                out[i] = Some(Ok(LadderOutcome::Killed));
+            }
+        }
+        if pending(&out).is_empty() || tokio::time::Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    out.into_iter()
+        .zip(pgids)
+        .map(|(r, g)| {
+            r.unwrap_or_else(|| {
+                Err(format!(
+                    "process group {g} still alive {settle:?} after SIGKILL"
+                ))
+            })
+        })
+        .collect()
+}
+
 async fn wait_gone<F>(pgid: i32, within: Duration, reap: &mut (impl FnMut() -> F + Send)) -> bool
 where
     F: std::future::Future<Output = ()> + Send,

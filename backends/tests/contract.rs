@@ -954,6 +954,55 @@ mod tmux_live {
     }
 
     #[tokio::test]
+    async fn kill_all_closes_many_at_once_and_spares_a_foreign_pane() {
+        let Some(h) = TmuxHarness::start("kill_all") else {
+            return;
+        };
+        let mut mine = Vec::new();
+        for _ in 0..3 {
+            mine.push(
+                h.backend
+                    .spawn(&lead_spec(&h, &h.lead))
+                    .await
+                    .expect("spawn"),
+            );
+        }
+        let users = PaneId::new(
+            h.tmux
+                .run(&[
+                    "split-window",
+                    "-d",
+                    "-P",
+                    "-F",
+                    "#{pane_id}",
+                    "-t",
+                    "=lead:",
+                    "sleep 1000",
+                ])
+                .trim(),
+        );
+        let mut asked = mine.clone();
+        asked.push(PaneRef::new(users.clone(), "0123456789abcdef"));
+        let results = h.backend.kill_all(&asked, Duration::from_millis(300)).await;
+        assert_eq!(results.len(), 4);
+        for (p, r) in mine.iter().zip(&results) {
+            assert!(r.is_ok(), "{p}: {r:?}");
+            assert_eq!(status_of(&h.backend, p).await, PaneStatus::Gone);
+        }
+        assert!(
+            matches!(results[3], Err(BackendError::NotOurs { .. })),
+            "{:?}",
+            results[3]
+        );
+        assert_eq!(
+            pane_info(&h.tmux, &users, "#{pane_dead}"),
+            "0",
+            "the user's pane lives"
+        );
+        h.after();
+    }
+
+    #[tokio::test]
     async fn the_users_window_gets_its_border_setting_back() {
         let Some(h) = TmuxHarness::start("restore") else {
             return;

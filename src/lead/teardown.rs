@@ -111,6 +111,41 @@ pub async fn close_pane(opened: &Opened, m: &Member, grace: Duration) -> Result<
     }
 }
 
+/// [`close_pane`] for several members: the backend's panes in one
+/// [`kill_all`](swarm_backends::PaneBackendExecutor::kill_all) (one ladder
+/// for all), in-process panes of another process by pid.
+pub async fn close_panes(opened: &Opened, members: &[Member], grace: Duration) -> Result<()> {
+    let mut refs = Vec::new();
+    let mut whose = Vec::new();
+    for m in members {
+        if foreign_in_process_pid(opened, m).is_some() {
+            close_pane(opened, m, grace).await?;
+        } else if let Some(pane) = member_pane(m) {
+            refs.push(pane);
+            whose.push(m);
+        }
+    }
+    if refs.is_empty() {
+        return Ok(());
+    }
+    for ((m, pane), result) in whose
+        .iter()
+        .zip(&refs)
+        .zip(opened.backend.kill_all(&refs, grace).await)
+    {
+        match result {
+            Ok(()) => {}
+            Err(BackendError::NotOurs { .. }) => {
+                tracing::warn!(member = %m.name, pane = %pane, "pane no longer carries its mark; left untouched");
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("closing the pane {} of {}", pane, m.name));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Removes `name` from the roster and returns its open tasks to the board.
 pub fn release_member(team: &Team, name: &str) -> Result<Released> {
     match team.roster().remove_member(name) {
@@ -490,13 +525,10 @@ pub async fn down(team: &Team, opened: &Opened, wait: Duration, force: bool) -> 
     }
     report.declined = refused.iter().map(|m| m.name.clone()).collect();
     // Panes of those that ended are closed at once (a dead pane kept by
-    // remain-on-exit); the others get the kill ladder.
-    for m in &done {
-        close_pane(opened, m, Duration::from_millis(200)).await?;
-    }
-    for m in &killed {
-        close_pane(opened, m, Duration::from_secs(1)).await?;
-    }
+    // remain-on-exit); the others get the kill ladder: each set in one
+    // backend call.
+    close_panes(opened, &done, Duration::from_millis(200)).await?;
+    close_panes(opened, &killed, Duration::from_secs(1)).await?;
     let released: Vec<String> = done.iter().chain(&killed).map(|m| m.name.clone()).collect();
     release_members(team, &released)?;
     if !report.stayed.is_empty() || !report.declined.is_empty() {
