@@ -899,11 +899,12 @@ impl PaneBackendExecutor for TmuxBackend {
     }
 
     async fn close_home(&self, name: &str, nonce: &str) -> Result<()> {
-        // `show-options -q` answers "" for a missing session too.
-        if !self.session_exists(name).await? {
-            return Ok(());
-        }
-        let inv = self.invocation(commands::chain(vec![commands::session_mark(name)?])?);
+        // `has-session` first in the same call: `show-options -q` answers ""
+        // for a missing session too, and the chain stops at a missing one.
+        let inv = self.invocation(commands::chain(vec![
+            commands::has_session(name)?,
+            commands::session_mark(name)?,
+        ])?);
         let out = inv.output().await?;
         if !out.success() {
             if commands::is_missing_target(&out.stderr) || commands::is_no_server(&out.stderr) {
