@@ -4,7 +4,7 @@
 use super::{Context, Exit, print_json};
 use crate::cli::{BackendArgs, Command, DoctorArgs, DownArgs, OutputArgs, SpawnArgs, UpArgs};
 use crate::lead::lock::{LifecycleLock, lead_holder};
-use crate::lead::session::{self, Opened, SessionRecord};
+use crate::lead::session::{self, Opened};
 use crate::lead::spawn::{SpawnRequest, spawn_member, spawn_members_locked};
 use crate::lead::teardown::{self, ShutdownOutcome};
 use crate::lead::{Lead, lead_pid_alive, run_lead};
@@ -172,7 +172,12 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
         if backend_args.backend.is_none()
             && let Some(b) = spec.backend.as_deref()
         {
-            backend_args.backend = clap::ValueEnum::from_str(b, true).ok();
+            backend_args.backend = Some(clap::ValueEnum::from_str(b, true).map_err(|_| {
+                anyhow::anyhow!(
+                    "the spec's backend {:?} is not one of auto, tmux, in-process, iterm2, windows-terminal",
+                    crate::text::escape_line(b)
+                )
+            })?);
         }
     }
     let args = UpArgs {
@@ -580,7 +585,6 @@ async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
                 ));
             }
         }
-        let _ = SessionRecord::load(&ctx.root, t);
     }
     let kinds = [
         BackendKind::Tmux,

@@ -337,13 +337,19 @@ fn build_view(ui: &LeadUi) -> Result<TeamView> {
             .into_iter()
             .filter(Entry::is_unread),
     );
+    let mut unreadable: Vec<String> = Vec::new();
     let sh = ui.shared();
     let mut members = Vec::new();
     for m in tf.teammates() {
-        let unread = mb
-            .read(&m.name)
-            .map(|r| r.entries.iter().filter(|e| e.is_unread()).count())
-            .unwrap_or(0);
+        // An inbox that cannot be read shows 0 unread and says so in the
+        // notice, never a silent 0.
+        let unread = match mb.read(&m.name) {
+            Ok(r) => r.entries.iter().filter(|e| e.is_unread()).count(),
+            Err(e) => {
+                unreadable.push(format!("cannot read @{}'s inbox: {e}", m.name));
+                0
+            }
+        };
         let current = tasks
             .iter()
             .find(|t| t.owner.as_deref() == Some(&m.name) && t.status == Status::InProgress)
@@ -394,7 +400,11 @@ fn build_view(ui: &LeadUi) -> Result<TeamView> {
             age: Some(r.since.elapsed()),
         })
         .collect();
-    let notice = ui.notice.clone().or_else(|| sh.events.last().cloned());
+    let notice = unreadable
+        .into_iter()
+        .next()
+        .or_else(|| ui.notice.clone())
+        .or_else(|| sh.events.last().cloned());
     Ok(TeamView {
         team: team.name.clone(),
         backend_name: ui.opened.kind().to_string(),

@@ -36,7 +36,9 @@ pub fn supervise_claude(
     }
     .run_attached();
     if ended.success() {
-        let _ = team.roster().set_active(&member.name, false);
+        if let Err(e) = team.roster().set_active(&member.name, false) {
+            tracing::warn!(%e, "could not record that this teammate stopped its turn");
+        }
         return Ok(Exit::Ok);
     }
     let reason = format!("Claude Code {}", ended.describe());
@@ -53,7 +55,9 @@ pub fn supervise_claude(
         result: None,
     });
     team.send_protocol(&member.name, LEAD_NAME, &msg, true)?;
-    let _ = team.roster().set_active(&member.name, false);
+    if let Err(e) = team.roster().set_active(&member.name, false) {
+        tracing::warn!(%e, "could not record that this teammate stopped its turn");
+    }
     Err(anyhow!(
         "{reason}; {} task(s) returned to the board",
         back.len()

@@ -863,7 +863,9 @@ impl Runtime {
         ) {
             tracing::error!(error = %format!("{e:#}"), "could not tell the lead");
         }
-        let _ = self.team.roster().set_active(&self.me, false);
+        if let Err(e) = self.team.roster().set_active(&self.me, false) {
+            tracing::warn!(%e, "could not record that this teammate stopped its turn");
+        }
         match task {
             Some(id) => anyhow!("{reason}; task {id} was returned to the board"),
             None => anyhow!("{reason}"),
