@@ -215,22 +215,34 @@ impl TempFile {
     }
 
     /// Writes `bytes`, fsyncs, renames over `target` and fsyncs the
-    /// directory: [`write_atomic`] in steps.
+    /// directory: [`write_atomic`] in steps ([`TempFile::write_synced`],
+    /// then [`TempFile::rename_over`]).
     ///
     /// On a failure before the rename the temp file is still there, and
     /// goes when `self` is dropped: a caller whose claims point at this tag
     /// releases them first.
     pub(crate) fn commit(&mut self, target: &Path, bytes: &[u8]) -> Result<(), CommitError> {
-        let before = |source| CommitError {
+        self.write_synced(bytes).map_err(|source| CommitError {
             renamed: false,
             source,
-        };
-        {
-            let mut f = &self.file;
-            f.write_all(bytes).map_err(before)?;
-            f.sync_data().map_err(before)?;
-        }
-        fs::rename(&self.path, target).map_err(before)?;
+        })?;
+        self.rename_over(target)
+    }
+
+    /// Writes `bytes` to the temp file and makes them durable.
+    pub(crate) fn write_synced(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let mut f = &self.file;
+        f.write_all(bytes)?;
+        f.sync_data()
+    }
+
+    /// Renames the (written) temp file over `target` and fsyncs the
+    /// directory.
+    pub(crate) fn rename_over(&mut self, target: &Path) -> Result<(), CommitError> {
+        fs::rename(&self.path, target).map_err(|source| CommitError {
+            renamed: false,
+            source,
+        })?;
         self.armed = false;
         sync_dir(parent_of(target)).map_err(|source| CommitError {
             renamed: true,

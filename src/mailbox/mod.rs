@@ -148,15 +148,23 @@ pub struct Mailbox {
 pub(crate) enum Stage {
     /// Spooled entries renamed to claims; the inbox not yet written.
     Claimed,
+    /// The new inbox written to its temp file and fsynced; the lock not yet
+    /// checked, the temp file not yet renamed over the inbox.
+    Written,
     /// The inbox renamed in and durable; the claims not yet removed.
     Committed,
 }
 
-/// Fault injection for tests. `SWARM_FAULT=<stage>:<marker file>` makes the
-/// first holder (across processes: whoever creates the marker) that reaches
-/// `<stage>` (`claimed` or `committed`) with at least one spooled entry
-/// claimed abort on the spot, as a `kill -9` would. Unit tests add a
-/// callback instead.
+/// Fault injection for tests. Unit tests add a callback; with the
+/// `fault-injection` feature (test builds only, never a release binary)
+/// `SWARM_FAULT=<fault>:<marker file>` makes the first holder (across
+/// processes: whoever creates the marker) that reaches the fault's stage
+/// misbehave:
+///
+/// * `claimed`, `committed`: with at least one spooled entry claimed, abort
+///   on the spot, as a `kill -9` would;
+/// * `stop-written`: stop itself (`SIGSTOP`) with the inbox written to its
+///   temp file, as a suspended process would, until a `SIGCONT`.
 #[derive(Clone, Default)]
 struct Hooks {
     callback: Option<Arc<dyn Fn(Stage) + Send + Sync>>,
@@ -177,23 +185,39 @@ impl Hooks {
         if let Some(cb) = &self.callback {
             cb(stage);
         }
-        if claimed == 0 {
-            return;
+        #[cfg(feature = "fault-injection")]
+        env_fault(stage, claimed);
+        #[cfg(not(feature = "fault-injection"))]
+        let _ = claimed;
+    }
+}
+
+/// The `SWARM_FAULT` of [`Hooks`].
+#[cfg(feature = "fault-injection")]
+fn env_fault(stage: Stage, claimed: usize) {
+    let Some(spec) = std::env::var_os("SWARM_FAULT") else {
+        return;
+    };
+    let spec = spec.to_string_lossy();
+    let Some((name, marker)) = spec.split_once(':') else {
+        return;
+    };
+    let fires = match (name, stage) {
+        ("claimed", Stage::Claimed) | ("committed", Stage::Committed) => claimed > 0,
+        ("stop-written", Stage::Written) => true,
+        _ => false,
+    };
+    if !fires || !atomic_file::create_new(Path::new(marker), b"").unwrap_or(false) {
+        return;
+    }
+    if name.starts_with("stop-") {
+        // SAFETY: raise has no memory-safety preconditions; SIGSTOP stops
+        // the whole process until a SIGCONT.
+        unsafe {
+            libc::raise(libc::SIGSTOP);
         }
-        let Some(spec) = std::env::var_os("SWARM_FAULT") else {
-            return;
-        };
-        let spec = spec.to_string_lossy();
-        let Some((name, marker)) = spec.split_once(':') else {
-            return;
-        };
-        let wanted = match stage {
-            Stage::Claimed => "claimed",
-            Stage::Committed => "committed",
-        };
-        if name == wanted && atomic_file::create_new(Path::new(marker), b"").unwrap_or(false) {
-            std::process::abort();
-        }
+    } else {
+        std::process::abort();
     }
 }
 
@@ -533,7 +557,10 @@ impl Mailbox {
         let mut not_persisted: HashSet<String> = HashSet::new();
         if !added.is_empty() || quarantined.is_some() || !dropped.is_empty() {
             let rendered = inbox::render(&stored);
-            if let Err(e) = tmp.commit(path, &rendered) {
+            tmp.write_synced(&rendered)
+                .map_err(|e| MailboxError::io(path, e))?;
+            self.hooks.at(Stage::Written, claims.held.len());
+            if let Err(e) = tmp.rename_over(path) {
                 if e.renamed {
                     // In the inbox but perhaps not durable: the claims stay,
                     // and the next holder (seeing the temp file gone) makes
