@@ -231,6 +231,8 @@ impl TempFile {
 
     /// Writes `bytes` to the temp file and makes them durable.
     pub(crate) fn write_synced(&mut self, bytes: &[u8]) -> io::Result<()> {
+        #[cfg(test)]
+        fault::check("write")?;
         let mut f = &self.file;
         f.write_all(bytes)?;
         f.sync_data()
@@ -318,15 +320,13 @@ fn wait_for_os_lock(
 }
 
 fn open_sidecar(dir: &Path) -> Result<File, LockError> {
-    let mut sidecar_path = dir.as_os_str().to_owned();
-    sidecar_path.push(".flock");
     OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .mode(FILE_MODE)
-        .open(PathBuf::from(sidecar_path))
+        .open(crate::paths::sidecar_for(dir))
         .map_err(|source| LockError::Io {
             path: dir.to_path_buf(),
             source,
@@ -447,15 +447,22 @@ impl OsLock {
         loop {
             match fs::DirBuilder::new().mode(DIR_MODE).create(dir) {
                 Ok(()) => {
-                    let meta = fs::metadata(dir).map_err(io_err)?;
-                    let mut s = &sidecar;
-                    s.set_len(0).map_err(io_err)?;
-                    s.write_all_at0(dir_identity(&meta).as_bytes())
-                        .map_err(io_err)?;
+                    // The directory is this process's from here on: the
+                    // guard removes it on every path out, failures included
+                    // (a directory left behind would cost the next writer
+                    // the 10 s stale rule).
                     let lock = FileLock {
                         dir: dir.to_path_buf(),
                         sidecar,
                     };
+                    let meta = fs::metadata(dir).map_err(io_err)?;
+                    // The record only speeds up the takeover of a dead
+                    // holder's lock; without it (a full disk cannot hold
+                    // its 40 bytes) the lock is as good, and a holder that
+                    // dies leaves it to the 10 s rule.
+                    if let Err(e) = lock.write_record(&meta) {
+                        tracing::warn!(lock = %dir.display(), error = %e, "cannot record the lock holder; a crash would leave the lock to the 10 s rule");
+                    }
                     refresher().register(&lock.dir);
                     return Ok(lock);
                 }
@@ -499,6 +506,18 @@ impl OsLock {
             std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_millis(100));
         }
+    }
+}
+
+impl FileLock {
+    /// Records the lock directory's identity in the sidecar (see
+    /// [`dir_identity`]).
+    fn write_record(&self, meta: &fs::Metadata) -> io::Result<()> {
+        #[cfg(test)]
+        fault::check("record")?;
+        let mut s = &self.sidecar;
+        s.set_len(0)?;
+        s.write_all_at0(dir_identity(meta).as_bytes())
     }
 }
 
@@ -584,6 +603,35 @@ impl Refresher {
                         .0
                 }
             };
+        }
+    }
+}
+
+/// Failures injected into this thread's next file operation, for unit
+/// tests of the paths a full disk takes.
+#[cfg(test)]
+pub(crate) mod fault {
+    use std::cell::Cell;
+    use std::io;
+
+    thread_local! {
+        static NEXT: Cell<Option<(&'static str, io::ErrorKind)>> = const { Cell::new(None) };
+    }
+
+    /// Makes the next `step` (`"record"`: a lock's sidecar record;
+    /// `"write"`: a temp file's contents) on this thread fail with `kind`.
+    pub(crate) fn inject(step: &'static str, kind: io::ErrorKind) {
+        NEXT.with(|f| f.set(Some((step, kind))));
+    }
+
+    /// The injected failure of `step`, if there is one (it fires once).
+    pub(crate) fn check(step: &str) -> io::Result<()> {
+        match NEXT.with(Cell::get) {
+            Some((s, kind)) if s == step => {
+                NEXT.with(|f| f.set(None));
+                Err(io::Error::from(kind))
+            }
+            _ => Ok(()),
         }
     }
 }
@@ -693,6 +741,29 @@ mod tests {
         let g = FileLock::acquire(&file, Duration::from_millis(300)).unwrap();
         drop(g);
         assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_full_disk_while_taking_a_lock_leaves_no_lock_directory() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("inbox.json");
+        fault::inject("record", io::ErrorKind::StorageFull);
+        match FileLock::acquire(&file, Duration::from_secs(1)) {
+            // The record is an optimisation: the lock holds without it.
+            Ok(g) => drop(g),
+            Err(e) => panic!("a lock whose record cannot be written: {e}"),
+        }
+        assert!(
+            !crate::paths::lock_dir_for(&file).exists(),
+            "the lock directory outlived its failed operation"
+        );
+        let start = Instant::now();
+        drop(FileLock::acquire(&file, Duration::from_secs(5)).unwrap());
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
     #[test]

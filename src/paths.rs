@@ -177,6 +177,14 @@ pub fn lock_dir_for(file: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// The sidecar of a lock directory, `<lock dir>.flock`: the file swarm
+/// holds an OS lock on while it holds the directory (see `atomic_file`).
+pub fn sidecar_for(lock_dir: &Path) -> PathBuf {
+    let mut s = lock_dir.as_os_str().to_owned();
+    s.push(".flock");
+    PathBuf::from(s)
+}
+
 fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }

@@ -12,4 +12,5 @@ mod crash;
 mod demo;
 mod lifecycle;
 mod runtime;
+mod state_safety;
 mod tui_e2e;

@@ -255,13 +255,53 @@ impl Roster {
     }
 
     /// Creates the team: a roster holding only the lead, and its inbox and
-    /// task directories. Refuses an existing team.
+    /// task directories. Refuses an existing team. A creation that fails
+    /// (a full disk, say) leaves no directory of the team behind, so the
+    /// team does not half exist.
     pub fn create(
         &self,
         description: Option<&str>,
         lead_cwd: &str,
     ) -> Result<TeamFile, RosterError> {
         names::validate_team(&self.team)?;
+        let team_dir = self.root.team_dir(&self.team)?;
+        let tasks_dir = self.root.tasks_dir(&self.team)?;
+        let missing = |d: &std::path::Path| std::fs::symlink_metadata(d).is_err();
+        let (new_team_dir, new_tasks_dir) = (missing(&team_dir), missing(&tasks_dir));
+        let created = self.create_files(description, lead_cwd);
+        if let Err(e) = &created
+            && !matches!(e, RosterError::Exists(_))
+        {
+            if new_team_dir {
+                self.remove_new_team_dir(&team_dir);
+            }
+            if new_tasks_dir {
+                let _ = std::fs::remove_dir(&tasks_dir);
+            }
+        }
+        created
+    }
+
+    /// Undoes a failed [`Roster::create`] that made `dir`: what the attempt
+    /// puts there (the inbox directory, the lock's sidecar), then `dir`,
+    /// each only if empty, so nothing another process wrote meanwhile goes.
+    fn remove_new_team_dir(&self, dir: &std::path::Path) {
+        if let Ok(inboxes) = self.root.inboxes_dir(&self.team) {
+            let _ = std::fs::remove_dir(inboxes);
+        }
+        if let Ok(lock) = self.root.config_lock(&self.team) {
+            let _ = std::fs::remove_file(crate::paths::sidecar_for(&lock));
+        }
+        if let Err(e) = std::fs::remove_dir(dir) {
+            tracing::warn!(dir = %dir.display(), error = %e, "cannot remove the directory of a team whose creation failed");
+        }
+    }
+
+    fn create_files(
+        &self,
+        description: Option<&str>,
+        lead_cwd: &str,
+    ) -> Result<TeamFile, RosterError> {
         let path = self.root.config(&self.team)?;
         let dir = self.root.team_dir(&self.team)?;
         atomic_file::ensure_dir(&dir).map_err(Self::io(&dir))?;
@@ -610,6 +650,23 @@ mod tests {
             .join("tests/fixtures/claude-code")
             .join(name);
         std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    #[test]
+    fn a_team_whose_creation_failed_leaves_no_directory() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::new(t.path());
+        let roster = Roster::new(&root, "doomed");
+        crate::atomic_file::fault::inject("write", std::io::ErrorKind::StorageFull);
+        let err = roster.create(None, "/").unwrap_err();
+        assert!(err.to_string().contains("config.json"), "{err}");
+        for gone in ["teams/doomed", "tasks/doomed"] {
+            assert!(!t.path().join(gone).exists(), "{gone} left behind");
+        }
+        assert!(!roster.exists());
+        // The name is free: creating it again works.
+        roster.create(None, "/").unwrap();
+        assert!(roster.exists());
     }
 
     #[test]
