@@ -1,12 +1,13 @@
 //! Locks: Claude Code's `<file>.lock` directories plus swarm's OS lock on a
 //! sidecar file beside each (see the module above for the protocol).
 
+use super::safe_path::{self, PathProblem, UnsafePath};
 use super::{DIR_MODE, FILE_MODE};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 use thiserror::Error;
 
@@ -21,7 +22,14 @@ pub const REFRESH_EVERY: Duration = Duration::from_secs(5);
 /// Code holder that died (10 s stale rule). Past it, the wait is an error.
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Why a lock could not be taken.
+/// How recently a holder must have touched its lock directory for
+/// [`FileLock::verify`] to trust a plain `lstat`; past it, the check touches
+/// the directory again (through a descriptor of the one it verified), so the
+/// write that follows happens under a lock that is fresh, not one about to
+/// turn stale.
+const VERIFY_FRESH: Duration = Duration::from_secs(1);
+
+/// Why a lock could not be taken or kept.
 #[derive(Debug, Error)]
 pub enum LockError {
     #[error("timed out after {waited:?} waiting for the lock {path} (held by {holder})")]
@@ -30,17 +38,95 @@ pub enum LockError {
         waited: Duration,
         holder: &'static str,
     },
+    /// The lock directory is no longer the one this holder made: the holder
+    /// was suspended (stopped, swapped out) past the 10 s stale rule, and
+    /// another process broke the lock and took it. Nothing may be written on
+    /// the strength of it; [`FileLock::retake`] takes it again.
+    #[error(
+        "lost the lock {path}: it went unrefreshed for over 10 s (was this process stopped?) and \
+         another process broke it as stale; nothing was written under it"
+    )]
+    Lost { path: PathBuf },
+    #[error(transparent)]
+    Unsafe(UnsafePath),
     #[error("cannot lock {path}: {source}")]
     Io { path: PathBuf, source: io::Error },
 }
 
+impl LockError {
+    /// Whether `e` (from [`super::write_atomic_locked`] and the like)
+    /// failed because the lock was lost, and so nothing was written.
+    pub fn lost_in(e: &io::Error) -> bool {
+        e.get_ref()
+            .and_then(|e| e.downcast_ref::<LockError>())
+            .is_some_and(|l| matches!(l, LockError::Lost { .. }))
+    }
+
+    /// An I/O failure on the lock at `path`, or the refusal it carries.
+    fn io(path: &Path, source: io::Error) -> LockError {
+        match UnsafePath::of(&source) {
+            Some(u) => LockError::Unsafe(u.clone()),
+            None => LockError::Io {
+                path: path.to_path_buf(),
+                source,
+            },
+        }
+    }
+}
+
 /// A held lock: the `<file>.lock` directory plus the OS lock on its sidecar.
 /// Released on drop (sidecar record cleared, directory removed, OS lock
-/// released, in that order).
+/// released, in that order); a lock found lost is not removed, since the
+/// directory at its path is then another holder's.
 #[derive(Debug)]
 pub struct FileLock {
+    held: Arc<Held>,
+}
+
+/// What a holder and the [`Refresher`] share of one held lock.
+#[derive(Debug)]
+struct Held {
     dir: PathBuf,
     sidecar: File,
+    state: Mutex<HeldState>,
+}
+
+#[derive(Debug)]
+struct HeldState {
+    /// The directory this holder made, as it was when last touched; `None`
+    /// once the lock is known lost.
+    ident: Option<DirIdent>,
+    /// When this holder last set the directory's mtime (or made it).
+    touched: Instant,
+}
+
+/// A directory's identity: another directory at the same path (made after
+/// a `rmdir`) differs in inode or, if the inode number was reused, in
+/// ctime, which every touch also moves on (so the identity is updated
+/// after each touch of this holder's own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct DirIdent {
+    dev: u64,
+    ino: u64,
+    ctime: i64,
+    ctime_nsec: i64,
+}
+
+impl DirIdent {
+    fn of(meta: &fs::Metadata) -> DirIdent {
+        DirIdent {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            ctime: meta.ctime(),
+            ctime_nsec: meta.ctime_nsec(),
+        }
+    }
+
+    /// What a swarm holder writes into the sidecar (the format every swarm
+    /// version shares, hence no device number).
+    fn record(&self) -> String {
+        format!("swarm {} {} {}\n", self.ino, self.ctime, self.ctime_nsec)
+    }
 }
 
 /// Blocks on the sidecar's OS lock (exclusive, or shared) in a helper
@@ -65,32 +151,29 @@ fn wait_for_os_lock(
             // A send error means the waiter gave up; dropping `got` unlocks.
             let _ = tx.send(got.map(|()| sidecar));
         })
-        .map_err(|source| LockError::Io {
-            path: dir.to_path_buf(),
-            source,
-        })?;
+        .map_err(|e| LockError::io(dir, e))?;
     match rx.recv_timeout(timeout) {
         Ok(Ok(file)) => Ok(Some(file)),
-        Ok(Err(source)) => Err(LockError::Io {
-            path: dir.to_path_buf(),
-            source,
-        }),
+        Ok(Err(e)) => Err(LockError::io(dir, e)),
         Err(_) => Ok(None),
     }
 }
 
+/// Opens (creating) a lock's sidecar: never through a link (one planted
+/// there would have the record truncate its target, or a dangling one
+/// create a file outside the root), never truncating on open.
 fn open_sidecar(dir: &Path) -> Result<File, LockError> {
+    let path = crate::paths::sidecar_for(dir);
+    super::check_dir(super::parent_of(&path)).map_err(|e| LockError::io(dir, e))?;
     OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .mode(FILE_MODE)
-        .open(crate::paths::sidecar_for(dir))
-        .map_err(|source| LockError::Io {
-            path: dir.to_path_buf(),
-            source,
-        })
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(|e| LockError::io(dir, safe_path::refused_link(&path, e)))
 }
 
 /// The OS lock on a lock directory's sidecar, held exclusively: no other
@@ -108,16 +191,6 @@ pub struct OsLock {
 #[derive(Debug)]
 pub struct SharedOsLock {
     _sidecar: File,
-}
-
-/// What a swarm holder writes into the sidecar: the lock directory's identity.
-fn dir_identity(meta: &fs::Metadata) -> String {
-    format!(
-        "swarm {} {} {}\n",
-        meta.ino(),
-        meta.ctime(),
-        meta.ctime_nsec()
-    )
 }
 
 impl FileLock {
@@ -143,12 +216,7 @@ impl FileLock {
                     waited: start.elapsed(),
                     holder: "another swarm process",
                 })?,
-            Err(fs::TryLockError::Error(source)) => {
-                return Err(LockError::Io {
-                    path: dir.to_path_buf(),
-                    source,
-                });
-            }
+            Err(fs::TryLockError::Error(e)) => return Err(LockError::io(dir, e)),
         };
         OsLock {
             dir: dir.to_path_buf(),
@@ -165,7 +233,7 @@ impl FileLock {
         match sidecar.try_lock() {
             Ok(()) => Ok(Some(OsLock { dir, sidecar })),
             Err(fs::TryLockError::WouldBlock) => Ok(None),
-            Err(fs::TryLockError::Error(source)) => Err(LockError::Io { path: dir, source }),
+            Err(fs::TryLockError::Error(e)) => Err(LockError::io(&dir, e)),
         }
     }
 
@@ -177,16 +245,188 @@ impl FileLock {
         let got = match sidecar.try_lock_shared() {
             Ok(()) => Some(sidecar),
             Err(fs::TryLockError::WouldBlock) => wait_for_os_lock(sidecar, &dir, timeout, true)?,
-            Err(fs::TryLockError::Error(source)) => {
-                return Err(LockError::Io { path: dir, source });
-            }
+            Err(fs::TryLockError::Error(e)) => return Err(LockError::io(&dir, e)),
         };
         Ok(got.map(|f| SharedOsLock { _sidecar: f }))
     }
 
     /// The lock directory this guard holds.
     pub fn dir(&self) -> &Path {
-        &self.dir
+        &self.held.dir
+    }
+
+    /// Checks that the lock is still this holder's, just before a write
+    /// that relies on it (a rename over the file it guards): the directory
+    /// at its path must be the one this holder made. A holder suspended
+    /// past the 10 s stale rule (`SIGSTOP`, a laptop lid) may find that a
+    /// Claude Code writer broke its lock and took it meanwhile; it gets
+    /// [`LockError::Lost`] and must re-read before writing anything, after
+    /// [`FileLock::retake`]. A lock not touched for a while is touched now,
+    /// so the write that follows is made under a fresh lock.
+    pub fn verify(&self) -> Result<(), LockError> {
+        let held = &self.held;
+        let mut st = held.state();
+        if st.touched.elapsed() >= VERIFY_FRESH {
+            return held.touch(&mut st);
+        }
+        match (st.ident, fs::symlink_metadata(&held.dir)) {
+            (Some(ident), Ok(meta)) if DirIdent::of(&meta) == ident => Ok(()),
+            _ => Err(held.lost(&mut st)),
+        }
+    }
+
+    /// Takes the lock directory again after [`LockError::Lost`], waiting at
+    /// most `timeout` for whoever holds it now (the OS lock was never let
+    /// go, so no swarm process competes).
+    pub fn retake(&mut self, timeout: Duration) -> Result<(), LockError> {
+        let held = &self.held;
+        held.state().ident = None;
+        // Not under the state mutex: the refresher must not wait on a
+        // holder that waits for a foreign lock.
+        let ident = make_dir(&held.dir, &held.sidecar, timeout)?;
+        let mut st = held.state();
+        st.ident = Some(ident);
+        st.touched = Instant::now();
+        held.write_record(&ident);
+        Ok(())
+    }
+}
+
+impl Held {
+    fn state(&self) -> std::sync::MutexGuard<'_, HeldState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Marks the lock lost and says so.
+    fn lost(&self, st: &mut HeldState) -> LockError {
+        if st.ident.take().is_some() {
+            tracing::warn!(lock = %self.dir.display(), "lost a lock: another process broke it while this one was suspended");
+        }
+        LockError::Lost {
+            path: self.dir.clone(),
+        }
+    }
+
+    /// Sets the lock directory's mtime to now, if it is still the one this
+    /// holder made: through a descriptor of the directory whose identity it
+    /// checked, so a directory someone else made at the path is never
+    /// touched (Claude Code counts a lock whose mtime moved under it as
+    /// compromised). Records the new identity.
+    fn touch(&self, st: &mut HeldState) -> Result<(), LockError> {
+        let Some(ident) = st.ident else {
+            return Err(self.lost(st));
+        };
+        let dir = match safe_path::open_dir(&self.dir) {
+            Ok(d) => d,
+            Err(e) if UnsafePath::of(&e).is_some() || e.kind() == io::ErrorKind::NotFound => {
+                return Err(self.lost(st));
+            }
+            Err(e) => return Err(LockError::io(&self.dir, e)),
+        };
+        let io_err = |e| LockError::io(&self.dir, e);
+        if DirIdent::of(&dir.metadata().map_err(io_err)?) != ident {
+            return Err(self.lost(st));
+        }
+        dir.set_modified(SystemTime::now()).map_err(io_err)?;
+        let touched = DirIdent::of(&dir.metadata().map_err(io_err)?);
+        st.ident = Some(touched);
+        st.touched = Instant::now();
+        self.write_record(&touched);
+        // The path must still name it (not a directory made after a rmdir
+        // that came between the open and the touch).
+        match fs::symlink_metadata(&self.dir) {
+            Ok(meta) if DirIdent::of(&meta) == touched => Ok(()),
+            _ => Err(self.lost(st)),
+        }
+    }
+
+    /// Records the lock directory's identity in the sidecar, so a swarm
+    /// waiter can tell the holder died. Best effort: the record only speeds
+    /// up the takeover of a dead holder's lock; without it (a full disk
+    /// cannot hold its 40 bytes) the lock is as good, and a holder that
+    /// dies leaves it to the 10 s rule.
+    fn write_record(&self, ident: &DirIdent) {
+        let written = (|| {
+            #[cfg(test)]
+            super::fault::check("record")?;
+            let mut s = &self.sidecar;
+            s.set_len(0)?;
+            s.write_all_at0(ident.record().as_bytes())
+        })();
+        if let Err(e) = written {
+            tracing::warn!(lock = %self.dir.display(), error = %e, "cannot record the lock holder; a crash would leave the lock to the 10 s rule");
+        }
+    }
+}
+
+/// Makes the lock directory `dir` (swarm against Claude Code), breaking it
+/// when its holder is a dead swarm process (its `sidecar` record names the
+/// directory) or it is stale (10 s), waiting at most `timeout` otherwise.
+/// The caller holds the sidecar's OS lock. Returns the identity of the
+/// directory made; on every error path nothing of it is left.
+fn make_dir(dir: &Path, sidecar: &File, timeout: Duration) -> Result<DirIdent, LockError> {
+    let start = Instant::now();
+    let io_err = |e| LockError::io(dir, e);
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match fs::DirBuilder::new().mode(DIR_MODE).create(dir) {
+            Ok(()) => {
+                return match fs::symlink_metadata(dir) {
+                    Ok(meta) if meta.is_dir() => Ok(DirIdent::of(&meta)),
+                    other => {
+                        // Not left behind: the next writer would wait 10 s.
+                        let _ = fs::remove_dir(dir);
+                        Err(match other {
+                            Ok(_) => {
+                                LockError::Unsafe(UnsafePath::new(dir, PathProblem::NotADirectory))
+                            }
+                            Err(e) => io_err(e),
+                        })
+                    }
+                };
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let meta = match fs::symlink_metadata(dir) {
+                    Ok(m) => m,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(io_err(e)),
+                };
+                if let Some(problem) = safe_path::problem_of(&meta, true) {
+                    return Err(LockError::Unsafe(UnsafePath::new(dir, problem)));
+                }
+                let mut record = String::new();
+                let mut s = sidecar;
+                s.seek(SeekFrom::Start(0)).map_err(io_err)?;
+                let _ = s.read_to_string(&mut record);
+                let dead_swarm_holder = record == DirIdent::of(&meta).record();
+                let age = SystemTime::now()
+                    .duration_since(meta.modified().map_err(io_err)?)
+                    .unwrap_or(Duration::ZERO);
+                if dead_swarm_holder || age > STALE_AFTER {
+                    tracing::warn!(
+                        lock = %dir.display(),
+                        dead_swarm_holder,
+                        age_ms = age.as_millis() as u64,
+                        "breaking an abandoned lock"
+                    );
+                    match fs::remove_dir(dir) {
+                        Ok(()) => continue,
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                        Err(e) => return Err(io_err(e)),
+                    }
+                }
+            }
+            Err(e) => return Err(io_err(e)),
+        }
+        if start.elapsed() >= timeout {
+            return Err(LockError::Timeout {
+                path: dir.to_path_buf(),
+                waited: start.elapsed(),
+                holder: "another process (Claude Code?)",
+            });
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(100));
     }
 }
 
@@ -195,101 +435,41 @@ impl OsLock {
     /// `timeout` for a foreign holder; the OS lock is kept for as long as the
     /// returned [`FileLock`] lives.
     pub fn take_dir(self, timeout: Duration) -> Result<FileLock, LockError> {
-        let start = Instant::now();
         let OsLock { dir, sidecar } = self;
-        let dir = dir.as_path();
-        let io_err = |source| LockError::Io {
-            path: dir.to_path_buf(),
-            source,
-        };
-        // The lock directory: swarm against Claude Code.
-        let mut pause = Duration::from_millis(5);
-        loop {
-            match fs::DirBuilder::new().mode(DIR_MODE).create(dir) {
-                Ok(()) => {
-                    // The directory is this process's from here on: the
-                    // guard removes it on every path out, failures included
-                    // (a directory left behind would cost the next writer
-                    // the 10 s stale rule).
-                    let lock = FileLock {
-                        dir: dir.to_path_buf(),
-                        sidecar,
-                    };
-                    let meta = fs::metadata(dir).map_err(io_err)?;
-                    // The record only speeds up the takeover of a dead
-                    // holder's lock; without it (a full disk cannot hold
-                    // its 40 bytes) the lock is as good, and a holder that
-                    // dies leaves it to the 10 s rule.
-                    if let Err(e) = lock.write_record(&meta) {
-                        tracing::warn!(lock = %dir.display(), error = %e, "cannot record the lock holder; a crash would leave the lock to the 10 s rule");
-                    }
-                    refresher().register(&lock.dir);
-                    return Ok(lock);
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    let meta = match fs::metadata(dir) {
-                        Ok(m) => m,
-                        Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                        Err(e) => return Err(io_err(e)),
-                    };
-                    let mut record = String::new();
-                    let mut s = &sidecar;
-                    s.seek(SeekFrom::Start(0)).map_err(io_err)?;
-                    let _ = s.read_to_string(&mut record);
-                    let dead_swarm_holder = record == dir_identity(&meta);
-                    let age = SystemTime::now()
-                        .duration_since(meta.modified().map_err(io_err)?)
-                        .unwrap_or(Duration::ZERO);
-                    if dead_swarm_holder || age > STALE_AFTER {
-                        tracing::warn!(
-                            lock = %dir.display(),
-                            dead_swarm_holder,
-                            age_ms = age.as_millis() as u64,
-                            "breaking an abandoned lock"
-                        );
-                        match fs::remove_dir(dir) {
-                            Ok(()) => continue,
-                            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                            Err(e) => return Err(io_err(e)),
-                        }
-                    }
-                }
-                Err(e) => return Err(io_err(e)),
-            }
-            if start.elapsed() >= timeout {
-                return Err(LockError::Timeout {
-                    path: dir.to_path_buf(),
-                    waited: start.elapsed(),
-                    holder: "another process (Claude Code?)",
-                });
-            }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(100));
-        }
-    }
-}
-
-impl FileLock {
-    /// Records the lock directory's identity in the sidecar (see
-    /// [`dir_identity`]).
-    fn write_record(&self, meta: &fs::Metadata) -> io::Result<()> {
-        #[cfg(test)]
-        super::fault::check("record")?;
-        let mut s = &self.sidecar;
-        s.set_len(0)?;
-        s.write_all_at0(dir_identity(meta).as_bytes())
+        let ident = make_dir(&dir, &sidecar, timeout)?;
+        // The directory is this process's from here on: the guard removes
+        // it on every path out, failures included (a directory left behind
+        // would cost the next writer the 10 s stale rule).
+        let held = Arc::new(Held {
+            dir,
+            sidecar,
+            state: Mutex::new(HeldState {
+                ident: Some(ident),
+                touched: Instant::now(),
+            }),
+        });
+        held.write_record(&ident);
+        refresher().register(held.clone());
+        Ok(FileLock { held })
     }
 }
 
 impl Drop for FileLock {
     fn drop(&mut self) {
-        refresher().unregister(&self.dir);
+        let held = &self.held;
+        refresher().unregister(held);
+        let st = held.state();
+        let ours = st
+            .ident
+            .is_some_and(|i| fs::symlink_metadata(&held.dir).is_ok_and(|m| DirIdent::of(&m) == i));
         // Clear the record before removing the directory: a crash in between
         // leaves a directory with no swarm record, which the 10 s rule frees,
         // never a record that could match a later directory's identity.
-        let _ = self.sidecar.set_len(0);
-        let _ = fs::remove_dir(&self.dir);
-        let _ = self.sidecar.unlock();
+        if ours {
+            let _ = held.sidecar.set_len(0);
+            let _ = fs::remove_dir(&held.dir);
+        }
+        let _ = held.sidecar.unlock();
     }
 }
 
@@ -306,10 +486,11 @@ impl WriteAt0 for &File {
 
 /// One thread per process that re-touches the mtime of every lock held
 /// longer than [`REFRESH_EVERY`], so Claude Code never judges a live swarm
-/// lock stale. It sleeps on a condition variable while nothing is held, so
-/// an idle process pays nothing.
+/// lock stale (and notices a lock lost while the process was suspended). It
+/// sleeps on a condition variable while nothing is held, so an idle process
+/// pays nothing.
 struct Refresher {
-    held: Mutex<Vec<(PathBuf, Instant)>>,
+    held: Mutex<Vec<Arc<Held>>>,
     wake: Condvar,
 }
 
@@ -329,36 +510,43 @@ fn refresher() -> &'static Refresher {
 }
 
 impl Refresher {
-    fn register(&self, dir: &Path) {
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        held.push((dir.to_path_buf(), Instant::now()));
+    fn list(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Held>>> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn register(&self, held: Arc<Held>) {
+        self.list().push(held);
         self.wake.notify_one();
     }
 
-    fn unregister(&self, dir: &Path) {
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = held.iter().position(|(d, _)| d == dir) {
-            held.swap_remove(i);
+    fn unregister(&self, held: &Arc<Held>) {
+        let mut list = self.list();
+        if let Some(i) = list.iter().position(|h| Arc::ptr_eq(h, held)) {
+            list.swap_remove(i);
         }
     }
 
     fn run(&self) {
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let mut list = self.list();
         loop {
-            let now = Instant::now();
-            for (dir, last) in held.iter_mut() {
-                if now.duration_since(*last) >= REFRESH_EVERY {
-                    let _ = File::open(&*dir).and_then(|f| f.set_modified(SystemTime::now()));
-                    *last = now;
+            let mut next: Option<Instant> = None;
+            for held in list.iter() {
+                let mut st = held.state();
+                if st.ident.is_none() {
+                    continue; // lost; its holder finds out when it verifies
                 }
+                if st.touched.elapsed() >= REFRESH_EVERY {
+                    let _ = held.touch(&mut st);
+                }
+                let due = st.touched + REFRESH_EVERY;
+                next = Some(next.map_or(due, |n| n.min(due)));
             }
-            let next = held.iter().map(|(_, last)| *last + REFRESH_EVERY).min();
-            held = match next {
-                None => self.wake.wait(held).unwrap_or_else(|e| e.into_inner()),
+            list = match next {
+                None => self.wake.wait(list).unwrap_or_else(|e| e.into_inner()),
                 Some(due) => {
                     let d = due.saturating_duration_since(Instant::now());
                     self.wake
-                        .wait_timeout(held, d)
+                        .wait_timeout(list, d)
                         .unwrap_or_else(|e| e.into_inner())
                         .0
                 }
@@ -370,7 +558,6 @@ impl Refresher {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
@@ -451,8 +638,8 @@ mod tests {
         // Simulate death: the OS lock goes (fd closed), the directory and the
         // sidecar record stay.
         let dir = g.dir().to_path_buf();
-        refresher().unregister(&dir);
-        g.sidecar.unlock().unwrap();
+        refresher().unregister(&g.held);
+        g.held.sidecar.unlock().unwrap();
         std::mem::forget(g);
         assert!(dir.exists());
         let start = Instant::now();
@@ -464,27 +651,129 @@ mod tests {
         );
     }
 
+    /// Sets a held lock's mtime to `when` as its holder would, and makes
+    /// the refresher (and `verify`) think the last touch was `ago`.
+    fn backdate(g: &FileLock, when: SystemTime, ago: Duration) {
+        let mut st = g.held.state();
+        let dir = safe_path::open_dir(g.dir()).unwrap();
+        dir.set_modified(when).unwrap();
+        st.ident = Some(DirIdent::of(&dir.metadata().unwrap()));
+        st.touched = Instant::now() - ago;
+    }
+
     #[test]
     fn the_refresher_touches_a_long_held_lock() {
         let t = tempfile::tempdir().unwrap();
         let file = t.path().join("slow.json");
         let g = FileLock::acquire(&file, Duration::from_secs(1)).unwrap();
         let old = SystemTime::now() - Duration::from_secs(8);
-        File::open(g.dir()).unwrap().set_modified(old).unwrap();
-        // Pretend it was taken long ago so the refresher is due at once.
-        {
-            let mut held = refresher().held.lock().unwrap();
-            for (d, last) in held.iter_mut() {
-                if d == g.dir() {
-                    *last = Instant::now() - REFRESH_EVERY;
-                }
-            }
-            refresher().wake.notify_one();
-        }
+        // As if taken long ago, so the refresher is due at once.
+        backdate(&g, old, REFRESH_EVERY);
+        refresher().wake.notify_one();
         let deadline = Instant::now() + Duration::from_secs(3);
         while fs::metadata(g.dir()).unwrap().modified().unwrap() <= old {
             assert!(Instant::now() < deadline, "lock mtime never refreshed");
             std::thread::sleep(Duration::from_millis(10));
         }
+        g.verify()
+            .expect("a lock its own refresher touched is still its own");
+    }
+
+    /// What a Claude Code writer does to a lock whose holder stopped
+    /// refreshing it for 10 s: break it (`rmdir`) and take it (`mkdir`).
+    fn break_and_take(dir: &Path) {
+        fs::remove_dir(dir).unwrap();
+        // Real breaks come 10 s after the holder's last touch; 20 ms keeps
+        // the new directory's ctime apart even where an inode number is
+        // reused at once and the clock is coarse.
+        std::thread::sleep(Duration::from_millis(20));
+        fs::create_dir(dir).unwrap();
+    }
+
+    #[test]
+    fn a_holder_whose_lock_was_broken_while_it_was_suspended_knows_it_lost_it() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("inbox.json");
+        let mut g = FileLock::acquire(&file, Duration::from_secs(1)).unwrap();
+        g.verify().unwrap();
+        let dir = g.dir().to_path_buf();
+        break_and_take(&dir);
+        assert!(
+            matches!(g.verify(), Err(LockError::Lost { .. })),
+            "a broken lock still verified"
+        );
+        // Also when the last touch is long past (the full, touching check),
+        // and without touching the other holder's directory.
+        let theirs = fs::symlink_metadata(&dir).unwrap().modified().unwrap();
+        g.held.state().touched = Instant::now() - REFRESH_EVERY;
+        assert!(matches!(g.verify(), Err(LockError::Lost { .. })));
+        assert_eq!(
+            fs::symlink_metadata(&dir).unwrap().modified().unwrap(),
+            theirs
+        );
+        // Taking it again waits for the other holder.
+        assert!(matches!(
+            g.retake(Duration::from_millis(200)),
+            Err(LockError::Timeout { .. })
+        ));
+        fs::remove_dir(&dir).unwrap(); // the other writer is done
+        g.retake(Duration::from_secs(1)).unwrap();
+        g.verify().unwrap();
+        drop(g);
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_holder_that_lost_its_lock_leaves_the_new_holders_directory_alone() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("inbox.json");
+        let g = FileLock::acquire(&file, Duration::from_secs(1)).unwrap();
+        let dir = g.dir().to_path_buf();
+        break_and_take(&dir);
+        drop(g);
+        assert!(
+            dir.exists(),
+            "the former holder removed someone else's lock"
+        );
+    }
+
+    #[test]
+    fn a_suspended_holder_nobody_broke_keeps_its_lock_and_refreshes_it() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("inbox.json");
+        let g = FileLock::acquire(&file, Duration::from_secs(1)).unwrap();
+        let old = SystemTime::now() - Duration::from_secs(30);
+        backdate(&g, old, Duration::from_secs(30));
+        g.verify().unwrap();
+        let mtime = fs::metadata(g.dir()).unwrap().modified().unwrap();
+        let age = mtime.elapsed().unwrap_or_default();
+        assert!(
+            age < Duration::from_secs(5),
+            "the verify left it {age:?} old"
+        );
+    }
+
+    #[test]
+    fn a_link_planted_as_a_sidecar_is_refused_and_its_target_untouched() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("inbox.json");
+        let target = t.path().join("precious");
+        fs::write(&target, b"24 bytes of precious data").unwrap();
+        let sidecar = crate::paths::sidecar_for(&crate::paths::lock_dir_for(&file));
+        std::os::unix::fs::symlink(&target, &sidecar).unwrap();
+        let err = FileLock::acquire(&file, Duration::from_secs(1)).unwrap_err();
+        assert!(matches!(err, LockError::Unsafe(_)), "{err}");
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(fs::read(&target).unwrap(), b"24 bytes of precious data");
+        // A dangling one creates nothing where it points.
+        fs::remove_file(&sidecar).unwrap();
+        let outside = t.path().join("outside");
+        std::os::unix::fs::symlink(&outside, &sidecar).unwrap();
+        assert!(FileLock::acquire(&file, Duration::from_secs(1)).is_err());
+        assert!(
+            !outside.exists(),
+            "a file was created through a dangling link"
+        );
+        assert!(!crate::paths::lock_dir_for(&file).exists());
     }
 }

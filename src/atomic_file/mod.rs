@@ -19,14 +19,17 @@
 //!   may be Claude Code's and gets the 10 s rule.
 
 mod lock;
+mod safe_path;
 
 pub use lock::{
     DEFAULT_LOCK_TIMEOUT, FileLock, LockError, OsLock, REFRESH_EVERY, STALE_AFTER, SharedOsLock,
 };
+pub use safe_path::{PathProblem, UnsafePath, check_dir};
+pub(crate) use safe_path::{first_problem, problem_of, problems_below};
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Private directory mode.
@@ -34,35 +37,29 @@ pub const DIR_MODE: u32 = 0o700;
 /// Private file mode.
 pub const FILE_MODE: u32 = 0o600;
 
-/// Creates `dir` and any missing parents with mode 0700. Modes are set
-/// explicitly after creation, because the umask may have narrowed them.
+/// Creates `dir` and any missing parents with mode 0700, after checking
+/// that every component already there is one swarm may use (a real
+/// directory, yours, that others cannot write: see `safe_path`). Modes are
+/// set explicitly after creation, because the umask may have narrowed them.
 pub fn ensure_dir(dir: &Path) -> io::Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    let mut missing = Vec::new();
-    let mut cur = dir;
-    while !cur.exists() {
-        missing.push(cur.to_path_buf());
-        match cur.parent() {
-            Some(p) => cur = p,
-            None => break,
-        }
-    }
-    for d in missing.iter().rev() {
-        match fs::DirBuilder::new().mode(DIR_MODE).create(d) {
-            Ok(()) => fs::set_permissions(d, fs::Permissions::from_mode(DIR_MODE))?,
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+    safe_path::ensure_dir(dir)
 }
 
 /// Replaces `path` with `bytes` atomically and durably, with mode 0600.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     TempFile::create(path)?
-        .commit(path, bytes)
+        .commit(path, bytes, None)
+        .map_err(|e| e.source)
+}
+
+/// [`write_atomic`] of a file guarded by `lock`: between the durable temp
+/// file and the rename, the lock is verified ([`FileLock::verify`]), so a
+/// holder that lost its lock while suspended never replaces what another
+/// writer wrote meanwhile. Then the error carries [`LockError::Lost`] (see
+/// [`LockError::lost_in`]) and nothing was written.
+pub fn write_atomic_locked(path: &Path, bytes: &[u8], lock: &FileLock) -> io::Result<()> {
+    TempFile::create(path)?
+        .commit(path, bytes, Some(lock))
         .map_err(|e| e.source)
 }
 
@@ -72,8 +69,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// O_EXCL, fails if `path` exists): a reader never sees the file empty or
 /// half written, as it could between an O_EXCL create and its write.
 pub fn create_new(path: &Path, bytes: &[u8]) -> io::Result<bool> {
-    if path.exists() {
-        return Ok(false);
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(UnsafePath::new(path, PathProblem::Symlink).into_io());
+        }
+        Ok(_) => return Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
     }
     let tmp = TempFile::create(path)?;
     {
@@ -112,13 +114,33 @@ fn create_new_excl(path: &Path, bytes: &[u8]) -> io::Result<bool> {
     Ok(true)
 }
 
-/// Reads a whole file; `Ok(None)` when it does not exist.
+/// Reads a whole file; `Ok(None)` when it does not exist. Its directory
+/// must pass [`check_dir`], and the file itself must not be a link.
 pub fn read_optional(path: &Path) -> io::Result<Option<Vec<u8>>> {
-    match fs::read(path) {
+    match read_nofollow(path) {
         Ok(b) => Ok(Some(b)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// Reads a whole file in a directory that passes [`check_dir`], refusing a
+/// link in its place.
+pub fn read_nofollow(path: &Path) -> io::Result<Vec<u8>> {
+    check_dir(parent_of(path))?;
+    let mut f = open_nofollow(path)?;
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(&mut f, &mut bytes)?;
+    Ok(bytes)
+}
+
+/// Opens a file for reading, refusing a link in its place.
+pub fn open_nofollow(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| safe_path::refused_link(path, e))
 }
 
 /// Copies an unreadable file aside as `<file>.corrupt-<epoch ms>` (0600) and
@@ -134,7 +156,7 @@ pub fn quarantine(path: &Path) -> io::Result<PathBuf> {
         dest = PathBuf::from(s);
         n += 1;
     }
-    let bytes = fs::read(path)?;
+    let bytes = read_nofollow(path)?;
     write_atomic(&dest, &bytes)?;
     Ok(dest)
 }
@@ -178,6 +200,7 @@ pub(crate) struct CommitError {
 
 impl TempFile {
     pub(crate) fn create(target: &Path) -> io::Result<Self> {
+        check_dir(parent_of(target))?;
         loop {
             let tag = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
             let path = temp_path(target, &tag);
@@ -214,12 +237,17 @@ impl TempFile {
     /// On a failure before the rename the temp file is still there, and
     /// goes when `self` is dropped: a caller whose claims point at this tag
     /// releases them first.
-    pub(crate) fn commit(&mut self, target: &Path, bytes: &[u8]) -> Result<(), CommitError> {
+    pub(crate) fn commit(
+        &mut self,
+        target: &Path,
+        bytes: &[u8],
+        lock: Option<&FileLock>,
+    ) -> Result<(), CommitError> {
         self.write_synced(bytes).map_err(|source| CommitError {
             renamed: false,
             source,
         })?;
-        self.rename_over(target)
+        self.rename_over(target, lock)
     }
 
     /// Writes `bytes` to the temp file and makes them durable.
@@ -232,12 +260,28 @@ impl TempFile {
     }
 
     /// Renames the (written) temp file over `target` and fsyncs the
-    /// directory.
-    pub(crate) fn rename_over(&mut self, target: &Path) -> Result<(), CommitError> {
-        fs::rename(&self.path, target).map_err(|source| CommitError {
+    /// directory. With the `lock` that guards `target`, verifies it first:
+    /// a lost lock fails before the rename (see [`write_atomic_locked`]).
+    pub(crate) fn rename_over(
+        &mut self,
+        target: &Path,
+        lock: Option<&FileLock>,
+    ) -> Result<(), CommitError> {
+        let before = |source| CommitError {
             renamed: false,
             source,
-        })?;
+        };
+        if let Some(lock) = lock {
+            lock.verify().map_err(|e| before(io::Error::other(e)))?;
+        }
+        // rename would replace a link rather than write through it, but a
+        // link where a swarm file belongs is a mistake to report, not undo.
+        if fs::symlink_metadata(target).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(before(
+                UnsafePath::new(target, PathProblem::Symlink).into_io(),
+            ));
+        }
+        fs::rename(&self.path, target).map_err(before)?;
         self.armed = false;
         sync_dir(parent_of(target)).map_err(|source| CommitError {
             renamed: true,

@@ -33,7 +33,7 @@ mod tests;
 pub use entry::{Entry, EntryKey, InvalidEntry};
 pub use watch::{InboxWatcher, POLL_EVERY};
 
-use crate::atomic_file::{self, DEFAULT_LOCK_TIMEOUT, FileLock, LockError, TempFile};
+use crate::atomic_file::{self, DEFAULT_LOCK_TIMEOUT, FileLock, LockError, TempFile, UnsafePath};
 use crate::paths::Root;
 use crate::team::names::NameError;
 use inbox::{Limits, Parsed, Stored};
@@ -58,9 +58,11 @@ pub const MAX_PLAIN: usize = 1000;
 pub const MAX_READ: usize = 200;
 /// Most unread protocol frames kept; older ones move to history.
 pub const MAX_UNREAD_PROTOCOL: usize = 2000;
-/// How long a sender whose deadline passed waits for the holder that has
-/// claimed its entry (a live holder has only its own I/O left).
-const CLAIMED_PATIENCE: Duration = Duration::from_secs(365 * 24 * 3600);
+/// The last part of a send's deadline (at most a tenth of it) is kept for
+/// a sender whose entry a holder has claimed: it stops competing for the
+/// lock and waits for that holder's outcome (a live holder has only its own
+/// I/O left). Past the deadline it answers [`MailboxError::StillPending`].
+const CLAIMED_GRACE: Duration = Duration::from_secs(1);
 /// How long a waiter whose entry missed a commit pauses before it tries
 /// for the lock again (see `Mailbox::await_commit`).
 const WAITER_NAP: Duration = Duration::from_millis(1);
@@ -94,8 +96,32 @@ pub enum MailboxError {
         msg_id: String,
         problem: String,
     },
+    /// The send's deadline passed while a holder (another swarm process
+    /// writing the inbox, which had taken this message into its write) had
+    /// not finished: it is stopped, or very slow. Nothing is lost and
+    /// nothing will be duplicated: the message is delivered once when that
+    /// process resumes, or by the next send to the inbox if it died. The
+    /// CLI maps this to its own exit code (the outcome is unknown, not a
+    /// failure).
+    #[error(
+        "the message {msg_id} is still pending in the spool ({}): the process writing {} took it \
+         and has not finished within {waited:?} (is it stopped?); it will be delivered once, when \
+         that process resumes or, if it died, with the next send to this inbox; do not send it again",
+        spool_file.display(),
+        inbox.display()
+    )]
+    StillPending {
+        inbox: PathBuf,
+        msg_id: String,
+        spool_file: PathBuf,
+        waited: Duration,
+    },
     #[error(transparent)]
     Lock(#[from] LockError),
+    /// A link, a directory others can write or another user's, where the
+    /// inbox, its directory, spool or history belongs.
+    #[error(transparent)]
+    Unsafe(#[from] UnsafePath),
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -106,7 +132,18 @@ pub enum MailboxError {
 }
 
 impl MailboxError {
+    /// An I/O failure on `path`, or the refusal or lost lock it carries.
     pub(crate) fn io(path: &Path, source: std::io::Error) -> MailboxError {
+        if let Some(u) = UnsafePath::of(&source) {
+            return MailboxError::Unsafe(u.clone());
+        }
+        if LockError::lost_in(&source) {
+            let lost = source
+                .into_inner()
+                .and_then(|e| e.downcast::<LockError>().ok())
+                .expect("lost_in found a LockError inside");
+            return MailboxError::Lock(*lost);
+        }
         MailboxError::Io {
             path: path.to_path_buf(),
             source,
@@ -163,8 +200,13 @@ pub(crate) enum Stage {
 ///
 /// * `claimed`, `committed`: with at least one spooled entry claimed, abort
 ///   on the spot, as a `kill -9` would;
-/// * `stop-written`: stop itself (`SIGSTOP`) with the inbox written to its
-///   temp file, as a suspended process would, until a `SIGCONT`.
+/// * `stop-claimed`: with at least one spooled entry claimed, stop itself
+///   (`SIGSTOP`), as a suspended process would, until a `SIGCONT`;
+/// * `stop-written`: stop itself with the inbox written to its temp file.
+///
+/// With the same feature, `SWARM_FAULT_LOCK_TIMEOUT_MS` replaces the default
+/// lock timeout (a send's deadline) of every [`Mailbox`], so tests of what
+/// happens at the deadline need not wait a minute.
 #[derive(Clone, Default)]
 struct Hooks {
     callback: Option<Arc<dyn Fn(Stage) + Send + Sync>>,
@@ -204,6 +246,7 @@ fn env_fault(stage: Stage, claimed: usize) {
     };
     let fires = match (name, stage) {
         ("claimed", Stage::Claimed) | ("committed", Stage::Committed) => claimed > 0,
+        ("stop-claimed", Stage::Claimed) => claimed > 0,
         ("stop-written", Stage::Written) => true,
         _ => false,
     };
@@ -223,10 +266,17 @@ fn env_fault(stage: Stage, claimed: usize) {
 
 impl Mailbox {
     pub fn new(root: &Root, team: &str) -> Mailbox {
+        #[cfg(feature = "fault-injection")]
+        let lock_timeout = std::env::var("SWARM_FAULT_LOCK_TIMEOUT_MS")
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .map_or(DEFAULT_LOCK_TIMEOUT, Duration::from_millis);
+        #[cfg(not(feature = "fault-injection"))]
+        let lock_timeout = DEFAULT_LOCK_TIMEOUT;
         Mailbox {
             root: root.clone(),
             team: team.to_owned(),
-            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            lock_timeout,
             hooks: Hooks::default(),
         }
     }
@@ -308,8 +358,8 @@ impl Mailbox {
 
         // Nobody holds the lock: commit this entry, and any waiting ones.
         if let Some(os) = FileLock::try_os_lock(&path)? {
-            let lock = os.take_dir(self.lock_timeout)?;
-            let own = self.commit(to, &path, &lock, Some(entry))?;
+            let mut lock = os.take_dir(self.lock_timeout)?;
+            let own = self.commit_holding(to, &path, &mut lock, Some(&entry))?;
             return own.expect("a commit with an entry of its own reports on it");
         }
         // Someone does: hand the entry over and wait for its commit.
@@ -322,7 +372,8 @@ impl Mailbox {
 
     /// Waits until the spooled entry `key` is in the inbox (or refused),
     /// becoming the holder whenever the lock is free and the entry still
-    /// waits. See [`spool`] for the protocol.
+    /// waits, and answers by the send's deadline (`lock_timeout`), whatever
+    /// the holder does. See [`spool`] for the protocol.
     fn await_commit(
         &self,
         to: &str,
@@ -332,7 +383,12 @@ impl Mailbox {
         msg_id: String,
     ) -> Result<Appended, MailboxError> {
         let spool_err = |e| MailboxError::io(spool_dir(spool), e);
-        let mut deadline = Instant::now() + self.lock_timeout;
+        let start = Instant::now();
+        let deadline = start + self.lock_timeout;
+        // The last part of the wait is kept for an entry a holder has
+        // claimed by then: a live holder has only its own I/O left.
+        let grace = (self.lock_timeout / 10).min(CLAIMED_GRACE);
+        let mut until = deadline - grace;
         let settled = |fate: Fate| match fate {
             Fate::Delivered => Some(Ok(Appended {
                 msg_id: msg_id.clone(),
@@ -352,7 +408,7 @@ impl Mailbox {
         // would then hold the lock in turn only to find its entry delivered,
         // one wake-up of every other waiter per turn.
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = until.saturating_duration_since(Instant::now());
             let os = if left.is_zero() {
                 None
             } else if let Some(os) = FileLock::try_os_lock(path)? {
@@ -375,8 +431,8 @@ impl Mailbox {
                     return done;
                 }
                 match os.take_dir(left) {
-                    Ok(lock) => {
-                        if let Err(e) = self.commit(to, path, &lock, None) {
+                    Ok(mut lock) => {
+                        if let Err(e) = self.commit_holding(to, path, &mut lock, None) {
                             drop(lock);
                             if spool.withdraw(key).map_err(spool_err)? {
                                 return Err(e);
@@ -393,34 +449,96 @@ impl Mailbox {
                     }
                 }
             }
-            // The deadline passed.
-            if spool.withdraw(key).map_err(spool_err)? {
-                return Err(LockError::Timeout {
+            // `until` passed. Still pending: taken back, nothing was sent.
+            let timeout = || {
+                MailboxError::from(LockError::Timeout {
                     path: crate::paths::lock_dir_for(path),
-                    waited: self.lock_timeout,
+                    waited: start.elapsed(),
                     holder: "another process",
-                }
-                .into());
+                })
+            };
+            if spool.withdraw(key).map_err(spool_err)? {
+                return Err(timeout());
             }
-            // Claimed: its holder holds every lock and has only its own I/O
-            // left, or died and so freed the lock. Its outcome is worth
-            // waiting for, however long: reporting a failure here could be
-            // false.
-            tracing::warn!(inbox = %path.display(), %msg_id, "deadline passed while the message was being written; waiting for the outcome");
-            deadline = Instant::now() + CLAIMED_PATIENCE;
+            if until < deadline {
+                // Claimed: its holder holds every lock, and has only its own
+                // I/O left unless it is stopped; wait for it, not past the
+                // deadline.
+                tracing::warn!(inbox = %path.display(), %msg_id, "deadline near while the message was being written; waiting for the outcome");
+                until = deadline;
+                continue;
+            }
+            // The deadline: answer with what the spool says, without the
+            // lock (its holder may be stopped while holding it). A claim it
+            // renamed back to pending (its commit failed) is withdrawn by
+            // the second withdraw, which a false "delivered" needs to pass.
+            return match spool.fate(key).map_err(spool_err)? {
+                Fate::Failed(why) => Err(why.into_error(path, &msg_id)),
+                Fate::Delivered if !spool.withdraw(key).map_err(spool_err)? => Ok(Appended {
+                    msg_id,
+                    quarantined: None,
+                    dropped: 0,
+                }),
+                Fate::Pending if !spool.withdraw(key).map_err(spool_err)? => {
+                    Err(self.still_pending(path, spool, key, msg_id, start))
+                }
+                Fate::Delivered | Fate::Pending => Err(timeout()),
+                Fate::Claimed => Err(self.still_pending(path, spool, key, msg_id, start)),
+            };
+        }
+    }
+
+    fn still_pending(
+        &self,
+        path: &Path,
+        spool: &Spool,
+        key: &spool::Key,
+        msg_id: String,
+        start: Instant,
+    ) -> MailboxError {
+        tracing::warn!(inbox = %path.display(), %msg_id, "send deadline passed with the message claimed by a holder that has not finished");
+        MailboxError::StillPending {
+            inbox: path.to_path_buf(),
+            msg_id,
+            spool_file: spool.claimed_path(key),
+            waited: start.elapsed(),
+        }
+    }
+
+    /// [`Mailbox::commit`] by the holder of `lock`, again from the start
+    /// (re-reading the inbox and the spool) each time it finds that it lost
+    /// the lock while suspended, after taking it back: whatever the writer
+    /// that broke the lock appended stays.
+    fn commit_holding(
+        &self,
+        to: &str,
+        path: &Path,
+        lock: &mut FileLock,
+        own: Option<&Entry>,
+    ) -> Result<Option<Result<Appended, MailboxError>>, MailboxError> {
+        loop {
+            match self.commit(to, path, lock, own) {
+                Err(MailboxError::Lock(LockError::Lost { .. })) => {
+                    tracing::warn!(inbox = %path.display(), "lost the inbox lock before writing; merging again");
+                    lock.retake(self.lock_timeout)?;
+                }
+                done => return done,
+            }
         }
     }
 
     /// The holder's work: merges every waiting entry of `to`'s spool and
     /// `own` (last) into the inbox in one durable write, then settles the
     /// spool. Returns how `own` fared. See [`spool`] for the protocol and
-    /// why each step comes where it does.
+    /// why each step comes where it does. The lock is verified just before
+    /// the rename; a lost one fails the commit with [`LockError::Lost`]
+    /// before anything was written (the claims go back to pending).
     fn commit(
         &self,
         to: &str,
         path: &Path,
-        _lock: &FileLock,
-        own: Option<Entry>,
+        lock: &FileLock,
+        own: Option<&Entry>,
     ) -> Result<Option<Result<Appended, MailboxError>>, MailboxError> {
         let spool = Spool::new(self.root.spool(&self.team, to)?);
         let spool_err = |e| MailboxError::io(spool_dir(&spool), e);
@@ -496,7 +614,7 @@ impl Mailbox {
             }
         }
         let own_at = own.map(|e| {
-            batch.push((None, e));
+            batch.push((None, e.clone()));
             batch.len() - 1
         });
 
@@ -560,7 +678,7 @@ impl Mailbox {
             tmp.write_synced(&rendered)
                 .map_err(|e| MailboxError::io(path, e))?;
             self.hooks.at(Stage::Written, claims.held.len());
-            if let Err(e) = tmp.rename_over(path) {
+            if let Err(e) = tmp.rename_over(path, Some(lock)) {
                 if e.renamed {
                     // In the inbox but perhaps not durable: the claims stay,
                     // and the next holder (seeing the temp file gone) makes
@@ -574,7 +692,8 @@ impl Mailbox {
             // compare); if a writer that does not lock replaced it since,
             // search it.
             if !holds_exactly(path, &rendered).map_err(|e| MailboxError::io(path, e))? {
-                let on_disk = std::fs::read(path).map_err(|e| MailboxError::io(path, e))?;
+                let on_disk =
+                    atomic_file::read_nofollow(path).map_err(|e| MailboxError::io(path, e))?;
                 for id in &added {
                     let needle = format!("\"msg_id\": {}", crate::json_text::to_compact(id));
                     if !contains(&on_disk, needle.as_bytes()) {
@@ -640,15 +759,17 @@ impl Mailbox {
                 quarantined: None,
             });
         }
-        let _lock = FileLock::acquire(&path, self.lock_timeout)?;
-        let (stored, quarantined) = load_locked(&path, inbox::parse)?;
-        if quarantined.is_some() {
-            write_inbox(&path, &stored)?;
+        let mut lock = FileLock::acquire(&path, self.lock_timeout)?;
+        loop {
+            let (stored, quarantined) = load_locked(&path, inbox::parse)?;
+            if quarantined.is_some() && self.write_locked(&path, &stored, &mut lock)?.is_lost() {
+                continue;
+            }
+            return Ok(InboxRead {
+                entries: entries(stored),
+                quarantined,
+            });
         }
-        Ok(InboxRead {
-            entries: entries(stored),
-            quarantined,
-        })
     }
 
     /// Removes the entries whose identity is in `keys` from `member`'s
@@ -660,18 +781,43 @@ impl Mailbox {
         if keys.is_empty() || !path.exists() {
             return Ok(0);
         }
-        let _lock = FileLock::acquire(&path, self.lock_timeout)?;
-        let (stored, quarantined) = load_locked(&path, inbox::parse)?;
+        let mut lock = FileLock::acquire(&path, self.lock_timeout)?;
         let wanted: HashSet<&EntryKey> = keys.iter().collect();
-        let (taken, kept): (Vec<Stored>, Vec<Stored>) = stored
-            .into_iter()
-            .partition(|s| wanted.contains(&s.entry().key()));
-        if taken.is_empty() && quarantined.is_none() {
-            return Ok(0);
+        loop {
+            let (stored, quarantined) = load_locked(&path, inbox::parse)?;
+            let (taken, kept): (Vec<Stored>, Vec<Stored>) = stored
+                .into_iter()
+                .partition(|s| wanted.contains(&s.entry().key()));
+            if taken.is_empty() && quarantined.is_none() {
+                return Ok(0);
+            }
+            history::record(&self.root.history(&self.team, member)?, &taken)?;
+            if self.write_locked(&path, &kept, &mut lock)?.is_lost() {
+                continue;
+            }
+            return Ok(taken.len());
         }
-        history::record(&self.root.history(&self.team, member)?, &taken)?;
-        write_inbox(&path, &kept)?;
-        Ok(taken.len())
+    }
+
+    /// Rewrites the inbox at `path` under `lock` (verified before the
+    /// rename). A lock lost while this process was suspended is taken back,
+    /// and the caller told to start again from its read, so entries another
+    /// writer appended meanwhile are never overwritten.
+    fn write_locked(
+        &self,
+        path: &Path,
+        stored: &[Stored],
+        lock: &mut FileLock,
+    ) -> Result<Written, MailboxError> {
+        match atomic_file::write_atomic_locked(path, &inbox::render(stored), lock) {
+            Ok(()) => Ok(Written::Done),
+            Err(e) if LockError::lost_in(&e) => {
+                tracing::warn!(inbox = %path.display(), "lost the inbox lock before writing; reading again");
+                lock.retake(self.lock_timeout)?;
+                Ok(Written::Lost)
+            }
+            Err(e) => Err(MailboxError::io(path, e)),
+        }
     }
 
     /// The messages `member` has consumed (and any compaction moved aside),
@@ -849,15 +995,25 @@ fn parent_of(path: &Path) -> &Path {
     path.parent().unwrap_or(Path::new("."))
 }
 
-fn write_inbox(path: &Path, stored: &[Stored]) -> Result<(), MailboxError> {
-    atomic_file::write_atomic(path, &inbox::render(stored)).map_err(|e| MailboxError::io(path, e))
+/// How [`Mailbox::write_locked`] went.
+#[must_use]
+enum Written {
+    Done,
+    /// The lock had been lost; nothing was written; it is held again.
+    Lost,
+}
+
+impl Written {
+    fn is_lost(&self) -> bool {
+        matches!(self, Written::Lost)
+    }
 }
 
 /// Whether the file at `path` holds exactly `expected`, compared a chunk at
 /// a time (no copy of the whole file).
 fn holds_exactly(path: &Path, expected: &[u8]) -> std::io::Result<bool> {
     use std::io::Read;
-    let mut file = std::fs::File::open(path)?;
+    let mut file = atomic_file::open_nofollow(path)?;
     if file.metadata()?.len() != expected.len() as u64 {
         return Ok(false);
     }

@@ -204,8 +204,15 @@ pub enum RosterError {
     Active { team: String, active: Vec<String> },
     #[error(transparent)]
     Name(#[from] NameError),
+    /// A lock that could not be taken, or one lost while this process was
+    /// suspended ([`atomic_file::LockError::Lost`]): then nothing was
+    /// written, and the update may simply be tried again.
     #[error(transparent)]
     Lock(#[from] atomic_file::LockError),
+    /// A link, a directory others can write or another user's, where the
+    /// team's files belong.
+    #[error(transparent)]
+    Unsafe(#[from] atomic_file::UnsafePath),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -247,10 +254,21 @@ impl Roster {
         &self.team
     }
 
+    /// An I/O failure on `path`, or the refusal or lost lock it carries.
     fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> RosterError + '_ {
-        move |source| RosterError::Io {
-            path: path.to_path_buf(),
-            source,
+        move |source| {
+            if let Some(u) = atomic_file::UnsafePath::of(&source) {
+                return RosterError::Unsafe(u.clone());
+            }
+            if atomic_file::LockError::lost_in(&source) {
+                return RosterError::Lock(atomic_file::LockError::Lost {
+                    path: crate::paths::lock_dir_for(path),
+                });
+            }
+            RosterError::Io {
+                path: path.to_path_buf(),
+                source,
+            }
         }
     }
 
@@ -305,11 +323,11 @@ impl Roster {
         let path = self.root.config(&self.team)?;
         let dir = self.root.team_dir(&self.team)?;
         atomic_file::ensure_dir(&dir).map_err(Self::io(&dir))?;
-        let _lock = FileLock::acquire_dir(
+        let lock = FileLock::acquire_dir(
             &self.root.config_lock(&self.team)?,
             atomic_file::DEFAULT_LOCK_TIMEOUT,
         )?;
-        if path.exists() {
+        if std::fs::symlink_metadata(&path).is_ok() {
             return Err(RosterError::Exists(self.team.clone()));
         }
         let now = clock::now_ms();
@@ -345,7 +363,8 @@ impl Roster {
         ] {
             atomic_file::ensure_dir(&d).map_err(Self::io(&d))?;
         }
-        atomic_file::write_atomic(&path, &json_text::to_pretty(&tf)).map_err(Self::io(&path))?;
+        atomic_file::write_atomic_locked(&path, &json_text::to_pretty(&tf), &lock)
+            .map_err(Self::io(&path))?;
         Ok(tf)
     }
 
@@ -405,7 +424,7 @@ impl Roster {
         repaired: &mut Option<Repaired>,
     ) -> Result<TeamFile, RosterError> {
         let path = self.root.config(&self.team)?;
-        let _lock = FileLock::acquire_dir(
+        let lock = FileLock::acquire_dir(
             &self.root.config_lock(&self.team)?,
             atomic_file::DEFAULT_LOCK_TIMEOUT,
         )?;
@@ -433,7 +452,10 @@ impl Roster {
         let before = tf.clone();
         f(&mut tf)?;
         if tf != before || repaired.is_some() {
-            atomic_file::write_atomic(&path, &json_text::to_pretty(&tf))
+            // Verified before the rename: a holder suspended past the stale
+            // rule must not replace what a Claude Code lead wrote since. It
+            // cannot apply `f` again, so it reports the lost lock.
+            atomic_file::write_atomic_locked(&path, &json_text::to_pretty(&tf), &lock)
                 .map_err(Self::io(&path))?;
         }
         Ok(tf)
