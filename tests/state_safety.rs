@@ -475,3 +475,179 @@ fn a_sender_whose_message_a_stopped_holder_claimed_answers_by_its_deadline() {
     got.sort();
     assert_eq!(got, ["before", "one", "two"]);
 }
+
+// ---- a huge inbox ----
+
+/// Writes an inbox of `n` entries as Claude Code lays them out, about 150
+/// bytes each (100 000 make the 15 MB inbox of the report).
+fn write_huge_inbox(inbox: &Path, n: usize) {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(inbox).unwrap());
+    for i in 0..n {
+        let sep = if i == 0 { "[\n" } else { ",\n" };
+        write!(
+            out,
+            "{sep}  {{\n    \"from\": \"bob\",\n    \"text\": \"message {i:06}\",\n    \
+             \"timestamp\": \"2026-11-30T07:14:23.941Z\",\n    \"msgV\": 1,\n    \
+             \"type\": \"message\",\n    \"read\": false\n  }}"
+        )
+        .unwrap();
+    }
+    out.write_all(b"\n]").unwrap();
+    out.flush().unwrap();
+}
+
+/// Runs `argv` with exactly the environment `env` and returns whether it
+/// succeeded and its peak resident set size in MB. Measured by a helper
+/// process (this test binary, running [`helper_measure_peak_rss`]) rather
+/// than here: a child's `ru_maxrss` counts the memory of whichever process
+/// it was spawned from, up to its `exec`, and this one has held many
+/// tests' worth.
+fn peak_rss_mb(argv: &[&std::ffi::OsStr], env: &[(&str, &std::ffi::OsStr)]) -> (bool, u64) {
+    let lossy = |s: &std::ffi::OsStr| s.to_string_lossy().into_owned();
+    let argv: Vec<String> = argv.iter().map(|a| lossy(a)).collect();
+    let env: std::collections::BTreeMap<&str, String> =
+        env.iter().map(|(k, v)| (*k, lossy(v))).collect();
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "state_safety::helper_measure_peak_rss"])
+        .args(["--ignored", "--test-threads=1", "--nocapture"])
+        .env("SWARM_MEASURE_ARGV", serde_json::to_string(&argv).unwrap())
+        .env("SWARM_MEASURE_ENV", serde_json::to_string(&env).unwrap())
+        .output()
+        .expect("run the measuring helper");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // libtest prints the test's name on the same line, before it.
+    let mut said = stdout
+        .split_once("peak-rss-kb ")
+        .unwrap_or_else(|| panic!("the helper measured nothing: {stdout}"))
+        .1
+        .split_whitespace();
+    let kb: u64 = said.next().and_then(|n| n.parse().ok()).expect("a figure");
+    (said.next() == Some("ok"), kb / 1024)
+}
+
+/// The measuring process of [`peak_rss_mb`]: runs the command it is given
+/// and prints `peak-rss-kb <N> ok|failed` for it.
+#[test]
+#[ignore = "a helper process of peak_rss_mb"]
+fn helper_measure_peak_rss() {
+    let argv: Vec<String> =
+        serde_json::from_str(&std::env::var("SWARM_MEASURE_ARGV").expect("run by peak_rss_mb"))
+            .unwrap();
+    let env: std::collections::BTreeMap<String, String> =
+        serde_json::from_str(&std::env::var("SWARM_MEASURE_ENV").unwrap()).unwrap();
+    #[expect(
+        clippy::zombie_processes,
+        reason = "reaped by wait4 below, which std cannot see"
+    )]
+    let child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .env_clear()
+        .envs(env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value of a plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: the pid is our child's, not yet waited for; both pointers
+    // are valid for the call.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32, "wait4");
+    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    println!(
+        "peak-rss-kb {} {}",
+        usage.ru_maxrss,
+        if ok { "ok" } else { "failed" }
+    );
+}
+
+/// The lead's way through its inbox (read, keep the unread, consume them by
+/// identity), run by [`a_huge_inbox_is_read_and_consumed_in_bounded_memory`]
+/// in a child process of its own so that its peak memory can be measured.
+#[test]
+#[ignore = "a child process of a_huge_inbox_is_read_and_consumed_in_bounded_memory"]
+fn probe_the_lead_consuming_a_huge_inbox() {
+    let home = std::env::var_os("SWARM_MEMORY_PROBE_HOME").expect("run by the memory test");
+    let mailbox = swarm::mailbox::Mailbox::new(&swarm::paths::Root::new(home), "huge");
+    let read = mailbox.read("team-lead").unwrap();
+    let fresh: Vec<swarm::mailbox::Entry> = read
+        .entries
+        .into_iter()
+        .filter(swarm::mailbox::Entry::is_unread)
+        .collect();
+    let keys: Vec<_> = fresh.iter().map(swarm::mailbox::Entry::key).collect();
+    assert_eq!(mailbox.consume("team-lead", &keys).unwrap(), fresh.len());
+}
+
+#[test]
+fn a_huge_inbox_is_read_and_consumed_in_bounded_memory() {
+    const ENTRIES: usize = 100_000;
+    let _heavy = crate::util::heavy();
+    let s = Sandbox::new();
+    s.team_with("huge", &[]);
+    let inbox = s.path("teams/huge/inboxes/team-lead.json");
+
+    write_huge_inbox(&inbox, ENTRIES);
+    let mb = std::fs::metadata(&inbox).unwrap().len() / 1_000_000;
+    let me = std::env::current_exe().unwrap();
+    let (ok, peak) = peak_rss_mb(
+        &[
+            me.as_os_str(),
+            "--exact".as_ref(),
+            "state_safety::probe_the_lead_consuming_a_huge_inbox".as_ref(),
+            "--ignored".as_ref(),
+        ],
+        &[("SWARM_MEMORY_PROBE_HOME", s.root().as_os_str())],
+    );
+    assert!(
+        ok,
+        "the probe failed: run it with --ignored --nocapture to see why"
+    );
+    eprintln!("the lead's consumption of {mb} MB peaked at {peak} MB");
+    assert_eq!(texts(&inbox), Vec::<String>::new(), "every entry consumed");
+    assert!(
+        peak < 100,
+        "consuming a {ENTRIES}-entry ({mb} MB) inbox as the lead does peaked at {peak} MB"
+    );
+    let history = s.read_json("swarm/huge/history/team-lead.json");
+    assert_eq!(
+        history.as_array().unwrap().len(),
+        1000,
+        "the newest 1000 kept"
+    );
+    assert_eq!(
+        history[999]["text"],
+        format!("message {:06}", ENTRIES - 1),
+        "the newest last"
+    );
+
+    // The real binary, showing and consuming it. Its own copies of the
+    // entries (commands/inbox.rs) add to the mailbox's share.
+    write_huge_inbox(&inbox, ENTRIES);
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let (ok, peak) = peak_rss_mb(
+        &[
+            crate::util::swarm_bin().as_ref(),
+            "inbox".as_ref(),
+            "--team".as_ref(),
+            "huge".as_ref(),
+            "--mark-read".as_ref(),
+            "team-lead".as_ref(),
+        ],
+        &[
+            ("SWARM_HOME", s.root().as_os_str()),
+            ("HOME", s.root().as_os_str()),
+            ("PATH", &path),
+        ],
+    );
+    assert!(ok, "swarm inbox --mark-read failed");
+    eprintln!("swarm inbox --mark-read of {mb} MB peaked at {peak} MB");
+    assert_eq!(texts(&inbox), Vec::<String>::new(), "every entry consumed");
+    assert!(
+        peak < 160,
+        "swarm inbox --mark-read of {mb} MB peaked at {peak} MB"
+    );
+}

@@ -134,6 +134,17 @@ pub fn read_nofollow(path: &Path) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Opens a file for reading in a directory that passes [`check_dir`],
+/// refusing a link in its place; `Ok(None)` when it does not exist.
+pub fn open_optional(path: &Path) -> io::Result<Option<File>> {
+    check_dir(parent_of(path))?;
+    match open_nofollow(path) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Opens a file for reading, refusing a link in its place.
 pub fn open_nofollow(path: &Path) -> io::Result<File> {
     OpenOptions::new()
@@ -248,6 +259,17 @@ impl TempFile {
             source,
         })?;
         self.rename_over(target, lock)
+    }
+
+    /// The temp file, for a caller that writes it in pieces; it then makes
+    /// them durable with [`TempFile::sync`] before the rename.
+    pub(crate) fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Makes what was written through [`TempFile::file`] durable.
+    pub(crate) fn sync(&self) -> io::Result<()> {
+        self.file.sync_data()
     }
 
     /// Writes `bytes` to the temp file and makes them durable.

@@ -36,7 +36,7 @@ pub use watch::{InboxWatcher, POLL_EVERY};
 use crate::atomic_file::{self, DEFAULT_LOCK_TIMEOUT, FileLock, LockError, TempFile, UnsafePath};
 use crate::paths::Root;
 use crate::team::names::NameError;
-use inbox::{Limits, Parsed, Stored};
+use inbox::{Limits, Parsed, Stored, Streamed};
 use spool::{Fate, Refusal, Spool};
 use std::collections::HashSet;
 use std::ops::ControlFlow;
@@ -745,19 +745,25 @@ impl Mailbox {
     /// rewritten with the entries that could be salvaged) and reported.
     pub fn read(&self, member: &str) -> Result<InboxRead, MailboxError> {
         let path = self.inbox_path(member)?;
-        let Some(bytes) =
-            atomic_file::read_optional(&path).map_err(|e| MailboxError::io(&path, e))?
-        else {
-            return Ok(InboxRead {
-                entries: Vec::new(),
-                quarantined: None,
-            });
-        };
-        if let Parsed::Clean(stored) = inbox::parse(&bytes) {
-            return Ok(InboxRead {
-                entries: entries(stored),
-                quarantined: None,
-            });
+        // Streamed: each element becomes its entry as it is read, so memory
+        // is the entries, not the file and its copies as well.
+        let mut found = Vec::new();
+        let streamed = inbox::stream_file(&path, |raw| match inbox::entry_of(raw) {
+            Ok(e) => {
+                found.push(e);
+                Ok(true)
+            }
+            Err(_) => Ok(false),
+        })
+        .map_err(|e| MailboxError::io(&path, e))?;
+        match streamed {
+            Streamed::Missing | Streamed::Clean => {
+                return Ok(InboxRead {
+                    entries: found,
+                    quarantined: None,
+                });
+            }
+            Streamed::Unsure => drop(found),
         }
         let mut lock = FileLock::acquire(&path, self.lock_timeout)?;
         loop {
@@ -784,6 +790,12 @@ impl Mailbox {
         let mut lock = FileLock::acquire(&path, self.lock_timeout)?;
         let wanted: HashSet<&EntryKey> = keys.iter().collect();
         loop {
+            match self.consume_streaming(member, &path, &wanted, &mut lock)? {
+                Pass::Done(taken) => return Ok(taken),
+                Pass::Lost => continue,
+                // Not a clean file: the path below salvages and repairs it.
+                Pass::Unsure => {}
+            }
             let (stored, quarantined) = load_locked(&path, inbox::parse)?;
             let (taken, kept): (Vec<Stored>, Vec<Stored>) = stored
                 .into_iter()
@@ -796,6 +808,66 @@ impl Mailbox {
                 continue;
             }
             return Ok(taken.len());
+        }
+    }
+
+    /// [`Mailbox::consume`] of a clean inbox in one streaming pass under
+    /// `lock`: each entry is read, and either copied to the new inbox (its
+    /// bytes as they were) or, when `wanted`, counted and kept for the
+    /// history, which holds only the newest [`HISTORY_MAX_ENTRIES`] (and
+    /// [`HISTORY_MAX_BYTES`]) anyway. Memory is bounded by the history, not
+    /// by the inbox: a 100 000-entry inbox is consumed in a few megabytes.
+    /// [`Pass::Unsure`] for a file that is not clean (nothing written).
+    fn consume_streaming(
+        &self,
+        member: &str,
+        path: &Path,
+        wanted: &HashSet<&EntryKey>,
+        lock: &mut FileLock,
+    ) -> Result<Pass, MailboxError> {
+        let io = |e| MailboxError::io(path, e);
+        let mut tmp = TempFile::create(path).map_err(io)?;
+        let mut out =
+            inbox::Renderer::new(std::io::BufWriter::with_capacity(64 * 1024, tmp.file()));
+        let mut for_history = history::Tail::default();
+        let mut taken = 0;
+        let streamed = inbox::stream_file(path, |raw| {
+            let Ok(s) = inbox::stored_of(raw) else {
+                return Ok(false);
+            };
+            if wanted.contains(&s.entry().key()) {
+                taken += 1;
+                for_history.push(s);
+            } else {
+                out.push(&s)?;
+            }
+            Ok(true)
+        })
+        .map_err(io)?;
+        match streamed {
+            Streamed::Clean => {}
+            Streamed::Missing => return Ok(Pass::Done(0)),
+            Streamed::Unsure => return Ok(Pass::Unsure),
+        }
+        if taken == 0 {
+            return Ok(Pass::Done(0));
+        }
+        out.finish()
+            .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
+            .and_then(|_| tmp.sync())
+            .map_err(io)?;
+        history::record(
+            &self.root.history(&self.team, member)?,
+            for_history.entries(),
+        )?;
+        match tmp.rename_over(path, Some(lock)) {
+            Ok(()) => Ok(Pass::Done(taken)),
+            Err(e) if LockError::lost_in(&e.source) => {
+                tracing::warn!(inbox = %path.display(), "lost the inbox lock before writing; reading again");
+                lock.retake(self.lock_timeout)?;
+                Ok(Pass::Lost)
+            }
+            Err(e) => Err(io(e.source)),
         }
     }
 
@@ -993,6 +1065,16 @@ fn spool_dir(spool: &Spool) -> &Path {
 
 fn parent_of(path: &Path) -> &Path {
     path.parent().unwrap_or(Path::new("."))
+}
+
+/// How [`Mailbox::consume_streaming`] went.
+enum Pass {
+    /// Written (or nothing to write); this many entries left the inbox.
+    Done(usize),
+    /// The lock had been lost; nothing was written; it is held again.
+    Lost,
+    /// The file is not clean; nothing was written.
+    Unsure,
 }
 
 /// How [`Mailbox::write_locked`] went.
