@@ -651,3 +651,44 @@ fn a_huge_inbox_is_read_and_consumed_in_bounded_memory() {
         "swarm inbox --mark-read of {mb} MB peaked at {peak} MB"
     );
 }
+
+// ---- fault injection ----
+
+/// The fault hooks (`SWARM_FAULT`) exist in test builds only. Building the
+/// release binary takes minutes, so this runs on request:
+/// `cargo test --test integration -- --ignored a_release_binary`.
+#[test]
+#[ignore = "builds the release binary (minutes); run with --ignored"]
+fn a_release_binary_never_reads_swarm_fault() {
+    let contains = |bin: &Path, needle: &[u8]| {
+        let bytes = std::fs::read(bin).unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
+        bytes.windows(needle.len()).any(|w| w == needle)
+    };
+    assert!(
+        contains(Path::new(crate::util::swarm_bin()), b"SWARM_FAULT"),
+        "the test binary has the hooks the other tests rely on"
+    );
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let built = Command::new(cargo)
+        .args([
+            "build",
+            "--release",
+            "--bin",
+            "swarm",
+            "--message-format=short",
+        ])
+        .current_dir(manifest)
+        .status()
+        .expect("run cargo");
+    assert!(built.success(), "cargo build --release failed");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest.join("target"));
+    let release = target.join("release/swarm");
+    assert!(
+        !contains(&release, b"SWARM_FAULT"),
+        "{} reads SWARM_FAULT",
+        release.display()
+    );
+}

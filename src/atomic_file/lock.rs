@@ -1,5 +1,6 @@
 //! Locks: Claude Code's `<file>.lock` directories plus swarm's OS lock on a
-//! sidecar file beside each (see the module above for the protocol).
+//! sidecar file beside each (the parent module has the protocol), and how a
+//! holder knows its lock is still its own.
 
 use super::safe_path::{self, PathProblem, UnsafePath};
 use super::{DIR_MODE, FILE_MODE};

@@ -4,19 +4,26 @@
 //!   the pattern Claude Code also uses and skips), fsync, rename over the
 //!   target, fsync the directory. A reader never sees a torn file written by
 //!   swarm, and after a crash the old or the new content is there, whole.
+//!   [`write_atomic_locked`] also verifies, just before the rename, that the
+//!   lock guarding the file is still the writer's ([`FileLock::verify`]).
 //! * [`ensure_dir`]: directories 0700, files 0600, whatever the umask.
+//! * Safe paths (`safe_path.rs`): nothing is created, read or written
+//!   through a symbolic link, or in a directory that other users can write
+//!   or own ([`check_dir`], [`UnsafePath`]); files are opened `O_NOFOLLOW`.
 //! * [`quarantine`]: an unreadable file is copied aside as
 //!   `<file>.corrupt-<epoch ms>` before anyone replaces it.
-//! * [`FileLock`]: Claude Code's lock protocol (a `<file>.lock` directory,
-//!   stale after 10 s, mtime refreshed every 5 s while held) plus an OS lock
-//!   (`flock` through `std::fs::File::lock`) on a sidecar file
+//! * [`FileLock`] (`lock.rs`): Claude Code's lock protocol (a `<file>.lock`
+//!   directory, stale after 10 s, mtime refreshed every 5 s while held) plus
+//!   an OS lock (`flock` through `std::fs::File::lock`) on a sidecar file
 //!   `<file>.lock.flock`. The sidecar is never replaced by rename and never
 //!   inside the lock directory (Claude Code releases with `rmdir`). Every
 //!   swarm holder holds the sidecar while it holds the directory, and records
 //!   the directory's identity in the sidecar; so a swarm waiter that holds the
 //!   sidecar and finds a lock directory whose recorded holder is gone knows
 //!   the holder died and takes over at once. A directory with no swarm record
-//!   may be Claude Code's and gets the 10 s rule.
+//!   may be Claude Code's and gets the 10 s rule. A holder suspended past
+//!   that rule may find its lock broken and taken: it knows its directory's
+//!   identity, so it notices ([`LockError::Lost`]) instead of writing.
 
 mod lock;
 mod safe_path;
