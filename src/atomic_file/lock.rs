@@ -50,8 +50,10 @@ pub enum LockError {
     Lost { path: PathBuf },
     #[error(transparent)]
     Unsafe(UnsafePath),
-    #[error("cannot lock {path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    /// The cause is in the message, not `source()`, so that a chain
+    /// printed whole (`{:#}`) says it once.
+    #[error("cannot lock {}: {error}", path.display())]
+    Io { path: PathBuf, error: io::Error },
 }
 
 impl LockError {
@@ -69,7 +71,7 @@ impl LockError {
             Some(u) => LockError::Unsafe(u.clone()),
             None => LockError::Io {
                 path: path.to_path_buf(),
-                source,
+                error: source,
             },
         }
     }

@@ -122,10 +122,12 @@ pub enum MailboxError {
     /// inbox, its directory, spool or history belongs.
     #[error(transparent)]
     Unsafe(#[from] UnsafePath),
-    #[error("{}: {source}", path.display())]
+    /// The cause is in the message, not `source()`, so that a chain
+    /// printed whole (`{:#}`) says it once.
+    #[error("{}: {error}", path.display())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error(transparent)]
     Name(#[from] NameError),
@@ -146,7 +148,7 @@ impl MailboxError {
         }
         MailboxError::Io {
             path: path.to_path_buf(),
-            source,
+            error: source,
         }
     }
 }

@@ -213,10 +213,12 @@ pub enum RosterError {
     /// team's files belong.
     #[error(transparent)]
     Unsafe(#[from] atomic_file::UnsafePath),
-    #[error("{path}: {source}")]
+    /// The cause is in the message, not `source()`, so that a chain
+    /// printed whole (`{:#}`) says it once.
+    #[error("{}: {error}", path.display())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -267,7 +269,7 @@ impl Roster {
             }
             RosterError::Io {
                 path: path.to_path_buf(),
-                source,
+                error: source,
             }
         }
     }
@@ -624,7 +626,7 @@ impl Roster {
                 Err(e) => {
                     return Err(RosterError::Io {
                         path: dir,
-                        source: e,
+                        error: e,
                     });
                 }
             }
