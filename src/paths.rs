@@ -17,6 +17,13 @@
 //! `~/.claude`. swarm's own state lives outside `teams/` because a Claude Code
 //! lead removes its team directory when it exits. Every name passes through
 //! a sanitiser before it becomes a component, so no input escapes the root.
+//!
+//! The root itself may be a symbolic link (`~/.claude` → a disk with room):
+//! [`Root::new`] resolves it once, to its real path, and every path built
+//! here starts from that. Below the root nothing is followed: a link, or a
+//! directory other users can write or own, where a swarm file or directory
+//! belongs is refused where it is used (`atomic_file::check_dir`), and
+//! [`Root::problems`] lists every one of them.
 
 use crate::team::names::{NameError, component, sanitize_s1, sanitize_s2};
 use std::path::{Path, PathBuf};
@@ -36,8 +43,39 @@ pub enum RootSource {
 }
 
 impl Root {
+    /// The root at `dir`, resolved to its real path: a link the user made
+    /// for the root itself (or any of its ancestors) is followed here, once,
+    /// so nothing below needs to be. The part of `dir` that does not exist
+    /// yet is kept as given.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Root { dir: dir.into() }
+        Root {
+            dir: real_path(&absolute(&dir.into())),
+        }
+    }
+
+    /// Everything under the root that swarm would refuse to use, for
+    /// `swarm doctor`: the root or one of its ancestors if it is unsafe
+    /// (then nothing below is looked at), else every link, directory others
+    /// can write or another user owns, and file others can write, under
+    /// `teams/`, `tasks/` and `swarm/`, sorted by path. Each names the path
+    /// and the fix (`chmod 700 DIR`, remove the link) in its `Display`.
+    /// Empty when all is well (or nothing exists yet).
+    pub fn problems(&self) -> Vec<crate::atomic_file::UnsafePath> {
+        if let Some(p) = crate::atomic_file::first_problem(&self.dir) {
+            return vec![p];
+        }
+        let mut found: Vec<_> = [self.teams_dir(), self.tasks_root(), self.dir.join("swarm")]
+            .iter()
+            .flat_map(|d| match std::fs::symlink_metadata(d) {
+                Err(_) => Vec::new(),
+                Ok(meta) => match crate::atomic_file::problem_of(&meta, true) {
+                    Some(problem) => vec![crate::atomic_file::UnsafePath::new(d, problem)],
+                    None => crate::atomic_file::problems_below(d),
+                },
+            })
+            .collect();
+        found.sort_by(|a, b| a.path.cmp(&b.path));
+        found
     }
 
     /// Resolves the root from `--home`/`SWARM_HOME` (clap folds the two),
@@ -241,8 +279,35 @@ pub fn lock_dir_for(file: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// The sidecar of a lock directory, `<lock dir>.flock`: the file swarm
+/// holds an OS lock on while it holds the directory (see `atomic_file`).
+pub fn sidecar_for(lock_dir: &Path) -> PathBuf {
+    let mut s = lock_dir.as_os_str().to_owned();
+    s.push(".flock");
+    PathBuf::from(s)
+}
+
 fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// `p` with its longest existing prefix canonicalized (links followed,
+/// `..` resolved) and the rest appended as given.
+fn real_path(p: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut cur = p;
+    loop {
+        if let Ok(real) = std::fs::canonicalize(cur) {
+            return rest.iter().rev().fold(real, |acc, c| acc.join(c));
+        }
+        match (cur.parent(), cur.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                cur = parent;
+            }
+            _ => return p.to_path_buf(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -16,4 +16,5 @@ mod output_safety;
 mod pane_safety;
 mod runtime;
 mod runtime_faults;
+mod state_safety;
 mod tui_e2e;

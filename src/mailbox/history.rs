@@ -40,6 +40,38 @@ pub(crate) fn read(path: &Path) -> Result<Vec<Entry>, MailboxError> {
     .collect())
 }
 
+/// The newest entries of a long run of consumed ones, as many as the
+/// history can keep (at most [`MAX_ENTRIES`], and [`MAX_BYTES`] plus one
+/// entry): what [`record`] keeps of the run is in it. Older ones are let go
+/// as newer ones come, so a consumer of a huge inbox holds a bounded tail,
+/// not every entry.
+#[derive(Debug, Default)]
+pub(crate) struct Tail {
+    entries: std::collections::VecDeque<Stored>,
+    bytes: usize,
+}
+
+impl Tail {
+    pub(crate) fn push(&mut self, s: Stored) {
+        self.bytes += s.text.len() + 4;
+        self.entries.push_back(s);
+        while self.entries.len() > MAX_ENTRIES
+            || self
+                .entries
+                .front()
+                .is_some_and(|f| self.bytes - (f.text.len() + 4) > MAX_BYTES)
+        {
+            let gone = self.entries.pop_front().expect("not empty");
+            self.bytes -= gone.text.len() + 4;
+        }
+    }
+
+    /// The kept entries, oldest first.
+    pub(crate) fn entries(&mut self) -> &[Stored] {
+        self.entries.make_contiguous()
+    }
+}
+
 /// Adds `consumed` (oldest first) to the history at `path`, skipping any
 /// already there, then trims it to its bounds. The caller holds the inbox
 /// lock of the member the history belongs to.
@@ -134,6 +166,26 @@ mod tests {
         let bytes = std::fs::read(&path).unwrap();
         assert!(bytes.len() <= MAX_BYTES, "{} bytes", bytes.len());
         assert!(read(&path).unwrap().last().unwrap().text.starts_with("39:"));
+    }
+
+    #[test]
+    fn a_tail_of_a_long_run_records_what_the_whole_run_would() {
+        let t = tempfile::tempdir().unwrap();
+        let run: Vec<_> = (0..MAX_ENTRIES + 500)
+            .map(|i| stored(&format!("{i}:{}", "y".repeat(i % 3000))))
+            .collect();
+        let (whole, tailed) = (t.path().join("whole.json"), t.path().join("tailed.json"));
+        record(&whole, &run).unwrap();
+        let mut tail = Tail::default();
+        for s in &run {
+            tail.push(s.clone());
+        }
+        assert!(tail.entries().len() <= MAX_ENTRIES);
+        record(&tailed, tail.entries()).unwrap();
+        assert_eq!(
+            std::fs::read(&whole).unwrap(),
+            std::fs::read(&tailed).unwrap()
+        );
     }
 
     #[test]

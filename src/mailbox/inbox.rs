@@ -221,6 +221,131 @@ impl Item<'_> {
     }
 }
 
+/// What [`stream_file`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Streamed {
+    /// No file.
+    Missing,
+    /// A JSON array, each of whose elements the callback accepted.
+    Clean,
+    /// Anything else (not JSON, not an array, an element refused): the
+    /// caller falls back to [`parse`], which salvages and says why.
+    Unsure,
+}
+
+/// Reads the file at `path` one element at a time, handing each element's
+/// text to `each` (which returns whether the element is a valid entry), so
+/// that a very large inbox is never held whole: memory is one element and
+/// a read buffer, plus what `each` keeps. A UTF-8 BOM is skipped. The file
+/// is opened without following a link (see `atomic_file::open_optional`).
+pub(crate) fn stream_file(
+    path: &std::path::Path,
+    mut each: impl FnMut(&RawValue) -> std::io::Result<bool>,
+) -> std::io::Result<Streamed> {
+    use std::io::BufRead;
+    let Some(file) = crate::atomic_file::open_optional(path)? else {
+        return Ok(Streamed::Missing);
+    };
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, file);
+    if reader.fill_buf()?.starts_with(b"\xEF\xBB\xBF") {
+        reader.consume(3);
+    }
+    let mut visitor = EachElement {
+        each: &mut each,
+        failed: None,
+        refused: false,
+    };
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let parsed =
+        serde::Deserializer::deserialize_seq(&mut de, &mut visitor).and_then(|()| de.end());
+    if let Some(e) = visitor.failed {
+        return Err(e);
+    }
+    match parsed {
+        Ok(()) if !visitor.refused => Ok(Streamed::Clean),
+        Ok(()) => Ok(Streamed::Unsure),
+        Err(e) if e.is_io() => Err(e.into()),
+        Err(_) => Ok(Streamed::Unsure),
+    }
+}
+
+/// The visitor of [`stream_file`]: calls `each` per element, and stops at
+/// the first it refuses or that fails.
+struct EachElement<'f, F> {
+    each: &'f mut F,
+    failed: Option<std::io::Error>,
+    refused: bool,
+}
+
+impl<'de, F: FnMut(&RawValue) -> std::io::Result<bool>> serde::de::Visitor<'de>
+    for &mut EachElement<'_, F>
+{
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array of entries")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(raw) = seq.next_element::<Box<RawValue>>()? {
+            match (self.each)(&raw) {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.refused = true;
+                    return Err(serde::de::Error::custom("invalid entry"));
+                }
+                Err(e) => {
+                    self.failed = Some(e);
+                    return Err(serde::de::Error::custom("stopped"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The entry of one element, validated as [`parse`] validates it, without
+/// keeping its text (for a reader that only wants entries).
+pub(crate) fn entry_of(raw: &RawValue) -> Result<Entry, InvalidEntry> {
+    let value: Value = crate::json_text::parse_lenient(raw.get().as_bytes())
+        .map_err(|e| InvalidEntry(format!("unreadable ({e})")))?;
+    Entry::from_value(value)
+}
+
+/// One element as [`parse_lazy`] holds it.
+pub(crate) fn stored_of(raw: &RawValue) -> Result<Stored, InvalidEntry> {
+    Item::Raw(raw).into_stored(true)
+}
+
+/// Renders a file one entry at a time (the bytes [`render`] gives).
+pub(crate) struct Renderer<W: std::io::Write> {
+    out: W,
+    entries: usize,
+}
+
+impl<W: std::io::Write> Renderer<W> {
+    pub(crate) fn new(out: W) -> Self {
+        Renderer { out, entries: 0 }
+    }
+
+    pub(crate) fn push(&mut self, s: &Stored) -> std::io::Result<()> {
+        self.out.write_all(if self.entries == 0 {
+            b"[\n  "
+        } else {
+            b",\n  "
+        })?;
+        self.entries += 1;
+        self.out.write_all(s.text.as_bytes())
+    }
+
+    /// Closes the array and returns the writer.
+    pub(crate) fn finish(mut self) -> std::io::Result<W> {
+        self.out
+            .write_all(if self.entries == 0 { b"[]" } else { b"\n]" })?;
+        Ok(self.out)
+    }
+}
+
 fn top_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",

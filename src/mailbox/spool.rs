@@ -159,7 +159,15 @@ impl Spool {
     pub fn write_batch(&self, tag: &str, keys: &[&Key]) -> io::Result<()> {
         let text: String = keys.iter().map(|k| format!("{}\n", k.0)).collect();
         let tmp = self.dir.join(format!("{tag}.batch.tmp"));
-        fs::write(&tmp, text)?;
+        // Never through a link planted under the temp name.
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(FILE_MODE)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)?;
+        f.write_all(text.as_bytes())?;
         fs::rename(&tmp, self.batch_path(tag))
     }
 
@@ -214,7 +222,7 @@ impl Spool {
             return Ok(Fate::Claimed);
         }
         let failed = self.path(key, "failed");
-        match fs::read(&failed) {
+        match atomic_file::read_nofollow(&failed) {
             Ok(bytes) => {
                 let refusal =
                     serde_json::from_slice(&bytes).unwrap_or_else(|e| Refusal::Unreadable {
@@ -255,7 +263,7 @@ impl Spool {
             } else if suffix == "claimed" {
                 listing.claimed.push(key);
             } else if suffix == "batch" {
-                let keys = fs::read_to_string(e.path())?
+                let keys = String::from_utf8_lossy(&atomic_file::read_nofollow(&e.path())?)
                     .lines()
                     .map(|k| Key(k.to_owned()))
                     .collect();
@@ -279,7 +287,7 @@ impl Spool {
 
     /// The entry in a claimed file, or why it cannot be read.
     pub fn read(&self, claimed: &Path) -> io::Result<Result<Entry, String>> {
-        let bytes = fs::read(claimed)?;
+        let bytes = atomic_file::read_nofollow(claimed)?;
         Ok(crate::json_text::parse_lenient::<serde_json::Value>(&bytes)
             .map_err(|e| e.to_string())
             .and_then(|v| Entry::from_value(v).map_err(|e| e.0)))

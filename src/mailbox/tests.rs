@@ -890,8 +890,11 @@ fn a_waiter_that_times_out_before_any_merge_sends_nothing_ever() {
     );
 }
 
+/// A waiter's answer comes by its deadline, even while a holder that has
+/// claimed its entry dawdles (or is stopped): not a failure, which could be
+/// false, but "still pending"; and the entry is then delivered, once.
 #[test]
-fn a_waiter_whose_deadline_passes_while_its_entry_is_merged_reports_success() {
+fn a_waiter_whose_deadline_passes_while_its_entry_is_merged_answers_still_pending_by_then() {
     let s = Arc::new(Sandbox::new());
     s.put("bob", b"[]");
     let path = s.inbox("bob");
@@ -920,14 +923,18 @@ fn a_waiter_whose_deadline_passes_while_its_entry_is_merged_reports_success() {
     assert!(own.is_none());
     drop(lock);
     let (r, waited) = waiter.join().unwrap();
-    let appended = r.expect("a delivered entry is reported delivered");
+    match r {
+        Err(MailboxError::StillPending { msg_id, .. }) => {
+            let read = s.mailbox.read("bob").unwrap();
+            assert_eq!(read.entries.len(), 1, "delivered once all the same");
+            assert_eq!(read.entries[0].msg_id.as_deref(), Some(&*msg_id));
+        }
+        other => panic!("expected still pending, got {other:?}"),
+    }
     assert!(
-        waited > Duration::from_millis(1000),
-        "the deadline passed during the merge"
+        waited < Duration::from_millis(1000),
+        "answered after {waited:?}, past the 400 ms deadline"
     );
-    let read = s.mailbox.read("bob").unwrap();
-    assert_eq!(read.entries.len(), 1);
-    assert_eq!(read.entries[0].msg_id.as_deref(), Some(&*appended.msg_id));
     assert_eq!(s.spool_files("bob"), Vec::<String>::new());
 }
 
@@ -1018,4 +1025,112 @@ fn a_spooled_send_refused_by_the_holder_reports_why_and_is_not_written() {
         Vec::<String>::new(),
         "refusal collected"
     );
+}
+
+// ---- links and open directories inside the root ----
+
+#[test]
+fn a_symlinked_inboxes_directory_is_refused_not_written_through() {
+    let s = Sandbox::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let inboxes = s.root.inboxes_dir("demo").unwrap();
+    std::fs::create_dir_all(inboxes.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), &inboxes).unwrap();
+    let err = s
+        .mailbox
+        .append("bob", Entry::new("team-lead", "hi".into(), None, None))
+        .unwrap_err();
+    assert!(matches!(err, MailboxError::Unsafe(_)), "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&inboxes.display().to_string()) && msg.contains("symbolic link"),
+        "{msg}"
+    );
+    assert_eq!(
+        std::fs::read_dir(elsewhere.path()).unwrap().count(),
+        0,
+        "an inbox was written where the link points"
+    );
+    assert!(s.mailbox.read("bob").is_err(), "nor read through it");
+}
+
+#[test]
+fn a_symlinked_inbox_file_is_refused_not_read_or_replaced() {
+    let s = Sandbox::new();
+    s.send("bob", "team-lead", "first");
+    let secret = s._dir.path().join("secret");
+    std::fs::write(&secret, b"not an inbox").unwrap();
+    let inbox = s.inbox("bob");
+    std::fs::remove_file(&inbox).unwrap();
+    std::os::unix::fs::symlink(&secret, &inbox).unwrap();
+    for err in [
+        s.mailbox
+            .append("bob", Entry::new("team-lead", "x".into(), None, None))
+            .unwrap_err(),
+        s.mailbox.read("bob").unwrap_err(),
+    ] {
+        assert!(matches!(err, MailboxError::Unsafe(_)), "{err}");
+    }
+    assert_eq!(std::fs::read(&secret).unwrap(), b"not an inbox");
+    assert!(
+        std::fs::symlink_metadata(&inbox)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the link was replaced, hiding the problem"
+    );
+    assert!(
+        s.corrupt_copies().is_empty(),
+        "the target was copied into the root"
+    );
+}
+
+#[test]
+fn an_inboxes_directory_others_can_write_is_refused_with_the_fix() {
+    let s = Sandbox::new();
+    s.send("bob", "team-lead", "first");
+    let inboxes = s.root.inboxes_dir("demo").unwrap();
+    std::fs::set_permissions(&inboxes, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let err = s
+        .mailbox
+        .append("bob", Entry::new("team-lead", "x".into(), None, None))
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&format!("chmod 700 {}", inboxes.display())),
+        "{msg}"
+    );
+    let problems: Vec<PathBuf> = s.root.problems().into_iter().map(|p| p.path).collect();
+    assert_eq!(problems, std::slice::from_ref(&inboxes));
+    std::fs::set_permissions(&inboxes, std::fs::Permissions::from_mode(0o700)).unwrap();
+    assert!(s.root.problems().is_empty());
+    s.send("bob", "team-lead", "second");
+}
+
+#[test]
+fn a_consumer_that_lost_its_lock_reads_again_and_keeps_what_another_writer_appended() {
+    let s = Sandbox::new();
+    s.send("bob", "team-lead", "old");
+    let path = s.inbox("bob");
+    let mut lock = FileLock::acquire(&path, Duration::from_secs(1)).unwrap();
+    // It read the inbox ("old"), and means to consume all of it. Suspended past the stale rule: a Claude Code writer breaks the lock,
+    // appends, and lets go.
+    let dir = lock.dir().to_path_buf();
+    std::fs::remove_dir(&dir).unwrap();
+    std::thread::sleep(Duration::from_millis(20)); // a new directory, a new ctime
+    std::fs::create_dir(&dir).unwrap();
+    let mut v: Vec<Value> = serde_json::from_slice(&s.bytes("bob")).unwrap();
+    v.push(serde_json::json!({"from": "claude", "text": "late", "timestamp": "t"}));
+    std::fs::write(&path, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    std::fs::remove_dir(&dir).unwrap();
+
+    assert!(
+        s.mailbox
+            .write_locked(&path, &[], &mut lock)
+            .unwrap()
+            .is_lost(),
+        "a lost lock was written under"
+    );
+    assert_eq!(s.texts("bob"), ["old", "late"], "nothing overwritten");
+    lock.verify().expect("taken back");
 }

@@ -212,12 +212,21 @@ pub enum RosterError {
     Active { team: String, active: Vec<String> },
     #[error(transparent)]
     Name(#[from] NameError),
+    /// A lock that could not be taken, or one lost while this process was
+    /// suspended ([`atomic_file::LockError::Lost`]): then nothing was
+    /// written, and the update may simply be tried again.
     #[error(transparent)]
     Lock(#[from] atomic_file::LockError),
-    #[error("{path}: {source}")]
+    /// A link, a directory others can write or another user's, where the
+    /// team's files belong.
+    #[error(transparent)]
+    Unsafe(#[from] atomic_file::UnsafePath),
+    /// The cause is in the message, not `source()`, so that a chain
+    /// printed whole (`{:#}`) says it once.
+    #[error("{}: {error}", path.display())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -255,29 +264,80 @@ impl Roster {
         &self.team
     }
 
+    /// An I/O failure on `path`, or the refusal or lost lock it carries.
     fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> RosterError + '_ {
-        move |source| RosterError::Io {
-            path: path.to_path_buf(),
-            source,
+        move |source| {
+            if let Some(u) = atomic_file::UnsafePath::of(&source) {
+                return RosterError::Unsafe(u.clone());
+            }
+            if atomic_file::LockError::lost_in(&source) {
+                return RosterError::Lock(atomic_file::LockError::Lost {
+                    path: crate::paths::lock_dir_for(path),
+                });
+            }
+            RosterError::Io {
+                path: path.to_path_buf(),
+                error: source,
+            }
         }
     }
 
     /// Creates the team: a roster holding only the lead, and its inbox and
-    /// task directories. Refuses an existing team.
+    /// task directories. Refuses an existing team. A creation that fails
+    /// (a full disk, say) leaves no directory of the team behind, so the
+    /// team does not half exist.
     pub fn create(
         &self,
         description: Option<&str>,
         lead_cwd: &str,
     ) -> Result<TeamFile, RosterError> {
         names::validate_team(&self.team)?;
+        let team_dir = self.root.team_dir(&self.team)?;
+        let tasks_dir = self.root.tasks_dir(&self.team)?;
+        let missing = |d: &std::path::Path| std::fs::symlink_metadata(d).is_err();
+        let (new_team_dir, new_tasks_dir) = (missing(&team_dir), missing(&tasks_dir));
+        let created = self.create_files(description, lead_cwd);
+        if let Err(e) = &created
+            && !matches!(e, RosterError::Exists(_))
+        {
+            if new_team_dir {
+                self.remove_new_team_dir(&team_dir);
+            }
+            if new_tasks_dir {
+                let _ = std::fs::remove_dir(&tasks_dir);
+            }
+        }
+        created
+    }
+
+    /// Undoes a failed [`Roster::create`] that made `dir`: what the attempt
+    /// puts there (the inbox directory, the lock's sidecar), then `dir`,
+    /// each only if empty, so nothing another process wrote meanwhile goes.
+    fn remove_new_team_dir(&self, dir: &std::path::Path) {
+        if let Ok(inboxes) = self.root.inboxes_dir(&self.team) {
+            let _ = std::fs::remove_dir(inboxes);
+        }
+        if let Ok(lock) = self.root.config_lock(&self.team) {
+            let _ = std::fs::remove_file(crate::paths::sidecar_for(&lock));
+        }
+        if let Err(e) = std::fs::remove_dir(dir) {
+            tracing::warn!(dir = %dir.display(), error = %e, "cannot remove the directory of a team whose creation failed");
+        }
+    }
+
+    fn create_files(
+        &self,
+        description: Option<&str>,
+        lead_cwd: &str,
+    ) -> Result<TeamFile, RosterError> {
         let path = self.root.config(&self.team)?;
         let dir = self.root.team_dir(&self.team)?;
         atomic_file::ensure_dir(&dir).map_err(Self::io(&dir))?;
-        let _lock = FileLock::acquire_dir(
+        let lock = FileLock::acquire_dir(
             &self.root.config_lock(&self.team)?,
             atomic_file::DEFAULT_LOCK_TIMEOUT,
         )?;
-        if path.exists() {
+        if std::fs::symlink_metadata(&path).is_ok() {
             return Err(RosterError::Exists(self.team.clone()));
         }
         let now = clock::now_ms();
@@ -313,7 +373,8 @@ impl Roster {
         ] {
             atomic_file::ensure_dir(&d).map_err(Self::io(&d))?;
         }
-        atomic_file::write_atomic(&path, &json_text::to_pretty(&tf)).map_err(Self::io(&path))?;
+        atomic_file::write_atomic_locked(&path, &json_text::to_pretty(&tf), &lock)
+            .map_err(Self::io(&path))?;
         Ok(tf)
     }
 
@@ -373,7 +434,7 @@ impl Roster {
         repaired: &mut Option<Repaired>,
     ) -> Result<TeamFile, RosterError> {
         let path = self.root.config(&self.team)?;
-        let _lock = FileLock::acquire_dir(
+        let lock = FileLock::acquire_dir(
             &self.root.config_lock(&self.team)?,
             atomic_file::DEFAULT_LOCK_TIMEOUT,
         )?;
@@ -401,7 +462,10 @@ impl Roster {
         let before = tf.clone();
         f(&mut tf)?;
         if tf != before || repaired.is_some() {
-            atomic_file::write_atomic(&path, &json_text::to_pretty(&tf))
+            // Verified before the rename: a holder suspended past the stale
+            // rule must not replace what a Claude Code lead wrote since. It
+            // cannot apply `f` again, so it reports the lost lock.
+            atomic_file::write_atomic_locked(&path, &json_text::to_pretty(&tf), &lock)
                 .map_err(Self::io(&path))?;
         }
         Ok(tf)
@@ -570,7 +634,7 @@ impl Roster {
                 Err(e) => {
                     return Err(RosterError::Io {
                         path: dir,
-                        source: e,
+                        error: e,
                     });
                 }
             }
@@ -618,6 +682,23 @@ mod tests {
             .join("tests/fixtures/claude-code")
             .join(name);
         std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    #[test]
+    fn a_team_whose_creation_failed_leaves_no_directory() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::new(t.path());
+        let roster = Roster::new(&root, "doomed");
+        crate::atomic_file::fault::inject("write", std::io::ErrorKind::StorageFull);
+        let err = roster.create(None, "/").unwrap_err();
+        assert!(err.to_string().contains("config.json"), "{err}");
+        for gone in ["teams/doomed", "tasks/doomed"] {
+            assert!(!t.path().join(gone).exists(), "{gone} left behind");
+        }
+        assert!(!roster.exists());
+        // The name is free: creating it again works.
+        roster.create(None, "/").unwrap();
+        assert!(roster.exists());
     }
 
     #[test]
