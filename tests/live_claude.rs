@@ -533,11 +533,14 @@ fn alive(pid: u32) -> bool {
             .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
 }
 
-/// Every file under `dir` containing `needle`.
-fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
+/// Every file under `dir` containing `needle`, outside `except`.
+fn files_containing(dir: &Path, needle: &str, except: &Path) -> Vec<PathBuf> {
     let mut hits = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
+        if d.starts_with(except) {
+            continue;
+        }
         for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let p = e.path();
             let Ok(ft) = e.file_type() else { continue };
@@ -694,7 +697,7 @@ fn a_claude_teammate_works_the_team_with_the_users_own_setup_and_keeps_the_key_s
         !start_cmd.contains(KEY),
         "the key is in a pane's start command"
     );
-    let leaks = files_containing(l.t.sb.root(), KEY);
+    let leaks = files_containing(l.t.sb.root(), KEY, &l.t.work);
     assert!(leaks.is_empty(), "the key is written in {leaks:?}");
     assert!(l.output_log("worker").is_file());
     let member = l.t.member("worker").expect("worker on the roster");
@@ -959,6 +962,79 @@ fn a_shutdown_approval_without_pane_id_or_backend_is_accepted() {
         (Some("pending"), None),
         "{back}"
     );
+}
+
+/// `swarm spawn --env K` passes K's value by name to any teammate: the
+/// program has it; argv, the pane's start command, the roster, the logs and
+/// the state root do not (the hand-off file is gone once the pane starts;
+/// the work dir, where the recorder writes what it saw, aside).
+/// Needs tmux only.
+#[test]
+fn a_value_passed_by_name_reaches_the_program_and_is_written_nowhere() {
+    let Some(t) = TmuxTeam::new("passed_by_name", "pass") else {
+        return;
+    };
+    t.up();
+    let secret = "s3cr3t-value-passed-by-name-5f0c";
+    let args = [
+        "spawn",
+        "rec",
+        "--env",
+        "SWARM_TEST_TOKEN",
+        "--env",
+        "PLAIN=visible",
+        "--",
+        &crate::util::tmux::agent("recorder"),
+    ];
+    let mut c = t.cmd(&args);
+    c.env("SWARM_TEST_TOKEN", secret)
+        .env("ANTHROPIC_API_KEY", "not-for-a-plain-program");
+    let r = Run::of(c, &args);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.explain(), t.explain());
+    assert!(
+        r.stderr.contains("passed by name: SWARM_TEST_TOKEN"),
+        "{}",
+        r.explain()
+    );
+    t.wait_ready("rec");
+    let env = std::fs::read(t.work.join("rec.env")).expect("recorded env");
+    let vars: Vec<String> = env
+        .split(|b| *b == 0)
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .collect();
+    assert!(
+        vars.contains(&format!("SWARM_TEST_TOKEN={secret}")),
+        "{vars:?}"
+    );
+    assert!(vars.contains(&"PLAIN=visible".to_string()), "{vars:?}");
+    assert!(
+        !vars.iter().any(|v| v.starts_with("ANTHROPIC_API_KEY=")),
+        "a plain program forwards nothing unasked: {vars:?}"
+    );
+    let member = t.member("rec").expect("on the roster");
+    assert_eq!(member["swarmPassEnv"], json!(["SWARM_TEST_TOKEN"]));
+    assert_eq!(member["swarmEnv"], json!({"PLAIN": "visible"}));
+    let start = t
+        .tmux
+        .ok(&["list-panes", "-a", "-F", "#{pane_start_command}"]);
+    assert!(
+        !start.contains(secret),
+        "in a pane's start command: {start}"
+    );
+    assert!(start.contains("--env-file"), "{start}");
+    assert!(!cmdline(t.pid_of("rec")).join(" ").contains(secret));
+    let leaks = files_containing(t.sb.root(), secret, &t.work);
+    assert!(leaks.is_empty(), "written in {leaks:?}\n{}", t.explain());
+    let missing = [
+        "spawn",
+        "rec2",
+        "--env",
+        "SWARM_TEST_UNSET_VAR",
+        "--",
+        "true",
+    ];
+    let r = Run::of(t.cmd(&missing), &missing);
+    r.assert_error("SWARM_TEST_UNSET_VAR is not set");
 }
 
 /// Medians over a few runs (not part of the suite: `-- --ignored`).

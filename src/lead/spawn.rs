@@ -141,19 +141,42 @@ pub fn pane_exec(args: crate::cli::PaneExecArgs) -> Result<crate::commands::Exit
     Err(err).with_context(|| format!("starting {}", names::shown(&args.command[0])))
 }
 
-/// Writes the variables passed by name for a pane to `file` (0600, in the
-/// team's private state), for its `swarm pane-exec --env-file` to take.
-fn write_handoff(file: &Path, vars: &[(String, String)]) -> Result<()> {
-    if let Some(dir) = file.parent() {
-        atomic_file::ensure_dir(dir)?;
+/// The variables passed by name to a pane being opened, in a private file
+/// (0600, in the team's 0700 state) for its `swarm pane-exec --env-file`
+/// to take. Removed on drop unless the pane opened: a failed spawn leaves
+/// no values on disk.
+struct Handoff {
+    path: PathBuf,
+    armed: bool,
+}
+
+impl Handoff {
+    fn write(path: PathBuf, vars: &[(String, String)]) -> Result<Handoff> {
+        if let Some(dir) = path.parent() {
+            atomic_file::ensure_dir(dir)?;
+        }
+        let map: serde_json::Map<String, Value> = vars
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
+        let bytes = serde_json::to_vec(&Value::Object(map)).expect("a map of strings serialises");
+        atomic_file::write_atomic(&path, &bytes)
+            .with_context(|| format!("writing the pane's hand-off file {}", path.display()))?;
+        Ok(Handoff { path, armed: true })
     }
-    let map: serde_json::Map<String, Value> = vars
-        .iter()
-        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-        .collect();
-    let bytes = serde_json::to_vec(&Value::Object(map)).expect("a map of strings serialises");
-    atomic_file::write_atomic(file, &bytes)
-        .with_context(|| format!("writing the pane's hand-off file {}", file.display()))
+
+    /// The pane opened: its first process reads and deletes the file.
+    fn taken_by_pane(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Handoff {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// Reads and deletes a hand-off file: its variables, to set for the
@@ -417,8 +440,6 @@ async fn open_pane(
     let handoff = team.root.runtime_file(&team.name, &req.name, "env")?;
     let _ = std::fs::remove_file(&handoff);
     if !pane_env.passed.is_empty() {
-        write_handoff(&handoff, &pane_env.passed)?;
-        tracing::info!(member = %req.name, names = ?passed, "passing variables by name");
         gate.extend(["--env-file".into(), handoff.to_string_lossy().into_owned()]);
     }
     gate.extend(["--".into(), program]);
@@ -458,7 +479,16 @@ async fn open_pane(
         spec = spec.output(&out_file);
     }
     let backend = opened.backend.clone();
-    let spawned = match backend.spawn(&spec).await {
+    // Written last, and removed again unless the pane opens (its
+    // pane-exec then takes it).
+    let handoff = match pane_env.passed.is_empty() {
+        true => None,
+        false => {
+            tracing::info!(member = %req.name, names = ?passed, "passing variables by name");
+            Some(Handoff::write(handoff, &pane_env.passed)?)
+        }
+    };
+    let pane = match backend.spawn(&spec).await {
         Ok(p) => Ok(p),
         // The recorded lead is gone (its pane closes with it): the team's
         // session then, as when no lead was ever recorded.
@@ -472,15 +502,11 @@ async fn open_pane(
             backend.spawn(&spec).await
         }
         Err(e) => Err(e),
-    };
-    let pane = match spawned {
-        Ok(p) => p,
-        Err(e) => {
-            // No pane will take the hand-off: its values go now.
-            let _ = std::fs::remove_file(&handoff);
-            return Err(e).with_context(|| format!("opening a pane for {}", req.name));
-        }
-    };
+    }
+    .with_context(|| format!("opening a pane for {}", req.name))?;
+    if let Some(h) = handoff {
+        h.taken_by_pane();
+    }
     let before = opened.record.clone();
     if let swarm_backends::Placement::Session { name }
     | swarm_backends::Placement::NewWindow {
