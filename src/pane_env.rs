@@ -16,7 +16,8 @@
 //!    rest;
 //! 4. **passed by name**, taken from the environment of the process that
 //!    opens the pane: every variable on the member's agent's forward list
-//!    ([`forward_list`]) that is set and not empty, and every name the user
+//!    ([`forward_list`]) that is set and not empty (or empty where that
+//!    means something, [`EVEN_EMPTY`]), and every name the user
 //!    asked for (`swarm spawn --env K`, the spec's `pass_env`; the roster's
 //!    `swarmPassEnv`).
 //!
@@ -133,6 +134,11 @@ pub const CLAUDE_NEVER: &[&str] = &[
     "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS",
     "CLAUDE_CODE_ENABLE_TODO_TOOLS",
 ];
+
+/// Forwarded even when empty: Claude Code reads an empty
+/// `CLAUDE_SECURESTORAGE_CONFIG_DIR` as "the default credential store"
+/// (its own lead forwards it empty too).
+pub const EVEN_EMPTY: &[&str] = &["CLAUDE_SECURESTORAGE_CONFIG_DIR"];
 
 /// Codex CLI: `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `CODEX_HOME`, ….
 pub const CODEX: &[&str] = &["OPENAI_*", "CODEX_*"];
@@ -312,7 +318,8 @@ pub fn member_pane(team: &Team, member: &Member) -> Result<PaneEnv> {
         let (Some(k), Some(v)) = (k.to_str(), v.to_str()) else {
             continue;
         };
-        let wanted = asked.iter().any(|a| a == k) || (!v.is_empty() && forwards(agent, k));
+        let wanted = asked.iter().any(|a| a == k)
+            || ((!v.is_empty() || EVEN_EMPTY.contains(&k)) && forwards(agent, k));
         if wanted && !taken(k, &env, &passed) && !k.contains('=') && !v.contains('\0') {
             passed.push((k.to_string(), v.to_string()));
         }
