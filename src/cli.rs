@@ -100,6 +100,10 @@ pub struct PaneExecArgs {
     /// Created by the spawner once `pipe-pane` is attached
     #[arg(long, value_name = "FILE")]
     pub ready: PathBuf,
+    /// Variables passed by name (a private JSON object the spawner wrote):
+    /// read, deleted, and set for the program
+    #[arg(long, value_name = "FILE")]
+    pub env_file: Option<PathBuf>,
     #[arg(last = true, required = true, value_name = "PROGRAM")]
     pub command: Vec<String>,
 }
@@ -174,6 +178,16 @@ pub struct SpawnArgs {
     /// The teammate must have each plan approved before it acts
     #[arg(long)]
     pub plan_mode_required: bool,
+    /// Permission mode at launch: default, acceptEdits, plan, bypassPermissions,
+    /// dontAsk, auto (Claude Code's --permission-mode; codex and gemini get
+    /// their own flags) [default: default]
+    #[arg(long, value_name = "MODE")]
+    pub mode: Option<String>,
+    /// K=V sets K for the teammate (kept in the roster); a bare K passes K's
+    /// value from this shell by name (never written anywhere). Repeatable.
+    /// The agent's own API variables are passed without asking (see README)
+    #[arg(long = "env", value_name = "K=V|K")]
+    pub env: Vec<String>,
     #[command(flatten)]
     pub backend: BackendArgs,
     /// Run this command in the pane instead of the teammate runtime

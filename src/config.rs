@@ -13,8 +13,11 @@
 //! color = "blue"              # optional palette colour
 //! cwd = "src"                 # optional, relative to the spec's directory
 //! plan_mode_required = false  # optional
+//! mode = "acceptEdits"        # optional permission mode at launch (default: "default")
 //! command = ["prog", "arg"]   # optional: argv prefix (required for agent = "command")
-//! env = { K = "V" }           # optional extra environment
+//! env = { K = "V" }           # optional: variables written for the teammate (kept in the roster)
+//! pass_env = ["K"]            # optional: variables passed by name from the environment of
+//!                             # whoever opens the pane (`swarm up`); never written anywhere
 //!
 //! [[task]]
 //! subject = "count lines"     # required
@@ -72,10 +75,17 @@ pub struct TeammateSpec {
     pub cwd: Option<PathBuf>,
     #[serde(default)]
     pub plan_mode_required: bool,
+    /// Permission mode at launch (see `agents::MODES`).
+    #[serde(default)]
+    pub mode: Option<String>,
     #[serde(default)]
     pub command: Option<Vec<String>>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Variables passed by name from the environment of the process that
+    /// opens the pane (see `pane_env`).
+    #[serde(default)]
+    pub pass_env: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -163,6 +173,12 @@ impl TeamSpec {
                     "{at}: colour {c:?} is not one of {}",
                     colors::PALETTE.join(", ")
                 );
+            }
+            if let Some(m) = &t.mode {
+                crate::agents::check_mode(m).with_context(|| at.clone())?;
+            }
+            for k in t.env.keys().chain(&t.pass_env) {
+                crate::pane_env::check_name(k).with_context(|| format!("{at}: env"))?;
             }
             match &t.command {
                 Some(c) if c.is_empty() || c[0].is_empty() => {
@@ -284,6 +300,10 @@ impl TeammateSpec {
         m.model = self.model.clone();
         m.prompt = self.prompt.clone();
         m.plan_mode_required = Some(self.plan_mode_required);
+        m.mode = self
+            .mode
+            .as_deref()
+            .map(|x| crate::agents::check_mode(x).unwrap_or_else(|_| x.to_string()));
         m.set_swarm_field(
             SwarmField::Agent,
             json!(self.agent.clone().unwrap_or_else(|| {
@@ -300,6 +320,9 @@ impl TeammateSpec {
         }
         if !self.env.is_empty() {
             m.set_swarm_field(SwarmField::Env, json!(self.env));
+        }
+        if !self.pass_env.is_empty() {
+            m.set_swarm_field(SwarmField::PassEnv, json!(self.pass_env));
         }
         m
     }
@@ -338,8 +361,10 @@ mod tests {
             color = "green"
             cwd = "sub"
             plan_mode_required = true
+            mode = "acceptEdits"
             command = ["codex", "exec"]
             env = { FOO = "bar" }
+            pass_env = ["OPENAI_ORG_ID"]
             [[teammate]]
             name = "bob"
             [[task]]
@@ -359,6 +384,11 @@ mod tests {
         assert_eq!(m.color.as_deref(), Some("green"));
         assert_eq!(m.plan_mode_required, Some(true));
         assert_eq!(m.swarm_field(SwarmField::Env), Some(&json!({"FOO": "bar"})));
+        assert_eq!(m.mode.as_deref(), Some("acceptEdits"));
+        assert_eq!(
+            m.swarm_field(SwarmField::PassEnv),
+            Some(&json!(["OPENAI_ORG_ID"]))
+        );
         let b = spec.teammates[1].member("web", 1, Path::new("/p"));
         assert_eq!(b.agent(), Some("shell"));
         assert_eq!(b.color.as_deref(), Some(colors::for_teammate(1)));
@@ -418,6 +448,16 @@ mod tests {
         );
         let cmd = "team = \"t\"\n[[teammate]]\nname = \"a\"\nagent = \"command\"\n";
         assert!(err(cmd).contains("needs command"), "{}", err(cmd));
+        let mode = "team = \"t\"\n[[teammate]]\nname = \"a\"\nmode = \"yolo\"\n";
+        assert!(
+            err(mode).contains("unknown permission mode"),
+            "{}",
+            err(mode)
+        );
+        let env = "team = \"t\"\n[[teammate]]\nname = \"a\"\npass_env = [\"A-B\"]\n";
+        assert!(err(env).contains("not a variable name"), "{}", err(env));
+        let id = "team = \"t\"\n[[teammate]]\nname = \"a\"\nenv = { SWARM_TEAM = \"x\" }\n";
+        assert!(err(id).contains("set by swarm"), "{}", err(id));
         let range = "team = \"t\"\n[[task]]\nsubject = \"a\"\nblocked_by = [2]\n";
         assert!(err(range).contains("out of range"), "{}", err(range));
         let me = "team = \"t\"\n[[task]]\nsubject = \"a\"\nblocked_by = [1]\n";

@@ -262,6 +262,14 @@ impl Root {
             .join("runtime")
             .join(format!("{m}.{ext}")))
     }
+
+    /// The Claude Code configuration directory swarm builds for the team's
+    /// Claude Code teammates when the root is not the user's own Claude
+    /// config dir (see `agents::claude`): links to the user's files, and
+    /// `teams`/`tasks` linked to this root's.
+    pub fn claude_config(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.state_dir(team)?.join("claude-config"))
+    }
 }
 
 /// The file-name part of `member`'s files: the name itself when it is

@@ -890,7 +890,12 @@ fn the_claude_preset_launches_with_the_references_argv_env_and_a_signed_first_pr
         .unwrap()
         .clone();
     let session = t.roster().read().unwrap().lead_session_id.unwrap();
-    let launch = swarm::agents::claude_launch(&t, &member, 1796022860317).unwrap();
+    // The user's Claude Code setup lives in a home of its own, so the
+    // sandbox root is not their config dir: a linked one is built.
+    let home = sb.path("user-home");
+    let user = swarm::agents::claude::UserClaude::with_home(&home);
+    let launch =
+        swarm::agents::claude::claude_launch_for(&t, &member, 1796022860317, &user).unwrap();
 
     // The fixture's argv, with this team's name, session and key put in.
     let fixture: Value = serde_json::from_slice(
@@ -930,7 +935,17 @@ fn the_claude_preset_launches_with_the_references_argv_env_and_a_signed_first_pr
     assert_eq!(env["CLAUDECODE"], "1");
     assert_eq!(env["CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS"], "1");
     assert_eq!(env["CLAUDE_CODE_ENABLE_TODO_TOOLS"], "1");
-    assert_eq!(env["CLAUDE_CONFIG_DIR"], sb.root().to_string_lossy());
+    let linked = sb.path("swarm/t/claude-config");
+    assert_eq!(env["CLAUDE_CONFIG_DIR"], linked.to_string_lossy());
+    assert_eq!(env["CLAUDE_SECURESTORAGE_CONFIG_DIR"], "");
+    assert_eq!(
+        std::fs::read_link(linked.join("teams")).unwrap(),
+        sb.path("teams")
+    );
+    assert_eq!(
+        std::fs::read_link(linked.join(".claude.json")).unwrap(),
+        home.join(".claude.json")
+    );
 
     // The first prompt: a signed plain entry from team-lead, in the
     // reference's key order, verifying with the key on the command line.

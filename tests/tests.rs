@@ -11,6 +11,7 @@ mod corruption;
 mod crash;
 mod demo;
 mod lifecycle;
+mod live_claude;
 mod one_rule;
 mod output_safety;
 mod pane_safety;

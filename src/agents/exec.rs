@@ -30,14 +30,21 @@
 //! `command = ["/opt/codex/bin/codex", "exec"]` keeps the model and mode
 //! flags and the prompt.
 //!
-//! Permission modes (from `mode_set_request`, recorded in the roster's
-//! `mode`) map to each CLI's own flags where it has them:
+//! Permission modes (the roster's `mode`: set at spawn by `--mode` or the
+//! spec's `mode`, changed by a `mode_set_request` for the next run) map to
+//! each CLI's own flags where it has them (checked against Codex 0.171.0,
+//! which has no `--full-auto` any more, and Gemini CLI 0.61.0):
 //!
 //! | mode | codex | gemini | claude-print | aider, command |
 //! |---|---|---|---|---|
 //! | `bypassPermissions` | `--dangerously-bypass-approvals-and-sandbox` | `--yolo` | `--permission-mode bypassPermissions` | none |
-//! | `acceptEdits` | `--full-auto` | `--approval-mode auto_edit` | `--permission-mode acceptEdits` | none |
-//! | other (`default`, `plan`, …) | none | none | `--permission-mode MODE` | none |
+//! | `acceptEdits` | `--sandbox workspace-write` | `--approval-mode auto_edit` | `--permission-mode acceptEdits` | none |
+//! | `plan` | `--sandbox read-only` | `--approval-mode plan` | `--permission-mode plan` | none |
+//! | `default`, none | none (its own config) | none (its own config) | `--permission-mode default` for `default` | none |
+//! | `dontAsk`, `auto` | none | none | `--permission-mode MODE` | none |
+//!
+//! Aider has no permission modes (it runs `--yes-always`); a `command` is
+//! the user's own, so neither gets a flag: the mode does not apply.
 //!
 //! The prompt is the member's role prompt, a blank line, then either the
 //! incoming messages, each wrapped as Claude Code shows them to its model
@@ -125,9 +132,11 @@ impl Preset {
             (Preset::Codex, "bypassPermissions") => {
                 v(&["--dangerously-bypass-approvals-and-sandbox"])
             }
-            (Preset::Codex, "acceptEdits") => v(&["--full-auto"]),
+            (Preset::Codex, "acceptEdits") => v(&["--sandbox", "workspace-write"]),
+            (Preset::Codex, "plan") => v(&["--sandbox", "read-only"]),
             (Preset::Gemini, "bypassPermissions") => v(&["--yolo"]),
             (Preset::Gemini, "acceptEdits") => v(&["--approval-mode", "auto_edit"]),
+            (Preset::Gemini, "plan") => v(&["--approval-mode", "plan"]),
             (Preset::ClaudePrint, m) if !m.is_empty() => v(&["--permission-mode", m]),
             _ => Vec::new(),
         }
@@ -344,7 +353,20 @@ mod tests {
         let over = s(&["/opt/codex", "exec"]);
         assert_eq!(
             argv(Preset::Codex, Some(&over), None, Some("acceptEdits")),
-            s(&["/opt/codex", "exec", "--full-auto", "P"])
+            s(&["/opt/codex", "exec", "--sandbox", "workspace-write", "P"])
+        );
+        assert_eq!(
+            argv(Preset::Codex, None, None, Some("plan"))[3..],
+            s(&["--sandbox", "read-only", "P"])
+        );
+        assert_eq!(
+            argv(Preset::Gemini, None, None, Some("plan")),
+            s(&["gemini", "--approval-mode", "plan", "-p", "P"])
+        );
+        assert_eq!(
+            argv(Preset::Aider, None, None, Some("acceptEdits")),
+            argv(Preset::Aider, None, None, None),
+            "aider has no modes"
         );
     }
 

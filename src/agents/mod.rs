@@ -78,6 +78,65 @@ impl Agent {
     }
 }
 
+/// The permission modes a member may start in (`swarm spawn --mode`, the
+/// spec's `mode`), by Claude Code's names. Claude Code 2.1.332 shows
+/// `default` as "manual" and takes either; swarm writes `default`.
+pub const MODES: [&str; 6] = [
+    "default",
+    "acceptEdits",
+    "plan",
+    "bypassPermissions",
+    "dontAsk",
+    "auto",
+];
+
+/// `mode` checked against [`MODES`] (`manual` is `default`).
+pub fn check_mode(mode: &str) -> Result<String> {
+    let mode = if mode == "manual" { "default" } else { mode };
+    if MODES.contains(&mode) {
+        return Ok(mode.to_string());
+    }
+    bail!(
+        "unknown permission mode {:?}; pick one of {}",
+        crate::text::escape_line(mode),
+        MODES.join(", ")
+    )
+}
+
+/// What a `mode_set_request` does to a member that is running.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModeChange {
+    /// The runtime records it (roster `mode`) and its agent's next run uses
+    /// it (shell: no effect on commands; exec presets: their flags).
+    NextRun,
+    /// Nothing will apply it; the reason says why and what to do instead.
+    Unsupported(String),
+}
+
+/// Whether a `mode_set_request` can change `member`'s mode while it runs.
+///
+/// Claude Code 2.1.332 drops `mode_set_request` from its inbox ("permission
+/// mode changes are never accepted from the inbox", in its inbox poller and
+/// its in-process runner alike), and offers no other way in from outside its
+/// pane: its mode is the `--permission-mode` it started with, then whatever
+/// the user picks with Shift+Tab in its own pane. A plain program
+/// (`process`) gets the request in its inbox and may or may not act on it.
+pub fn mode_change(member: &Member) -> ModeChange {
+    match member.agent().unwrap_or("shell") {
+        "claude" => ModeChange::Unsupported(format!(
+            "{} runs Claude Code, which ignores mode changes sent to its inbox; \
+             press Shift+Tab in its pane, or restart it in the mode you want \
+             (`swarm kill {}` then `swarm spawn {} --agent claude --mode MODE`)",
+            member.name, member.name, member.name
+        )),
+        "process" => ModeChange::Unsupported(format!(
+            "{} runs its own program, which reads mode_set_request only if it was written to",
+            member.name
+        )),
+        _ => ModeChange::NextRun,
+    }
+}
+
 /// The member's `swarmCommand` (an array of strings), if any.
 pub fn member_command(member: &Member) -> Result<Option<Vec<String>>> {
     let Some(v) = member.swarm_field(SwarmField::Command) else {
@@ -330,5 +389,30 @@ mod tests {
         let sh = vec!["sh".to_string()];
         assert!(check_available("command", Some(&sh)).is_ok());
         assert!(check_available("command", None).is_err());
+    }
+
+    #[test]
+    fn modes_are_claude_codes_names_and_manual_is_default() {
+        assert_eq!(check_mode("acceptEdits").unwrap(), "acceptEdits");
+        assert_eq!(check_mode("manual").unwrap(), "default");
+        let err = check_mode("yolo").unwrap_err().to_string();
+        assert!(
+            err.contains("\"yolo\"") && err.contains("bypassPermissions"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_running_claude_teammate_cannot_change_mode_from_its_inbox() {
+        let mut m = Member::teammate("t", "bob", "blue", "/");
+        m.set_swarm_field(SwarmField::Agent, serde_json::json!("claude"));
+        let ModeChange::Unsupported(why) = mode_change(&m) else {
+            panic!("claude members cannot change mode at run time")
+        };
+        assert!(why.contains("Shift+Tab") && why.contains("--mode"), "{why}");
+        m.set_swarm_field(SwarmField::Agent, serde_json::json!("codex"));
+        assert_eq!(mode_change(&m), ModeChange::NextRun);
+        m.set_swarm_field(SwarmField::Agent, serde_json::json!("process"));
+        assert!(matches!(mode_change(&m), ModeChange::Unsupported(_)));
     }
 }

@@ -356,15 +356,22 @@ async fn spawn_reserved(team: &Team, opened: &mut Opened) -> Result<()> {
                 .map(PathBuf::from)
                 .unwrap_or(std::env::current_dir()?),
             plan_mode_required: m.plan_mode_required == Some(true),
+            mode: None,
             command: swarm_command(m)?,
             env: crate::pane_env::swarm_env(m)?,
+            pass_env: crate::pane_env::pass_env(m)?,
         });
     }
     if reqs.is_empty() {
         return Ok(());
     }
     for s in spawn_members_locked(team, opened, &reqs).await? {
-        eprintln!("spawned {} in pane {}", s.name, s.pane);
+        eprintln!(
+            "spawned {} in pane {}{}",
+            s.name,
+            s.pane,
+            passed_note(&s.passed)
+        );
     }
     Ok(())
 }
@@ -416,6 +423,10 @@ async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
              teammates in a spec and run `swarm up SPEC --backend in-process`, or use tmux"
         );
     }
+    let crate::pane_env::EnvArgs {
+        set: env,
+        pass: pass_env,
+    } = crate::pane_env::EnvArgs::parse(&args.env, |k| std::env::var_os(k).is_some())?;
     let req = SpawnRequest {
         name: args.name,
         agent: args.agent,
@@ -427,15 +438,30 @@ async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
             None => std::env::current_dir()?,
         },
         plan_mode_required: args.plan_mode_required,
+        mode: args.mode,
         command: args.command,
-        env: Vec::new(),
+        env,
+        pass_env,
     };
     let s = spawn_member(&team, &mut opened, &req).await?;
     match s.pid {
         Some(pid) => println!("spawned {} in pane {} (pid {pid})", s.name, s.pane),
         None => println!("spawned {} in pane {}", s.name, s.pane),
     }
+    if !s.passed.is_empty() {
+        eprintln!("{}", passed_note(&s.passed).trim_start_matches("; "));
+    }
     Ok(Exit::Ok)
+}
+
+/// "; passed by name: A, B" (the variables taken from the spawner's
+/// environment; names only), or nothing.
+fn passed_note(names: &[String]) -> String {
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!("; passed by name: {}", names.join(", "))
+    }
 }
 
 async fn down(ctx: &Context, args: DownArgs) -> Result<Exit> {

@@ -6,9 +6,16 @@
 //! member's agent preset), or with `-- CMD ARGS` and no `--agent`, CMD itself
 //! (agent `process`: any program can be a teammate; it reaches the team
 //! through `swarm send` / `swarm task …`). Either way the environment is
-//! exactly the `SWARM_*` identity (DESIGN §6), the lead's `PATH` (swarm's own
-//! directory first), `HOME`, `USER`, `SHELL`, `TERM`, `LANG`, and what the
-//! spec names; nothing else leaks in.
+//! exactly what [`crate::pane_env`] says: the `SWARM_*` identity (DESIGN
+//! §6), the spawner's `PATH` (swarm's own directory first), `HOME`, `USER`,
+//! `SHELL`, `TERM`, `LANG`, what the user wrote for the member, and, passed
+//! by name, the agent's forward list and the names the user asked for.
+//!
+//! Passed values never go through the backend (a multiplexer's spawn is
+//! argv, and tmux keeps it as the pane's start command): they are written
+//! to a private hand-off file (`<state>/runtime/<name>.env`, 0600) that the
+//! pane's first process, `swarm pane-exec --env-file`, reads, deletes, and
+//! puts in the program's environment.
 
 use super::lock::LifecycleLock;
 use super::session::{Opened, lead_running, member_pane, placement, placement_apart};
@@ -43,10 +50,16 @@ pub struct SpawnRequest {
     pub color: Option<String>,
     pub cwd: PathBuf,
     pub plan_mode_required: bool,
+    /// Permission mode at launch (`None`: the member's recorded mode, else
+    /// the agent's default; Claude Code's is `default`).
+    pub mode: Option<String>,
     /// `-- CMD ARGS`: the command preset's argv, or the pane's program.
     pub command: Vec<String>,
-    /// Extra variables for the pane.
+    /// Variables the user wrote for the pane (kept in the roster).
     pub env: Vec<(String, String)>,
+    /// Names whose values are taken from the spawner's environment and
+    /// passed by name (kept in the roster as names only).
+    pub pass_env: Vec<String>,
 }
 
 /// A spawned teammate.
@@ -55,6 +68,8 @@ pub struct Spawned {
     pub name: String,
     pub pane: PaneRef,
     pub pid: Option<u32>,
+    /// The variables passed by name from the spawner's environment.
+    pub passed: Vec<String>,
 }
 
 /// The exact environment of a member's pane (see [`crate::pane_env`]).
@@ -82,6 +97,12 @@ pub fn check_request(req: &SpawnRequest) -> Result<String> {
     if agent != "process" {
         let command = (!req.command.is_empty()).then_some(req.command.as_slice());
         crate::agents::check_available(&agent, command)?;
+    }
+    if let Some(m) = &req.mode {
+        crate::agents::check_mode(m)?;
+    }
+    for k in req.env.iter().map(|(k, _)| k).chain(&req.pass_env) {
+        crate::pane_env::check_name(k)?;
     }
     if let Some(c) = &req.color
         && !colors::is_palette(c)
@@ -111,10 +132,66 @@ pub fn pane_exec(args: crate::cli::PaneExecArgs) -> Result<crate::context::Exit>
         pause = (pause * 2).min(std::time::Duration::from_millis(20));
     }
     let _ = std::fs::remove_file(&args.ready);
-    let err = std::process::Command::new(&args.command[0])
-        .args(&args.command[1..])
-        .exec();
+    let mut cmd = std::process::Command::new(&args.command[0]);
+    cmd.args(&args.command[1..]);
+    if let Some(file) = &args.env_file {
+        cmd.envs(take_handoff(file)?);
+    }
+    let err = cmd.exec();
     Err(err).with_context(|| format!("starting {}", names::shown(&args.command[0])))
+}
+
+/// The variables passed by name to a pane being opened, in a private file
+/// (0600, in the team's 0700 state) for its `swarm pane-exec --env-file`
+/// to take. Removed on drop unless the pane opened: a failed spawn leaves
+/// no values on disk.
+struct Handoff {
+    path: PathBuf,
+    armed: bool,
+}
+
+impl Handoff {
+    fn write(path: PathBuf, vars: &[(String, String)]) -> Result<Handoff> {
+        if let Some(dir) = path.parent() {
+            atomic_file::ensure_dir(dir)?;
+        }
+        let map: serde_json::Map<String, Value> = vars
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
+        let bytes = serde_json::to_vec(&Value::Object(map)).expect("a map of strings serialises");
+        atomic_file::write_atomic(&path, &bytes)
+            .with_context(|| format!("writing the pane's hand-off file {}", path.display()))?;
+        Ok(Handoff { path, armed: true })
+    }
+
+    /// The pane opened: its first process reads and deletes the file.
+    fn taken_by_pane(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Handoff {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Reads and deletes a hand-off file: its variables, to set for the
+/// program. Deleted first, so the values are on disk no longer than the
+/// pane takes to start.
+fn take_handoff(file: &Path) -> Result<Vec<(String, String)>> {
+    let bytes = std::fs::read(file)
+        .with_context(|| format!("reading the pane's hand-off file {}", file.display()))?;
+    let _ = std::fs::remove_file(file);
+    let map: serde_json::Map<String, Value> = serde_json::from_slice(&bytes)
+        .with_context(|| format!("the hand-off file {} is not a JSON object", file.display()))?;
+    Ok(map
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, v.as_str()?.to_string())))
+        .collect())
 }
 
 /// Creates (or with `truncate`, empties) a private scratch file. Not
@@ -199,13 +276,14 @@ pub async fn spawn_members_locked(
     let mut spawned = Vec::with_capacity(reqs.len());
     for (i, (req, p)) in reqs.iter().zip(&prepared).enumerate() {
         match open_pane(team, opened, req, p).await {
-            Ok((pane, pid)) => {
+            Ok((pane, pid, passed)) => {
                 registrar.add(&req.name, &pane.id, pid).await?;
                 tracing::info!(member = %req.name, pane = %pane, ?pid, "spawned");
                 spawned.push(Spawned {
                     name: req.name.clone(),
                     pane,
                     pid,
+                    passed,
                 });
             }
             Err(e) => {
@@ -286,6 +364,9 @@ async fn prepare(
     member.prompt = req.prompt.clone().or(member.prompt);
     member.plan_mode_required =
         Some(req.plan_mode_required || member.plan_mode_required == Some(true));
+    if let Some(m) = &req.mode {
+        member.mode = Some(crate::agents::check_mode(m)?);
+    }
     member.backend_type = Some(opened.kind().as_str().to_string());
     member.is_active = Some(false);
     member.set_swarm_field(SwarmField::Agent, Value::String(agent.clone()));
@@ -308,6 +389,9 @@ async fn prepare(
             .collect();
         member.set_swarm_field(SwarmField::Env, Value::Object(env));
     }
+    if !req.pass_env.is_empty() {
+        member.set_swarm_field(SwarmField::PassEnv, serde_json::json!(req.pass_env));
+    }
     Ok(Prepared {
         agent,
         member,
@@ -321,7 +405,7 @@ async fn open_pane(
     opened: &mut Opened,
     req: &SpawnRequest,
     p: &Prepared,
-) -> Result<(PaneRef, Option<u32>)> {
+) -> Result<(PaneRef, Option<u32>, Vec<String>)> {
     let (agent, member) = (&p.agent, &p.member);
     // Claude Code reads its first prompt from its inbox (signed by the lead);
     // the runtime's other presets take the role prompt from the roster.
@@ -331,7 +415,9 @@ async fn open_pane(
         crate::agents::write_initial_prompt(team, &req.name, prompt)
             .with_context(|| format!("writing the first prompt of {}", req.name))?;
     }
-    let env = pane_env(team, member)?;
+    let pane_env = crate::pane_env::member_pane(team, member)?;
+    let passed = pane_env.passed_names();
+    let env = pane_env.set;
     let cwd = PathBuf::from(member.cwd.clone().unwrap_or_default());
     let exe = std::env::current_exe().context("locating the swarm executable")?;
     let exe = exe.to_string_lossy().into_owned();
@@ -350,9 +436,13 @@ async fn open_pane(
         "pane-exec".to_string(),
         "--ready".into(),
         ready.to_string_lossy().into_owned(),
-        "--".into(),
-        program,
     ];
+    let handoff = team.root.runtime_file(&team.name, &req.name, "env")?;
+    let _ = std::fs::remove_file(&handoff);
+    if !pane_env.passed.is_empty() {
+        gate.extend(["--env-file".into(), handoff.to_string_lossy().into_owned()]);
+    }
+    gate.extend(["--".into(), program]);
     gate.extend(args);
     let (mut place, guessed) = match &opened.placement {
         Some(p) => (p.clone(), false),
@@ -389,6 +479,15 @@ async fn open_pane(
         spec = spec.output(&out_file);
     }
     let backend = opened.backend.clone();
+    // Written last, and removed again unless the pane opens (its
+    // pane-exec then takes it).
+    let handoff = match pane_env.passed.is_empty() {
+        true => None,
+        false => {
+            tracing::info!(member = %req.name, names = ?passed, "passing variables by name");
+            Some(Handoff::write(handoff, &pane_env.passed)?)
+        }
+    };
     let pane = match backend.spawn(&spec).await {
         Ok(p) => Ok(p),
         // The recorded lead is gone (its pane closes with it): the team's
@@ -405,6 +504,9 @@ async fn open_pane(
         Err(e) => Err(e),
     }
     .with_context(|| format!("opening a pane for {}", req.name))?;
+    if let Some(h) = handoff {
+        h.taken_by_pane();
+    }
     let before = opened.record.clone();
     if let swarm_backends::Placement::Session { name }
     | swarm_backends::Placement::NewWindow {
@@ -429,7 +531,7 @@ async fn open_pane(
             _ => None,
         }
     };
-    Ok((pane, pid))
+    Ok((pane, pid, passed))
 }
 
 /// Refuses a program that cannot start, before a pane is opened for it:

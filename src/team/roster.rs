@@ -127,6 +127,10 @@ pub enum SwarmField {
     /// The nonce the member's pane was marked with (string), recorded
     /// before the pane opens: only a pane carrying it is this member's.
     Nonce,
+    /// Names of variables whose values the member's pane takes from the
+    /// environment of whoever opens it (`swarm spawn --env K`, the spec's
+    /// `pass_env`): an array of strings. Values are never stored.
+    PassEnv,
 }
 
 impl SwarmField {
@@ -141,6 +145,7 @@ impl SwarmField {
             SwarmField::Pid => "swarmPid",
             SwarmField::PidStart => "swarmPidStart",
             SwarmField::Nonce => "swarmNonce",
+            SwarmField::PassEnv => "swarmPassEnv",
         }
     }
 }
