@@ -304,7 +304,8 @@ pub struct SendArgs {
     /// Short preview shown in lists (default: the text's first line, cut to 200 characters)
     #[arg(long)]
     pub summary: Option<String>,
-    /// Send even if the recipient is not on the roster (creates its inbox)
+    /// Send even if the recipient is not on the roster (creates its inbox), or a
+    /// --mode-set its agent ignores
     #[arg(long)]
     pub force: bool,
     /// Send a shutdown_request (lead only)

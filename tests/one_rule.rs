@@ -112,3 +112,54 @@ fn prune_and_status_follow_the_dialogs_rule() {
         || t.explain(),
     );
 }
+
+/// A mode change a teammate's agent would ignore (Claude Code drops
+/// `mode_set_request` from its inbox) is refused with the reason, from the
+/// CLI as from the dialog's Shift+Tab, instead of being reported as done.
+#[test]
+fn a_mode_change_claude_code_ignores_is_refused_not_reported_done() {
+    let sb = crate::util::Sandbox::new();
+    sb.team_with("md", &["coder", "shelly"]);
+    let root = swarm::paths::Root::new(sb.root());
+    swarm::team::Roster::new(&root, "md")
+        .update_member("coder", |m| {
+            m.set_swarm_field(swarm::team::SwarmField::Agent, serde_json::json!("claude"))
+        })
+        .unwrap();
+    let r = sb.run(&[
+        "send",
+        "--team",
+        "md",
+        "--to",
+        "coder",
+        "--mode-set",
+        "acceptEdits",
+    ]);
+    r.assert_code(2);
+    r.assert_error("cannot change the mode of coder");
+    r.assert_error("Shift+Tab in its pane");
+    let inbox = sb.path("teams/md/inboxes/coder.json");
+    assert!(
+        std::fs::read_to_string(&inbox).map_or(true, |t| !t.contains("mode_set_request")),
+        "nothing was sent"
+    );
+    sb.ok(&[
+        "send",
+        "--team",
+        "md",
+        "--to",
+        "shelly",
+        "--mode-set",
+        "acceptEdits",
+    ]);
+    sb.ok(&[
+        "send",
+        "--team",
+        "md",
+        "--to",
+        "coder",
+        "--mode-set",
+        "acceptEdits",
+        "--force",
+    ]);
+}

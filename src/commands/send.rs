@@ -134,6 +134,17 @@ fn protocol_message(ctx: &Context, args: &SendArgs, me: &str) -> Result<Option<M
                 PERMISSION_MODES.join(", ")
             );
         }
+        // A teammate whose agent ignores the request is refused with the
+        // reason (the same rule as the TeamsDialog's Shift+Tab), unless
+        // --force: reporting success would be a lie.
+        if !args.force && args.to != "*" {
+            let roster = ctx.team()?.roster().read()?;
+            if let Some(m) = roster.member(&args.to)
+                && let crate::agents::ModeChange::Unsupported(why) = crate::agents::mode_change(m)
+            {
+                bail!("cannot change the mode of {}: {why}", args.to);
+            }
+        }
         return Ok(Some(Message::ModeSetRequest(protocol::ModeSetRequest {
             mode: mode.clone(),
             from: me.to_string(),

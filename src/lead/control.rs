@@ -286,13 +286,32 @@ impl LeadControl for LeadUi {
                     mode: mode.clone(),
                     from: LEAD_NAME.into(),
                 });
+                // Only to those whose agent applies it (Claude Code drops
+                // mode_set_request from its inbox): the others are named
+                // with the reason, never reported as changed.
+                let mut sent = Vec::new();
+                let mut not = Vec::new();
                 for t in &targets {
-                    team.send_protocol(LEAD_NAME, t, &msg, false)?;
+                    match tf.member(t).map(crate::agents::mode_change) {
+                        Some(crate::agents::ModeChange::Unsupported(why)) => not.push(why),
+                        _ => {
+                            team.send_protocol(LEAD_NAME, t, &msg, false)?;
+                            sent.push(t.clone());
+                        }
+                    }
                 }
-                Ok(Some(format!(
-                    "mode {mode} requested for {}",
-                    targets.join(", ")
-                )))
+                let mut text = if sent.is_empty() {
+                    format!("mode {mode} not requested")
+                } else {
+                    format!("mode {mode} requested for {}", sent.join(", "))
+                };
+                if let Some(first) = not.first() {
+                    text.push_str(&format!("; not for {first}"));
+                    if not.len() > 1 {
+                        text.push_str(&format!(" (and {} more)", not.len() - 1));
+                    }
+                }
+                Ok(Some(text))
             }
             Action::Send { to, text } => {
                 let d = team.send_text(LEAD_NAME, &to, &text, None, false)?;
