@@ -35,6 +35,12 @@ fn main() -> ExitCode {
             // One line, and nothing in it a terminal would obey: errors echo
             // names and text from outside.
             say(&format!("swarm: {}", escape_line(&format!("{err:#}"))));
+            if still_pending(&err) {
+                // Not failed, not delivered yet: a stopped holder took the
+                // message and will write it once when it resumes (or the
+                // next send will). Exit 3, so a script does not resend.
+                return ExitCode::from(3);
+            }
             ExitCode::from(2)
         }
     }
@@ -46,6 +52,15 @@ fn main() -> ExitCode {
 fn say(line: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+fn still_pending(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<swarm::mailbox::MailboxError>(),
+            Some(swarm::mailbox::MailboxError::StillPending { .. })
+        )
+    })
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

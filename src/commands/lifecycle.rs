@@ -589,7 +589,8 @@ async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
     } else {
         Err("tmux is not on PATH".to_string())
     };
-    let mut problems: Vec<String> = Vec::new();
+    // Links and directories others can write, where swarm refuses to work.
+    let mut problems: Vec<String> = ctx.root.problems().iter().map(|p| p.to_string()).collect();
     let teams = crate::team::list_teams(&ctx.root).unwrap_or_default();
     for t in &teams {
         let team = Team::new(&ctx.root, t);
