@@ -243,6 +243,14 @@ fn a_team_directory_others_can_write_is_refused_with_the_fix() {
         listed[0].contains(&team_dir.display().to_string()),
         "{listed:?}"
     );
+    // `swarm doctor` says so too (it said "no problems found").
+    let doctor = s.ok(&["doctor"]);
+    assert!(
+        doctor.stdout.contains(&format!("problem: {}", listed[0])),
+        "{}",
+        doctor.explain()
+    );
+    assert!(!doctor.stdout.contains("no problems found"));
     std::fs::set_permissions(&team_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
     s.ok(&["send", "--team", "t", "--to", "bob", "hi"]);
     assert!(root.problems().is_empty());
