@@ -5,7 +5,8 @@
 //! sleeps on one channel. It never prints: notices go to the footer, logs to
 //! the lead's log file.
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::io::{PipeReader, Read};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -148,8 +149,8 @@ fn spawn_input(tx: Sender<Input>) -> Result<()> {
 enum Watched {
     /// The terminal hung up (or its descriptor failed).
     HungUp,
-    /// A termination signal: its number, from the signal pipe.
-    Signal(i32),
+    /// A byte on the signal pipe: a termination signal arrived.
+    Signalled,
     /// The signal pipe hung up: the TUI is over.
     Stopped,
     /// `poll` itself failed.
@@ -158,15 +159,22 @@ enum Watched {
 
 /// Starts the thread that turns a hang-up of the terminal and the
 /// termination signals into [`Input`]s (see [`watch_terminal`]).
-fn spawn_watch(tx: Sender<Input>, signals: Option<OwnedFd>) -> Result<()> {
+fn spawn_watch(tx: Sender<Input>, signals: Option<PipeReader>) -> Result<()> {
     thread::Builder::new()
         .name("tui-watch".into())
         .spawn(move || {
-            let signal_fd = signals.as_ref().map(|fd| fd.as_raw_fd());
-            let input = match watch_terminal(libc::STDIN_FILENO, signal_fd) {
-                Watched::HungUp => Input::HungUp,
-                Watched::Signal(sig) => Input::Signal(sig),
-                Watched::Stopped | Watched::Failed => return,
+            let input = loop {
+                match watch_terminal(libc::STDIN_FILENO, signals.as_ref()) {
+                    Watched::HungUp => break Input::HungUp,
+                    // The signal's flag is stored before its byte is
+                    // written (see `terminal`), so it is there.
+                    Watched::Signalled => {
+                        if let Some(sig) = termination_signal() {
+                            break Input::Signal(sig);
+                        }
+                    }
+                    Watched::Stopped | Watched::Failed => return,
+                }
             };
             let _ = tx.send(input);
         })
@@ -183,7 +191,7 @@ fn spawn_watch(tx: Sender<Input>, signals: Option<OwnedFd>) -> Result<()> {
 /// session leader. The terminal is polled for no events: `poll` then
 /// reports only POLLHUP, POLLERR and POLLNVAL, so typed keys do not wake
 /// this thread and are left to crossterm.
-fn watch_terminal(tty: RawFd, signals: Option<RawFd>) -> Watched {
+fn watch_terminal(tty: RawFd, signals: Option<&PipeReader>) -> Watched {
     let broken = libc::POLLHUP | libc::POLLERR | libc::POLLNVAL;
     loop {
         let mut fds = [
@@ -194,12 +202,13 @@ fn watch_terminal(tty: RawFd, signals: Option<RawFd>) -> Watched {
             },
             libc::pollfd {
                 // A negative descriptor is ignored by poll.
-                fd: signals.unwrap_or(-1),
+                fd: signals.map_or(-1, |p| p.as_raw_fd()),
                 events: libc::POLLIN,
                 revents: 0,
             },
         ];
-        // SAFETY: a valid array of two pollfds, its length, no timeout.
+        // SAFETY: `fds` is a live array of two initialised pollfds and 2 is
+        // its length; poll only writes their `revents`. -1: no timeout.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
         if n < 0 {
             if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
@@ -207,13 +216,10 @@ fn watch_terminal(tty: RawFd, signals: Option<RawFd>) -> Watched {
             }
             return Watched::Failed;
         }
-        if fds[1].revents & libc::POLLIN != 0 {
-            let mut byte = 0u8;
-            // SAFETY: reading one byte into a live local from our pipe.
-            let got = unsafe { libc::read(fds[1].fd, (&mut byte as *mut u8).cast(), 1) };
-            if got == 1 {
-                return Watched::Signal(i32::from(byte));
-            }
+        if let Some(mut pipe) = signals.filter(|_| fds[1].revents & libc::POLLIN != 0)
+            && pipe.read(&mut [0u8]).is_ok_and(|n| n == 1)
+        {
+            return Watched::Signalled;
         }
         if fds[1].revents & broken != 0 {
             return Watched::Stopped;
@@ -552,30 +558,16 @@ mod tests {
 
     #[test]
     fn the_watch_reports_a_signal_byte_and_ends_when_its_pipe_hangs_up() {
+        use std::io::Write;
         let (master, slave) = open_pty();
-        let pipe = || {
-            let mut fds = [0; 2];
-            // SAFETY: pipe fills the array it is given.
-            assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-            fds
-        };
-        let [r, w] = pipe();
-        // SAFETY: one byte from a live local into our pipe.
-        assert_eq!(
-            unsafe { libc::write(w, [libc::SIGTERM as u8].as_ptr().cast(), 1) },
-            1
-        );
-        assert_eq!(
-            watch_terminal(slave, Some(r)),
-            Watched::Signal(libc::SIGTERM)
-        );
-        // The guard dropped: its write end closes.
-        // SAFETY: closing descriptors this test opened.
-        unsafe { libc::close(w) };
-        assert_eq!(watch_terminal(slave, Some(r)), Watched::Stopped);
+        let (r, mut w) = std::io::pipe().unwrap();
+        w.write_all(b"X").unwrap();
+        assert_eq!(watch_terminal(slave, Some(&r)), Watched::Signalled);
+        // The guard dropped: its write ends close.
+        drop(w);
+        assert_eq!(watch_terminal(slave, Some(&r)), Watched::Stopped);
         // SAFETY: closing descriptors this test opened.
         unsafe {
-            libc::close(r);
             libc::close(master);
             libc::close(slave);
         }
