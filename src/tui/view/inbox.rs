@@ -16,9 +16,14 @@ use crate::tui::state::{Panel, TeamView, UiState};
 /// One readable line for an inbox entry: the protocol frame's summary, or
 /// the plain message's summary or text, flattened and escaped.
 pub fn entry_line(entry: &Entry) -> String {
+    summarise(entry).0
+}
+
+/// [`entry_line`], and whether the entry is a protocol frame.
+fn summarise(entry: &Entry) -> (String, bool) {
     match Message::parse(&entry.text) {
-        Some(m) => escape_line(&m.one_line()).into_owned(),
-        None => plain_line(entry),
+        Some(m) => (escape_line(&m.one_line()).into_owned(), true),
+        None => (plain_line(entry), false),
     }
 }
 
@@ -41,6 +46,7 @@ fn plain_line(entry: &Entry) -> String {
     escape_line(&flat).into_owned()
 }
 
+/// Draws the panel, the selected entry kept in view.
 pub(super) fn draw(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme: Theme) {
     let focused = ui.panel == Panel::Inbox;
     let title = Line::from(format!(" inbox ({}) ", view.lead_inbox.len()));
@@ -56,8 +62,7 @@ pub(super) fn draw(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, 
         .map(|b| {
             let entry = &view.lead_inbox[len - 1 - b];
             let time = escape_line(entry.timestamp.get(11..19).unwrap_or(""));
-            let frame = Message::parse(&entry.text);
-            let is_frame = frame.is_some();
+            let (text, is_frame) = summarise(entry);
             let colour = theme.member(entry.color.as_deref());
             let text_style = if is_frame {
                 theme.dim().add_modifier(Modifier::ITALIC)
@@ -68,13 +73,7 @@ pub(super) fn draw(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, 
                 Span::styled(format!("{time} "), theme.dim()),
                 Span::styled(format!("@{}", escape_line(&entry.from)), colour),
                 Span::raw(if is_frame { " · " } else { ": " }),
-                Span::styled(
-                    frame.map_or_else(
-                        || plain_line(entry),
-                        |m| escape_line(&m.one_line()).into_owned(),
-                    ),
-                    text_style,
-                ),
+                Span::styled(text, text_style),
             ]);
             if b == ui.inbox_back && focused {
                 line.style(theme.selected())

@@ -13,6 +13,8 @@ use super::{RenderInto, Theme, panel_block, window};
 use crate::text::escape_line;
 use crate::tui::state::{MemberRow, Panel, TeamView, UiState, age};
 
+/// Draws the panel: a header with the "all" row, then the members that
+/// fit around the selected one, or a hint when there are none.
 pub(super) fn draw(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme: Theme) {
     let focused = ui.panel == Panel::Members;
     let title = Line::from(format!(
@@ -161,6 +163,8 @@ fn member_columns(width: u16, name_w: u16) -> Vec<Col> {
     cols
 }
 
+/// One member's row, in `cols`; highlighted when selected (reversed when
+/// the panel has focus, bold otherwise).
 fn member_row<'a>(
     m: &'a MemberRow,
     selected: bool,

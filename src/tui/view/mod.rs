@@ -115,6 +115,7 @@ impl<W: ratatui::widgets::Widget> RenderInto for W {
     }
 }
 
+/// A panel's bordered block, its border bright while it has focus.
 fn panel_block(title: Line<'_>, focused: bool, theme: Theme) -> Block<'_> {
     Block::new()
         .borders(Borders::ALL)
@@ -122,6 +123,8 @@ fn panel_block(title: Line<'_>, focused: bool, theme: Theme) -> Block<'_> {
         .title(title)
 }
 
+/// The members, the requests, then tasks and inbox side by side (stacked
+/// below 100 columns), each given the room it needs when space is short.
 fn draw_panels(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme: Theme) {
     // Members first: header ("all") row + one per member + borders, at most
     // half the body (but never less than 5 rows) when others need room.
@@ -174,6 +177,7 @@ fn window(selected: usize, len: usize, visible: usize) -> std::ops::Range<usize>
     start..(start + visible).min(len)
 }
 
+/// The notice, if any, else the key hints.
 fn draw_footer(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme: Theme) {
     let line = match ui.notice.as_deref().or(view.notice.as_deref()) {
         Some(n) => Line::styled(escape_line(n).into_owned(), theme.fg(Color::Yellow)),

@@ -14,6 +14,8 @@ use crate::text::escape_line;
 use crate::tui::keymap::UNZOOM_KEY;
 use crate::tui::state::{TeamView, UiState};
 
+/// Every teammate's live screen in roughly square tiles, the selected
+/// one kept in view, and how many did not fit.
 pub(super) fn draw_grid(
     buf: &mut Buffer,
     area: Rect,
@@ -101,6 +103,7 @@ fn draw_screen_tail(screen: &vt100::Screen, area: Rect, buf: &mut Buffer, theme:
     }
 }
 
+/// One teammate's pane, drawn whole under a header line.
 pub(super) fn draw_zoom(
     buf: &mut Buffer,
     area: Rect,
@@ -135,6 +138,7 @@ pub(super) fn draw_zoom(
     }
 }
 
+/// Clears the colours in `area` (NO_COLOR), keeping the other attributes.
 fn strip_colour(buf: &mut Buffer, area: Rect) {
     for y in area.top()..area.bottom() {
         for x in area.left()..area.right() {

@@ -12,6 +12,7 @@ use crate::tasks::{Status, Task};
 use crate::text::escape_line;
 use crate::tui::state::{Panel, TeamView, UiState};
 
+/// Draws the board: the visible tasks that fit around the selected one.
 pub(super) fn draw(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme: Theme) {
     let focused = ui.panel == Panel::Tasks;
     let t = view.totals();
@@ -58,6 +59,7 @@ pub(super) fn draw(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, 
         .render_into(inner, buf);
 }
 
+/// One task's row; a failed task (pending, `metadata.failed`) says so.
 fn task_row<'a>(task: &'a Task, view: &TeamView, narrow: bool, theme: Theme) -> Row<'a> {
     // The runtime leaves a task whose command failed pending, still owned,
     // with `metadata.failed` (reassign or unassign it to retry).
