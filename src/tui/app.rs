@@ -241,6 +241,22 @@ fn ages_in_seconds(view: &TeamView) -> bool {
         .any(|r| r.age.is_some_and(|a| a < Duration::from_secs(60)))
 }
 
+/// What the loop shows: the last snapshot, where the user is, and whether
+/// the frame on screen is out of date.
+struct Shown {
+    view: TeamView,
+    ui: UiState,
+    dirty: bool,
+}
+
+impl Shown {
+    /// A fresh snapshot, the UI state kept in step with it.
+    fn refresh(&mut self, control: &mut dyn LeadControl) {
+        self.view = control.snapshot();
+        self.ui.sync(&self.view);
+    }
+}
+
 /// The loop proper, over any ratatui backend and any source of [`Input`]
 /// (the tests drive it with a `TestBackend` and a channel).
 pub fn event_loop<B: Backend>(
@@ -253,9 +269,13 @@ pub fn event_loop<B: Backend>(
 where
     B::Error: Send + Sync + 'static,
 {
-    let mut view = control.snapshot();
-    let mut ui = UiState::new(&view);
-    let mut dirty = true;
+    let view = control.snapshot();
+    let ui = UiState::new(&view);
+    let mut shown = Shown {
+        view,
+        ui,
+        dirty: true,
+    };
     let mut last_draw: Option<Instant> = None;
     let mut last_tick = Instant::now();
     let mut zoom_size: Option<(String, Rect)> = None;
@@ -267,28 +287,28 @@ where
             return Ok(Exit::Signal(sig));
         }
         let now = Instant::now();
-        let fast = ages_in_seconds(&view) || matches!(ui.modal, Modal::ShutdownCountdown { .. });
+        let fast = ages_in_seconds(&shown.view)
+            || matches!(shown.ui.modal, Modal::ShutdownCountdown { .. });
         let tick_every = if fast { FAST_TICK } else { SLOW_TICK };
         if now >= last_tick + tick_every {
-            ui.tick(now - last_tick);
+            shown.ui.tick(now - last_tick);
             last_tick = now;
             if fast {
-                view = control.snapshot();
-                ui.sync(&view);
+                shown.refresh(control);
             }
-            dirty = true;
+            shown.dirty = true;
         }
         let mut wait = (last_tick + tick_every).saturating_duration_since(now);
-        if dirty {
+        if shown.dirty {
             let due = last_draw.map_or(now, |t| t + min_frame);
             if now >= due {
-                resize_zoomed(terminal, control, &ui, &mut zoom_size)?;
+                resize_zoomed(terminal, control, &shown.ui, &mut zoom_size)?;
                 let screens: &dyn ScreenSource = &*control;
                 terminal
-                    .draw(|f| view::draw(f, &view, &ui, screens, color))
+                    .draw(|f| view::draw(f, &shown.view, &shown.ui, screens, color))
                     .context("draw the TUI")?;
                 last_draw = Some(now);
-                dirty = false;
+                shown.dirty = false;
             } else {
                 wait = wait.min(due - now);
             }
@@ -302,45 +322,57 @@ where
                 Err(RecvTimeoutError::Disconnected) => return Ok(Exit::Quit),
             },
         };
-        match input {
-            Input::Term(Event::Key(key)) => {
-                if let Some(action) = keymap::handle(key, &view, &mut ui) {
-                    if action == Action::Quit {
-                        return Ok(Exit::Quit);
-                    }
-                    let forwarded = matches!(action, Action::Input { .. });
-                    match control.perform(action) {
-                        Ok(Some(notice)) => ui.notice = Some(notice),
-                        Ok(None) => {}
-                        Err(e) => ui.notice = Some(format!("{e:#}")),
-                    }
-                    if !forwarded {
-                        view = control.snapshot();
-                        ui.sync(&view);
-                    }
-                }
-                dirty = true;
-            }
-            Input::Term(Event::Resize(..)) => dirty = true,
-            Input::Term(_) => {}
-            Input::Wake => {
-                // Coalesce a burst of wake-ups into one snapshot, keeping
-                // whatever else was queued behind them (a key press).
-                while let Ok(next) = inputs.try_recv() {
-                    if !matches!(next, Input::Wake) {
-                        stashed = Some(next);
-                        break;
-                    }
-                }
-                view = control.snapshot();
-                ui.sync(&view);
-                dirty = true;
-            }
-            Input::Signal(sig) => return Ok(Exit::Signal(sig)),
-            Input::HungUp => return Ok(Exit::TerminalLost),
-            Input::Failed(e) => return Err(e).context("read the terminal"),
+        if let Some(exit) = apply(input, control, inputs, &mut shown, &mut stashed)? {
+            return Ok(exit);
         }
     }
+}
+
+/// Applies one input to what is shown; `Some` ends the loop. A burst of
+/// wake-ups becomes one snapshot, and whatever else was queued behind
+/// them (a key press) is put in `stashed`, to be applied next.
+fn apply(
+    input: Input,
+    control: &mut dyn LeadControl,
+    inputs: &Receiver<Input>,
+    shown: &mut Shown,
+    stashed: &mut Option<Input>,
+) -> Result<Option<Exit>> {
+    match input {
+        Input::Term(Event::Key(key)) => {
+            if let Some(action) = keymap::handle(key, &shown.view, &mut shown.ui) {
+                if action == Action::Quit {
+                    return Ok(Some(Exit::Quit));
+                }
+                let forwarded = matches!(action, Action::Input { .. });
+                match control.perform(action) {
+                    Ok(Some(notice)) => shown.ui.notice = Some(notice),
+                    Ok(None) => {}
+                    Err(e) => shown.ui.notice = Some(format!("{e:#}")),
+                }
+                if !forwarded {
+                    shown.refresh(control);
+                }
+            }
+            shown.dirty = true;
+        }
+        Input::Term(Event::Resize(..)) => shown.dirty = true,
+        Input::Term(_) => {}
+        Input::Wake => {
+            while let Ok(next) = inputs.try_recv() {
+                if !matches!(next, Input::Wake) {
+                    *stashed = Some(next);
+                    break;
+                }
+            }
+            shown.refresh(control);
+            shown.dirty = true;
+        }
+        Input::Signal(sig) => return Ok(Some(Exit::Signal(sig))),
+        Input::HungUp => return Ok(Some(Exit::TerminalLost)),
+        Input::Failed(e) => return Err(e).context("read the terminal"),
+    }
+    Ok(None)
 }
 
 /// Keeps the zoomed pane's PTY the size of the area it is drawn in.
@@ -386,6 +418,17 @@ mod tests {
         in_process: bool,
         snapshots: usize,
         done: Vec<Action>,
+    }
+
+    impl FakeLead {
+        fn new(members: &[&'static str], in_process: bool) -> FakeLead {
+            FakeLead {
+                members: members.to_vec(),
+                in_process,
+                snapshots: 0,
+                done: vec![],
+            }
+        }
     }
 
     impl ScreenSource for FakeLead {
@@ -438,12 +481,7 @@ mod tests {
 
     #[test]
     fn k_then_y_kills_the_selected_member_and_q_quits() {
-        let mut lead = FakeLead {
-            members: vec!["alice", "bob"],
-            in_process: false,
-            snapshots: 0,
-            done: vec![],
-        };
+        let mut lead = FakeLead::new(&["alice", "bob"], false);
         let (exit, _) = run_with(&mut lead, vec![key('k'), key('y'), key('q')]);
         assert_eq!(exit, Exit::Quit);
         assert_eq!(lead.done, [Action::Kill("alice".into())]);
@@ -452,12 +490,7 @@ mod tests {
 
     #[test]
     fn wake_ups_coalesce_into_one_snapshot() {
-        let mut lead = FakeLead {
-            members: vec!["alice"],
-            in_process: false,
-            snapshots: 0,
-            done: vec![],
-        };
+        let mut lead = FakeLead::new(&["alice"], false);
         let wakes = (0..50).map(|_| Input::Wake).collect();
         let (exit, terminal) = run_with(&mut lead, wakes);
         assert_eq!(exit, Exit::Quit, "all senders gone");
@@ -468,12 +501,7 @@ mod tests {
 
     #[test]
     fn zooming_resizes_the_pane_to_the_zoom_area_and_forwards_keys() {
-        let mut lead = FakeLead {
-            members: vec!["alice"],
-            in_process: true,
-            snapshots: 0,
-            done: vec![],
-        };
+        let mut lead = FakeLead::new(&["alice"], true);
         let enter = Input::Term(Event::Key(KeyEvent::new(
             KeyCode::Enter,
             KeyModifiers::NONE,
@@ -498,24 +526,14 @@ mod tests {
 
     #[test]
     fn a_signal_ends_the_loop() {
-        let mut lead = FakeLead {
-            members: vec![],
-            in_process: false,
-            snapshots: 0,
-            done: vec![],
-        };
+        let mut lead = FakeLead::new(&[], false);
         let (exit, _) = run_with(&mut lead, vec![Input::Signal(libc::SIGTERM)]);
         assert_eq!(exit, Exit::Signal(libc::SIGTERM));
     }
 
     #[test]
     fn a_hang_up_ends_the_loop_as_terminal_lost() {
-        let mut lead = FakeLead {
-            members: vec![],
-            in_process: false,
-            snapshots: 0,
-            done: vec![],
-        };
+        let mut lead = FakeLead::new(&[], false);
         let (exit, _) = run_with(&mut lead, vec![Input::HungUp]);
         assert_eq!(exit, Exit::TerminalLost);
     }
