@@ -76,7 +76,7 @@ pub enum Input {
     Term(Event),
     Wake,
     Signal(i32),
-    /// The terminal hung up (see [`watch_terminal`]).
+    /// The terminal hung up (see `watch_terminal`).
     HungUp,
     Failed(std::io::Error),
 }

@@ -10,8 +10,11 @@
 //! instead of checking the flag on a timer. signal-hook's registry is the
 //! one tokio's `signal()` uses too (the lead's supervisor listens for
 //! SIGTERM there): each registration adds an action to the process's one
-//! handler, none replaces another's. Outside a guard the three signals keep
-//! their default action, ending the process.
+//! handler, none replaces another's. Once a guard has been entered, the
+//! three signals outside a guard take their default action (ending the
+//! process): signal-hook's handler stays installed for the life of the
+//! process and runs no default of its own, so an action does
+//! (`install_default_actions`).
 
 use std::io::{self, PipeReader, Stdout};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
