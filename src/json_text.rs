@@ -8,9 +8,11 @@
 //! `preserve_order` keeps key order). JavaScript may also write lone UTF-16
 //! surrogate escapes (`\ud800`), which serde_json rejects; [`parse_lenient`]
 //! replaces them with U+FFFD before parsing, so such a file is still read.
+//! [`kind`] names what a value is, for the messages that refuse it.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 use std::borrow::Cow;
 
 /// `JSON.stringify(value, null, 2)`: two-space indent, no trailing newline.
@@ -38,6 +40,20 @@ pub fn parse_lenient<T: DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<T>
             Cow::Owned(fixed) => serde_json::from_slice(&fixed).map_err(|_| first),
             Cow::Borrowed(_) => Err(first),
         },
+    }
+}
+
+/// What `value` is, with its article, for a message that refuses it
+/// (`top level is an object, not an array`): `null`, `a boolean`,
+/// `a number`, `a string`, `an array` or `an object`.
+pub fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -96,7 +112,7 @@ pub fn repair_surrogates(bytes: &[u8]) -> Cow<'_, [u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     #[test]
     fn pretty_matches_json_stringify_with_two_spaces() {
@@ -112,6 +128,32 @@ mod tests {
     fn compact_escapes_like_javascript() {
         let s = to_compact(&json!(["a\"b\\c\n\u{1f}/é\u{2028}"]));
         assert_eq!(s, "[\"a\\\"b\\\\c\\n\\u001f/é\u{2028}\"]");
+    }
+
+    #[test]
+    fn kind_names_each_json_type_with_its_article() {
+        let kinds: Vec<&str> = [
+            json!(null),
+            json!(true),
+            json!(1.5),
+            json!("s"),
+            json!([]),
+            json!({}),
+        ]
+        .iter()
+        .map(kind)
+        .collect();
+        assert_eq!(
+            kinds,
+            [
+                "null",
+                "a boolean",
+                "a number",
+                "a string",
+                "an array",
+                "an object"
+            ]
+        );
     }
 
     #[test]

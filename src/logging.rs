@@ -4,22 +4,62 @@
 //! problems a user must see are reported by the commands themselves, once.
 //! Long-running processes (the lead, teammate runtimes) log to their own file
 //! under the team's state, never to a terminal a TUI draws on.
+//!
+//! # The filter
+//!
+//! A comma-separated list of directives, each one of
+//!
+//! - `LEVEL`: the level for every target, e.g. `info` or `debug`;
+//! - `TARGET=LEVEL`: the level for a target, e.g. `swarm=debug,swarm_backends=trace`
+//!   or `info,swarm::teammate=debug`;
+//! - `TARGET`: every level for that target.
+//!
+//! `LEVEL` is `off`, `error`, `warn`, `info`, `debug` or `trace` (any case),
+//! or `0` (off) to `5` (trace). A target is a prefix of a module path, so
+//! `swarm` also covers `swarm::lead` and `swarm_backends`; where several
+//! match, the longest wins. Blank directives are skipped; a filter of none
+//! at all (`SWARM_LOG=`) logs nothing. This is `EnvFilter`'s syntax without its span
+//! and field directives (`[span]`, `{field=value}`), which need the regex
+//! engine this build leaves out: `tracing_subscriber::filter::Targets` reads
+//! it. A filter that does not parse is ignored (stderr: no logs; the log
+//! files: `info`).
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
-fn filter() -> Option<EnvFilter> {
+/// The filter `SWARM_LOG` (then `RUST_LOG`) sets, if either is set and
+/// parses.
+fn filter() -> Option<Targets> {
     let spec = std::env::var("SWARM_LOG")
         .or_else(|_| std::env::var("RUST_LOG"))
         .ok()?;
-    EnvFilter::try_new(spec).ok()
+    parse_filter(&spec)
+}
+
+/// `spec` read as described in the [module docs](self).
+fn parse_filter(spec: &str) -> Option<Targets> {
+    let directives: Vec<&str> = spec
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .collect();
+    if directives.is_empty() {
+        // `"".parse::<Targets>()` would enable every target at every level.
+        return Some(Targets::new());
+    }
+    directives.join(",").parse().ok()
 }
 
 /// Logs to stderr when `SWARM_LOG`/`RUST_LOG` is set; otherwise not at all.
 pub fn init_stderr() {
     if let Some(f) = filter() {
         let _ = tracing_subscriber::fmt()
-            .with_env_filter(f)
+            // Everything reaches the `Targets` layer, which decides.
+            .with_max_level(LevelFilter::TRACE)
             .with_writer(std::io::stderr)
+            .finish()
+            .with(f)
             .try_init();
     }
 }
@@ -35,11 +75,59 @@ pub fn init_file(file: &std::path::Path) -> std::io::Result<()> {
         .append(true)
         .mode(0o600)
         .open(file)?;
-    let filter = filter().unwrap_or_else(|| EnvFilter::new("info"));
+    let filter = filter().unwrap_or_else(|| Targets::new().with_default(LevelFilter::INFO));
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_max_level(LevelFilter::TRACE)
         .with_ansi(false)
         .with_writer(std::sync::Mutex::new(f))
+        .finish()
+        .with(filter)
         .try_init();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing::Level;
+
+    fn enables(spec: &str, target: &str, level: Level) -> bool {
+        parse_filter(spec)
+            .unwrap_or_else(|| panic!("{spec:?} does not parse"))
+            .would_enable(target, &level)
+    }
+
+    #[test]
+    fn a_bare_level_applies_to_every_target() {
+        assert!(enables("info", "swarm::lead", Level::INFO));
+        assert!(!enables("info", "swarm::lead", Level::DEBUG));
+        assert!(enables("DEBUG", "tokio", Level::DEBUG));
+        assert!(!enables("off", "swarm", Level::ERROR));
+    }
+
+    #[test]
+    fn targets_are_module_path_prefixes_and_the_longest_wins() {
+        let spec = "swarm=debug,swarm_backends=trace";
+        assert!(enables(spec, "swarm::teammate", Level::DEBUG));
+        assert!(!enables(spec, "swarm::teammate", Level::TRACE));
+        assert!(enables(spec, "swarm_backends::tmux", Level::TRACE));
+        assert!(!enables(spec, "tokio", Level::ERROR), "no default: off");
+        let spec = "info,swarm::teammate=debug";
+        assert!(enables(spec, "swarm::teammate::run", Level::DEBUG));
+        assert!(!enables(spec, "swarm::lead", Level::DEBUG));
+        assert!(enables(spec, "swarm::lead", Level::INFO));
+    }
+
+    #[test]
+    fn blanks_are_skipped_and_an_empty_filter_logs_nothing() {
+        assert!(enables(" info , ", "swarm", Level::INFO));
+        assert!(!enables("", "swarm", Level::ERROR));
+        assert!(!enables(" , ", "swarm", Level::ERROR));
+    }
+
+    #[test]
+    fn a_malformed_filter_is_refused() {
+        assert!(parse_filter("swarm=loud").is_none());
+        assert!(parse_filter("a=b=c").is_none());
+    }
 }

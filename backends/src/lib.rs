@@ -640,13 +640,9 @@ impl EnvFacts {
     /// Reads the facts from this process's environment and `PATH`.
     pub fn from_process_env() -> Self {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        let on_path = |name: &str| {
-            std::env::split_paths(&path).any(|dir| {
-                let candidate = dir.join(name);
-                candidate.is_file() || candidate.with_extension("exe").is_file()
-            })
-        };
+        // `which` is the one PATH lookup: an executable file, as `exec`
+        // would run it (and `PATHEXT` on Windows).
+        let on_path = |name: &str| which::which(name).is_ok();
         Self {
             in_tmux: var("TMUX").is_some(),
             tmux_pane: var("TMUX_PANE"),

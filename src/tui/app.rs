@@ -5,7 +5,8 @@
 //! sleeps on one channel. It never prints: notices go to the footer, logs to
 //! the lead's log file.
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::io::{PipeReader, Read};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -75,7 +76,7 @@ pub enum Input {
     Term(Event),
     Wake,
     Signal(i32),
-    /// The terminal hung up (see [`watch_terminal`]).
+    /// The terminal hung up (see `watch_terminal`).
     HungUp,
     Failed(std::io::Error),
 }
@@ -148,8 +149,8 @@ fn spawn_input(tx: Sender<Input>) -> Result<()> {
 enum Watched {
     /// The terminal hung up (or its descriptor failed).
     HungUp,
-    /// A termination signal: its number, from the signal pipe.
-    Signal(i32),
+    /// A byte on the signal pipe: a termination signal arrived.
+    Signalled,
     /// The signal pipe hung up: the TUI is over.
     Stopped,
     /// `poll` itself failed.
@@ -158,15 +159,22 @@ enum Watched {
 
 /// Starts the thread that turns a hang-up of the terminal and the
 /// termination signals into [`Input`]s (see [`watch_terminal`]).
-fn spawn_watch(tx: Sender<Input>, signals: Option<OwnedFd>) -> Result<()> {
+fn spawn_watch(tx: Sender<Input>, signals: Option<PipeReader>) -> Result<()> {
     thread::Builder::new()
         .name("tui-watch".into())
         .spawn(move || {
-            let signal_fd = signals.as_ref().map(|fd| fd.as_raw_fd());
-            let input = match watch_terminal(libc::STDIN_FILENO, signal_fd) {
-                Watched::HungUp => Input::HungUp,
-                Watched::Signal(sig) => Input::Signal(sig),
-                Watched::Stopped | Watched::Failed => return,
+            let input = loop {
+                match watch_terminal(libc::STDIN_FILENO, signals.as_ref()) {
+                    Watched::HungUp => break Input::HungUp,
+                    // The signal's flag is stored before its byte is
+                    // written (see `terminal`), so it is there.
+                    Watched::Signalled => {
+                        if let Some(sig) = termination_signal() {
+                            break Input::Signal(sig);
+                        }
+                    }
+                    Watched::Stopped | Watched::Failed => return,
+                }
             };
             let _ = tx.send(input);
         })
@@ -183,7 +191,7 @@ fn spawn_watch(tx: Sender<Input>, signals: Option<OwnedFd>) -> Result<()> {
 /// session leader. The terminal is polled for no events: `poll` then
 /// reports only POLLHUP, POLLERR and POLLNVAL, so typed keys do not wake
 /// this thread and are left to crossterm.
-fn watch_terminal(tty: RawFd, signals: Option<RawFd>) -> Watched {
+fn watch_terminal(tty: RawFd, signals: Option<&PipeReader>) -> Watched {
     let broken = libc::POLLHUP | libc::POLLERR | libc::POLLNVAL;
     loop {
         let mut fds = [
@@ -194,12 +202,13 @@ fn watch_terminal(tty: RawFd, signals: Option<RawFd>) -> Watched {
             },
             libc::pollfd {
                 // A negative descriptor is ignored by poll.
-                fd: signals.unwrap_or(-1),
+                fd: signals.map_or(-1, |p| p.as_raw_fd()),
                 events: libc::POLLIN,
                 revents: 0,
             },
         ];
-        // SAFETY: a valid array of two pollfds, its length, no timeout.
+        // SAFETY: `fds` is a live array of two initialised pollfds and 2 is
+        // its length; poll only writes their `revents`. -1: no timeout.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
         if n < 0 {
             if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
@@ -207,13 +216,10 @@ fn watch_terminal(tty: RawFd, signals: Option<RawFd>) -> Watched {
             }
             return Watched::Failed;
         }
-        if fds[1].revents & libc::POLLIN != 0 {
-            let mut byte = 0u8;
-            // SAFETY: reading one byte into a live local from our pipe.
-            let got = unsafe { libc::read(fds[1].fd, (&mut byte as *mut u8).cast(), 1) };
-            if got == 1 {
-                return Watched::Signal(i32::from(byte));
-            }
+        if let Some(mut pipe) = signals.filter(|_| fds[1].revents & libc::POLLIN != 0)
+            && pipe.read(&mut [0u8]).is_ok_and(|n| n == 1)
+        {
+            return Watched::Signalled;
         }
         if fds[1].revents & broken != 0 {
             return Watched::Stopped;
@@ -235,6 +241,22 @@ fn ages_in_seconds(view: &TeamView) -> bool {
         .any(|r| r.age.is_some_and(|a| a < Duration::from_secs(60)))
 }
 
+/// What the loop shows: the last snapshot, where the user is, and whether
+/// the frame on screen is out of date.
+struct Shown {
+    view: TeamView,
+    ui: UiState,
+    dirty: bool,
+}
+
+impl Shown {
+    /// A fresh snapshot, the UI state kept in step with it.
+    fn refresh(&mut self, control: &mut dyn LeadControl) {
+        self.view = control.snapshot();
+        self.ui.sync(&self.view);
+    }
+}
+
 /// The loop proper, over any ratatui backend and any source of [`Input`]
 /// (the tests drive it with a `TestBackend` and a channel).
 pub fn event_loop<B: Backend>(
@@ -247,9 +269,13 @@ pub fn event_loop<B: Backend>(
 where
     B::Error: Send + Sync + 'static,
 {
-    let mut view = control.snapshot();
-    let mut ui = UiState::new(&view);
-    let mut dirty = true;
+    let view = control.snapshot();
+    let ui = UiState::new(&view);
+    let mut shown = Shown {
+        view,
+        ui,
+        dirty: true,
+    };
     let mut last_draw: Option<Instant> = None;
     let mut last_tick = Instant::now();
     let mut zoom_size: Option<(String, Rect)> = None;
@@ -261,28 +287,28 @@ where
             return Ok(Exit::Signal(sig));
         }
         let now = Instant::now();
-        let fast = ages_in_seconds(&view) || matches!(ui.modal, Modal::ShutdownCountdown { .. });
+        let fast = ages_in_seconds(&shown.view)
+            || matches!(shown.ui.modal, Modal::ShutdownCountdown { .. });
         let tick_every = if fast { FAST_TICK } else { SLOW_TICK };
         if now >= last_tick + tick_every {
-            ui.tick(now - last_tick);
+            shown.ui.tick(now - last_tick);
             last_tick = now;
             if fast {
-                view = control.snapshot();
-                ui.sync(&view);
+                shown.refresh(control);
             }
-            dirty = true;
+            shown.dirty = true;
         }
         let mut wait = (last_tick + tick_every).saturating_duration_since(now);
-        if dirty {
+        if shown.dirty {
             let due = last_draw.map_or(now, |t| t + min_frame);
             if now >= due {
-                resize_zoomed(terminal, control, &ui, &mut zoom_size)?;
+                resize_zoomed(terminal, control, &shown.ui, &mut zoom_size)?;
                 let screens: &dyn ScreenSource = &*control;
                 terminal
-                    .draw(|f| view::draw(f, &view, &ui, screens, color))
+                    .draw(|f| view::draw(f, &shown.view, &shown.ui, screens, color))
                     .context("draw the TUI")?;
                 last_draw = Some(now);
-                dirty = false;
+                shown.dirty = false;
             } else {
                 wait = wait.min(due - now);
             }
@@ -296,45 +322,57 @@ where
                 Err(RecvTimeoutError::Disconnected) => return Ok(Exit::Quit),
             },
         };
-        match input {
-            Input::Term(Event::Key(key)) => {
-                if let Some(action) = keymap::handle(key, &view, &mut ui) {
-                    if action == Action::Quit {
-                        return Ok(Exit::Quit);
-                    }
-                    let forwarded = matches!(action, Action::Input { .. });
-                    match control.perform(action) {
-                        Ok(Some(notice)) => ui.notice = Some(notice),
-                        Ok(None) => {}
-                        Err(e) => ui.notice = Some(format!("{e:#}")),
-                    }
-                    if !forwarded {
-                        view = control.snapshot();
-                        ui.sync(&view);
-                    }
-                }
-                dirty = true;
-            }
-            Input::Term(Event::Resize(..)) => dirty = true,
-            Input::Term(_) => {}
-            Input::Wake => {
-                // Coalesce a burst of wake-ups into one snapshot, keeping
-                // whatever else was queued behind them (a key press).
-                while let Ok(next) = inputs.try_recv() {
-                    if !matches!(next, Input::Wake) {
-                        stashed = Some(next);
-                        break;
-                    }
-                }
-                view = control.snapshot();
-                ui.sync(&view);
-                dirty = true;
-            }
-            Input::Signal(sig) => return Ok(Exit::Signal(sig)),
-            Input::HungUp => return Ok(Exit::TerminalLost),
-            Input::Failed(e) => return Err(e).context("read the terminal"),
+        if let Some(exit) = apply(input, control, inputs, &mut shown, &mut stashed)? {
+            return Ok(exit);
         }
     }
+}
+
+/// Applies one input to what is shown; `Some` ends the loop. A burst of
+/// wake-ups becomes one snapshot, and whatever else was queued behind
+/// them (a key press) is put in `stashed`, to be applied next.
+fn apply(
+    input: Input,
+    control: &mut dyn LeadControl,
+    inputs: &Receiver<Input>,
+    shown: &mut Shown,
+    stashed: &mut Option<Input>,
+) -> Result<Option<Exit>> {
+    match input {
+        Input::Term(Event::Key(key)) => {
+            if let Some(action) = keymap::handle(key, &shown.view, &mut shown.ui) {
+                if action == Action::Quit {
+                    return Ok(Some(Exit::Quit));
+                }
+                let forwarded = matches!(action, Action::Input { .. });
+                match control.perform(action) {
+                    Ok(Some(notice)) => shown.ui.notice = Some(notice),
+                    Ok(None) => {}
+                    Err(e) => shown.ui.notice = Some(format!("{e:#}")),
+                }
+                if !forwarded {
+                    shown.refresh(control);
+                }
+            }
+            shown.dirty = true;
+        }
+        Input::Term(Event::Resize(..)) => shown.dirty = true,
+        Input::Term(_) => {}
+        Input::Wake => {
+            while let Ok(next) = inputs.try_recv() {
+                if !matches!(next, Input::Wake) {
+                    *stashed = Some(next);
+                    break;
+                }
+            }
+            shown.refresh(control);
+            shown.dirty = true;
+        }
+        Input::Signal(sig) => return Ok(Some(Exit::Signal(sig))),
+        Input::HungUp => return Ok(Some(Exit::TerminalLost)),
+        Input::Failed(e) => return Err(e).context("read the terminal"),
+    }
+    Ok(None)
 }
 
 /// Keeps the zoomed pane's PTY the size of the area it is drawn in.
@@ -380,6 +418,17 @@ mod tests {
         in_process: bool,
         snapshots: usize,
         done: Vec<Action>,
+    }
+
+    impl FakeLead {
+        fn new(members: &[&'static str], in_process: bool) -> FakeLead {
+            FakeLead {
+                members: members.to_vec(),
+                in_process,
+                snapshots: 0,
+                done: vec![],
+            }
+        }
     }
 
     impl ScreenSource for FakeLead {
@@ -432,12 +481,7 @@ mod tests {
 
     #[test]
     fn k_then_y_kills_the_selected_member_and_q_quits() {
-        let mut lead = FakeLead {
-            members: vec!["alice", "bob"],
-            in_process: false,
-            snapshots: 0,
-            done: vec![],
-        };
+        let mut lead = FakeLead::new(&["alice", "bob"], false);
         let (exit, _) = run_with(&mut lead, vec![key('k'), key('y'), key('q')]);
         assert_eq!(exit, Exit::Quit);
         assert_eq!(lead.done, [Action::Kill("alice".into())]);
@@ -446,12 +490,7 @@ mod tests {
 
     #[test]
     fn wake_ups_coalesce_into_one_snapshot() {
-        let mut lead = FakeLead {
-            members: vec!["alice"],
-            in_process: false,
-            snapshots: 0,
-            done: vec![],
-        };
+        let mut lead = FakeLead::new(&["alice"], false);
         let wakes = (0..50).map(|_| Input::Wake).collect();
         let (exit, terminal) = run_with(&mut lead, wakes);
         assert_eq!(exit, Exit::Quit, "all senders gone");
@@ -462,12 +501,7 @@ mod tests {
 
     #[test]
     fn zooming_resizes_the_pane_to_the_zoom_area_and_forwards_keys() {
-        let mut lead = FakeLead {
-            members: vec!["alice"],
-            in_process: true,
-            snapshots: 0,
-            done: vec![],
-        };
+        let mut lead = FakeLead::new(&["alice"], true);
         let enter = Input::Term(Event::Key(KeyEvent::new(
             KeyCode::Enter,
             KeyModifiers::NONE,
@@ -492,24 +526,14 @@ mod tests {
 
     #[test]
     fn a_signal_ends_the_loop() {
-        let mut lead = FakeLead {
-            members: vec![],
-            in_process: false,
-            snapshots: 0,
-            done: vec![],
-        };
+        let mut lead = FakeLead::new(&[], false);
         let (exit, _) = run_with(&mut lead, vec![Input::Signal(libc::SIGTERM)]);
         assert_eq!(exit, Exit::Signal(libc::SIGTERM));
     }
 
     #[test]
     fn a_hang_up_ends_the_loop_as_terminal_lost() {
-        let mut lead = FakeLead {
-            members: vec![],
-            in_process: false,
-            snapshots: 0,
-            done: vec![],
-        };
+        let mut lead = FakeLead::new(&[], false);
         let (exit, _) = run_with(&mut lead, vec![Input::HungUp]);
         assert_eq!(exit, Exit::TerminalLost);
     }
@@ -552,30 +576,16 @@ mod tests {
 
     #[test]
     fn the_watch_reports_a_signal_byte_and_ends_when_its_pipe_hangs_up() {
+        use std::io::Write;
         let (master, slave) = open_pty();
-        let pipe = || {
-            let mut fds = [0; 2];
-            // SAFETY: pipe fills the array it is given.
-            assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-            fds
-        };
-        let [r, w] = pipe();
-        // SAFETY: one byte from a live local into our pipe.
-        assert_eq!(
-            unsafe { libc::write(w, [libc::SIGTERM as u8].as_ptr().cast(), 1) },
-            1
-        );
-        assert_eq!(
-            watch_terminal(slave, Some(r)),
-            Watched::Signal(libc::SIGTERM)
-        );
-        // The guard dropped: its write end closes.
-        // SAFETY: closing descriptors this test opened.
-        unsafe { libc::close(w) };
-        assert_eq!(watch_terminal(slave, Some(r)), Watched::Stopped);
+        let (r, mut w) = std::io::pipe().unwrap();
+        w.write_all(b"X").unwrap();
+        assert_eq!(watch_terminal(slave, Some(&r)), Watched::Signalled);
+        // The guard dropped: its write ends close.
+        drop(w);
+        assert_eq!(watch_terminal(slave, Some(&r)), Watched::Stopped);
         // SAFETY: closing descriptors this test opened.
         unsafe {
-            libc::close(r);
             libc::close(master);
             libc::close(slave);
         }

@@ -115,18 +115,7 @@ pub fn handle(key: KeyEvent, view: &TeamView, ui: &mut UiState) -> Option<Action
             ui.panel = ui.panel.next();
             None
         }
-        KeyCode::BackTab => {
-            let (target, current) = match ui.selected_member(view) {
-                Some(m) => (Some(m.name.clone()), m.mode.as_deref()),
-                // Everyone moves together, from the first teammate's mode.
-                None => (None, view.members.first().and_then(|m| m.mode.as_deref())),
-            };
-            if target.is_none() && view.members.is_empty() {
-                return notice(ui, "no teammates");
-            }
-            let mode = next_mode(current).to_owned();
-            Some(Action::CycleMode { target, mode })
-        }
+        KeyCode::BackTab => cycle_mode(view, ui),
         KeyCode::Enter => {
             let name = member(view, ui)?;
             if view.in_process {
@@ -134,23 +123,28 @@ pub fn handle(key: KeyEvent, view: &TeamView, ui: &mut UiState) -> Option<Action
             }
             Some(Action::Focus(name))
         }
-        KeyCode::Char('g') => {
-            if view.in_process {
-                ui.grid = !ui.grid;
-                None
-            } else {
-                notice(
-                    ui,
-                    &format!("the grid needs in-process panes ({})", view.backend_name),
-                )
-            }
+        KeyCode::Char(c) => on_char(c, view, ui),
+        _ => None,
+    }
+}
+
+/// A letter key outside a modal (whatever the modifiers, but Ctrl-C).
+fn on_char(c: char, view: &TeamView, ui: &mut UiState) -> Option<Action> {
+    match c {
+        'g' if view.in_process => {
+            ui.grid = !ui.grid;
+            None
         }
-        KeyCode::Char('k') => {
+        'g' => notice(
+            ui,
+            &format!("the grid needs in-process panes ({})", view.backend_name),
+        ),
+        'k' => {
             let name = member(view, ui)?;
             ui.modal = Modal::ConfirmKill { name };
             None
         }
-        KeyCode::Char('s') => {
+        's' => {
             let name = member(view, ui)?;
             ui.modal = Modal::ShutdownCountdown {
                 name: name.clone(),
@@ -158,7 +152,7 @@ pub fn handle(key: KeyEvent, view: &TeamView, ui: &mut UiState) -> Option<Action
             };
             Some(Action::Shutdown(name))
         }
-        KeyCode::Char('p') => {
+        'p' => {
             let names = view.prunable();
             if names.is_empty() {
                 return notice(ui, "no idle teammates to prune");
@@ -166,19 +160,10 @@ pub fn handle(key: KeyEvent, view: &TeamView, ui: &mut UiState) -> Option<Action
             ui.modal = Modal::ConfirmPrune { names };
             None
         }
-        KeyCode::Char('h') => {
-            if !view.can_hide {
-                return cannot_hide(view, ui);
-            }
-            member(view, ui).map(Action::Hide)
-        }
-        KeyCode::Char('H') => {
-            if !view.can_hide {
-                return cannot_hide(view, ui);
-            }
-            Some(Action::ShowAll)
-        }
-        KeyCode::Char('m') => {
+        'h' | 'H' if !view.can_hide => cannot_hide(view, ui),
+        'h' => member(view, ui).map(Action::Hide),
+        'H' => Some(Action::ShowAll),
+        'm' => {
             let to = ui
                 .selected_member(view)
                 .map_or_else(|| "*".to_owned(), |m| m.name.clone());
@@ -188,37 +173,58 @@ pub fn handle(key: KeyEvent, view: &TeamView, ui: &mut UiState) -> Option<Action
             };
             None
         }
-        KeyCode::Char('t') => {
+        't' => {
             ui.modal = Modal::NewTask {
                 subject: String::new(),
             };
             None
         }
-        KeyCode::Char(c @ ('a' | 'r')) => {
-            let Some(req) = ui.selected_request(view) else {
-                return notice(ui, "no pending requests");
-            };
-            let id = req.id.clone();
-            Some(if c == 'a' {
-                Action::Approve(id)
-            } else {
-                Action::Reject(id)
-            })
-        }
-        KeyCode::Char('q') => {
-            let ending = view.members.iter().filter(|m| m.status.is_alive()).count();
-            if view.in_process && ending > 0 {
-                ui.modal = Modal::ConfirmQuit { ending };
-                return None;
-            }
-            Some(Action::Quit)
-        }
-        KeyCode::Char('?') => {
+        'a' | 'r' => answer(c == 'a', view, ui),
+        'q' => quit(view, ui),
+        '?' => {
             ui.modal = Modal::Help;
             None
         }
         _ => None,
     }
+}
+
+/// Shift+Tab: the selected teammate's next permission mode, or everyone's
+/// from the "all" row (moving together, from the first teammate's mode).
+fn cycle_mode(view: &TeamView, ui: &mut UiState) -> Option<Action> {
+    let (target, current) = match ui.selected_member(view) {
+        Some(m) => (Some(m.name.clone()), m.mode.as_deref()),
+        None => (None, view.members.first().and_then(|m| m.mode.as_deref())),
+    };
+    if target.is_none() && view.members.is_empty() {
+        return notice(ui, "no teammates");
+    }
+    let mode = next_mode(current).to_owned();
+    Some(Action::CycleMode { target, mode })
+}
+
+/// `a` (`approve`) or `r`: answers the selected request.
+fn answer(approve: bool, view: &TeamView, ui: &mut UiState) -> Option<Action> {
+    let Some(req) = ui.selected_request(view) else {
+        return notice(ui, "no pending requests");
+    };
+    let id = req.id.clone();
+    Some(if approve {
+        Action::Approve(id)
+    } else {
+        Action::Reject(id)
+    })
+}
+
+/// `q`: leaves at once, unless in-process teammates would end with the
+/// lead: then it asks.
+fn quit(view: &TeamView, ui: &mut UiState) -> Option<Action> {
+    let ending = view.members.iter().filter(|m| m.status.is_alive()).count();
+    if view.in_process && ending > 0 {
+        ui.modal = Modal::ConfirmQuit { ending };
+        return None;
+    }
+    Some(Action::Quit)
 }
 
 /// Keys while a modal is open; `modal` has been taken out of `ui` and is
@@ -513,22 +519,22 @@ mod tests {
         assert_eq!(keys(&v, &mut ui, &[ch('q')]), [Action::Quit]);
     }
 
+    /// The kill confirmation for alice is open, and `y` kills her.
+    fn confirm_kills_alice_on_y(v: &TeamView, ui: &mut UiState) {
+        let alice = Modal::ConfirmKill {
+            name: "alice".into(),
+        };
+        assert_eq!(ui.modal, alice);
+        assert_eq!(keys(v, ui, &[ch('y')]), [Action::Kill("alice".into())]);
+        assert_eq!(ui.modal, Modal::None);
+    }
+
     #[test]
     fn k_asks_and_only_y_kills() {
         let v = team();
         let mut ui = UiState::new(&v);
         assert_eq!(keys(&v, &mut ui, &[ch('k')]), []);
-        assert_eq!(
-            ui.modal,
-            Modal::ConfirmKill {
-                name: "alice".into()
-            }
-        );
-        assert_eq!(
-            keys(&v, &mut ui, &[ch('y')]),
-            [Action::Kill("alice".into())]
-        );
-        assert_eq!(ui.modal, Modal::None);
+        confirm_kills_alice_on_y(&v, &mut ui);
     }
 
     #[test]
@@ -560,16 +566,7 @@ mod tests {
         );
         ui.tick(Duration::from_secs(60));
         assert_eq!(keys(&v, &mut ui, &[ch('k')]), []);
-        assert_eq!(
-            ui.modal,
-            Modal::ConfirmKill {
-                name: "alice".into()
-            }
-        );
-        assert_eq!(
-            keys(&v, &mut ui, &[ch('y')]),
-            [Action::Kill("alice".into())]
-        );
+        confirm_kills_alice_on_y(&v, &mut ui);
         let mut ui = UiState::new(&v);
         keys(&v, &mut ui, &[ch('s'), press(KeyCode::Esc)]);
         assert_eq!(ui.modal, Modal::None, "Esc closes the countdown");
@@ -618,29 +615,23 @@ mod tests {
         let v = team();
         let mut ui = UiState::new(&v);
         let backtab = KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT);
-        assert_eq!(
-            keys(&v, &mut ui, &[backtab]),
-            [Action::CycleMode {
-                target: Some("alice".into()),
-                mode: "acceptEdits".into()
-            }]
-        );
-        ui.member_row = 2;
-        assert_eq!(
-            keys(&v, &mut ui, &[backtab]),
-            [Action::CycleMode {
-                target: Some("bob".into()),
-                mode: "bypassPermissions".into()
-            }]
-        );
-        ui.member_row = 0;
-        assert_eq!(
-            keys(&v, &mut ui, &[backtab]),
-            [Action::CycleMode {
-                target: None,
-                mode: "acceptEdits".into()
-            }]
-        );
+        // alice has no mode (default), bob is in plan; the "all" row moves
+        // everyone on from the first teammate's mode.
+        for (row, target, mode) in [
+            (1, Some("alice"), "acceptEdits"),
+            (2, Some("bob"), "bypassPermissions"),
+            (0, None, "acceptEdits"),
+        ] {
+            ui.member_row = row;
+            assert_eq!(
+                keys(&v, &mut ui, &[backtab]),
+                [Action::CycleMode {
+                    target: target.map(String::from),
+                    mode: mode.into()
+                }],
+                "row {row}"
+            );
+        }
     }
 
     #[test]

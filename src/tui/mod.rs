@@ -7,7 +7,7 @@
 //! - [`keymap`]: [`handle`], a pure function from a key to the next
 //!   [`UiState`] and an [`Action`] for the lead; [`KEYS`] for the help.
 //! - [`terminal`]: [`TerminalGuard`], raw mode and the alternate screen,
-//!   restored on drop, panic and SIGTERM/SIGHUP.
+//!   restored on drop, panic and SIGTERM/SIGHUP/SIGINT (through signal-hook).
 //! - [`app`]: [`LeadControl`], what the TUI needs from the lead, and [`run`],
 //!   the event loop.
 //!

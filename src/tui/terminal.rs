@@ -1,16 +1,24 @@
 //! The terminal guard: raw mode and the alternate screen for as long as a
 //! [`TerminalGuard`] lives, and the terminal restored whatever way the TUI
 //! ends: on drop, on panic (a hook that restores, logs the panic, then
-//! chains to the previous hook) and on SIGTERM, SIGHUP or SIGINT (a flag the
-//! event loop checks, so it leaves through the same drop). The handler also
-//! writes the signal's number to a pipe, whose read end
+//! chains to the previous hook) and on SIGTERM, SIGHUP or SIGINT.
+//!
+//! The signals go through signal-hook. While a guard lives each of them
+//! stores its number in a flag the event loop checks (so it leaves through
+//! the same drop) and writes a byte to a pipe, whose read end
 //! ([`TerminalGuard::take_signal_pipe`]) lets a thread sleep in `poll(2)`
-//! instead of checking the flag on a timer.
+//! instead of checking the flag on a timer. signal-hook's registry is the
+//! one tokio's `signal()` uses too (the lead's supervisor listens for
+//! SIGTERM there): each registration adds an action to the process's one
+//! handler, none replaces another's. Once a guard has been entered, the
+//! three signals outside a guard take their default action (ending the
+//! process): signal-hook's handler stays installed for the life of the
+//! process and runs no default of its own, so an action does
+//! (`install_default_actions`).
 
-use std::io::{self, Stdout};
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::sync::Once;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::io::{self, PipeReader, Stdout};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Once};
 
 use anyhow::{Context, Result};
 use crossterm::cursor::{Hide, Show};
@@ -20,12 +28,13 @@ use crossterm::terminal::{
 };
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
+use signal_hook::SigId;
 
 /// The signal that asked the TUI to end, 0 when none did.
-static SIGNALLED: AtomicI32 = AtomicI32::new(0);
+static SIGNALLED: LazyLock<Arc<AtomicUsize>> = LazyLock::new(Arc::default);
 
-/// The write end of the signal pipe, -1 when no guard lives.
-static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
+/// No guard watches the signals: they take their default action.
+static UNWATCHED: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(true)));
 
 /// A guard holds the terminal: the panic hook restores it only then.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
@@ -37,26 +46,16 @@ const SIGNALS: [libc::c_int; 3] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT];
 pub struct TerminalGuard {
     /// `None` only while dropping.
     terminal: Option<Terminal<CrosstermBackend<Stdout>>>,
-    previous: Vec<(libc::c_int, libc::sigaction)>,
-    signals: SignalPipe,
-}
-
-/// The pipe the signal handler writes to. Dropping `write` (with the
-/// guard) hangs up the read end, which ends a thread polling it.
-struct SignalPipe {
-    read: Option<OwnedFd>,
-    /// Only held: the handler writes through [`SIGNAL_PIPE`].
-    _write: OwnedFd,
+    /// Dropped after [`TerminalGuard::drop`] has restored the terminal.
+    signals: SignalWatch,
 }
 
 impl TerminalGuard {
     /// Takes over the terminal. Installs the restoring panic hook (once per
-    /// process) and the signal flags (until drop).
+    /// process) and the signal actions (until drop).
     pub fn enter() -> Result<TerminalGuard> {
         install_panic_hook();
-        SIGNALLED.store(0, Ordering::SeqCst);
-        let signals = signal_pipe().context("create the signal pipe")?;
-        let previous = install_signal_flags().context("install SIGTERM/SIGHUP handlers")?;
+        let signals = SignalWatch::register().context("install SIGTERM/SIGHUP/SIGINT actions")?;
         ACTIVE.store(true, Ordering::SeqCst);
         let setup = (|| -> Result<Terminal<CrosstermBackend<Stdout>>> {
             enable_raw_mode().context("enter raw mode")?;
@@ -67,12 +66,10 @@ impl TerminalGuard {
         match setup {
             Ok(terminal) => Ok(TerminalGuard {
                 terminal: Some(terminal),
-                previous,
                 signals,
             }),
             Err(e) => {
                 restore();
-                restore_signals(&previous);
                 drop(signals);
                 Err(e)
             }
@@ -87,15 +84,17 @@ impl TerminalGuard {
     }
 
     /// The read end of the signal pipe (once): readable when SIGTERM,
-    /// SIGHUP or SIGINT arrived (one byte, the signal's number); hung up
-    /// once the guard is dropped.
-    pub fn take_signal_pipe(&mut self) -> Option<OwnedFd> {
+    /// SIGHUP or SIGINT arrived (a byte; the number is in
+    /// [`termination_signal`]), hung up once the guard is dropped.
+    pub fn take_signal_pipe(&mut self) -> Option<PipeReader> {
         self.signals.read.take()
     }
 }
 
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
+        // The terminal first: a signal from here on takes its default
+        // action, which must find the terminal as the user had it.
         restore();
         // ratatui's Terminal shows the cursor when dropped and reports a
         // failure with `eprintln!`, which panics when the terminal has gone
@@ -106,47 +105,69 @@ impl Drop for TerminalGuard {
         {
             std::mem::forget(terminal);
         }
-        restore_signals(&self.previous);
-        // The handlers are gone: the write end can close (hanging up the
-        // read end) without a handler writing to a reused descriptor.
-        // (`self.signals` drops after this.)
-        SIGNAL_PIPE.store(-1, Ordering::SeqCst);
     }
 }
 
-/// A pipe whose write end the signal handler uses (non-blocking: a full
-/// pipe drops the byte, the flag still holds the signal).
-fn signal_pipe() -> io::Result<SignalPipe> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: pipe fills the two-element array it is given.
-    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just created and are owned here only.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    for (fd, flags) in [(fds[0], 0), (fds[1], libc::O_NONBLOCK)] {
-        // SAFETY: fcntl on descriptors owned above.
-        let ok = unsafe {
-            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) == 0
-                && libc::fcntl(fd, libc::F_SETFL, flags) == 0
+/// The guard's signal actions: for each signal a flag store, then a write
+/// to the pipe. Dropping it removes them; each pipe action owns a write
+/// end, so the read end then hangs up, which ends a thread polling it.
+struct SignalWatch {
+    actions: Vec<SigId>,
+    read: Option<PipeReader>,
+}
+
+impl SignalWatch {
+    fn register() -> io::Result<SignalWatch> {
+        install_default_actions()?;
+        SIGNALLED.store(0, Ordering::SeqCst);
+        let (read, write) = io::pipe()?;
+        // Removes whatever was registered if a later registration fails.
+        let mut watch = SignalWatch {
+            actions: Vec::with_capacity(2 * SIGNALS.len()),
+            read: Some(read),
         };
-        if !ok {
-            return Err(io::Error::last_os_error());
+        for sig in SIGNALS {
+            let number = usize::try_from(sig).expect("signal numbers are positive");
+            // A signal's actions run in the order they were registered: the
+            // number is stored before the byte wakes the watch thread.
+            let flag = signal_hook::flag::register_usize(sig, Arc::clone(&SIGNALLED), number)?;
+            watch.actions.push(flag);
+            // The pipe action makes its end non-blocking: a full pipe drops
+            // the byte, and the flag still holds the signal.
+            let wake = signal_hook::low_level::pipe::register(sig, write.try_clone()?)?;
+            watch.actions.push(wake);
         }
+        UNWATCHED.store(false, Ordering::SeqCst);
+        Ok(watch)
     }
-    SIGNAL_PIPE.store(fds[1], Ordering::SeqCst);
-    Ok(SignalPipe {
-        read: Some(read),
-        _write: write,
-    })
 }
 
-fn restore_signals(previous: &[(libc::c_int, libc::sigaction)]) {
-    for (sig, old) in previous {
-        // SAFETY: restoring a disposition sigaction gave us for `sig`.
-        unsafe {
-            libc::sigaction(*sig, old, std::ptr::null_mut());
+impl Drop for SignalWatch {
+    fn drop(&mut self) {
+        // Default actions first, so no signal falls between the two.
+        UNWATCHED.store(true, Ordering::SeqCst);
+        for id in self.actions.drain(..) {
+            signal_hook::low_level::unregister(id);
         }
+    }
+}
+
+/// Once per process, for each signal, an action that runs its default
+/// (ending the process) while no guard watches. signal-hook's handler, once
+/// installed, stays for the life of the process and does not run the
+/// default itself: without these, SIGHUP and SIGINT would be ignored after
+/// the TUI has ended.
+fn install_default_actions() -> io::Result<()> {
+    static INSTALLED: std::sync::OnceLock<io::Result<()>> = std::sync::OnceLock::new();
+    let installed = INSTALLED.get_or_init(|| {
+        for sig in SIGNALS {
+            signal_hook::flag::register_conditional_default(sig, Arc::clone(&UNWATCHED))?;
+        }
+        Ok(())
+    });
+    match installed {
+        Ok(()) => Ok(()),
+        Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
     }
 }
 
@@ -163,7 +184,7 @@ pub fn restore() {
 pub fn termination_signal() -> Option<i32> {
     match SIGNALLED.load(Ordering::SeqCst) {
         0 => None,
-        sig => Some(sig),
+        sig => i32::try_from(sig).ok(),
     }
 }
 
@@ -183,61 +204,6 @@ fn install_panic_hook() {
     });
 }
 
-extern "C" fn on_signal(sig: libc::c_int) {
-    // An atomic store and a write(2): both async-signal-safe. errno is
-    // kept for the code the signal interrupted.
-    SIGNALLED.store(sig, Ordering::SeqCst);
-    let fd = SIGNAL_PIPE.load(Ordering::SeqCst);
-    if fd >= 0 {
-        let errno = io::Error::last_os_error().raw_os_error();
-        let byte = sig as u8;
-        // SAFETY: one byte from a live local to a pipe we own.
-        unsafe { libc::write(fd, (&byte as *const u8).cast(), 1) };
-        if let Some(e) = errno {
-            set_errno(e);
-        }
-    }
-}
-
-#[cfg(target_os = "linux")]
-fn set_errno(e: libc::c_int) {
-    // SAFETY: the calling thread's errno location.
-    unsafe { *libc::__errno_location() = e };
-}
-
-#[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd"))]
-fn set_errno(e: libc::c_int) {
-    // SAFETY: the calling thread's errno location.
-    unsafe { *libc::__error() = e };
-}
-
-#[cfg(not(any(
-    target_os = "linux",
-    target_os = "macos",
-    target_os = "ios",
-    target_os = "freebsd"
-)))]
-fn set_errno(_: libc::c_int) {}
-
-fn install_signal_flags() -> io::Result<Vec<(libc::c_int, libc::sigaction)>> {
-    let mut previous = Vec::with_capacity(SIGNALS.len());
-    for sig in SIGNALS {
-        // SAFETY: an all-zero sigaction is a valid value to fill in; the
-        // handler only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as *const () as libc::sighandler_t;
-            libc::sigemptyset(&mut action.sa_mask);
-            let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(sig, &action, &mut old) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            previous.push((sig, old));
-        }
-    }
-    Ok(previous)
-}
-
 /// Tests that raise a signal or run the loop (which reads the flag) take
 /// this, so a raised signal never ends another test's loop.
 #[cfg(test)]
@@ -248,26 +214,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_signal_sets_the_flag_and_writes_its_number_to_the_pipe() {
+    fn a_signal_sets_the_flag_and_writes_to_the_pipe_which_hangs_up_after() {
         use std::io::Read;
         let _serial = SIGNAL_TESTS.lock().unwrap_or_else(|e| e.into_inner());
-        // Handlers and the pipe only; the terminal is not touched (tests
-        // have no tty).
-        let mut pipe = signal_pipe().unwrap();
-        let previous = install_signal_flags().unwrap();
+        // The signal actions only; the terminal is not touched (tests have
+        // no tty).
+        let mut watch = SignalWatch::register().unwrap();
         assert_eq!(termination_signal(), None);
-        // SAFETY: raising a signal whose handler we just installed.
-        unsafe {
-            libc::raise(libc::SIGHUP);
-        }
+        signal_hook::low_level::raise(libc::SIGHUP).unwrap();
         assert_eq!(termination_signal(), Some(libc::SIGHUP));
         SIGNALLED.store(0, Ordering::SeqCst);
-        restore_signals(&previous);
-        SIGNAL_PIPE.store(-1, Ordering::SeqCst);
-        let mut read = std::fs::File::from(pipe.read.take().unwrap());
-        drop(pipe); // the write end: read_to_end then ends
+        let mut read = watch.read.take().unwrap();
+        drop(watch); // the actions and their write ends: read_to_end ends
         let mut got = Vec::new();
         read.read_to_end(&mut got).unwrap();
-        assert_eq!(got, [libc::SIGHUP as u8]);
+        assert_eq!(got.len(), 1, "one byte for one signal: {got:?}");
     }
 }

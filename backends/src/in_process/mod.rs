@@ -168,27 +168,12 @@ impl InProcessBackend {
 /// `kill` reaps it, so the kill ladder can never signal a recycled id.
 #[cfg(target_os = "linux")]
 fn peek_exit(pane: &Pane) -> Option<Option<i32>> {
-    // SAFETY: an all-zero siginfo_t is a valid value for waitid to fill.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    // SAFETY: waitid on our own child's pid with WNOWAIT only reads its state.
-    let rc = unsafe {
-        libc::waitid(
-            libc::P_PID,
-            pane.pid as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        )
+    let Ok(info) = wait_no_reap(pane.pid, libc::WNOHANG) else {
+        // Already reaped (ECHILD): ask the child handle.
+        return reaped_exit(pane);
     };
     // SAFETY: si_pid/si_status are valid to read after a successful waitid.
     let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
-    if rc != 0 {
-        // Already reaped (ECHILD): ask the child handle.
-        return lock(&pane.child)
-            .try_wait()
-            .ok()
-            .flatten()
-            .map(|s| s.signal().is_none().then_some(s.exit_code() as i32));
-    }
     if pid == 0 {
         return None;
     }
@@ -197,11 +182,41 @@ fn peek_exit(pane: &Pane) -> Option<Option<i32>> {
 
 #[cfg(not(target_os = "linux"))]
 fn peek_exit(pane: &Pane) -> Option<Option<i32>> {
+    reaped_exit(pane)
+}
+
+/// The exit the child handle reports (reaping the child), if it has
+/// ended: its code, or `None` when a signal ended it.
+fn reaped_exit(pane: &Pane) -> Option<Option<i32>> {
     lock(&pane.child)
         .try_wait()
         .ok()
         .flatten()
         .map(|s| s.signal().is_none().then_some(s.exit_code() as i32))
+}
+
+/// `waitid(P_PID, pid, WEXITED | WNOWAIT | flags)`: the state of our child
+/// `pid` once it has ended (`si_pid` 0 when `WNOHANG` found it running),
+/// its zombie left for `kill` to reap.
+#[cfg(target_os = "linux")]
+fn wait_no_reap(pid: u32, flags: libc::c_int) -> std::io::Result<libc::siginfo_t> {
+    // SAFETY: an all-zero siginfo_t is a valid value for waitid to fill.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid on our own child's pid with WNOWAIT only reads its
+    // state into `info`, a live local.
+    let rc = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOWAIT | flags,
+        )
+    };
+    if rc == 0 {
+        Ok(info)
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 /// Starts a thread that sleeps until the child `pid` ends, then notifies
@@ -214,23 +229,10 @@ fn watch_exit(id: &PaneId, pid: u32, exits: Arc<tokio::sync::Notify>) -> std::io
         .name(format!("swarm-exit-{id}"))
         .stack_size(64 * 1024)
         .spawn(move || {
-            loop {
-                // SAFETY: an all-zero siginfo_t is a valid value to fill.
-                let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-                // SAFETY: a blocking waitid on our own child; WNOWAIT only
-                // reads its state.
-                let rc = unsafe {
-                    libc::waitid(
-                        libc::P_PID,
-                        pid as libc::id_t,
-                        &mut info,
-                        libc::WEXITED | libc::WNOWAIT,
-                    )
-                };
-                if rc == 0
-                    || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
-                {
-                    break; // exited, or already reaped (ECHILD)
+            // Until it exited, or was already reaped (ECHILD).
+            while let Err(e) = wait_no_reap(pid, 0) {
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    break;
                 }
             }
             // A stored permit if nobody waits now: the next wait sees it.

@@ -1,0 +1,113 @@
+//! The task board: id, status, owner, blockers and subject, the blockers
+//! folded into the status in a narrow panel.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Color, Modifier};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Row, Table};
+
+use super::{RenderInto, Theme, panel_block, window};
+use crate::tasks::{Status, Task};
+use crate::text::escape_line;
+use crate::tui::state::{Panel, TeamView, UiState};
+
+/// Draws the board: the visible tasks that fit around the selected one.
+pub(super) fn draw(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme: Theme) {
+    let focused = ui.panel == Panel::Tasks;
+    let t = view.totals();
+    let title = Line::from(format!(" tasks {}/{} ", t.tasks_done, t.tasks));
+    let block = panel_block(title, focused, theme);
+    let inner = block.inner(area);
+    block.render_into(area, buf);
+    let visible = inner.height.saturating_sub(1) as usize;
+    let range = window(ui.task_row, t.tasks, visible);
+    let start = range.start;
+    // In a narrow lead pane the subject gets the blocked-by column's room;
+    // a waiting task shows its blockers as its status (`⊘ #3,#4`).
+    let narrow = inner.width < 64;
+    let rows: Vec<Row> = view
+        .visible_tasks()
+        .skip(range.start)
+        .take(range.len())
+        .enumerate()
+        .map(|(i, task)| {
+            let row = task_row(task, view, narrow, theme);
+            if start + i == ui.task_row && focused {
+                row.style(theme.selected())
+            } else {
+                row
+            }
+        })
+        .collect();
+    let mut widths = vec![
+        Constraint::Length(5),
+        Constraint::Length(11),
+        Constraint::Length(12),
+        Constraint::Length(9),
+        Constraint::Fill(1),
+    ];
+    let mut head = vec!["id", "status", "owner", "blocked", "subject"];
+    if narrow {
+        widths.remove(3);
+        head.remove(3);
+    }
+    let header = Row::new(head).style(theme.dim().add_modifier(Modifier::BOLD));
+    Table::new(rows, widths)
+        .header(header)
+        .column_spacing(1)
+        .render_into(inner, buf);
+}
+
+/// One task's row; a failed task (pending, `metadata.failed`) says so.
+fn task_row<'a>(task: &'a Task, view: &TeamView, narrow: bool, theme: Theme) -> Row<'a> {
+    // The runtime leaves a task whose command failed pending, still owned,
+    // with `metadata.failed` (reassign or unassign it to retry).
+    let failed = task.status == Status::Pending
+        && task
+            .metadata
+            .as_ref()
+            .and_then(|m| m.get("failed"))
+            .and_then(|f| f.as_bool())
+            == Some(true);
+    let status = match task.status {
+        _ if failed => "failed",
+        Status::Pending => "pending",
+        Status::InProgress => "in progress",
+        Status::Completed => "done",
+    };
+    let owner = match &task.owner {
+        Some(o) => {
+            let colour = view.member(o).and_then(|m| m.color.as_deref());
+            Span::styled(format!("@{}", escape_line(o)), theme.member(colour))
+        }
+        None => Span::raw(""),
+    };
+    let blocked = if task.blocked_by.is_empty() {
+        String::new()
+    } else {
+        task.blocked_by
+            .iter()
+            .map(|id| format!("#{}", escape_line(id)))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    // Narrow: a waiting task's blockers take the place of `pending`.
+    let status = if narrow && !blocked.is_empty() && task.status == Status::Pending {
+        Span::styled(format!("⊘ {blocked}"), theme.fg(Color::Red))
+    } else if failed {
+        Span::styled(status, theme.fg(Color::Red).add_modifier(Modifier::BOLD))
+    } else {
+        Span::styled(status, theme.task(task.status))
+    };
+    let mut cells = vec![
+        ratatui::widgets::Cell::from(format!("#{}", escape_line(&task.id))),
+        status.into(),
+        owner.into(),
+    ];
+    if !narrow {
+        cells.push(Span::styled(blocked, theme.fg(Color::Red)).into());
+    }
+    cells.push(Span::raw(escape_line(&task.subject)).into());
+    Row::new(cells)
+}
