@@ -27,7 +27,7 @@ use crate::tasks::Task;
 use crate::team::{Member, SwarmField};
 use anyhow::{Result, bail};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 /// Every agent name a member may have.
@@ -109,6 +109,9 @@ pub enum ModeChange {
     /// The runtime records it (roster `mode`) and its agent's next run uses
     /// it (shell: no effect on commands; exec presets: their flags).
     NextRun,
+    /// It reaches the member's own program, which decides (a `process`
+    /// teammate: any program may read its inbox).
+    ItsProgramDecides,
     /// Nothing will apply it; the reason says why and what to do instead.
     Unsupported(String),
 }
@@ -129,10 +132,7 @@ pub fn mode_change(member: &Member) -> ModeChange {
              (`swarm kill {}` then `swarm spawn {} --agent claude --mode MODE`)",
             member.name, member.name, member.name
         )),
-        "process" => ModeChange::Unsupported(format!(
-            "{} runs its own program, which reads mode_set_request only if it was written to",
-            member.name
-        )),
+        "process" => ModeChange::ItsProgramDecides,
         _ => ModeChange::NextRun,
     }
 }
@@ -167,7 +167,7 @@ pub fn check_available(agent: &str, command: Option<&[String]>) -> Result<()> {
         }
         (Agent::Exec(p), None) => p.default_prefix()[0].to_string(),
     };
-    if find_program(&program).is_some() {
+    if which::which(&program).is_ok() {
         return Ok(());
     }
     let shown = match agent {
@@ -178,24 +178,6 @@ pub fn check_available(agent: &str, command: Option<&[String]>) -> Result<()> {
         _ => "it",
     };
     bail!("{program} is not installed (not found on PATH); install {shown} or pick --agent shell")
-}
-
-/// `program` resolved like `execvp` does: a path with `/` as is, else the
-/// first executable file of that name on `PATH`.
-pub fn find_program(program: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &Path| {
-        p.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if program.contains('/') {
-        let p = PathBuf::from(program);
-        return executable(&p).then_some(p);
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(program))
-        .find(|p| executable(p))
 }
 
 /// Everything needed to run units of work for one member.
@@ -412,7 +394,8 @@ mod tests {
         assert!(why.contains("Shift+Tab") && why.contains("--mode"), "{why}");
         m.set_swarm_field(SwarmField::Agent, serde_json::json!("codex"));
         assert_eq!(mode_change(&m), ModeChange::NextRun);
+        // A program of its own gets the request; it decides.
         m.set_swarm_field(SwarmField::Agent, serde_json::json!("process"));
-        assert!(matches!(mode_change(&m), ModeChange::Unsupported(_)));
+        assert_eq!(mode_change(&m), ModeChange::ItsProgramDecides);
     }
 }

@@ -580,7 +580,16 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
             .context("starting a file watcher")?;
     }
     drop(tx);
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    // With the dialog up, the TUI owns SIGTERM (with SIGHUP and SIGINT): it
+    // ends tui::run with Exit::Signal and run_lead aborts this loop. Only
+    // the plain view takes it here, so it is registered once.
+    let mut term = if plain_view {
+        Some(tokio::signal::unix::signal(
+            tokio::signal::unix::SignalKind::terminate(),
+        )?)
+    } else {
+        None
+    };
     // Panes whose backend reports exits as they happen (in-process) are
     // checked then, with a slow safety tick; the others are polled.
     let exit_events = lead.opened.caps().exit_events;
@@ -614,7 +623,7 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
                 }
             }
             _ = rx.recv() => lead.changed(),
-            _ = term.recv() => {
+            Some(_) = async { term.as_mut()?.recv().await }, if term.is_some() => {
                 tracing::info!(uptime_s = started.elapsed().as_secs(), "SIGTERM: the lead exits; teammates keep running");
                 return Ok(());
             }

@@ -539,6 +539,15 @@ async fn open_pane(
 /// `cwd`, else on the pane's `PATH`) and must be an executable file.
 pub fn check_startable(program: &str, cwd: &Path, env: &[(String, String)]) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
+    let pane_path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or("");
+    if which::which_in(program, Some(pane_path), cwd).is_ok() {
+        return Ok(());
+    }
+    // Not startable: say why.
     let shown = names::shown(program);
     let candidates: Vec<PathBuf> = if program.contains('/') {
         vec![cwd.join(program)]

@@ -113,7 +113,7 @@ impl Entry {
         let Value::Object(mut map) = value else {
             return Err(InvalidEntry(format!(
                 "entry is {}, not an object",
-                json_type(&value)
+                crate::json_text::kind(&value)
             )));
         };
         let from = required_string(&mut map, "from")?;
@@ -129,7 +129,7 @@ impl Entry {
             Some(other) => {
                 return Err(InvalidEntry(format!(
                     "\"read\" is {}, not a boolean",
-                    json_type(&other)
+                    crate::json_text::kind(&other)
                 )));
             }
         };
@@ -161,24 +161,13 @@ impl Entry {
     }
 }
 
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 fn required_string(map: &mut Map<String, Value>, key: &str) -> Result<String, InvalidEntry> {
     match map.shift_remove(key) {
         Some(Value::String(s)) => Ok(s),
         None => Err(InvalidEntry(format!("\"{key}\" is missing"))),
         Some(other) => Err(InvalidEntry(format!(
             "\"{key}\" is {}, not a string",
-            json_type(&other)
+            crate::json_text::kind(&other)
         ))),
     }
 }
@@ -192,7 +181,7 @@ fn optional_string(
         Some(Value::String(s)) => Ok(Some(s)),
         Some(other) => Err(InvalidEntry(format!(
             "\"{key}\" is {}, not a string",
-            json_type(&other)
+            crate::json_text::kind(&other)
         ))),
     }
 }

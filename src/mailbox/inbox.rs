@@ -137,7 +137,10 @@ fn parse_with(bytes: &[u8], lazy: bool) -> Parsed {
         Err(raw_err) => match crate::json_text::parse_lenient::<Value>(bytes) {
             Ok(Value::Array(values)) => values.into_iter().map(Item::Value).collect(),
             Ok(other) => {
-                let problem = format!("top level is {}, not an array", top_kind(&other));
+                let problem = format!(
+                    "top level is {}, not an array",
+                    crate::json_text::kind(&other)
+                );
                 return Parsed::Corrupt {
                     salvaged: Vec::new(),
                     problem,
@@ -343,17 +346,6 @@ impl<W: std::io::Write> Renderer<W> {
         self.out
             .write_all(if self.entries == 0 { b"[]" } else { b"\n]" })?;
         Ok(self.out)
-    }
-}
-
-fn top_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
