@@ -180,6 +180,20 @@ impl Lead {
         }
     }
 
+    /// Runs file work that may wait on a lock (a roster, board or inbox
+    /// write) off the async worker, so the supervisor's loop and the
+    /// dialog's background actions are never held up behind it.
+    async fn disk<T, F>(&self, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(Team) -> Result<T> + Send + 'static,
+    {
+        let team = self.team.clone();
+        tokio::task::spawn_blocking(move || work(team))
+            .await
+            .context("a file operation of the lead panicked")?
+    }
+
     /// A lead that already holds the team's lead lock.
     pub fn with_lock(mut self, lock: lock::LeadLock) -> Self {
         self.lead_lock = Some(lock);
@@ -278,15 +292,20 @@ impl Lead {
         self.check_record_fault()?;
         let at = crate::clock::now_ms();
         let pane = m.tmux_pane_id.clone();
-        self.team.roster().update_member(&m.name, |mm| {
-            mm.is_active = Some(false);
-            mm.tmux_pane_id = String::new();
-            mm.set_swarm_field(
-                SwarmField::Exit,
-                json!({"code": null, "at": at, "lost": pane}),
-            );
-        })?;
-        let returned = self.team.tasks().unassign_all_of(&m.name)?;
+        let (name, lost) = (m.name.clone(), pane.clone());
+        let returned = self
+            .disk(move |team| {
+                team.roster().update_member(&name, |mm| {
+                    mm.is_active = Some(false);
+                    mm.tmux_pane_id = String::new();
+                    mm.set_swarm_field(
+                        SwarmField::Exit,
+                        json!({"code": null, "at": at, "lost": lost}),
+                    );
+                })?;
+                Ok(team.tasks().unassign_all_of(&name)?)
+            })
+            .await?;
         self.event(format!(
             "pane {pane} no longer belongs to {} (left untouched){}",
             m.name,
@@ -317,11 +336,16 @@ impl Lead {
     ) -> Result<()> {
         self.check_record_fault()?;
         let at = crate::clock::now_ms();
-        self.team.roster().update_member(&m.name, |mm| {
-            mm.is_active = Some(false);
-            mm.set_swarm_field(SwarmField::Exit, json!({"code": code, "at": at}));
-        })?;
-        let returned = self.team.tasks().unassign_all_of(&m.name)?;
+        let name = m.name.clone();
+        let returned = self
+            .disk(move |team| {
+                team.roster().update_member(&name, |mm| {
+                    mm.is_active = Some(false);
+                    mm.set_swarm_field(SwarmField::Exit, json!({"code": code, "at": at}));
+                })?;
+                Ok(team.tasks().unassign_all_of(&name)?)
+            })
+            .await?;
         if matches!(status, PaneStatus::Exited { .. }) {
             // Keep nothing half-alive: its process group and the dead pane go.
             if let Err(e) = teardown::close_pane(&self.opened, m, Duration::from_millis(500)).await
@@ -347,8 +371,9 @@ impl Lead {
 
     /// Handles every unread entry of the lead's inbox, then consumes them.
     pub async fn handle_inbox(&mut self) -> Result<()> {
-        let mb = self.team.mailbox();
-        let read = mb.read(LEAD_NAME)?;
+        let read = self
+            .disk(|team| Ok(team.mailbox().read(LEAD_NAME)?))
+            .await?;
         if let Some(q) = &read.quarantined {
             self.event(format!(
                 "the lead's inbox was corrupt; copied to {}",
@@ -363,7 +388,8 @@ impl Lead {
             self.handle(e).await?;
         }
         let keys: Vec<_> = fresh.iter().map(Entry::key).collect();
-        mb.consume(LEAD_NAME, &keys)?;
+        self.disk(move |team| Ok(team.mailbox().consume(LEAD_NAME, &keys)?))
+            .await?;
         self.changed();
         Ok(())
     }
@@ -391,7 +417,10 @@ impl Lead {
                 teardown::wait_for_exit(&self.opened, &m, Duration::from_secs(2)).await?;
                 teardown::close_pane(&self.opened, &m, Duration::from_secs(1)).await?;
                 self.shared().seen.remove(&m.name);
-                let released = teardown::release_member(&self.team, &m.name)?;
+                let name = m.name.clone();
+                let released = self
+                    .disk(move |team| teardown::release_member(&team, &name))
+                    .await?;
                 {
                     let mut sh = self.shared();
                     sh.seen.remove(&m.name);

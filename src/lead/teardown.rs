@@ -183,7 +183,12 @@ pub async fn kill_member(
 ) -> Result<Released> {
     let m = member(team, name)?;
     let closed = close_pane(opened, &m, grace).await?;
-    let mut released = release_member(team, name)?;
+    // The roster and board writes may wait on a lock: off the async worker
+    // (the lead runs this beside its supervisor).
+    let (t, n) = (team.clone(), name.to_string());
+    let mut released = tokio::task::spawn_blocking(move || release_member(&t, &n))
+        .await
+        .context("releasing a member panicked")??;
     if closed == Closed::NotOurs {
         released.pane_not_ours = Some(m.tmux_pane_id.clone());
     }
