@@ -177,8 +177,11 @@ fn a_holder_dying_mid_merge(stage: &str) {
             .unwrap_or_default()
     };
 
-    let held = swarm::atomic_file::FileLock::acquire(&inbox, std::time::Duration::from_secs(5))
-        .expect("hold the inbox lock");
+    let held = swarm::atomic_file::FileLock::acquire(
+        &inbox,
+        crate::util::timeouts::scaled(std::time::Duration::from_secs(5)),
+    )
+    .expect("hold the inbox lock");
     let children: Vec<_> = (0..SENDERS)
         .map(|i| {
             let text = format!("queued-{i}");

@@ -5,6 +5,7 @@
 //! that every teardown must leave alone. Teammates are fake agents from
 //! `tests/agents/` started with `swarm spawn NAME -- CMD` (agent `process`).
 
+use crate::util::timeouts::{self, Deadline};
 use crate::util::tmux::{TmuxTeam, WAIT, agent, group_alive, lock_dirs};
 use crate::util::{Run, swarm_bin, wait_until};
 use std::collections::BTreeMap;
@@ -609,7 +610,12 @@ fn shutdown_approved_closes_the_pane_and_returns_the_task() {
     let pane = t.pane_of("polite");
     let pgid = t.pid_of("polite");
     let task = t.task_in_progress("work", "polite");
-    let r = t.ok(&["shutdown", "polite", "--wait", "10"]);
+    let r = t.ok(&[
+        "shutdown",
+        "polite",
+        "--wait",
+        &timeouts::secs_arg(WAIT / 2),
+    ]);
     assert!(r.stdout.contains("polite shut down"), "{}", r.explain());
     assert!(t.tmux.pane(&pane).is_none(), "pane closed\n{}", t.explain());
     assert!(
@@ -632,7 +638,7 @@ fn shutdown_rejected_reports_the_reason_and_keeps_the_pane() {
     t.spawn("busy", &[&agent("answerer"), "reject", "still on task #7"]);
     t.wait_ready("busy");
     let pane = t.pane_of("busy");
-    let r = t.run(&["shutdown", "busy", "--wait", "10"]);
+    let r = t.run(&["shutdown", "busy", "--wait", &timeouts::secs_arg(WAIT / 2)]);
     r.assert_code(1);
     assert!(
         r.stderr
@@ -974,12 +980,12 @@ fn output_follow_shows_what_the_agent_prints_in_order() {
         }
     });
     let mut lines: Vec<String> = Vec::new();
-    let deadline = Instant::now() + WAIT;
+    let deadline = Deadline::after(WAIT);
     while !lines.iter().any(|l| l.trim_end_matches('\r') == "done") {
-        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        match rx.recv_timeout(deadline.remaining()) {
             Ok(l) => lines.push(l),
             Err(_) => panic!(
-                "timed out waiting for \"done\" from swarm output --follow; got {} lines: {:?}\n{}",
+                "timed out after {deadline} waiting for \"done\" from swarm output --follow; got {} lines: {:?}\n{}",
                 lines.len(),
                 lines.iter().rev().take(5).collect::<Vec<_>>(),
                 t.explain()
@@ -995,19 +1001,20 @@ fn output_follow_shows_what_the_agent_prints_in_order() {
     assert_eq!(numbered, want, "every line, in order");
     // Once the member is gone, --follow ends by itself.
     t.ok(&["kill", "talker"]);
-    let end = Instant::now() + WAIT;
-    loop {
-        if let Some(st) = f.0.try_wait().expect("try_wait") {
-            assert!(st.success(), "output --follow exit {st:?}");
-            break;
-        }
-        assert!(
-            Instant::now() < end,
-            "output --follow did not end after kill\n{}",
-            t.explain()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut exit = None;
+    wait_until(
+        "output --follow ends after the member is killed",
+        WAIT,
+        || {
+            exit = f.0.try_wait().expect("try_wait");
+            exit.is_some()
+        },
+        || t.explain(),
+    );
+    assert!(
+        exit.is_some_and(|st| st.success()),
+        "output --follow exit {exit:?}"
+    );
 }
 
 // ---------------------------------------------------------- hostile input

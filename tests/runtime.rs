@@ -2,7 +2,7 @@
 //! processes on a private root, the lead played by the test through the
 //! CLI and the library, fake CLIs from `tests/agents/` on PATH.
 
-use crate::util::{Sandbox, wait_until};
+use crate::util::{Sandbox, WAIT, wait_until};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,7 +14,6 @@ use swarm::tasks::{NewTask, Status, Task};
 use swarm::team::{Member, SwarmField, Team};
 
 const T: &str = "t";
-const WAIT: Duration = Duration::from_secs(20);
 
 /// Teammate runtimes started by a test, killed when it ends; their pane
 /// output is kept in files for failure reports.

@@ -16,20 +16,28 @@ use swarm_backends::in_process::InProcessBackend;
 use swarm_backends::tmux::{TmuxBackend, TmuxServer};
 use swarm_backends::{PaneBackendExecutor, PaneId, PaneRef, PaneStatus, Placement, SpawnSpec};
 
-const WAIT: Duration = Duration::from_secs(10);
+// The suite's one timeout knob, shared with the integration tests (see the
+// file: `SWARM_TEST_TIMEOUT_SCALE`, or x3 on CI).
+#[allow(dead_code)]
+#[path = "../../tests/util/timeouts.rs"]
+mod timeouts;
+
+use timeouts::{Deadline, WAIT};
 
 /// Polls `probe` until it yields `Ok`, or panics naming what was awaited and
-/// the last thing seen.
+/// the last thing seen, once [`WAIT`] (scaled by the knob) has passed.
 async fn wait_until<T>(what: &str, mut probe: impl AsyncFnMut() -> Result<T, String>) -> T {
-    let deadline = Instant::now() + WAIT;
+    let deadline = Deadline::after(WAIT);
+    let mut pause = timeouts::FIRST_PAUSE;
     loop {
         match probe().await {
             Ok(v) => return v,
-            Err(seen) if Instant::now() >= deadline => {
-                panic!("timed out after {WAIT:?} waiting for {what}; last seen: {seen}")
+            Err(seen) if deadline.passed() => {
+                panic!("timed out after {deadline} waiting for {what}; last seen: {seen}")
             }
-            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            Err(_) => tokio::time::sleep(pause.min(deadline.remaining())).await,
         }
+        pause = timeouts::next_pause(pause);
     }
 }
 
@@ -1121,7 +1129,7 @@ mod in_process_live {
             "changed resolved while every pane was running"
         );
         std::fs::write(&go, b"").unwrap();
-        tokio::time::timeout(Duration::from_secs(5), h.backend.changed())
+        tokio::time::timeout(timeouts::scaled(WAIT), h.backend.changed())
             .await
             .expect("changed resolves when the pane's process exits");
         assert_eq!(
