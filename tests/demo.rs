@@ -7,7 +7,7 @@
 use crate::util::tmux::{TmuxTeam, group_alive, lock_dirs};
 use crate::util::{Sandbox, WAIT, timeouts, wait_until};
 use serde_json::Value;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const DEMO_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -24,7 +24,6 @@ fn the_demo_finishes_every_task_in_order_and_down_leaves_nothing() {
     let Some(t) = TmuxTeam::new("the_demo_finishes_every_task", "demo") else {
         return;
     };
-    let started = Instant::now();
     t.ok(&["up", "--demo", "--no-attach"]);
     let lead = t.wait_lead();
     wait_until(
@@ -36,7 +35,6 @@ fn the_demo_finishes_every_task_in_order_and_down_leaves_nothing() {
         },
         || format!("{:#?}\n{}", tasks(&t), t.explain()),
     );
-    eprintln!("demo finished in {:.1} s", started.elapsed().as_secs_f64());
     let ts = tasks(&t);
     assert!(ts.len() >= 8, "about ten tasks: {}", ts.len());
     let finished = |id: &str| -> (u64, u64) {

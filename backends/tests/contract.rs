@@ -9,7 +9,7 @@
 //! tmux is missing they print `SKIP` — or fail if `SWARM_REQUIRE_TMUX=1`.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use swarm_backends::fake::{FakeBackend, FakeSignal};
 use swarm_backends::in_process::InProcessBackend;
@@ -475,20 +475,22 @@ async fn status_running_then_exited_with_code(h: &dyn Harness) {
     assert_eq!(status_of(h.backend(), &pane).await, PaneStatus::Gone);
 }
 
-/// A process that ignores SIGTERM is gone after the ladder, with its group.
+/// A process that survives SIGTERM is gone after the ladder, with its
+/// group: SIGTERM first (the trap sees it), then SIGKILL.
 async fn kill_escalates_past_a_sigterm_trap(h: &dyn Harness) {
     let ready = h.dir().join("ready");
-    let script =
-        r#"trap '' TERM; sleep 1000 & echo "$!" > "$0.tmp"; mv "$0.tmp" "$0"; wait; sleep 1000"#;
+    // The background child starts with SIGTERM ignored (and keeps it); the
+    // shell then records the SIGTERM it gets and carries on, so only
+    // SIGKILL ends the group.
+    let script = r#"trap '' TERM; sleep 1000 & trap 'echo TERM > "$0.term"' TERM; echo "$!" > "$0.tmp"; mv "$0.tmp" "$0"; wait; sleep 1000"#;
     let spec = h.spec("sh", &["-c", script, ready.to_str().unwrap()]);
     let pane = h.backend().spawn(&spec).await.expect("spawn");
-    let grace = Duration::from_millis(300);
+    // Long enough for the trap to run on a slow machine before SIGKILL.
+    let grace = timeouts::scaled(Duration::from_millis(300));
     match h.fake() {
         Some(fake) => {
             fake.set_stubborn(&pane, true);
-            let t = Instant::now();
             h.backend().kill(&pane, grace).await.expect("kill");
-            assert!(t.elapsed() >= grace);
             assert_eq!(fake.signals(&pane), [FakeSignal::Term, FakeSignal::Kill]);
         }
         None => {
@@ -496,9 +498,11 @@ async fn kill_escalates_past_a_sigterm_trap(h: &dyn Harness) {
             let PaneStatus::Running { pid: Some(pid) } = status_of(h.backend(), &pane).await else {
                 panic!("not running");
             };
-            let t = Instant::now();
             h.backend().kill(&pane, grace).await.expect("kill");
-            assert!(t.elapsed() >= grace, "SIGTERM should have been ignored");
+            assert!(
+                ready.with_extension("term").exists(),
+                "SIGTERM comes first, and the grace lets the process see it"
+            );
             assert!(!group_alive(pid as i32), "process group {pid} survived");
             // SAFETY: signal 0 only checks existence.
             assert_ne!(
@@ -511,7 +515,8 @@ async fn kill_escalates_past_a_sigterm_trap(h: &dyn Harness) {
     assert_eq!(status_of(h.backend(), &pane).await, PaneStatus::Gone);
 }
 
-/// A polite process goes at SIGTERM, well within the grace period.
+/// A polite process goes at SIGTERM: the kill returns then, without
+/// sitting out its grace period (an hour here, far past the test's wait).
 async fn kill_is_quick_for_a_polite_process(h: &dyn Harness) {
     let pane = h
         .backend()
@@ -522,16 +527,16 @@ async fn kill_is_quick_for_a_polite_process(h: &dyn Harness) {
         matches!(s, PaneStatus::Running { .. })
     })
     .await;
-    let t = Instant::now();
-    h.backend()
-        .kill(&pane, Duration::from_secs(5))
-        .await
-        .expect("kill");
-    assert!(
-        t.elapsed() < Duration::from_secs(3),
-        "took {:?}",
-        t.elapsed()
-    );
+    let deadline = Deadline::after(WAIT);
+    tokio::time::timeout(
+        deadline.budget(),
+        h.backend().kill(&pane, Duration::from_secs(3600)),
+    )
+    .await
+    .unwrap_or_else(|_| {
+        panic!("kill of a process that goes at SIGTERM sat out its grace: still waiting after {deadline}")
+    })
+    .expect("kill");
     if let Some(fake) = h.fake() {
         assert_eq!(fake.signals(&pane), [FakeSignal::Term]);
     }
@@ -1042,7 +1047,10 @@ mod tmux_live {
         h.after();
     }
 
-    /// Prints the cost of one spawn (split + style) on this machine.
+    /// Eight spawns into one big window all succeed; prints the cost of
+    /// one (split + style) on this machine. A figure, never asserted: on a
+    /// loaded machine it is only slower (`scripts/bench-spawn` prints the
+    /// whole `swarm spawn` beside a bare split).
     #[tokio::test]
     async fn spawn_cost() {
         let Some(h) = TmuxHarness::start("spawn_cost") else {
@@ -1067,16 +1075,22 @@ mod tmux_live {
                 .trim(),
         );
         let n = 8;
-        let t = Instant::now();
+        let t = std::time::Instant::now();
+        let mut panes = Vec::new();
         for _ in 0..n {
-            h.backend.spawn(&lead_spec(&h, &lead)).await.expect("spawn");
+            panes.push(h.backend.spawn(&lead_spec(&h, &lead)).await.expect("spawn"));
         }
         let per = t.elapsed() / n;
         println!(
             "tmux spawn cost: {:.1} ms per pane ({n} panes)",
             per.as_secs_f64() * 1000.0
         );
-        assert!(per < Duration::from_secs(1), "{per:?} per spawn");
+        let all = h.backend.status(&panes).await.expect("status");
+        assert!(
+            all.iter()
+                .all(|(_, s)| matches!(s, PaneStatus::Running { .. })),
+            "{all:?}"
+        );
         h.after();
     }
 }

@@ -18,3 +18,37 @@ pub fn pid_alive(pid: u32) -> bool {
         })
         .unwrap_or(false)
 }
+
+/// What `/proc` says about process `pid` and the other members of its
+/// process group (pid, state, command line), for failure messages.
+pub fn describe(pid: u32) -> String {
+    let line = |p: u32| -> Option<String> {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+        let (_, rest) = stat.rsplit_once(')')?;
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let cmd = std::fs::read(format!("/proc/{p}/cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .unwrap_or_default();
+        Some(format!(
+            "pid {p} state {} ppid {} pgid {}: {}",
+            f.first().unwrap_or(&"?"),
+            f.get(1).unwrap_or(&"?"),
+            f.get(2).unwrap_or(&"?"),
+            cmd.trim_end()
+        ))
+    };
+    let mut s = line(pid).unwrap_or_else(|| format!("pid {pid}: gone"));
+    let members: Vec<String> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&p| p != pid)
+        .filter_map(line)
+        .filter(|l| l.contains(&format!(" pgid {pid}:")))
+        .collect();
+    for m in members {
+        s.push_str(&format!("\n  in its group: {m}"));
+    }
+    s
+}
