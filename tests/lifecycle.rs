@@ -8,10 +8,10 @@
 use crate::util::process;
 use crate::util::timeouts::{self, Deadline};
 use crate::util::tmux::{TmuxTeam, WAIT, agent, group_alive, lock_dirs};
-use crate::util::{Run, swarm_bin, wait_until};
+use crate::util::{KillOnDrop, Run, pid_alive, swarm_bin, wait_until};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// Arguments a shell would mangle: they must reach the agent unchanged.
@@ -294,10 +294,8 @@ fn up_with_a_spec_registers_every_teammate_titled_coloured_and_piped() {
         assert_eq!(p.title, *n, "title of {n}\n{}", t.explain());
         let color = t.member(n).unwrap()["color"].as_str().unwrap().to_string();
         assert_eq!(p.color, tmux_colour(&color), "@swarm_color of {n}");
-        let piped = t
-            .tmux
-            .ok(&["display-message", "-p", "-t", &pane, "#{pane_pipe}"]);
-        assert_eq!(piped.trim(), "1", "{n}'s output is piped\n{}", t.explain());
+        let piped = t.tmux.display(&pane, "#{pane_pipe}");
+        assert_eq!(piped, "1", "{n}'s output is piped\n{}", t.explain());
         panes.push(pane);
         colors.push(color);
     }
@@ -411,36 +409,30 @@ fn eight_teammates_spawned_inside_tmux_split_the_leads_window() {
     let sock = t.tmux.sock.to_string_lossy().into_owned();
     let work = t.work.to_string_lossy().into_owned();
     // Not `env -i`: the lead must keep the TMUX and TMUX_PANE tmux gave it.
-    t.tmux.ok(&[
-        "new-session",
-        "-d",
-        "-s",
+    t.tmux.new_session_in(
         "outer",
-        "-x",
-        "250",
-        "-y",
-        "120",
-        "-c",
-        &work,
-        "--",
-        "/usr/bin/env",
-        "-u",
-        "SWARM_TEAM",
-        "-u",
-        "SWARM_AGENT_NAME",
-        "-u",
-        "SWARM_BACKEND",
-        "-u",
-        "CLAUDE_CONFIG_DIR",
-        &format!("HOME={root}"),
-        &format!("SWARM_HOME={root}"),
-        &format!("SWARM_TMUX_SOCKET={sock}"),
-        "LEAKME=1",
-        swarm_bin(),
-        "up",
-        "--team",
-        "inner",
-    ]);
+        (250, 120),
+        &t.work,
+        &[
+            "/usr/bin/env",
+            "-u",
+            "SWARM_TEAM",
+            "-u",
+            "SWARM_AGENT_NAME",
+            "-u",
+            "SWARM_BACKEND",
+            "-u",
+            "CLAUDE_CONFIG_DIR",
+            &format!("HOME={root}"),
+            &format!("SWARM_HOME={root}"),
+            &format!("SWARM_TMUX_SOCKET={sock}"),
+            "LEAKME=1",
+            swarm_bin(),
+            "up",
+            "--team",
+            "inner",
+        ],
+    );
     t.wait_lead();
     let lead_pane = t
         .tmux
@@ -685,11 +677,7 @@ fn down_stops_at_a_refusal_without_waiting_it_out() {
         "the polite one went\n{}",
         t.explain()
     );
-    assert!(
-        t.tmux.pane(&busy).is_some_and(|p| !p.dead),
-        "{}",
-        t.explain()
-    );
+    assert!(t.tmux.pane_alive(&busy), "{}", t.explain());
     assert_no_lock_dirs(&t);
     assert_canary(&t, "a refused down");
 }
@@ -718,10 +706,7 @@ fn prune_takes_only_the_idle() {
     assert!(t.tmux.pane(&idle_pane).is_none());
     assert_group_dead(&t, "idle", idle_pgid);
     for n in ["working", "mailed"] {
-        assert!(
-            t.tmux.pane(&t.pane_of(n)).is_some_and(|p| !p.dead),
-            "{n} stays"
-        );
+        assert!(t.tmux.pane_alive(&t.pane_of(n)), "{n} stays");
     }
     assert_no_lock_dirs(&t);
     assert_canary(&t, "prune");
@@ -837,16 +822,6 @@ fn a_pane_closed_by_the_user_is_noticed_and_its_task_returned() {
     assert_canary(&t, "a user closing a pane");
 }
 
-/// A lead started directly (`swarm lead`, not in a pane), killed on drop.
-struct LeadProcess(Child);
-
-impl Drop for LeadProcess {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn a_killed_tmux_server_is_noticed_and_its_teammates_tasks_returned() {
     let Some(t) = TmuxTeam::new("killed_tmux_server", "ks") else {
@@ -859,7 +834,8 @@ fn a_killed_tmux_server_is_noticed_and_its_teammates_tasks_returned() {
     let task = t.task_in_progress("work", "doomed");
     let mut c = t.cmd(&["lead"]);
     c.stdout(Stdio::null()).stderr(Stdio::null());
-    let _lead = LeadProcess(c.spawn().expect("starting swarm lead"));
+    // A lead started directly (`swarm lead`, not in a pane).
+    let _lead = KillOnDrop(c.spawn().expect("starting swarm lead"));
     t.wait_lead();
     wait_log(&t, "doomed is running");
     let pgid = t.pid_of("doomed");
@@ -890,14 +866,7 @@ fn a_restarted_lead_takes_the_team_back() {
     wait_until(
         "the old lead is dead (a zombie or reaped)",
         WAIT,
-        || {
-            std::fs::read_to_string(format!("/proc/{old}/stat"))
-                .map(|st| {
-                    st.rsplit_once(')')
-                        .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-                })
-                .unwrap_or(true)
-        },
+        || !pid_alive(old),
         || t.explain(),
     );
     let up = t.ok(&["up", "--no-attach"]);
@@ -931,16 +900,6 @@ fn a_restarted_lead_takes_the_team_back() {
 
 // --------------------------------------------------------------- output
 
-/// `swarm output NAME --follow` running, killed on drop.
-struct Follower(Child);
-
-impl Drop for Follower {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn output_follow_shows_what_the_agent_prints_in_order() {
     let Some(t) = TmuxTeam::new("output_follow", "of") else {
@@ -950,7 +909,7 @@ fn output_follow_shows_what_the_agent_prints_in_order() {
     t.spawn("talker", &[&agent("printer"), "300"]);
     let mut c = t.cmd(&["output", "talker", "--follow"]);
     c.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut f = Follower(c.spawn().expect("swarm output --follow"));
+    let mut f = KillOnDrop(c.spawn().expect("swarm output --follow"));
     let stdout = f.0.stdout.take().expect("stdout");
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     std::thread::spawn(move || {

@@ -2,7 +2,7 @@
 //! processes on a private root, the lead played by the test through the
 //! CLI and the library, fake CLIs from `tests/agents/` on PATH.
 
-use crate::util::{Sandbox, WAIT, wait_until};
+use crate::util::{Sandbox, WAIT, json_keys, wait_until};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -929,12 +929,7 @@ fn the_claude_preset_launches_with_the_references_argv_env_and_a_signed_first_pr
     let raw: Value = sb.read_json("teams/t/inboxes/researcher.json");
     let entries = raw.as_array().unwrap();
     assert_eq!(entries.len(), 1);
-    let keys: Vec<&str> = entries[0]
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let keys = json_keys(&entries[0]);
     assert_eq!(
         keys,
         [

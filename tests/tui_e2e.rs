@@ -4,156 +4,9 @@
 //! and check the files (roster, inboxes) and tmux (panes, processes).
 //! Teammates are fake agents from `tests/agents/`.
 
-use crate::util::tmux::{TmuxTeam, WAIT, agent, group_alive};
-use crate::util::wait_until;
-
-/// A team on a private tmux server whose lead pane shows the dialog.
-struct Dialog {
-    t: TmuxTeam,
-    /// The lead's pane (`%N`).
-    pane: String,
-}
-
-/// The pane `swarm up` reports for the lead (`lead in pane %N`).
-fn lead_pane_of(t: &TmuxTeam, stderr: &str) -> String {
-    stderr
-        .split("lead in pane ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .map(str::to_string)
-        .unwrap_or_else(|| panic!("`swarm up` names no lead pane: {stderr}\n{}", t.explain()))
-}
-
-impl Dialog {
-    /// Starts the team; the teammates are spawned before the dialog is
-    /// looked at, so its first snapshot already lists them.
-    fn open(test: &str, team: &str, spawn: &[(&str, &[&str])]) -> Option<Dialog> {
-        let t = TmuxTeam::new(test, team)?;
-        let up = t.up();
-        let pane = lead_pane_of(&t, &up.stderr);
-        let d = Dialog { t, pane };
-        for (name, cmd) in spawn {
-            d.t.spawn(name, cmd);
-        }
-        d.roomy();
-        d.wait_screen("the dialog shows its status line", |s| {
-            s.contains(" teammates · ")
-        });
-        for (name, _) in spawn {
-            d.wait_screen(&format!("the dialog lists @{name}"), |s| {
-                s.contains(&format!("@{name} "))
-            });
-        }
-        Some(d)
-    }
-
-    /// Gives the lead's window room (160×48) and the lead's pane all of it.
-    fn roomy(&self) {
-        let session = format!("=swarm-{}", self.t.team);
-        self.t
-            .tmux
-            .ok(&["resize-window", "-t", &session, "-x", "160", "-y", "48"]);
-        let zoom = self.t.tmux.ok(&[
-            "display-message",
-            "-p",
-            "-t",
-            &self.pane,
-            "#{window_panes} #{window_zoomed_flag}",
-        ]);
-        let mut f = zoom.split_whitespace();
-        let (panes, zoomed) = (f.next().unwrap_or("1"), f.next().unwrap_or("0"));
-        if panes != "1" && zoomed != "1" {
-            self.t.tmux.ok(&["resize-pane", "-Z", "-t", &self.pane]);
-        }
-    }
-
-    /// What the lead's pane shows now.
-    fn screen(&self) -> String {
-        let out = self.t.tmux.run(&["capture-pane", "-p", "-t", &self.pane]);
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Presses keys in the lead's pane (tmux key names: `Up`, `Enter`, `BTab`…).
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", &self.pane];
-        args.extend_from_slice(keys);
-        self.t.tmux.ok(&args);
-    }
-
-    /// Types `text` literally.
-    fn type_text(&self, text: &str) {
-        self.t.tmux.ok(&["send-keys", "-t", &self.pane, "-l", text]);
-    }
-
-    fn explain(&self) -> String {
-        format!(
-            "=== the dialog (pane {}) ===\n{}\n{}",
-            self.pane,
-            self.screen(),
-            self.t.explain()
-        )
-    }
-
-    fn wait_screen(&self, what: &str, check: impl Fn(&str) -> bool) {
-        wait_until(what, WAIT, || check(&self.screen()), || self.explain());
-    }
-
-    fn wait(&self, what: &str, check: impl FnMut() -> bool) {
-        wait_until(what, WAIT, check, || self.explain());
-    }
-
-    /// Selects teammate `name` in the members list (row 0 is "all").
-    fn select(&self, name: &str) {
-        let i = self
-            .t
-            .members()
-            .iter()
-            .position(|m| m == name)
-            .unwrap_or_else(|| panic!("{name} not on the roster\n{}", self.explain()));
-        let ups = vec!["Up"; self.t.members().len() + 1];
-        self.keys(&ups);
-        self.keys(&vec!["Down"; i + 1]);
-        self.wait_screen(&format!("@{name} is selected"), |s| {
-            s.lines().any(|l| l.contains(&format!("▸ @{name} ")))
-        });
-    }
-
-    /// Entries of `name`'s inbox file (unconsumed), each with its `text`
-    /// parsed when it is a protocol frame.
-    fn inbox(&self, name: &str) -> Vec<serde_json::Value> {
-        let p = self
-            .t
-            .sb
-            .path(&format!("teams/{}/inboxes/{name}.json", self.t.team));
-        let Ok(bytes) = std::fs::read(&p) else {
-            return Vec::new();
-        };
-        serde_json::from_slice::<Vec<serde_json::Value>>(&bytes).unwrap_or_default()
-    }
-
-    /// Protocol frames (the parsed `text`) in `name`'s inbox of type `kind`.
-    fn frames(&self, name: &str, kind: &str) -> Vec<serde_json::Value> {
-        self.inbox(name)
-            .iter()
-            .filter_map(|e| e.get("text").and_then(|t| t.as_str()))
-            .filter_map(|t| serde_json::from_str::<serde_json::Value>(t).ok())
-            .filter(|f| f.get("type").and_then(|t| t.as_str()) == Some(kind))
-            .collect()
-    }
-
-    fn pane_alive(&self, pane: &str) -> bool {
-        self.t.tmux.pane(pane).is_some_and(|p| !p.dead)
-    }
-}
-
-fn pid_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|st| {
-            !st.rsplit_once(')')
-                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
-}
+use crate::util::dialog::{Dialog, lead_pane_of};
+use crate::util::pid_alive;
+use crate::util::tmux::{TmuxTeam, agent, group_alive};
 
 // ---------------------------------------------------------------- kill
 
@@ -541,23 +394,11 @@ fn in_process_grid_zoom_forwards_keys_and_q_asks_before_ending_teammates() {
     // The lead runs in a pane of the private server, as a user's terminal.
     let home = format!("SWARM_HOME={}", t.sb.root().display());
     let path = format!("PATH={}", std::env::var("PATH").unwrap_or_default());
-    let pane = t
-        .tmux
-        .ok(&[
-            "new-session",
-            "-d",
-            "-P",
-            "-F",
-            "#{pane_id}",
-            "-s",
-            "lead",
-            "-x",
-            "160",
-            "-y",
-            "48",
-            "-c",
-            t.work.to_str().unwrap(),
-            "--",
+    let pane = t.tmux.new_session_in(
+        "lead",
+        (160, 48),
+        &t.work,
+        &[
             "env",
             "-i",
             &home,
@@ -568,9 +409,8 @@ fn in_process_grid_zoom_forwards_keys_and_q_asks_before_ending_teammates() {
             spec_path.to_str().unwrap(),
             "--backend",
             "in-process",
-        ])
-        .trim()
-        .to_string();
+        ],
+    );
     let d = Dialog { t, pane };
     let mut groups = Groups(Vec::new());
     let lead = d.t.wait_lead();

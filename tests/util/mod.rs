@@ -6,6 +6,7 @@
 
 #![allow(dead_code)]
 
+pub mod dialog;
 pub mod process;
 pub mod timeouts;
 pub mod tmux;
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+pub use process::pid_alive;
 pub use timeouts::WAIT;
 
 /// The binary under test.
@@ -279,6 +281,16 @@ pub fn wait_for_exit(
         let _ = e.read_to_end(&mut out.stderr);
     }
     out
+}
+
+/// The keys of JSON object `v` in file order (the reference's field
+/// order is part of the format).
+pub fn json_keys(v: &serde_json::Value) -> Vec<&str> {
+    v.as_object()
+        .unwrap_or_else(|| panic!("not a JSON object: {v}"))
+        .keys()
+        .map(String::as_str)
+        .collect()
 }
 
 /// Serialises the load tests (many processes each): run together on a

@@ -8,7 +8,7 @@
 //! test crate of its own, includes this very file:
 //! `#[path = "../../tests/util/tmux_server.rs"] mod tmux_server;`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 /// True when tmux can run here; otherwise prints `SKIP` (or panics when
@@ -92,7 +92,29 @@ impl TmuxServer {
     /// A detached session `name` of `size` (columns, rows) running
     /// `command` (argv, no shell); returns its pane's id.
     pub fn new_session(&self, name: &str, size: (u16, u16), command: &[&str]) -> String {
+        self.open_session(name, size, None, command)
+    }
+
+    /// [`TmuxServer::new_session`] with its pane started in `cwd`.
+    pub fn new_session_in(
+        &self,
+        name: &str,
+        size: (u16, u16),
+        cwd: &Path,
+        command: &[&str],
+    ) -> String {
+        self.open_session(name, size, Some(cwd), command)
+    }
+
+    fn open_session(
+        &self,
+        name: &str,
+        size: (u16, u16),
+        cwd: Option<&Path>,
+        command: &[&str],
+    ) -> String {
         let (x, y) = (size.0.to_string(), size.1.to_string());
+        let cwd = cwd.map(|c| c.to_string_lossy().into_owned());
         let mut args = vec![
             "new-session",
             "-d",
@@ -105,8 +127,11 @@ impl TmuxServer {
             &x,
             "-y",
             &y,
-            "--",
         ];
+        if let Some(c) = &cwd {
+            args.extend(["-c", c.as_str()]);
+        }
+        args.push("--");
         args.extend_from_slice(command);
         self.ok(&args).trim().to_string()
     }
