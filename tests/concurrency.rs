@@ -7,6 +7,8 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// Pins a19eb46: the reader caught a newly created inbox empty (it is now
+/// linked into place from a fsynced temp file).
 #[test]
 fn thirty_two_processes_times_a_hundred_sends_lose_nothing_and_keep_order() {
     const WRITERS: usize = 32;

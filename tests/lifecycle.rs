@@ -333,6 +333,8 @@ fn up_with_a_spec_registers_every_teammate_titled_coloured_and_piped() {
     assert_canary(&t, "up with a spec");
 }
 
+/// Pins 373d49b: tmux expands formats in a pipe-pane command, so a state root
+/// containing `#(cmd)` ran `cmd` (pipe-pane commands now double each `#`).
 #[test]
 fn a_state_root_full_of_format_and_shell_characters_still_gets_its_output() {
     let Some(t) = TmuxTeam::new("a_state_root_full_of_format_and_shell", "hr") else {
@@ -846,6 +848,8 @@ fn a_killed_tmux_server_is_noticed_and_its_teammates_tasks_returned() {
     assert_group_dead(&t, "doomed", pgid);
 }
 
+/// Pins 35f39ac: a lead killed with SIGKILL stays a zombie until tmux reaps it,
+/// and was counted alive, so `swarm up` started no new lead.
 #[test]
 fn a_restarted_lead_takes_the_team_back() {
     let Some(t) = TmuxTeam::new("restarted_lead", "rl") else {

@@ -13,5 +13,6 @@ mod demo;
 mod lifecycle;
 mod output_safety;
 mod pane_safety;
+mod regression;
 mod runtime;
 mod tui_e2e;
