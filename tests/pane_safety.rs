@@ -155,11 +155,14 @@ fn a_restarted_server_reusing_pane_ids_loses_none_of_the_users_programs() {
         t.wait_ready(n);
     }
     let recorded: Vec<String> = ["alice", "bob"].iter().map(|n| t.pane_of(n)).collect();
+    let server = t.tmux.server_pid();
     t.tmux.ok(&["kill-server"]);
+    // Its process, not only its answers: a dying server still holding the
+    // socket would take the next client down with it.
     wait_until(
         "the server is gone",
         WAIT,
-        || t.tmux.panes().is_empty(),
+        || t.tmux.panes().is_empty() && !pid_alive(server),
         || t.explain(),
     );
     // A new server on the same socket: the user's programs take %0 … %5.

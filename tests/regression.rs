@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Wake-ups sent before the keys and after them: the keys land inside a
 /// burst of at least twice this many.
-const HALF_BURST: usize = 100;
+const HALF_BURST: usize = 50;
 
 /// Processes making the burst at once: half send to the lead's inbox,
 /// half create tasks (the board grows, so each snapshot costs more).

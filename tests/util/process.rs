@@ -38,6 +38,19 @@ pub fn describe(pid: u32) -> String {
         ))
     };
     let mut s = line(pid).unwrap_or_else(|| format!("pid {pid}: gone"));
+    let ppid = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|st| {
+            st.rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()
+        });
+    if let Some(parent) = ppid.and_then(line) {
+        s.push_str(&format!("\n  its parent: {parent}"));
+    }
     let members: Vec<String> = std::fs::read_dir("/proc")
         .into_iter()
         .flatten()

@@ -198,6 +198,14 @@ impl TmuxServer {
         self.pane(id).is_some_and(|p| !p.dead)
     }
 
+    /// The server process's pid (while it runs).
+    pub fn server_pid(&self) -> u32 {
+        let pid = self.ok(&["display-message", "-p", "#{pid}"]);
+        pid.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("tmux reports its pid as {pid:?}"))
+    }
+
     pub fn has_session(&self, name: &str) -> bool {
         self.run(&["has-session", "-t", &format!("={name}")])
             .status
