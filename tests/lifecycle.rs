@@ -873,17 +873,8 @@ fn a_restarted_lead_takes_the_team_back() {
         || !pid_alive(old),
         || t.explain(),
     );
-    let up = t.ok(&["up", "--no-attach"]);
-    let mut new = 0;
-    wait_until(
-        "a new lead records itself",
-        WAIT,
-        || {
-            new = t.lead_pid().unwrap_or(0);
-            new != 0 && new != old
-        },
-        || format!("{}\n{}", up.explain(), t.explain()),
-    );
+    t.ok(&["up", "--no-attach"]);
+    t.wait_new_lead(old);
     let after: Vec<(String, u32)> = ["one", "two"]
         .iter()
         .map(|n| (t.pane_of(n), t.pid_of(n)))

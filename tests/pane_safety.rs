@@ -302,8 +302,7 @@ fn two_concurrent_ups_on_a_dead_lead_start_exactly_one() {
             assert!(o.status.success(), "round {round}: {err}\n{}", t.explain());
             assert!(!err.contains("[\""), "round {round}: no argv dump: {err}");
         }
-        let new = t.wait_lead();
-        assert_ne!(new, old);
+        t.wait_new_lead(old);
         std::thread::sleep(Duration::from_millis(300));
         let leads = t
             .tmux

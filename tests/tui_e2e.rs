@@ -275,11 +275,7 @@ fn q_leaves_teammates_running_and_up_brings_the_dialog_back() {
         pane: lead_pane_of(&d.t, &up.stderr),
         t: d.t,
     };
-    let mut new = 0;
-    again.wait("a new lead records itself", || {
-        new = again.t.lead_pid().unwrap_or(0);
-        new != 0 && new != lead && pid_alive(new)
-    });
+    again.t.wait_new_lead(lead);
     again.roomy();
     again.wait_screen("the new lead pane shows the dialog with both", |s| {
         s.contains("2 teammates ·") && s.contains("@ann ") && s.contains("@bob ")

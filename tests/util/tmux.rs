@@ -9,7 +9,7 @@
 //! (id, session, title, colour, pid, dead), each pane's capture, the tail
 //! of the lead's log and the roster.
 
-use super::{Run, Sandbox, wait_until};
+use super::{Run, Sandbox, pid_alive, wait_until};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -116,6 +116,22 @@ impl TmuxTeam {
             || {
                 pid = self.lead_pid().unwrap_or(0);
                 pid != 0 && std::path::Path::new(&format!("/proc/{pid}")).exists()
+            },
+            || self.explain(),
+        );
+        pid
+    }
+
+    /// Waits until a live lead other than `old` is recorded (after the old
+    /// one was killed or quit and `swarm up` ran again).
+    pub fn wait_new_lead(&self, old: u32) -> u32 {
+        let mut pid = 0;
+        wait_until(
+            &format!("a new lead (not {old}) records itself and runs"),
+            WAIT,
+            || {
+                pid = self.lead_pid().unwrap_or(0);
+                pid != 0 && pid != old && pid_alive(pid)
             },
             || self.explain(),
         );
