@@ -1,7 +1,7 @@
 //! The command line over the coordination core: teams, messages, tasks,
 //! identity, exit codes and errors.
 
-use crate::util::Sandbox;
+use crate::util::{Sandbox, json_keys};
 use serde_json::Value;
 
 #[test]
@@ -134,7 +134,7 @@ fn a_message_carries_the_claude_code_envelope_and_is_consumed_by_identity() {
     ]);
     let inbox = s.read_json("teams/alpha/inboxes/team-lead.json");
     let e = &inbox[0];
-    let keys: Vec<&str> = e.as_object().unwrap().keys().map(String::as_str).collect();
+    let keys = json_keys(e);
     assert_eq!(
         keys,
         [

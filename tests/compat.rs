@@ -3,7 +3,7 @@
 //! writes passes the checks Claude Code's readers apply (reference §2, §3.2,
 //! §7.1), with the reference's key order and serialisation.
 
-use crate::util::Sandbox;
+use crate::util::{Sandbox, json_keys};
 use serde_json::Value;
 use std::path::Path;
 
@@ -254,12 +254,7 @@ fn what_swarm_writes_passes_claude_codes_checks() {
     let task_bytes = std::fs::read(s.path("tasks/alpha/1.json")).unwrap();
     assert_js_pretty(&task_bytes);
     let task: Value = serde_json::from_slice(&task_bytes).unwrap();
-    let keys: Vec<&str> = task
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let keys = json_keys(&task);
     assert_eq!(
         keys,
         [

@@ -7,6 +7,8 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// Pins a19eb46: the reader caught a newly created inbox empty (it is now
+/// linked into place from a fsynced temp file).
 #[test]
 fn thirty_two_processes_times_a_hundred_sends_lose_nothing_and_keep_order() {
     const WRITERS: usize = 32;
@@ -177,8 +179,11 @@ fn a_holder_dying_mid_merge(stage: &str) {
             .unwrap_or_default()
     };
 
-    let held = swarm::atomic_file::FileLock::acquire(&inbox, std::time::Duration::from_secs(5))
-        .expect("hold the inbox lock");
+    let held = swarm::atomic_file::FileLock::acquire(
+        &inbox,
+        crate::util::timeouts::scaled(std::time::Duration::from_secs(5)),
+    )
+    .expect("hold the inbox lock");
     let children: Vec<_> = (0..SENDERS)
         .map(|i| {
             let text = format!("queued-{i}");

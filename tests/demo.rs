@@ -5,9 +5,9 @@
 //! their output readable with `swarm output`.
 
 use crate::util::tmux::{TmuxTeam, group_alive, lock_dirs};
-use crate::util::{Sandbox, wait_until};
+use crate::util::{Sandbox, WAIT, timeouts, wait_until};
 use serde_json::Value;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const DEMO_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -24,7 +24,6 @@ fn the_demo_finishes_every_task_in_order_and_down_leaves_nothing() {
     let Some(t) = TmuxTeam::new("the_demo_finishes_every_task", "demo") else {
         return;
     };
-    let started = Instant::now();
     t.ok(&["up", "--demo", "--no-attach"]);
     let lead = t.wait_lead();
     wait_until(
@@ -36,7 +35,6 @@ fn the_demo_finishes_every_task_in_order_and_down_leaves_nothing() {
         },
         || format!("{:#?}\n{}", tasks(&t), t.explain()),
     );
-    eprintln!("demo finished in {:.1} s", started.elapsed().as_secs_f64());
     let ts = tasks(&t);
     assert!(ts.len() >= 8, "about ten tasks: {}", ts.len());
     let finished = |id: &str| -> (u64, u64) {
@@ -101,7 +99,7 @@ fn the_demo_finishes_every_task_in_order_and_down_leaves_nothing() {
         .iter()
         .map(|n| t.pid_of(n))
         .collect();
-    let r = t.ok(&["down", "--wait", "10"]);
+    let r = t.ok(&["down", "--wait", &timeouts::secs_arg(WAIT / 2)]);
     assert!(r.stdout.contains("team demo deleted"), "{}", r.explain());
     assert!(
         !t.tmux.has_session("swarm-demo"),
@@ -158,8 +156,8 @@ fn an_in_process_lead_hosts_the_teammates_and_their_output_is_readable() {
         fn drop(&mut self) {
             // SAFETY: signalling the child we started, by its pid.
             unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while Instant::now() < deadline && matches!(self.0.try_wait(), Ok(None)) {
+            let deadline = timeouts::Deadline::after(Duration::from_secs(5));
+            while !deadline.passed() && matches!(self.0.try_wait(), Ok(None)) {
                 std::thread::sleep(Duration::from_millis(20));
             }
             let _ = self.0.kill();

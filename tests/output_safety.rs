@@ -166,6 +166,8 @@ fn assert_ended_quietly(args: &[&str], status: std::process::ExitStatus, stderr:
     );
 }
 
+/// Pins 48de250: `swarm task list | head -1` panicked with exit 101 and a
+/// backtrace (Rust ignores SIGPIPE, so println! met EPIPE).
 #[test]
 fn a_closed_pipe_ends_task_list_status_and_inbox_json_quietly_without_a_panic() {
     let s = Sandbox::new();
@@ -185,6 +187,8 @@ fn a_closed_pipe_ends_task_list_status_and_inbox_json_quietly_without_a_panic() 
     }
 }
 
+/// Pins a4a18c7: a `.highwatermark` of u64::MAX was trusted, and every
+/// `task create` after it failed (the next id wrapped to 0).
 #[test]
 fn an_absurd_highwatermark_is_quarantined_and_task_create_goes_on() {
     let s = Sandbox::new();
@@ -237,6 +241,7 @@ fn a_task_file_numbered_past_the_id_space_does_not_stop_task_create() {
     );
 }
 
+/// Pins 0f39034: members `a;b` and `a\nb` shared one inbox file.
 #[test]
 fn forced_sends_to_a_semicolon_name_and_a_newline_name_reach_two_inboxes() {
     let s = Sandbox::new();

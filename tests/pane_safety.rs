@@ -5,72 +5,47 @@
 //! lead per team.
 
 use crate::util::tmux::{TmuxTeam, WAIT, agent};
-use crate::util::{swarm_bin, wait_until};
+use crate::util::{pid_alive, swarm_bin, wait_until};
 use std::time::Duration;
-
-fn pane_alive(t: &TmuxTeam, id: &str) -> bool {
-    t.tmux.pane(id).is_some_and(|p| !p.dead)
-}
-
-fn pid_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|st| {
-            !st.rsplit_once(')')
-                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
-}
 
 /// A user's interactive shell in its own session of the private server,
 /// with `swarm` reachable and this team's root: the user's own pane.
 fn users_shell(t: &TmuxTeam, session: &str) -> (String, u32) {
     let root = t.sb.root().to_string_lossy().into_owned();
     let sock = t.tmux.sock.to_string_lossy().into_owned();
-    let work = t.work.to_string_lossy().into_owned();
     let bin_dir = std::path::Path::new(swarm_bin())
         .parent()
         .unwrap()
         .to_string_lossy()
         .into_owned();
-    let out = t.tmux.ok(&[
-        "new-session",
-        "-d",
-        "-P",
-        "-F",
-        "#{pane_id} #{pane_pid}",
-        "-s",
+    let pane = t.tmux.new_session_in(
         session,
-        "-x",
-        "200",
-        "-y",
-        "50",
-        "-c",
-        &work,
-        "--",
-        // Not `env -i`: the shell keeps the TMUX and TMUX_PANE tmux gave it.
-        "/usr/bin/env",
-        "-u",
-        "CLAUDE_CONFIG_DIR",
-        "-u",
-        "SWARM_AGENT_NAME",
-        &format!("PATH={bin_dir}:/usr/bin:/bin"),
-        &format!("HOME={root}"),
-        &format!("SWARM_HOME={root}"),
-        &format!("SWARM_TMUX_SOCKET={sock}"),
-        &format!("SWARM_TEAM={}", t.team),
-        "TERM=xterm-256color",
-        "PS1=user$ ",
-        "/bin/sh",
-    ]);
-    let mut f = out.split_whitespace();
-    let pane = f.next().unwrap().to_string();
-    let pid = f.next().unwrap().parse().unwrap();
+        (200, 50),
+        &t.work,
+        &[
+            // Not `env -i`: the shell keeps the TMUX and TMUX_PANE tmux gave it.
+            "/usr/bin/env",
+            "-u",
+            "CLAUDE_CONFIG_DIR",
+            "-u",
+            "SWARM_AGENT_NAME",
+            &format!("PATH={bin_dir}:/usr/bin:/bin"),
+            &format!("HOME={root}"),
+            &format!("SWARM_HOME={root}"),
+            &format!("SWARM_TMUX_SOCKET={sock}"),
+            &format!("SWARM_TEAM={}", t.team),
+            "TERM=xterm-256color",
+            "PS1=user$ ",
+            "/bin/sh",
+        ],
+    );
+    let pid = t.tmux.pane(&pane).expect("the user's pane").pid;
     (pane, pid)
 }
 
 fn type_line(t: &TmuxTeam, pane: &str, line: &str) {
-    t.tmux.ok(&["send-keys", "-t", pane, "-l", line]);
-    t.tmux.ok(&["send-keys", "-t", pane, "Enter"]);
+    t.tmux.type_text(pane, line);
+    t.tmux.send_keys(pane, &["Enter"]);
 }
 
 fn window_options(t: &TmuxTeam, pane: &str) -> String {
@@ -78,7 +53,7 @@ fn window_options(t: &TmuxTeam, pane: &str) -> String {
 }
 
 fn screen(t: &TmuxTeam, pane: &str) -> String {
-    t.tmux.ok(&["capture-pane", "-p", "-t", pane])
+    t.tmux.capture(pane)
 }
 
 /// `swarm up` typed in the user's shell; a teammate spawned; `q`; then
@@ -102,7 +77,7 @@ fn the_users_shell_pane_survives_q_then_down_typed_in_it() {
         || screen(&t, &pane).contains("@helper"),
         || t.explain(),
     );
-    t.tmux.ok(&["send-keys", "-t", &pane, "q"]);
+    t.tmux.send_keys(&pane, &["q"]);
     wait_until("the lead exits", WAIT, || !pid_alive(lead), || t.explain());
     // The marker is not in the typed line itself.
     type_line(&t, &pane, "swarm down --force; echo \"down\"-rc=$?");
@@ -115,7 +90,7 @@ fn the_users_shell_pane_survives_q_then_down_typed_in_it() {
     let text = screen(&t, &pane);
     assert!(text.contains("down-rc=0"), "{text}\n{}", t.explain());
     assert!(
-        pane_alive(&t, &pane),
+        t.tmux.pane_alive(&pane),
         "the user's pane lives\n{}",
         t.explain()
     );
@@ -150,7 +125,7 @@ fn down_from_elsewhere_ends_the_lead_and_gives_the_pane_back() {
     t.ok(&["down", "--force"]);
     wait_until("the lead exits", WAIT, || !pid_alive(lead), || t.explain());
     assert!(
-        pane_alive(&t, &pane),
+        t.tmux.pane_alive(&pane),
         "the user's pane lives\n{}",
         t.explain()
     );
@@ -180,25 +155,19 @@ fn a_restarted_server_reusing_pane_ids_loses_none_of_the_users_programs() {
         t.wait_ready(n);
     }
     let recorded: Vec<String> = ["alice", "bob"].iter().map(|n| t.pane_of(n)).collect();
+    let server = t.tmux.server_pid();
     t.tmux.ok(&["kill-server"]);
+    // Its process, not only its answers: a dying server still holding the
+    // socket would take the next client down with it.
     wait_until(
         "the server is gone",
         WAIT,
-        || t.tmux.panes().is_empty(),
+        || t.tmux.panes().is_empty() && !pid_alive(server),
         || t.explain(),
     );
     // A new server on the same socket: the user's programs take %0 … %5.
-    t.tmux.ok(&[
-        "new-session",
-        "-d",
-        "-s",
-        "canary",
-        "-x",
-        "200",
-        "-y",
-        "50",
-        "sleep 100000",
-    ]);
+    t.tmux
+        .new_session("canary", (200, 50), &["sleep", "100000"]);
     for _ in 0..5 {
         t.tmux
             .ok(&["split-window", "-d", "-t", "=canary:", "sleep 100000"]);
@@ -227,7 +196,11 @@ fn a_restarted_server_reusing_pane_ids_loses_none_of_the_users_programs() {
     );
     t.ok(&["down", "--force"]);
     for (id, pid) in &users {
-        assert!(pane_alive(&t, id), "user pane {id} lives\n{}", t.explain());
+        assert!(
+            t.tmux.pane_alive(id),
+            "user pane {id} lives\n{}",
+            t.explain()
+        );
         assert!(pid_alive(*pid), "user program {pid} lives");
     }
     assert!(t.config().is_none(), "the team is deleted\n{}", t.explain());
@@ -329,8 +302,7 @@ fn two_concurrent_ups_on_a_dead_lead_start_exactly_one() {
             assert!(o.status.success(), "round {round}: {err}\n{}", t.explain());
             assert!(!err.contains("[\""), "round {round}: no argv dump: {err}");
         }
-        let new = t.wait_lead();
-        assert_ne!(new, old);
+        t.wait_new_lead(old);
         std::thread::sleep(Duration::from_millis(300));
         let leads = t
             .tmux

@@ -2,19 +2,18 @@
 //! processes on a private root, the lead played by the test through the
 //! CLI and the library, fake CLIs from `tests/agents/` on PATH.
 
-use crate::util::{Sandbox, wait_until};
+use crate::util::{Sandbox, WAIT, json_keys, wait_until};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use swarm::mailbox::Entry;
 use swarm::protocol::{Message, ModeSetRequest};
 use swarm::tasks::{NewTask, Status, Task};
 use swarm::team::{Member, SwarmField, Team};
 
 const T: &str = "t";
-const WAIT: Duration = Duration::from_secs(20);
 
 /// Teammate runtimes started by a test, killed when it ends; their pane
 /// output is kept in files for failure reports.
@@ -215,7 +214,6 @@ fn a_message_to_an_idle_shell_teammate_is_run_and_answered_with_one_idle_notific
     team_of(&sb, &["alice"], |_| {});
     let mut panes = Panes::new(&sb, T);
     panes.start("alice");
-    let start = Instant::now();
     lead_send(&sb, &["--to", "alice", "echo hello from $((40 + 2))"]);
     wait_until(
         "alice's reply reaches the lead",
@@ -227,7 +225,6 @@ fn a_message_to_an_idle_shell_teammate_is_run_and_answered_with_one_idle_notific
         },
         || panes.explain(),
     );
-    eprintln!("message answered in {:?}", start.elapsed());
     wait_until(
         "alice goes idle",
         WAIT,
@@ -793,7 +790,6 @@ fn the_demo_runs_every_task_once_in_dependency_order_and_reports_to_the_lead() {
         spec.apply(&t).unwrap(),
         swarm::config::Applied::AlreadyHadTasks(tasks.len())
     );
-    let start = Instant::now();
     let mut panes = Panes::new(&sb, "demo");
     for m in &spec.teammates {
         panes.start(&m.name);
@@ -814,11 +810,6 @@ fn the_demo_runs_every_task_once_in_dependency_order_and_reports_to_the_lead() {
         || panes.explain(),
     );
     let summary = wait_for_summary(&sb, &panes);
-    eprintln!(
-        "demo: {} tasks by 3 shell teammates in {:.2} s\n{summary}",
-        tasks.len(),
-        start.elapsed().as_secs_f64()
-    );
     let all = t.tasks().list().unwrap().tasks;
     let by_id: BTreeMap<&str, &Task> = all.iter().map(|x| (x.id.as_str(), x)).collect();
     let outputs: String = spec
@@ -953,12 +944,7 @@ fn the_claude_preset_launches_with_the_references_argv_env_and_a_signed_first_pr
     let raw: Value = sb.read_json("teams/t/inboxes/researcher.json");
     let entries = raw.as_array().unwrap();
     assert_eq!(entries.len(), 1);
-    let keys: Vec<&str> = entries[0]
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let keys = json_keys(&entries[0]);
     assert_eq!(
         keys,
         [

@@ -15,6 +15,7 @@ mod live_claude;
 mod one_rule;
 mod output_safety;
 mod pane_safety;
+mod regression;
 mod runtime;
 mod runtime_faults;
 mod state_safety;

@@ -4,159 +4,15 @@
 //! and check the files (roster, inboxes) and tmux (panes, processes).
 //! Teammates are fake agents from `tests/agents/`.
 
-use crate::util::tmux::{TmuxTeam, WAIT, agent, group_alive};
-use crate::util::wait_until;
-
-/// A team on a private tmux server whose lead pane shows the dialog.
-struct Dialog {
-    t: TmuxTeam,
-    /// The lead's pane (`%N`).
-    pane: String,
-}
-
-/// The pane `swarm up` reports for the lead (`lead in pane %N`).
-fn lead_pane_of(t: &TmuxTeam, stderr: &str) -> String {
-    stderr
-        .split("lead in pane ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .map(str::to_string)
-        .unwrap_or_else(|| panic!("`swarm up` names no lead pane: {stderr}\n{}", t.explain()))
-}
-
-impl Dialog {
-    /// Starts the team; the teammates are spawned before the dialog is
-    /// looked at, so its first snapshot already lists them.
-    fn open(test: &str, team: &str, spawn: &[(&str, &[&str])]) -> Option<Dialog> {
-        let t = TmuxTeam::new(test, team)?;
-        let up = t.up();
-        let pane = lead_pane_of(&t, &up.stderr);
-        let d = Dialog { t, pane };
-        for (name, cmd) in spawn {
-            d.t.spawn(name, cmd);
-        }
-        d.roomy();
-        d.wait_screen("the dialog shows its status line", |s| {
-            s.contains(" teammates · ")
-        });
-        for (name, _) in spawn {
-            d.wait_screen(&format!("the dialog lists @{name}"), |s| {
-                s.contains(&format!("@{name} "))
-            });
-        }
-        Some(d)
-    }
-
-    /// Gives the lead's window room (160×48) and the lead's pane all of it.
-    fn roomy(&self) {
-        let session = format!("=swarm-{}", self.t.team);
-        self.t
-            .tmux
-            .ok(&["resize-window", "-t", &session, "-x", "160", "-y", "48"]);
-        let zoom = self.t.tmux.ok(&[
-            "display-message",
-            "-p",
-            "-t",
-            &self.pane,
-            "#{window_panes} #{window_zoomed_flag}",
-        ]);
-        let mut f = zoom.split_whitespace();
-        let (panes, zoomed) = (f.next().unwrap_or("1"), f.next().unwrap_or("0"));
-        if panes != "1" && zoomed != "1" {
-            self.t.tmux.ok(&["resize-pane", "-Z", "-t", &self.pane]);
-        }
-    }
-
-    /// What the lead's pane shows now.
-    fn screen(&self) -> String {
-        let out = self.t.tmux.run(&["capture-pane", "-p", "-t", &self.pane]);
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Presses keys in the lead's pane (tmux key names: `Up`, `Enter`, `BTab`…).
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", &self.pane];
-        args.extend_from_slice(keys);
-        self.t.tmux.ok(&args);
-    }
-
-    /// Types `text` literally.
-    fn type_text(&self, text: &str) {
-        self.t.tmux.ok(&["send-keys", "-t", &self.pane, "-l", text]);
-    }
-
-    fn explain(&self) -> String {
-        format!(
-            "=== the dialog (pane {}) ===\n{}\n{}",
-            self.pane,
-            self.screen(),
-            self.t.explain()
-        )
-    }
-
-    fn wait_screen(&self, what: &str, check: impl Fn(&str) -> bool) {
-        wait_until(what, WAIT, || check(&self.screen()), || self.explain());
-    }
-
-    fn wait(&self, what: &str, check: impl FnMut() -> bool) {
-        wait_until(what, WAIT, check, || self.explain());
-    }
-
-    /// Selects teammate `name` in the members list (row 0 is "all").
-    fn select(&self, name: &str) {
-        let i = self
-            .t
-            .members()
-            .iter()
-            .position(|m| m == name)
-            .unwrap_or_else(|| panic!("{name} not on the roster\n{}", self.explain()));
-        let ups = vec!["Up"; self.t.members().len() + 1];
-        self.keys(&ups);
-        self.keys(&vec!["Down"; i + 1]);
-        self.wait_screen(&format!("@{name} is selected"), |s| {
-            s.lines().any(|l| l.contains(&format!("▸ @{name} ")))
-        });
-    }
-
-    /// Entries of `name`'s inbox file (unconsumed), each with its `text`
-    /// parsed when it is a protocol frame.
-    fn inbox(&self, name: &str) -> Vec<serde_json::Value> {
-        let p = self
-            .t
-            .sb
-            .path(&format!("teams/{}/inboxes/{name}.json", self.t.team));
-        let Ok(bytes) = std::fs::read(&p) else {
-            return Vec::new();
-        };
-        serde_json::from_slice::<Vec<serde_json::Value>>(&bytes).unwrap_or_default()
-    }
-
-    /// Protocol frames (the parsed `text`) in `name`'s inbox of type `kind`.
-    fn frames(&self, name: &str, kind: &str) -> Vec<serde_json::Value> {
-        self.inbox(name)
-            .iter()
-            .filter_map(|e| e.get("text").and_then(|t| t.as_str()))
-            .filter_map(|t| serde_json::from_str::<serde_json::Value>(t).ok())
-            .filter(|f| f.get("type").and_then(|t| t.as_str()) == Some(kind))
-            .collect()
-    }
-
-    fn pane_alive(&self, pane: &str) -> bool {
-        self.t.tmux.pane(pane).is_some_and(|p| !p.dead)
-    }
-}
-
-fn pid_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|st| {
-            !st.rsplit_once(')')
-                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
-}
+use crate::util::dialog::{Dialog, lead_pane_of};
+use crate::util::pid_alive;
+use crate::util::tmux::{TmuxTeam, agent, group_alive};
 
 // ---------------------------------------------------------------- kill
 
+/// Pins 4dfa849 (ignored until then as "the confirmation does not appear"):
+/// the `y` was dropped while the dialog coalesced a burst of wake-ups;
+/// `regression::a_key_typed_during_a_wake_burst_is_not_lost` presses it inside one.
 #[test]
 fn k_then_y_kills_exactly_the_selected_member_and_its_pane() {
     let rec = agent("recorder");
@@ -369,6 +225,9 @@ fn a_approves_a_plan_request_from_a_teammate() {
 
 // ---------------------------------------------------------------- mode
 
+/// Pins 02e49b0 and 13a9623 (ignored until then): Shift+Tab, the first key
+/// after a selection, never reached the keymap in the real lead; the input
+/// thread's stdin pre-poll lost it.
 #[test]
 fn shift_tab_writes_mode_set_request_to_the_selected_member() {
     let rec = agent("recorder");
@@ -416,11 +275,7 @@ fn q_leaves_teammates_running_and_up_brings_the_dialog_back() {
         pane: lead_pane_of(&d.t, &up.stderr),
         t: d.t,
     };
-    let mut new = 0;
-    again.wait("a new lead records itself", || {
-        new = again.t.lead_pid().unwrap_or(0);
-        new != 0 && new != lead && pid_alive(new)
-    });
+    again.t.wait_new_lead(lead);
     again.roomy();
     again.wait_screen("the new lead pane shows the dialog with both", |s| {
         s.contains("2 teammates ·") && s.contains("@ann ") && s.contains("@bob ")
@@ -465,6 +320,8 @@ fn the_status_line_counts_a_known_team() {
 
 // ---------------------------------------------------------- lost terminal
 
+/// Pins 268f902 and 13a9623 (ignored until then): a lead whose tmux server was
+/// killed kept running, crossterm's reader spinning on end-of-file.
 #[test]
 fn the_lead_exits_when_its_terminal_goes_away() {
     let Some(d) = Dialog::open(
@@ -483,6 +340,8 @@ fn the_lead_exits_when_its_terminal_goes_away() {
 
 // ------------------------------------------------------------- updates
 
+/// Pins fd00ae7: the dialog woke only for inboxes, so a task created or a
+/// teammate killed from the command line showed only on the 30 s tick.
 #[test]
 fn changes_made_on_the_command_line_reach_the_dialog_at_once() {
     let rec = agent("recorder");
@@ -518,6 +377,8 @@ impl Drop for Groups {
     }
 }
 
+/// Pins 35b4904: `q` in an in-process lead said the teammates keep running,
+/// and ended them (they live inside the lead).
 #[test]
 fn in_process_grid_zoom_forwards_keys_and_q_asks_before_ending_teammates() {
     let Some(t) = TmuxTeam::new("tui_in_process", "ti") else {
@@ -541,23 +402,11 @@ fn in_process_grid_zoom_forwards_keys_and_q_asks_before_ending_teammates() {
     // The lead runs in a pane of the private server, as a user's terminal.
     let home = format!("SWARM_HOME={}", t.sb.root().display());
     let path = format!("PATH={}", std::env::var("PATH").unwrap_or_default());
-    let pane = t
-        .tmux
-        .ok(&[
-            "new-session",
-            "-d",
-            "-P",
-            "-F",
-            "#{pane_id}",
-            "-s",
-            "lead",
-            "-x",
-            "160",
-            "-y",
-            "48",
-            "-c",
-            t.work.to_str().unwrap(),
-            "--",
+    let pane = t.tmux.new_session_in(
+        "lead",
+        (160, 48),
+        &t.work,
+        &[
             "env",
             "-i",
             &home,
@@ -568,9 +417,8 @@ fn in_process_grid_zoom_forwards_keys_and_q_asks_before_ending_teammates() {
             spec_path.to_str().unwrap(),
             "--backend",
             "in-process",
-        ])
-        .trim()
-        .to_string();
+        ],
+    );
     let d = Dialog { t, pane };
     let mut groups = Groups(Vec::new());
     let lead = d.t.wait_lead();

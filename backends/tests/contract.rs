@@ -9,27 +9,47 @@
 //! tmux is missing they print `SKIP` — or fail if `SWARM_REQUIRE_TMUX=1`.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use swarm_backends::fake::{FakeBackend, FakeSignal};
 use swarm_backends::in_process::InProcessBackend;
-use swarm_backends::tmux::{TmuxBackend, TmuxServer};
+use swarm_backends::tmux::TmuxBackend;
 use swarm_backends::{PaneBackendExecutor, PaneId, PaneRef, PaneStatus, Placement, SpawnSpec};
 
-const WAIT: Duration = Duration::from_secs(10);
+// Test mechanics written once for both test crates, included from the
+// integration tests' util/ (each file is self-contained): the one timeout
+// knob (`SWARM_TEST_TIMEOUT_SCALE`, or x3 on CI), the liveness checks and
+// the private tmux server.
+#[allow(dead_code)]
+#[path = "../../tests/util/timeouts.rs"]
+mod timeouts;
+
+#[allow(dead_code)]
+#[path = "../../tests/util/process.rs"]
+mod process;
+
+#[allow(dead_code)]
+#[path = "../../tests/util/tmux_server.rs"]
+mod tmux_server;
+
+use process::group_alive;
+use timeouts::{Deadline, WAIT};
+use tmux_server::{TmuxServer, tmux_available};
 
 /// Polls `probe` until it yields `Ok`, or panics naming what was awaited and
-/// the last thing seen.
+/// the last thing seen, once [`WAIT`] (scaled by the knob) has passed.
 async fn wait_until<T>(what: &str, mut probe: impl AsyncFnMut() -> Result<T, String>) -> T {
-    let deadline = Instant::now() + WAIT;
+    let deadline = Deadline::after(WAIT);
+    let mut pause = timeouts::FIRST_PAUSE;
     loop {
         match probe().await {
             Ok(v) => return v,
-            Err(seen) if Instant::now() >= deadline => {
-                panic!("timed out after {WAIT:?} waiting for {what}; last seen: {seen}")
+            Err(seen) if deadline.passed() => {
+                panic!("timed out after {deadline} waiting for {what}; last seen: {seen}")
             }
-            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            Err(_) => tokio::time::sleep(pause.min(deadline.remaining())).await,
         }
+        pause = timeouts::next_pause(pause);
     }
 }
 
@@ -60,154 +80,11 @@ async fn wait_file(path: &Path) -> String {
     .await
 }
 
-fn group_alive(pgid: i32) -> bool {
-    // SAFETY: signal 0 only checks existence.
-    unsafe { libc::kill(-pgid, 0) == 0 }
-}
-
-/// A private tmux server, killed on drop.
-struct PrivateTmux {
-    dir: tempfile::TempDir,
-    sock: PathBuf,
-}
-
-impl PrivateTmux {
-    /// Starts a server with a `canary` session and a 200x50 `lead` session;
-    /// `None` (after printing SKIP) when tmux is missing.
-    fn start(test: &str) -> Option<Self> {
-        let found = std::process::Command::new("tmux")
-            .arg("-V")
-            .output()
-            .is_ok();
-        if !found {
-            if std::env::var("SWARM_REQUIRE_TMUX").as_deref() == Ok("1") {
-                panic!("{test}: tmux not found and SWARM_REQUIRE_TMUX=1");
-            }
-            println!("SKIP {test}: tmux not found");
-            return None;
-        }
-        let dir = tempfile::tempdir().expect("tempdir");
-        let sock = dir.path().join("sock");
-        let t = Self { dir, sock };
-        t.run(&[
-            "new-session",
-            "-d",
-            "-s",
-            "canary",
-            "-x",
-            "80",
-            "-y",
-            "24",
-            "--",
-            "sleep",
-            "100000",
-        ]);
-        t.run(&[
-            "new-session",
-            "-d",
-            "-s",
-            "lead",
-            "-x",
-            "200",
-            "-y",
-            "50",
-            "--",
-            "sleep",
-            "100000",
-        ]);
-        Some(t)
-    }
-
-    fn command(&self, args: &[&str]) -> std::process::Command {
-        let mut c = std::process::Command::new("tmux");
-        c.arg("-S")
-            .arg(&self.sock)
-            .args(["-f", "/dev/null"])
-            .args(args);
-        c.env_remove("TMUX").env_remove("TMUX_PANE");
-        c
-    }
-
-    /// Runs a tmux command on this server; panics with stderr on failure.
-    fn run(&self, args: &[&str]) -> String {
-        let out = self.command(args).output().expect("run tmux");
-        assert!(
-            out.status.success(),
-            "tmux {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn server(&self) -> TmuxServer {
-        TmuxServer {
-            socket: Some(self.sock.clone()),
-            config: Some("/dev/null".into()),
-        }
-    }
-
-    fn lead_pane(&self) -> PaneId {
-        PaneId::new(
-            self.run(&["display-message", "-p", "-t", "=lead:", "#{pane_id}"])
-                .trim(),
-        )
-    }
-
-    /// The canary session and its process are still alive.
-    fn assert_canary(&self) {
-        let pid = self.run(&[
-            "display-message",
-            "-p",
-            "-t",
-            "=canary:",
-            "#{pane_pid} #{pane_dead}",
-        ]);
-        let mut f = pid.split_whitespace();
-        let pid: i32 = f.next().and_then(|p| p.parse().ok()).expect("canary pid");
-        assert_eq!(f.next(), Some("0"), "canary pane died");
-        // SAFETY: signal 0 only checks existence.
-        assert_eq!(
-            unsafe { libc::kill(pid, 0) },
-            0,
-            "canary process {pid} died"
-        );
-    }
-
-    /// Every pane's capture, for failure reports.
-    fn dump(&self) -> String {
-        self.command(&[
-            "list-panes",
-            "-a",
-            "-F",
-            "#{pane_id} #{pane_pid} #{pane_dead} #{pane_title}",
-        ])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default()
-    }
-}
-
-impl Drop for PrivateTmux {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            // A failure reads like a bug report: every pane and its screen.
-            eprintln!(
-                "--- tmux panes on {}:\n{}",
-                self.sock.display(),
-                self.dump()
-            );
-            for line in self.dump().lines() {
-                if let Some(pane) = line.split_whitespace().next() {
-                    let capture = self
-                        .command(&["capture-pane", "-p", "-J", "-t", pane])
-                        .output()
-                        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                        .unwrap_or_default();
-                    eprintln!("--- capture of {pane}:\n{}", capture.trim_end());
-                }
-            }
-        }
-        let _ = self.command(&["kill-server"]).output();
+/// The backend's handle on a private server.
+fn backend_server(tmux: &TmuxServer) -> swarm_backends::tmux::TmuxServer {
+    swarm_backends::tmux::TmuxServer {
+        socket: Some(tmux.sock.clone()),
+        config: Some("/dev/null".into()),
     }
 }
 
@@ -235,22 +112,46 @@ trait Harness: Send + Sync {
     }
 }
 
+/// The tmux backend on a private server (its canary session, and a
+/// 200x50 `lead` session whose pane teammates are placed beside).
 struct TmuxHarness {
-    tmux: PrivateTmux,
+    tmux: TmuxServer,
     backend: TmuxBackend,
     lead: PaneId,
 }
 
 impl TmuxHarness {
+    /// `None` (after printing SKIP) when tmux is missing.
     fn start(test: &str) -> Option<Self> {
-        let tmux = PrivateTmux::start(test)?;
-        let backend = TmuxBackend::new(tmux.server());
-        let lead = tmux.lead_pane();
+        if !tmux_available(test) {
+            return None;
+        }
+        let tmux = TmuxServer::start();
+        let lead = PaneId::new(tmux.new_session("lead", (200, 50), &["sleep", "100000"]));
+        let backend = TmuxBackend::new(backend_server(&tmux));
         Some(Self {
             tmux,
             backend,
             lead,
         })
+    }
+
+    /// The pane of a new detached session of `size` (a lead elsewhere).
+    fn session(&self, name: &str, size: (u16, u16)) -> PaneId {
+        PaneId::new(self.tmux.new_session(name, size, &["sleep", "100000"]))
+    }
+}
+
+impl Drop for TmuxHarness {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            // A failure reads like a bug report: every pane and its screen.
+            eprintln!(
+                "--- tmux panes on {}:\n{}",
+                self.tmux.sock.display(),
+                self.tmux.dump()
+            );
+        }
     }
 }
 
@@ -267,40 +168,50 @@ impl Harness for TmuxHarness {
         self.tmux.dir.path()
     }
     fn kill_server(&self) -> bool {
-        self.tmux.run(&["kill-server"]);
+        self.tmux.ok(&["kill-server"]);
         true
     }
     fn after(&self) {
-        self.tmux.assert_canary();
+        assert!(
+            self.tmux.canary_alive(),
+            "the canary session survives\n{}",
+            self.tmux.dump()
+        );
     }
 }
 
-struct InProcessHarness {
+/// A backend with no server of its own (in-process, the fake), with a
+/// temporary directory for what its panes write.
+struct LocalHarness<B> {
     dir: tempfile::TempDir,
-    backend: InProcessBackend,
+    backend: B,
 }
 
-impl Harness for InProcessHarness {
-    fn backend(&self) -> &dyn PaneBackendExecutor {
-        &self.backend
-    }
-    fn placement(&self) -> Placement {
-        Placement::NewWindow { session: None }
-    }
-    fn dir(&self) -> &Path {
-        self.dir.path()
-    }
-    fn kill_server(&self) -> bool {
-        false
+type InProcessHarness = LocalHarness<InProcessBackend>;
+type FakeHarness = LocalHarness<FakeBackend>;
+
+impl<B> LocalHarness<B> {
+    fn with(backend: B) -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("tempdir"),
+            backend,
+        }
     }
 }
 
-struct FakeHarness {
-    dir: tempfile::TempDir,
-    backend: FakeBackend,
+impl InProcessHarness {
+    fn new() -> Self {
+        Self::with(InProcessBackend::new())
+    }
 }
 
-impl Harness for FakeHarness {
+impl FakeHarness {
+    fn new() -> Self {
+        Self::with(FakeBackend::new())
+    }
+}
+
+impl<B: PaneBackendExecutor + 'static> Harness for LocalHarness<B> {
     fn backend(&self) -> &dyn PaneBackendExecutor {
         &self.backend
     }
@@ -311,11 +222,11 @@ impl Harness for FakeHarness {
         self.dir.path()
     }
     fn fake(&self) -> Option<&FakeBackend> {
-        Some(&self.backend)
+        (&self.backend as &dyn std::any::Any).downcast_ref()
     }
+    /// Only the fake has something to kill: all its panes vanish at once.
     fn kill_server(&self) -> bool {
-        self.backend.vanish_all();
-        true
+        self.fake().map(FakeBackend::vanish_all).is_some()
     }
 }
 
@@ -467,20 +378,22 @@ async fn status_running_then_exited_with_code(h: &dyn Harness) {
     assert_eq!(status_of(h.backend(), &pane).await, PaneStatus::Gone);
 }
 
-/// A process that ignores SIGTERM is gone after the ladder, with its group.
+/// A process that survives SIGTERM is gone after the ladder, with its
+/// group: SIGTERM first (the trap sees it), then SIGKILL.
 async fn kill_escalates_past_a_sigterm_trap(h: &dyn Harness) {
     let ready = h.dir().join("ready");
-    let script =
-        r#"trap '' TERM; sleep 1000 & echo "$!" > "$0.tmp"; mv "$0.tmp" "$0"; wait; sleep 1000"#;
+    // The background child starts with SIGTERM ignored (and keeps it); the
+    // shell then records the SIGTERM it gets and carries on, so only
+    // SIGKILL ends the group.
+    let script = r#"trap '' TERM; sleep 1000 & trap 'echo TERM > "$0.term"' TERM; echo "$!" > "$0.tmp"; mv "$0.tmp" "$0"; wait; sleep 1000"#;
     let spec = h.spec("sh", &["-c", script, ready.to_str().unwrap()]);
     let pane = h.backend().spawn(&spec).await.expect("spawn");
-    let grace = Duration::from_millis(300);
+    // Long enough for the trap to run on a slow machine before SIGKILL.
+    let grace = timeouts::scaled(Duration::from_millis(300));
     match h.fake() {
         Some(fake) => {
             fake.set_stubborn(&pane, true);
-            let t = Instant::now();
             h.backend().kill(&pane, grace).await.expect("kill");
-            assert!(t.elapsed() >= grace);
             assert_eq!(fake.signals(&pane), [FakeSignal::Term, FakeSignal::Kill]);
         }
         None => {
@@ -488,10 +401,12 @@ async fn kill_escalates_past_a_sigterm_trap(h: &dyn Harness) {
             let PaneStatus::Running { pid: Some(pid) } = status_of(h.backend(), &pane).await else {
                 panic!("not running");
             };
-            let t = Instant::now();
             h.backend().kill(&pane, grace).await.expect("kill");
-            assert!(t.elapsed() >= grace, "SIGTERM should have been ignored");
-            assert!(!group_alive(pid as i32), "process group {pid} survived");
+            assert!(
+                ready.with_extension("term").exists(),
+                "SIGTERM comes first, and the grace lets the process see it"
+            );
+            assert!(!group_alive(pid), "process group {pid} survived");
             // SAFETY: signal 0 only checks existence.
             assert_ne!(
                 unsafe { libc::kill(child, 0) },
@@ -503,7 +418,8 @@ async fn kill_escalates_past_a_sigterm_trap(h: &dyn Harness) {
     assert_eq!(status_of(h.backend(), &pane).await, PaneStatus::Gone);
 }
 
-/// A polite process goes at SIGTERM, well within the grace period.
+/// A polite process goes at SIGTERM: the kill returns then, without
+/// sitting out its grace period (an hour here, far past the test's wait).
 async fn kill_is_quick_for_a_polite_process(h: &dyn Harness) {
     let pane = h
         .backend()
@@ -514,16 +430,16 @@ async fn kill_is_quick_for_a_polite_process(h: &dyn Harness) {
         matches!(s, PaneStatus::Running { .. })
     })
     .await;
-    let t = Instant::now();
-    h.backend()
-        .kill(&pane, Duration::from_secs(5))
-        .await
-        .expect("kill");
-    assert!(
-        t.elapsed() < Duration::from_secs(3),
-        "took {:?}",
-        t.elapsed()
-    );
+    let deadline = Deadline::after(WAIT);
+    tokio::time::timeout(
+        deadline.budget(),
+        h.backend().kill(&pane, Duration::from_secs(3600)),
+    )
+    .await
+    .unwrap_or_else(|_| {
+        panic!("kill of a process that goes at SIGTERM sat out its grace: still waiting after {deadline}")
+    })
+    .expect("kill");
     if let Some(fake) = h.fake() {
         assert_eq!(fake.signals(&pane), [FakeSignal::Term]);
     }
@@ -653,10 +569,7 @@ macro_rules! contract {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $test() {
-                    let h = super::InProcessHarness {
-                        dir: tempfile::tempdir().unwrap(),
-                        backend: swarm_backends::in_process::InProcessBackend::new(),
-                    };
+                    let h = super::InProcessHarness::new();
                     super::$test(&h).await;
                     h.after();
                 }
@@ -667,10 +580,7 @@ macro_rules! contract {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $test() {
-                    let h = super::FakeHarness {
-                        dir: tempfile::tempdir().unwrap(),
-                        backend: swarm_backends::fake::FakeBackend::new(),
-                    };
+                    let h = super::FakeHarness::new();
                     super::$test(&h).await;
                     h.after();
                 }
@@ -702,10 +612,8 @@ mod tmux_live {
             .placement(Placement::RightOfLead { lead: lead.clone() })
     }
 
-    fn pane_info(t: &PrivateTmux, pane: impl AsRef<PaneId>, fmt: &str) -> String {
-        t.run(&["display-message", "-p", "-t", pane.as_ref().as_str(), fmt])
-            .trim()
-            .to_string()
+    fn pane_info(t: &TmuxServer, pane: impl AsRef<PaneId>, fmt: &str) -> String {
+        t.display(pane.as_ref().as_str(), fmt)
     }
 
     #[tokio::test]
@@ -744,24 +652,7 @@ mod tmux_live {
         let Some(h) = TmuxHarness::start("overflow") else {
             return;
         };
-        h.tmux.run(&[
-            "new-session",
-            "-d",
-            "-s",
-            "small",
-            "-x",
-            "80",
-            "-y",
-            "24",
-            "--",
-            "sleep",
-            "100000",
-        ]);
-        let lead = PaneId::new(
-            h.tmux
-                .run(&["display-message", "-p", "-t", "=small:", "#{pane_id}"])
-                .trim(),
-        );
+        let lead = h.session("small", (80, 24));
         let mut windows = Vec::new();
         for _ in 0..3 {
             let p = h.backend.spawn(&lead_spec(&h, &lead)).await.expect("spawn");
@@ -777,7 +668,7 @@ mod tmux_live {
         );
         let rows: Vec<u32> = h
             .tmux
-            .run(&["list-panes", "-t", lead.as_str(), "-F", "#{pane_height}"])
+            .ok(&["list-panes", "-t", lead.as_str(), "-F", "#{pane_height}"])
             .lines()
             .map(|l| l.parse().unwrap())
             .collect();
@@ -796,7 +687,7 @@ mod tmux_live {
             pane_info(&h.tmux, &p, "#{pane_title}|#{@swarm_color}"),
             "alice #1|colour208"
         );
-        let status = h.tmux.run(&[
+        let status = h.tmux.ok(&[
             "show-options",
             "-w",
             "-v",
@@ -835,7 +726,7 @@ mod tmux_live {
             !h.backend.home_exists("swarm-dem").await.unwrap(),
             "targets must be exact"
         );
-        let lead_remain = h.tmux.run(&[
+        let lead_remain = h.tmux.ok(&[
             "show-options",
             "-p",
             "-v",
@@ -853,7 +744,7 @@ mod tmux_live {
             .spawn(&lead_spec(&h, &first.id))
             .await
             .expect("teammate");
-        let mate_remain = h.tmux.run(&[
+        let mate_remain = h.tmux.ok(&[
             "show-options",
             "-p",
             "-A",
@@ -878,7 +769,7 @@ mod tmux_live {
         );
         assert!(h.backend.home_exists("swarm-demo").await.unwrap());
         h.tmux
-            .run(&["new-session", "-d", "-s", "users-own", "sleep 1000"]);
+            .ok(&["new-session", "-d", "-s", "users-own", "sleep 1000"]);
         assert!(h.backend.close_home("users-own", "").await.is_err());
         assert!(h.backend.home_exists("users-own").await.unwrap());
         h.backend
@@ -901,7 +792,7 @@ mod tmux_live {
         // The user's own pane, made by tmux itself: no mark.
         let users = PaneId::new(
             h.tmux
-                .run(&[
+                .ok(&[
                     "split-window",
                     "-d",
                     "-P",
@@ -1007,12 +898,8 @@ mod tmux_live {
         let Some(h) = TmuxHarness::start("restore") else {
             return;
         };
-        let lead = PaneId::new(
-            h.tmux
-                .run(&["display-message", "-p", "-t", "=lead:", "#{pane_id}"])
-                .trim(),
-        );
-        h.tmux.run(&[
+        let lead = h.lead.clone();
+        h.tmux.ok(&[
             "set-option",
             "-w",
             "-t",
@@ -1020,7 +907,7 @@ mod tmux_live {
             "pane-border-status",
             "bottom",
         ]);
-        let before = h.tmux.run(&["show-options", "-w", "-t", lead.as_str()]);
+        let before = h.tmux.ok(&["show-options", "-w", "-t", lead.as_str()]);
         let mate = h.backend.spawn(&lead_spec(&h, &lead)).await.expect("spawn");
         assert_eq!(pane_info(&h.tmux, &lead, "#{pane-border-status}"), "top");
         assert_eq!(
@@ -1033,7 +920,7 @@ mod tmux_live {
             .await
             .expect("kill");
         h.backend.restore_host(&lead).await.expect("restore");
-        let after = h.tmux.run(&["show-options", "-w", "-t", lead.as_str()]);
+        let after = h.tmux.ok(&["show-options", "-w", "-t", lead.as_str()]);
         assert_eq!(after, before, "the window's own options are as before");
         h.after();
     }
@@ -1083,41 +970,33 @@ mod tmux_live {
         h.after();
     }
 
-    /// Prints the cost of one spawn (split + style) on this machine.
+    /// Eight spawns into one big window all succeed; prints the cost of
+    /// one (split + style) on this machine. A figure, never asserted: on a
+    /// loaded machine it is only slower (`scripts/bench-spawn` prints the
+    /// whole `swarm spawn` beside a bare split).
     #[tokio::test]
     async fn spawn_cost() {
         let Some(h) = TmuxHarness::start("spawn_cost") else {
             return;
         };
-        h.tmux.run(&[
-            "new-session",
-            "-d",
-            "-s",
-            "big",
-            "-x",
-            "400",
-            "-y",
-            "120",
-            "--",
-            "sleep",
-            "100000",
-        ]);
-        let lead = PaneId::new(
-            h.tmux
-                .run(&["display-message", "-p", "-t", "=big:", "#{pane_id}"])
-                .trim(),
-        );
+        let lead = h.session("big", (400, 120));
         let n = 8;
-        let t = Instant::now();
+        let t = std::time::Instant::now();
+        let mut panes = Vec::new();
         for _ in 0..n {
-            h.backend.spawn(&lead_spec(&h, &lead)).await.expect("spawn");
+            panes.push(h.backend.spawn(&lead_spec(&h, &lead)).await.expect("spawn"));
         }
         let per = t.elapsed() / n;
         println!(
             "tmux spawn cost: {:.1} ms per pane ({n} panes)",
             per.as_secs_f64() * 1000.0
         );
-        assert!(per < Duration::from_secs(1), "{per:?} per spawn");
+        let all = h.backend.status(&panes).await.expect("status");
+        assert!(
+            all.iter()
+                .all(|(_, s)| matches!(s, PaneStatus::Running { .. })),
+            "{all:?}"
+        );
         h.after();
     }
 }
@@ -1127,15 +1006,8 @@ mod tmux_live {
 mod in_process_live {
     use super::*;
 
-    fn harness() -> InProcessHarness {
-        InProcessHarness {
-            dir: tempfile::tempdir().unwrap(),
-            backend: InProcessBackend::new(),
-        }
-    }
-
     async fn answer_to(query: &str, len: &str) -> String {
-        let h = harness();
+        let h = InProcessHarness::new();
         let out = h.dir().join("answer");
         let script = format!(
             r#"stty raw -echo; printf '\033[2;5H{query}'; head -c {len} > "$0.tmp"; mv "$0.tmp" "$0""#
@@ -1154,7 +1026,7 @@ mod in_process_live {
     #[cfg(target_os = "linux")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn changed_wakes_on_an_exit_and_not_on_a_timer() {
-        let h = harness();
+        let h = InProcessHarness::new();
         let go = h.dir().join("go");
         let script = r#"while [ ! -e "$0" ]; do sleep 0.01; done; exit 7"#;
         let p = h
@@ -1170,7 +1042,7 @@ mod in_process_live {
             "changed resolved while every pane was running"
         );
         std::fs::write(&go, b"").unwrap();
-        tokio::time::timeout(Duration::from_secs(5), h.backend.changed())
+        tokio::time::timeout(timeouts::scaled(WAIT), h.backend.changed())
             .await
             .expect("changed resolves when the pane's process exits");
         assert_eq!(
@@ -1188,7 +1060,7 @@ mod in_process_live {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn resize_reaches_the_program_and_the_screen() {
-        let h = harness();
+        let h = InProcessHarness::new();
         let go = h.dir().join("go");
         let script = r#"while [ ! -e "$0" ]; do sleep 0.01; done; stty size > "$0.tmp"; mv "$0.tmp" "$0.out""#;
         let p = h
@@ -1208,7 +1080,7 @@ mod in_process_live {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn keys_are_forwarded_and_output_is_logged_by_offset() {
-        let h = harness();
+        let h = InProcessHarness::new();
         let out = h.dir().join("line");
         let script = r#"printf 'ready\n'; read -r line; printf 'got:%s\n' "$line" > "$0.tmp"; mv "$0.tmp" "$0"; printf 'done\n'; exec sleep 1000"#;
         let p = h
@@ -1245,7 +1117,7 @@ mod in_process_live {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn panes_die_with_their_host() {
-        let h = harness();
+        let h = InProcessHarness::new();
         assert!(!h.backend.capabilities().panes_outlive_lead);
         let p = h.backend.spawn(&h.spec("sleep", &["1000"])).await.unwrap();
         let PaneStatus::Running { pid: Some(pid) } = status_of(&h.backend, &p).await else {

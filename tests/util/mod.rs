@@ -1,15 +1,23 @@
 //! Test mechanics, hidden behind names that read like the spec:
 //! [`Sandbox`] (a private state root and a `swarm` command with a clean
-//! environment), [`wait_until`] (a named wait that fails like a bug report),
-//! and [`Run`] (a finished command with everything needed to explain it).
+//! environment), [`wait_until`] (a named wait that fails like a bug report,
+//! its budget stretched by the one knob in [`timeouts`]), and [`Run`] (a
+//! finished command with everything needed to explain it).
 
 #![allow(dead_code)]
 
+pub mod dialog;
+pub mod process;
+pub mod timeouts;
 pub mod tmux;
+pub mod tmux_server;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+pub use process::pid_alive;
+pub use timeouts::WAIT;
 
 /// The binary under test.
 pub fn swarm_bin() -> &'static str {
@@ -132,6 +140,28 @@ pub struct Run {
 impl Run {
     pub fn of(mut cmd: Command, args: &[&str]) -> Run {
         let out: Output = cmd.output().expect("running swarm");
+        Run::from_output(out, args)
+    }
+
+    /// Runs `cmd` and insists it exits within `within` (scaled): for a
+    /// command whose prompt return is the behaviour under test. Fails with
+    /// `what` and `explain()` otherwise (see [`wait_for_exit`]).
+    pub fn within(
+        mut cmd: Command,
+        args: &[&str],
+        what: &str,
+        within: Duration,
+        explain: impl Fn() -> String,
+    ) -> Run {
+        let child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting swarm");
+        Run::from_output(wait_for_exit(what, within, child, explain), args)
+    }
+
+    pub fn from_output(out: Output, args: &[&str]) -> Run {
         Run {
             argv: args.iter().map(|s| s.to_string()).collect(),
             code: out.status.code(),
@@ -183,28 +213,84 @@ impl Run {
 }
 
 /// Polls `check` until it returns true, failing with `what` and `explain()`
-/// after `timeout`.
+/// once `within` has passed. `within` is the budget on a developer's
+/// machine: it is stretched by [`timeouts::scale`] (`SWARM_TEST_TIMEOUT_SCALE`,
+/// or x3 on CI), so every caller's wait follows the one knob.
 pub fn wait_until(
     what: &str,
-    timeout: Duration,
+    within: Duration,
     mut check: impl FnMut() -> bool,
     explain: impl Fn() -> String,
 ) {
-    let start = Instant::now();
-    let mut pause = Duration::from_millis(2);
+    let deadline = timeouts::Deadline::after(within);
+    let mut pause = timeouts::FIRST_PAUSE;
     loop {
         if check() {
             return;
         }
-        if start.elapsed() > timeout {
+        if deadline.passed() {
             panic!(
-                "timed out after {timeout:?} waiting until {what}\n{}",
+                "timed out after {deadline} waiting until {what}\n{}",
                 explain()
             );
         }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(50));
+        std::thread::sleep(pause.min(deadline.remaining()));
+        pause = timeouts::next_pause(pause);
     }
+}
+
+/// A child process the test started, killed (and reaped) when the guard
+/// goes: a failing test leaves nothing running.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits until `child` exits and returns its output. For a command whose
+/// prompt return is the behaviour under test (it must not sit out a
+/// budget or a grace period): a child still running at the deadline fails
+/// the test with `what` and `explain()`, and is killed. Its stdout and
+/// stderr, when piped, must fit in a pipe's buffer until it exits.
+pub fn wait_for_exit(
+    what: &str,
+    within: Duration,
+    child: std::process::Child,
+    explain: impl Fn() -> String,
+) -> Output {
+    let mut guard = KillOnDrop(child);
+    wait_until(
+        what,
+        within,
+        || matches!(guard.0.try_wait(), Ok(Some(_))),
+        explain,
+    );
+    let mut out = Output {
+        status: guard.0.wait().expect("the child's exit status"),
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+    };
+    use std::io::Read;
+    if let Some(mut o) = guard.0.stdout.take() {
+        let _ = o.read_to_end(&mut out.stdout);
+    }
+    if let Some(mut e) = guard.0.stderr.take() {
+        let _ = e.read_to_end(&mut out.stderr);
+    }
+    out
+}
+
+/// The keys of JSON object `v` in file order (the reference's field
+/// order is part of the format).
+pub fn json_keys(v: &serde_json::Value) -> Vec<&str> {
+    v.as_object()
+        .unwrap_or_else(|| panic!("not a JSON object: {v}"))
+        .keys()
+        .map(String::as_str)
+        .collect()
 }
 
 /// Serialises the load tests (many processes each): run together on a
@@ -230,5 +316,26 @@ impl Rng {
     }
     pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
+    }
+}
+
+#[cfg(test)]
+mod knob {
+    use super::timeouts::{CI_SCALE, scale_from};
+
+    #[test]
+    fn the_explicit_scale_wins_then_ci_then_one() {
+        assert_eq!(scale_from(Some("0.5"), Some("true")), 0.5);
+        assert_eq!(scale_from(None, Some("true")), CI_SCALE);
+        assert_eq!(scale_from(None, Some("1")), CI_SCALE);
+        for off in [None, Some(""), Some("0"), Some("false")] {
+            assert_eq!(scale_from(None, off), 1.0, "CI={off:?}");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "SWARM_TEST_TIMEOUT_SCALE")]
+    fn a_scale_that_is_not_a_positive_number_is_refused() {
+        scale_from(Some("-2"), None);
     }
 }

@@ -1,38 +1,21 @@
-//! A private tmux server per test ([`TmuxServer`]) and a team living on it
-//! ([`TmuxTeam`]): every `swarm` command it builds names the private socket
-//! (`SWARM_TMUX_SOCKET`) and runs without `TMUX`/`TMUX_PANE`, so no test
-//! ever reaches the developer's tmux. The server starts with a `canary`
-//! session that must survive every teardown, and is killed on drop.
+//! A team living on a private tmux server ([`TmuxTeam`] on a
+//! [`TmuxServer`], from `tmux_server.rs`): every `swarm` command it builds
+//! names the private socket (`SWARM_TMUX_SOCKET`) and runs without
+//! `TMUX`/`TMUX_PANE`, so no test ever reaches the developer's tmux. The
+//! server starts with a `canary` session that must survive every teardown,
+//! and is killed on drop.
 //!
 //! Failures explain themselves: [`TmuxTeam::explain`] prints every pane
 //! (id, session, title, colour, pid, dead), each pane's capture, the tail
 //! of the lead's log and the roster.
 
-use super::{Run, Sandbox, wait_until};
+use super::{Run, Sandbox, pid_alive, wait_until};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
-/// How long a test waits for anything on tmux before failing.
-pub const WAIT: Duration = Duration::from_secs(10);
-
-/// True when tmux can run here; otherwise prints `SKIP` (or panics when
-/// `SWARM_REQUIRE_TMUX=1`).
-pub fn tmux_available(test: &str) -> bool {
-    let found = Command::new("tmux")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found {
-        if std::env::var("SWARM_REQUIRE_TMUX").as_deref() == Ok("1") {
-            panic!("{test}: tmux not found and SWARM_REQUIRE_TMUX=1");
-        }
-        println!("SKIP {test}: tmux not found");
-    }
-    found
-}
+pub use super::WAIT;
+pub use super::process::group_alive;
+pub use super::tmux_server::{TmuxServer, tmux_available};
 
 /// The directory of the fake agents.
 pub fn agents_dir() -> PathBuf {
@@ -42,207 +25,6 @@ pub fn agents_dir() -> PathBuf {
 /// The path of fake agent `name` as a string (for `-- CMD`).
 pub fn agent(name: &str) -> String {
     agents_dir().join(name).to_string_lossy().into_owned()
-}
-
-/// One pane as `list-panes -a` reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pane {
-    pub id: String,
-    pub session: String,
-    pub window: String,
-    pub pid: u32,
-    pub dead: bool,
-    pub title: String,
-    pub color: String,
-}
-
-/// A private tmux server (`tmux -S <tmpdir>/sock -f /dev/null`) with a
-/// `canary` session; killed on drop.
-pub struct TmuxServer {
-    pub dir: tempfile::TempDir,
-    pub sock: PathBuf,
-}
-
-impl TmuxServer {
-    /// Starts the server with its canary session.
-    pub fn start() -> Self {
-        let dir = tempfile::Builder::new()
-            .prefix("swarm-tmux-")
-            .tempdir()
-            .expect("tempdir");
-        let sock = dir.path().join("sock");
-        let s = TmuxServer { dir, sock };
-        let out = s.run(&[
-            "new-session",
-            "-d",
-            "-s",
-            "canary",
-            "-x",
-            "80",
-            "-y",
-            "24",
-            "--",
-            "sleep",
-            "100000",
-        ]);
-        assert!(
-            out.status.success(),
-            "starting the private tmux server: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        s
-    }
-
-    /// `tmux -S sock -f /dev/null ARGS` with `TMUX`/`TMUX_PANE` removed.
-    pub fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new("tmux");
-        c.arg("-S")
-            .arg(&self.sock)
-            .arg("-f")
-            .arg("/dev/null")
-            .args(args)
-            .env_remove("TMUX")
-            .env_remove("TMUX_PANE")
-            .stdin(Stdio::null());
-        c
-    }
-
-    pub fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().expect("running tmux")
-    }
-
-    /// stdout of `tmux ARGS`, panicking with stderr on failure.
-    pub fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "tmux {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Every pane on the server (empty when the server is gone).
-    pub fn panes(&self) -> Vec<Pane> {
-        let out = self.run(&[
-            "list-panes",
-            "-a",
-            "-F",
-            "#{pane_id}\t#{session_name}\t#{window_id}\t#{pane_pid}\t#{pane_dead}\t#{pane_title}\t#{@swarm_color}",
-        ]);
-        if !out.status.success() {
-            return Vec::new();
-        }
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| {
-                let f: Vec<&str> = l.split('\t').collect();
-                (f.len() == 7).then(|| Pane {
-                    id: f[0].into(),
-                    session: f[1].into(),
-                    window: f[2].into(),
-                    pid: f[3].parse().unwrap_or(0),
-                    dead: f[4] == "1",
-                    title: f[5].into(),
-                    color: f[6].into(),
-                })
-            })
-            .collect()
-    }
-
-    pub fn pane(&self, id: &str) -> Option<Pane> {
-        self.panes().into_iter().find(|p| p.id == id)
-    }
-
-    pub fn has_session(&self, name: &str) -> bool {
-        self.run(&["has-session", "-t", &format!("={name}")])
-            .status
-            .success()
-    }
-
-    /// The canary session and its pane are still there and running.
-    pub fn canary_alive(&self) -> bool {
-        self.panes()
-            .iter()
-            .any(|p| p.session == "canary" && !p.dead)
-    }
-
-    /// Each pane's listing and screen, for failure messages.
-    pub fn dump(&self) -> String {
-        let mut s = String::new();
-        let panes = self.panes();
-        if panes.is_empty() {
-            s.push_str("(no tmux panes: server absent or empty)\n");
-        }
-        for p in panes {
-            s.push_str(&format!("--- pane {p:?} ---\n"));
-            let cap = self.run(&["capture-pane", "-p", "-J", "-t", &p.id]);
-            let text = String::from_utf8_lossy(&cap.stdout);
-            for l in text
-                .trim_end()
-                .lines()
-                .rev()
-                .take(15)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-            {
-                s.push_str(&format!("    | {l}\n"));
-            }
-        }
-        s
-    }
-}
-
-impl Drop for TmuxServer {
-    fn drop(&mut self) {
-        // Every pane's process group goes first, by the pids this server
-        // reports (processes the test started): a lead whose server simply
-        // vanished would otherwise outlive the test.
-        if let Ok(out) = self
-            .command(&["list-panes", "-a", "-F", "#{pane_pid}"])
-            .output()
-        {
-            for pid in String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .filter_map(|l| l.trim().parse::<i32>().ok())
-            {
-                if pid > 1 {
-                    // SAFETY: signalling a pane process (and its group) this server started.
-                    unsafe {
-                        libc::kill(-pid, libc::SIGKILL);
-                        libc::kill(pid, libc::SIGKILL);
-                    }
-                }
-            }
-        }
-        let _ = self
-            .command(&["kill-server"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
-impl Drop for TmuxTeam {
-    fn drop(&mut self) {
-        // A lead started outside the server's panes (or one that lost its
-        // server) is ended by its recorded pid before the server goes.
-        if let Some(pid) = self.lead_pid().filter(|p| *p > 1)
-            && std::path::Path::new(&format!("/proc/{pid}")).exists()
-        {
-            // SAFETY: signalling the lead this test started, by its pid.
-            unsafe {
-                libc::kill(pid as i32, libc::SIGKILL);
-            }
-        }
-    }
-}
-
-/// True while any process is in process group `pgid`.
-pub fn group_alive(pgid: u32) -> bool {
-    // SAFETY: signal 0 sends nothing; it only checks that the group exists.
-    unsafe { libc::kill(-(pgid as i32), 0) == 0 }
 }
 
 /// Every `*.lock` path under `dir`.
@@ -334,6 +116,22 @@ impl TmuxTeam {
             || {
                 pid = self.lead_pid().unwrap_or(0);
                 pid != 0 && std::path::Path::new(&format!("/proc/{pid}")).exists()
+            },
+            || self.explain(),
+        );
+        pid
+    }
+
+    /// Waits until a live lead other than `old` is recorded (after the old
+    /// one was killed or quit and `swarm up` ran again).
+    pub fn wait_new_lead(&self, old: u32) -> u32 {
+        let mut pid = 0;
+        wait_until(
+            &format!("a new lead (not {old}) records itself and runs"),
+            WAIT,
+            || {
+                pid = self.lead_pid().unwrap_or(0);
+                pid != 0 && pid != old && pid_alive(pid)
             },
             || self.explain(),
         );
@@ -493,5 +291,20 @@ impl TmuxTeam {
         }
         s.push('\n');
         s
+    }
+}
+
+impl Drop for TmuxTeam {
+    fn drop(&mut self) {
+        // A lead started outside the server's panes (or one that lost its
+        // server) is ended by its recorded pid before the server goes.
+        if let Some(pid) = self.lead_pid().filter(|p| *p > 1)
+            && std::path::Path::new(&format!("/proc/{pid}")).exists()
+        {
+            // SAFETY: signalling the lead this test started, by its pid.
+            unsafe {
+                libc::kill(pid as i32, libc::SIGKILL);
+            }
+        }
     }
 }
