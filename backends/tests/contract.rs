@@ -860,7 +860,7 @@ mod tmux_live {
         }
         let users = PaneId::new(
             h.tmux
-                .run(&[
+                .ok(&[
                     "split-window",
                     "-d",
                     "-P",
