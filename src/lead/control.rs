@@ -140,6 +140,19 @@ impl LeadUi {
     }
 }
 
+/// Records whether `name`'s pane is hidden, off the async worker (the
+/// roster write may wait on its lock).
+async fn set_hidden(team: &Team, name: &str, hidden: Value) -> Result<()> {
+    let (team, name) = (team.clone(), name.to_string());
+    tokio::task::spawn_blocking(move || {
+        team.roster()
+            .update_member(&name, |m| m.set_swarm_field(SwarmField::Hidden, hidden))
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("recording a hidden pane panicked: {e}"))??;
+    Ok(())
+}
+
 /// " (its pane %3 was no longer swarm's: left untouched)", or nothing.
 fn not_ours(r: &teardown::Released) -> String {
     match &r.pane_not_ours {
@@ -251,9 +264,7 @@ impl LeadControl for LeadUi {
                 let pane = self.pane_of(&name)?;
                 self.in_background(async move {
                     opened.backend.hide(&pane).await?;
-                    team.roster().update_member(&name, |m| {
-                        m.set_swarm_field(SwarmField::Hidden, Value::Bool(true))
-                    })?;
+                    set_hidden(&team, &name, Value::Bool(true)).await?;
                     Ok(format!("hid @{name}"))
                 });
                 Ok(None)
@@ -268,9 +279,7 @@ impl LeadControl for LeadUi {
                         if let Some(pane) = member_pane(m) {
                             opened.backend.show(&pane).await?;
                         }
-                        team.roster().update_member(&m.name, |mm| {
-                            mm.set_swarm_field(SwarmField::Hidden, Value::Null)
-                        })?;
+                        set_hidden(&team, &m.name, Value::Null).await?;
                     }
                     Ok("showing every pane".to_string())
                 });
