@@ -23,7 +23,8 @@ use std::path::PathBuf;
         swarm send --to rev \"look at #1\"    swarm status    swarm down\n\n\
         Inside tmux the panes open in your window; outside, swarm starts a tmux session (or \
         hosts the panes itself: --backend in-process).\n\n\
-        Exit codes: 0 ok, 1 the answer is no (nothing to claim, no such task), 2 error.",
+        Exit codes: 0 ok, 1 the answer is no (nothing to claim, no such task), 2 error, \
+        3 a send is still pending (its inbox's writer stopped; it will land once: do not resend).",
     propagate_version = true
 )]
 pub struct Cli {
