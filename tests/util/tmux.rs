@@ -16,6 +16,9 @@ use std::process::Command;
 pub use super::WAIT;
 pub use super::process::group_alive;
 pub use super::tmux_server::{TmuxServer, tmux_available};
+// Where `Pane` was before it moved: kept for callers that name it here.
+#[allow(unused_imports)]
+pub use super::tmux_server::Pane;
 
 /// The directory of the fake agents.
 pub fn agents_dir() -> PathBuf {
