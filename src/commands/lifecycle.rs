@@ -1,19 +1,20 @@
-//! `swarm up | down | spawn | kill | shutdown | prune | output | attach |
-//! doctor | lead`: the pane lifecycle, over [`crate::lead`].
+//! `swarm up | down | kill | shutdown | prune | lead`: the team's lifecycle,
+//! over [`crate::lead`], and the dispatch of the pane commands (`spawn`,
+//! `output`, `attach`, `doctor` have files of their own).
 
-use super::{Context, Exit, print_json};
-use crate::cli::{BackendArgs, Command, DoctorArgs, DownArgs, OutputArgs, SpawnArgs, UpArgs};
+use super::spawn::passed_note;
+use super::{Context, Exit};
+use crate::cli::{BackendArgs, Command, DownArgs, UpArgs};
 use crate::lead::lock::{LifecycleLock, lead_holder};
 use crate::lead::session::{self, Opened};
-use crate::lead::spawn::{SpawnRequest, spawn_member, spawn_members_locked};
+use crate::lead::spawn::{SpawnRequest, spawn_members_locked};
 use crate::lead::teardown::{self, ShutdownOutcome};
 use crate::lead::{Lead, lead_pid_alive, run_lead};
 use crate::team::{Roster, Team, names};
 use anyhow::{Context as _, Result, bail};
-use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use swarm_backends::{BackendKind, PaneMark, SpawnSpec};
+use swarm_backends::{PaneMark, SpawnSpec};
 
 /// What `up` and `lead` leave to do once their async setup is over: either
 /// nothing more, or run the lead (which needs the runtime itself, outside
@@ -42,7 +43,7 @@ pub fn run(ctx: &Context, cmd: Command) -> Result<Exit> {
 fn run_other(ctx: &Context, rt: &tokio::runtime::Runtime, cmd: Command) -> Result<Exit> {
     match cmd {
         Command::Down(args) => rt.block_on(down(ctx, args)),
-        Command::Spawn(args) => rt.block_on(spawn(ctx, args)),
+        Command::Spawn(args) => rt.block_on(super::spawn::spawn(ctx, args)),
         Command::Kill(args) => rt.block_on(async {
             let (team, opened) = open(ctx, &args.backend)?;
             let grace = Duration::from_secs_f64(args.grace.max(0.0));
@@ -90,9 +91,9 @@ fn run_other(ctx: &Context, rt: &tokio::runtime::Runtime, cmd: Command) -> Resul
             }
             Ok(Exit::Ok)
         }),
-        Command::Output(args) => output(ctx, args),
-        Command::Attach(args) => rt.block_on(attach(ctx, args)),
-        Command::Doctor(args) => rt.block_on(doctor(ctx, args)),
+        Command::Output(args) => super::output::output(ctx, args),
+        Command::Attach(args) => rt.block_on(super::attach::attach(ctx, args)),
+        Command::Doctor(args) => rt.block_on(super::doctor::doctor(ctx, args)),
         other => bail!("{other:?} is not a lifecycle command"),
     }
 }
@@ -106,7 +107,7 @@ fn not_ours(r: &teardown::Released) -> String {
 }
 
 /// Outside text (names, paths) as one line safe for the terminal.
-fn esc(text: &str) -> std::borrow::Cow<'_, str> {
+pub(super) fn esc(text: &str) -> std::borrow::Cow<'_, str> {
     crate::text::escape_line(text)
 }
 
@@ -119,7 +120,7 @@ fn returned(tasks: &[crate::tasks::Task]) -> String {
     }
 }
 
-fn open(ctx: &Context, args: &BackendArgs) -> Result<(Team, Opened)> {
+pub(super) fn open(ctx: &Context, args: &BackendArgs) -> Result<(Team, Opened)> {
     let team = ctx.team()?;
     team.roster().read()?;
     let opened = session::open(&ctx.root, &team.name, args)?;
@@ -395,13 +396,7 @@ async fn reattach(team: &Team, opened: &Opened, no_attach: bool) -> Result<Exit>
         eprintln!("attach with: swarm attach --team {}", team.name);
         return Ok(Exit::Ok);
     }
-    exec_attach(opened.backend.attach_argv(&session)?)
-}
-
-fn exec_attach(argv: Vec<String>) -> Result<Exit> {
-    use std::os::unix::process::CommandExt;
-    let err = std::process::Command::new(&argv[0]).args(&argv[1..]).exec();
-    Err(err).with_context(|| format!("running {}", argv.join(" ")))
+    super::attach::exec_attach(opened.backend.attach_argv(&session)?)
 }
 
 fn start_lead_logging(team: &Team) -> Result<()> {
@@ -413,55 +408,6 @@ async fn lead(ctx: &Context, args: BackendArgs) -> Result<Next> {
     let (team, opened) = open(ctx, &args)?;
     start_lead_logging(&team)?;
     Ok(Next::RunLead(Box::new(Lead::new(team, opened))))
-}
-
-async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
-    let (team, mut opened) = open(ctx, &args.backend)?;
-    if !opened.caps().panes_outlive_lead {
-        bail!(
-            "in-process panes live inside the lead, so another process cannot add one: list the \
-             teammates in a spec and run `swarm up SPEC --backend in-process`, or use tmux"
-        );
-    }
-    let crate::pane_env::EnvArgs {
-        set: env,
-        pass: pass_env,
-    } = crate::pane_env::EnvArgs::parse(&args.env, |k| std::env::var_os(k).is_some())?;
-    let req = SpawnRequest {
-        name: args.name,
-        agent: args.agent,
-        prompt: args.prompt,
-        model: args.model,
-        color: args.color,
-        cwd: match args.cwd {
-            Some(c) => c,
-            None => std::env::current_dir()?,
-        },
-        plan_mode_required: args.plan_mode_required,
-        mode: args.mode,
-        command: args.command,
-        env,
-        pass_env,
-    };
-    let s = spawn_member(&team, &mut opened, &req).await?;
-    match s.pid {
-        Some(pid) => println!("spawned {} in pane {} (pid {pid})", s.name, s.pane),
-        None => println!("spawned {} in pane {}", s.name, s.pane),
-    }
-    if !s.passed.is_empty() {
-        eprintln!("{}", passed_note(&s.passed).trim_start_matches("; "));
-    }
-    Ok(Exit::Ok)
-}
-
-/// "; passed by name: A, B" (the variables taken from the spawner's
-/// environment; names only), or nothing.
-fn passed_note(names: &[String]) -> String {
-    if names.is_empty() {
-        String::new()
-    } else {
-        format!("; passed by name: {}", names.join(", "))
-    }
 }
 
 async fn down(ctx: &Context, args: DownArgs) -> Result<Exit> {
@@ -491,186 +437,5 @@ async fn down(ctx: &Context, args: DownArgs) -> Result<Exit> {
         println!("{} killed (no answer in time)", esc(n));
     }
     println!("team {} deleted", team.name);
-    Ok(Exit::Ok)
-}
-
-fn output(ctx: &Context, args: OutputArgs) -> Result<Exit> {
-    let team = ctx.team()?;
-    let tf = team.roster().read()?;
-    let path = ctx.root.output(&team.name, &args.name)?;
-    if !path.exists() {
-        if tf.member(&args.name).is_none() {
-            bail!(
-                "{} is not a member of team {} (members: {})",
-                names::shown(&args.name),
-                team.name,
-                tf.member_names().join(", ")
-            );
-        }
-        bail!(
-            "no output recorded for {} yet ({})",
-            args.name,
-            path.display()
-        );
-    }
-    let mut f =
-        std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
-    let mut offset = args.from_offset;
-    let mut out = std::io::stdout().lock();
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut quiet_since: Option<Instant> = None;
-    loop {
-        f.seek(SeekFrom::Start(offset))?;
-        let n = f.read(&mut buf)?;
-        if n > 0 {
-            out.write_all(&buf[..n])?;
-            out.flush()?;
-            offset += n as u64;
-            quiet_since = None;
-            continue;
-        }
-        if !args.follow {
-            return Ok(Exit::Ok);
-        }
-        // Stop following once the member is gone and its output drained.
-        let gone = team
-            .roster()
-            .read()
-            .map(|tf| {
-                tf.member(&args.name)
-                    .is_none_or(|m| m.swarm_field(crate::team::SwarmField::Exit).is_some())
-            })
-            .unwrap_or(true);
-        let since = *quiet_since.get_or_insert_with(Instant::now);
-        if gone && since.elapsed() > Duration::from_millis(500) {
-            return Ok(Exit::Ok);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-async fn attach(ctx: &Context, args: BackendArgs) -> Result<Exit> {
-    let (team, opened) = open(ctx, &args)?;
-    if !opened.caps().home_sessions {
-        bail!(
-            "team {} does not run on tmux (backend {}); nothing to attach to",
-            team.name,
-            opened.kind()
-        );
-    }
-    let session = opened
-        .record
-        .session
-        .clone()
-        .unwrap_or_else(|| session::session_name(&team.name));
-    if !opened.backend.home_exists(&session).await? {
-        bail!(
-            "no tmux session {session} for team {}; start it with `swarm up --team {}`",
-            team.name,
-            team.name
-        );
-    }
-    exec_attach(opened.backend.attach_argv(&session)?)
-}
-
-async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
-    let facts = swarm_backends::EnvFacts::from_process_env();
-    let detection = swarm_backends::detect(&facts);
-    let tmux_version = if facts.tmux_on_path {
-        let server = match &args.backend.tmux_socket {
-            Some(s) => swarm_backends::tmux::TmuxServer::socket(s),
-            None => swarm_backends::tmux::TmuxServer::default_server(),
-        };
-        swarm_backends::tmux::TmuxBackend::new(server)
-            .check_version()
-            .await
-            .map(|(a, b)| format!("{a}.{b}"))
-            .map_err(|e| e.to_string())
-    } else {
-        Err("tmux is not on PATH".to_string())
-    };
-    // Links and directories others can write, where swarm refuses to work.
-    let mut problems: Vec<String> = ctx.root.problems().iter().map(|p| p.to_string()).collect();
-    let teams = crate::team::list_teams(&ctx.root).unwrap_or_default();
-    for t in &teams {
-        let team = Team::new(&ctx.root, t);
-        if let Ok(tf) = team.roster().read() {
-            for m in tf.teammates() {
-                if let Some(exit) = m.swarm_field(crate::team::SwarmField::Exit) {
-                    problems.push(format!(
-                        "team {t}: {} is dead ({exit}); `swarm kill {}` removes it",
-                        m.name, m.name
-                    ));
-                }
-            }
-            if tf.teammates().count() > 0
-                && lead_holder(&team).ok().flatten().is_none()
-                && lead_pid_alive(&team).ok().flatten().is_none()
-            {
-                problems.push(format!(
-                    "team {t}: no live lead; `swarm up --team {t}` takes the team back"
-                ));
-            }
-        }
-    }
-    let kinds = [
-        BackendKind::Tmux,
-        BackendKind::ITerm2,
-        BackendKind::WindowsTerminal,
-        BackendKind::InProcess,
-    ];
-    let available: Vec<(String, String)> = kinds
-        .iter()
-        .map(|k| {
-            let mut f = facts.clone();
-            f.requested = Some(*k);
-            let why = match swarm_backends::detect(&f) {
-                Ok(_) => "available".to_string(),
-                Err(e) => e.to_string(),
-            };
-            (k.as_str().to_string(), why)
-        })
-        .collect();
-    let (chosen, reason) = match &detection {
-        Ok(d) => (d.kind.as_str().to_string(), d.reason.clone()),
-        Err(e) => ("none".to_string(), e.to_string()),
-    };
-    if args.json {
-        print_json(&serde_json::json!({
-            "root": ctx.root.dir(), "rootSource": format!("{:?}", ctx.root_source),
-            "backend": chosen, "reason": reason,
-            "backends": available.iter().map(|(k, w)| serde_json::json!({"name": k, "status": w})).collect::<Vec<_>>(),
-            "tmuxVersion": tmux_version.as_ref().ok(), "teams": teams, "problems": problems,
-        }));
-        return Ok(Exit::Ok);
-    }
-    println!(
-        "state root: {} (from {:?})",
-        ctx.root.dir().display(),
-        ctx.root_source
-    );
-    println!("backend (auto): {chosen}: {reason}");
-    for (k, w) in &available {
-        println!("  {k:<17} {w}");
-    }
-    match &tmux_version {
-        Ok(v) => println!("tmux: {v}"),
-        Err(e) => println!("tmux: {e}"),
-    }
-    println!(
-        "teams: {}",
-        if teams.is_empty() {
-            "none".to_string()
-        } else {
-            teams.join(", ")
-        }
-    );
-    if problems.is_empty() {
-        println!("no problems found");
-    } else {
-        for p in &problems {
-            println!("problem: {}", esc(p));
-        }
-    }
     Ok(Exit::Ok)
 }

@@ -5,9 +5,13 @@
 //! no": nothing to claim, no such task, team not found by `status`); any
 //! error becomes exit code 2 in `main`.
 
+mod attach;
+mod doctor;
 mod inbox;
 mod lifecycle;
+mod output;
 mod send;
+mod spawn;
 mod status;
 mod task;
 mod team;

@@ -1,0 +1,57 @@
+//! `swarm spawn NAME [--agent A] [-- CMD ARGS]`: one more teammate, in a
+//! pane of the team's backend (see `lead::spawn`).
+
+use super::lifecycle::open;
+use super::{Context, Exit};
+use crate::cli::SpawnArgs;
+use crate::lead::spawn::{SpawnRequest, spawn_member};
+use anyhow::{Result, bail};
+
+pub(super) async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
+    let (team, mut opened) = open(ctx, &args.backend)?;
+    if !opened.caps().panes_outlive_lead {
+        bail!(
+            "in-process panes live inside the lead, so another process cannot add one: list the \
+             teammates in a spec and run `swarm up SPEC --backend in-process`, or use tmux"
+        );
+    }
+    let crate::pane_env::EnvArgs {
+        set: env,
+        pass: pass_env,
+    } = crate::pane_env::EnvArgs::parse(&args.env, |k| std::env::var_os(k).is_some())?;
+    let req = SpawnRequest {
+        name: args.name,
+        agent: args.agent,
+        prompt: args.prompt,
+        model: args.model,
+        color: args.color,
+        cwd: match args.cwd {
+            Some(c) => c,
+            None => std::env::current_dir()?,
+        },
+        plan_mode_required: args.plan_mode_required,
+        mode: args.mode,
+        command: args.command,
+        env,
+        pass_env,
+    };
+    let s = spawn_member(&team, &mut opened, &req).await?;
+    match s.pid {
+        Some(pid) => println!("spawned {} in pane {} (pid {pid})", s.name, s.pane),
+        None => println!("spawned {} in pane {}", s.name, s.pane),
+    }
+    if !s.passed.is_empty() {
+        eprintln!("{}", passed_note(&s.passed).trim_start_matches("; "));
+    }
+    Ok(Exit::Ok)
+}
+
+/// "; passed by name: A, B" (the variables taken from the spawner's
+/// environment; names only), or nothing.
+pub(super) fn passed_note(names: &[String]) -> String {
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!("; passed by name: {}", names.join(", "))
+    }
+}
