@@ -612,6 +612,22 @@ mod tmux_live {
             .placement(Placement::RightOfLead { lead: lead.clone() })
     }
 
+    /// A pane the user made with tmux itself (no swarm mark) in the lead's
+    /// session.
+    fn users_pane(h: &TmuxHarness) -> PaneId {
+        let id = h.tmux.ok(&[
+            "split-window",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "-t",
+            "=lead:",
+            "sleep 1000",
+        ]);
+        PaneId::new(id.trim())
+    }
+
     fn pane_info(t: &TmuxServer, pane: impl AsRef<PaneId>, fmt: &str) -> String {
         t.display(pane.as_ref().as_str(), fmt)
     }
@@ -790,20 +806,7 @@ mod tmux_live {
             return;
         };
         // The user's own pane, made by tmux itself: no mark.
-        let users = PaneId::new(
-            h.tmux
-                .ok(&[
-                    "split-window",
-                    "-d",
-                    "-P",
-                    "-F",
-                    "#{pane_id}",
-                    "-t",
-                    "=lead:",
-                    "sleep 1000",
-                ])
-                .trim(),
-        );
+        let users = users_pane(&h);
         let as_if_ours = PaneRef::new(users.clone(), "0123456789abcdef");
         assert_eq!(
             status_of(&h.backend, &as_if_ours).await,
@@ -858,20 +861,7 @@ mod tmux_live {
                     .expect("spawn"),
             );
         }
-        let users = PaneId::new(
-            h.tmux
-                .ok(&[
-                    "split-window",
-                    "-d",
-                    "-P",
-                    "-F",
-                    "#{pane_id}",
-                    "-t",
-                    "=lead:",
-                    "sleep 1000",
-                ])
-                .trim(),
-        );
+        let users = users_pane(&h);
         let mut asked = mine.clone();
         asked.push(PaneRef::new(users.clone(), "0123456789abcdef"));
         let results = h.backend.kill_all(&asked, Duration::from_millis(300)).await;
