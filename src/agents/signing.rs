@@ -29,7 +29,13 @@ const SPKI_PREFIX: [u8; 12] = [
 const DOMAIN: &str = "claude-team-lead-entry-v1";
 
 /// Entries from these senders are signed when the inbox is keyed (§4.2).
-pub const SIGNED_SENDERS: [&str; 3] = ["team-lead", "user", "system"];
+pub const SIGNED_SENDERS: [&str; 3] = [crate::team::names::LEAD_NAME, "user", "system"];
+
+/// Whether entries from `from` are signed for a keyed inbox: the one test
+/// of [`SIGNED_SENDERS`] the signer and the sender both ask.
+pub fn is_signed_sender(from: &str) -> bool {
+    SIGNED_SENDERS.contains(&from)
+}
 
 /// A lead's signing key for one teammate inbox.
 pub struct LeadKey {
@@ -124,7 +130,7 @@ impl LeadKey {
     /// (`team-lead`, `user`, `system`); a `msg_id` is added if missing,
     /// since it is part of the signed bytes.
     pub fn sign_entry(&self, entry: &mut Entry) {
-        if !SIGNED_SENDERS.contains(&entry.from.as_str()) {
+        if !is_signed_sender(&entry.from) {
             return;
         }
         entry

@@ -101,7 +101,7 @@ impl Team {
     fn deliver(&self, to: &str, mut entry: Entry) -> Result<Delivered> {
         // A Claude Code teammate started with --lead-verify-key obeys lead
         // entries only when signed with its key (reference §4).
-        if matches!(entry.from.as_str(), "team-lead" | "user" | "system")
+        if crate::agents::signing::is_signed_sender(&entry.from)
             && crate::team::names::validate_member(to).is_ok()
             && let Some(key) = crate::agents::signing::LeadKey::load(&self.root, &self.name, to)?
         {
