@@ -6,6 +6,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
+use swarm_backends::BackendKind;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -109,13 +110,63 @@ pub struct PaneExecArgs {
     pub command: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// `--backend`, `SWARM_BACKEND` and a spec's `backend`: `auto` or one of
+/// the backends crate's kinds, by the names the roster's `backendType` uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackendChoice {
     Auto,
-    Tmux,
-    Iterm2,
-    WindowsTerminal,
-    InProcess,
+    Kind(BackendKind),
+}
+
+impl BackendChoice {
+    /// `auto`, then every kind ([`BackendKind::ALL`]).
+    const ALL: [BackendChoice; 5] = [
+        BackendChoice::Auto,
+        BackendChoice::Kind(BackendKind::ALL[0]),
+        BackendChoice::Kind(BackendKind::ALL[1]),
+        BackendChoice::Kind(BackendKind::ALL[2]),
+        BackendChoice::Kind(BackendKind::ALL[3]),
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendChoice::Auto => "auto",
+            BackendChoice::Kind(k) => k.as_str(),
+        }
+    }
+
+    /// The kind asked for; `None` is auto-detection.
+    pub fn kind(self) -> Option<BackendKind> {
+        match self {
+            BackendChoice::Auto => None,
+            BackendChoice::Kind(k) => Some(k),
+        }
+    }
+
+    /// Every name, for error messages.
+    pub fn names() -> String {
+        Self::ALL.map(Self::name).join(", ")
+    }
+}
+
+impl std::str::FromStr for BackendChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| format!("backend {s:?} is unknown; pick one of {}", Self::names()))
+    }
+}
+
+impl ValueEnum for BackendChoice {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()))
+    }
 }
 
 /// Where panes live.

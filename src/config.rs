@@ -31,6 +31,7 @@
 //! duplicates them.
 
 use crate::agents::Agent;
+use crate::cli::BackendChoice;
 use crate::tasks::{NewTask, Task};
 use crate::team::{Member, SwarmField, Team, colors, names};
 use anyhow::{Context, Result, bail};
@@ -38,9 +39,6 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-
-/// Backends a spec may name.
-pub const BACKENDS: [&str; 5] = ["auto", "tmux", "iterm2", "windows-terminal", "in-process"];
 
 /// A parsed and validated `swarm.toml`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -139,17 +137,21 @@ impl TeamSpec {
         Ok(spec)
     }
 
+    /// The spec's `backend`, parsed as `--backend` is (`None` when unset).
+    pub fn backend_choice(&self) -> Result<Option<BackendChoice>> {
+        let Some(b) = &self.backend else {
+            return Ok(None);
+        };
+        match b.parse() {
+            Ok(c) => Ok(Some(c)),
+            Err(e) => bail!("{}", crate::text::escape_line(&e)),
+        }
+    }
+
     /// Checks names, agents, colours, commands and task dependencies.
     pub fn validate(&self) -> Result<()> {
         names::validate_team(&self.team).map_err(|e| anyhow::anyhow!("team: {e}"))?;
-        if let Some(b) = &self.backend
-            && !BACKENDS.contains(&b.as_str())
-        {
-            bail!(
-                "backend {b:?} is unknown; pick one of {}",
-                BACKENDS.join(", ")
-            );
-        }
+        self.backend_choice()?;
         let mut seen = BTreeSet::new();
         for (i, t) in self.teammates.iter().enumerate() {
             let at = format!("teammate {} ({:?})", i + 1, t.name);
@@ -518,6 +520,24 @@ mod tests {
                 .cwd
                 .as_deref(),
             Some("/somewhere")
+        );
+    }
+
+    #[test]
+    fn a_specs_backend_is_one_of_the_backend_kinds_or_auto() {
+        use clap::ValueEnum;
+        let spec = |b: &str| TeamSpec::parse(&format!("team = \"t\"\nbackend = \"{b}\"\n"));
+        let kind = |b: &str| spec(b).unwrap().backend_choice().unwrap().unwrap();
+        assert_eq!(kind("auto"), BackendChoice::Auto);
+        // Every kind the backends crate has is a choice, by its roster name.
+        for k in swarm_backends::BackendKind::ALL {
+            assert_eq!(kind(k.as_str()), BackendChoice::Kind(k));
+            assert!(BackendChoice::value_variants().contains(&BackendChoice::Kind(k)));
+        }
+        let err = spec("screen").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "backend \"screen\" is unknown; pick one of auto, tmux, iterm2, windows-terminal, in-process"
         );
     }
 }

@@ -455,6 +455,14 @@ pub enum BackendKind {
 }
 
 impl BackendKind {
+    /// Every kind, in the order help texts list them.
+    pub const ALL: [BackendKind; 4] = [
+        Self::Tmux,
+        Self::ITerm2,
+        Self::WindowsTerminal,
+        Self::InProcess,
+    ];
+
     /// The roster's `backendType` string.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -475,15 +483,12 @@ impl fmt::Display for BackendKind {
 impl std::str::FromStr for BackendKind {
     type Err = BackendError;
     fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "tmux" => Ok(Self::Tmux),
-            "iterm2" => Ok(Self::ITerm2),
-            "windows-terminal" => Ok(Self::WindowsTerminal),
-            "in-process" => Ok(Self::InProcess),
-            other => Err(BackendError::invalid(
+        match Self::ALL.into_iter().find(|k| k.as_str() == s) {
+            Some(k) => Ok(k),
+            None => Err(BackendError::invalid(
                 "backend",
-                other,
-                "expected tmux, iterm2, windows-terminal or in-process",
+                s,
+                format!("expected one of {}", Self::ALL.map(Self::as_str).join(", ")),
             )),
         }
     }

@@ -170,15 +170,8 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
     let mut backend_args = args.backend.clone();
     if let Some(spec) = &spec {
         apply_spec(&team, spec)?;
-        if backend_args.backend.is_none()
-            && let Some(b) = spec.backend.as_deref()
-        {
-            backend_args.backend = Some(clap::ValueEnum::from_str(b, true).map_err(|_| {
-                anyhow::anyhow!(
-                    "the spec's backend {:?} is not one of auto, tmux, in-process, iterm2, windows-terminal",
-                    crate::text::escape_line(b)
-                )
-            })?);
+        if backend_args.backend.is_none() {
+            backend_args.backend = spec.backend_choice()?;
         }
     }
     let args = UpArgs {

@@ -141,16 +141,6 @@ pub fn member_pane(m: &Member) -> Option<PaneRef> {
     Some(PaneRef::new(PaneId::new(m.tmux_pane_id.clone()), nonce))
 }
 
-fn requested(choice: Option<BackendChoice>) -> Option<BackendKind> {
-    match choice? {
-        BackendChoice::Auto => None,
-        BackendChoice::Tmux => Some(BackendKind::Tmux),
-        BackendChoice::Iterm2 => Some(BackendKind::ITerm2),
-        BackendChoice::WindowsTerminal => Some(BackendKind::WindowsTerminal),
-        BackendChoice::InProcess => Some(BackendKind::InProcess),
-    }
-}
-
 /// The socket of the tmux server this process runs inside (`$TMUX` is
 /// `socket,pid,session`).
 fn current_tmux_socket() -> Option<PathBuf> {
@@ -165,7 +155,10 @@ fn current_tmux_socket() -> Option<PathBuf> {
 pub fn open(root: &Root, team: &str, args: &BackendArgs) -> Result<Opened> {
     let mut record = SessionRecord::load(root, team)?;
     let mut facts = EnvFacts::from_process_env();
-    facts.requested = requested(args.backend).or(record.backend);
+    facts.requested = args
+        .backend
+        .and_then(BackendChoice::kind)
+        .or(record.backend);
     // With an explicit socket, "inside tmux" only counts if it is that server.
     if let (Some(sock), Some(cur)) = (args.tmux_socket.as_ref(), current_tmux_socket())
         && sock != &cur

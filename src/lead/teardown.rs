@@ -46,7 +46,9 @@ pub async fn pane_status(opened: &Opened, m: &Member) -> Result<PaneStatus> {
 /// through its recorded pid (and start time, so a recycled pid is never
 /// taken for it).
 fn foreign_in_process_pid(opened: &Opened, m: &Member) -> Option<(u32, Option<String>)> {
-    if m.backend_type.as_deref() != Some("in-process") || opened.backend.hosts(&PaneIdOf(m).id()) {
+    if m.backend_kind() != Some(swarm_backends::BackendKind::InProcess)
+        || opened.backend.hosts(&PaneIdOf(m).id())
+    {
         return None;
     }
     let pid = m.swarm_field(SwarmField::Pid).and_then(|v| v.as_u64())? as u32;

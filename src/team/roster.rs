@@ -97,6 +97,12 @@ impl Member {
         }
     }
 
+    /// The backend its pane lives in, when `backendType` names one swarm
+    /// knows (Claude Code's own values are kept as written, never refused).
+    pub fn backend_kind(&self) -> Option<swarm_backends::BackendKind> {
+        self.backend_type.as_deref()?.parse().ok()
+    }
+
     /// The agent preset this member runs (`shell`, `claude`, `codex`, …).
     pub fn agent(&self) -> Option<&str> {
         self.swarm_field(SwarmField::Agent).and_then(Value::as_str)
