@@ -30,7 +30,7 @@
 //! the tasks only on an empty task list, so running `swarm up` again never
 //! duplicates them.
 
-use crate::agents::Agent;
+use crate::agents::{Agent, PermissionMode};
 use crate::cli::BackendChoice;
 use crate::tasks::{NewTask, Task};
 use crate::team::{Member, SwarmField, Team, colors, names};
@@ -159,15 +159,7 @@ impl TeamSpec {
             if !seen.insert(t.name.to_ascii_lowercase()) {
                 bail!("{at}: the name {:?} is used twice", t.name);
             }
-            // No agent and a command: the command is the teammate's program
-            // (as `swarm spawn NAME -- CMD`), agent "process".
-            let process =
-                t.agent.as_deref() == Some("process") || (t.agent.is_none() && t.command.is_some());
-            let agent = if process {
-                None
-            } else {
-                Some(Agent::from_name(t.agent.as_deref()).with_context(|| at.clone())?)
-            };
+            let agent = t.agent().with_context(|| at.clone())?;
             if let Some(c) = &t.color
                 && !colors::is_palette(c)
             {
@@ -177,7 +169,7 @@ impl TeamSpec {
                 );
             }
             if let Some(m) = &t.mode {
-                crate::agents::check_mode(m).with_context(|| at.clone())?;
+                PermissionMode::parse(m).with_context(|| at.clone())?;
             }
             for k in t.env.keys().chain(&t.pass_env) {
                 crate::pane_env::check_name(k).with_context(|| format!("{at}: env"))?;
@@ -186,13 +178,13 @@ impl TeamSpec {
                 Some(c) if c.is_empty() || c[0].is_empty() => {
                     bail!("{at}: command must name a program")
                 }
-                None if process => {
-                    bail!("{at}: agent \"process\" needs command = [\"prog\", \"args\", …]")
+                None if agent.needs_command() => {
+                    bail!(
+                        "{at}: agent {:?} needs command = [\"prog\", \"args\", …]",
+                        agent.name()
+                    )
                 }
-                None if agent == Some(Agent::Exec(crate::agents::Preset::Command)) => {
-                    bail!("{at}: agent \"command\" needs command = [\"prog\", \"args\", …]")
-                }
-                Some(_) if agent == Some(Agent::Shell) => bail!(
+                Some(_) if agent == Agent::Shell => bail!(
                     "{at}: the shell agent runs the tasks' commands and takes no command; \
                      leave `agent` out to run the command as the teammate's program"
                 ),
@@ -286,6 +278,15 @@ impl TeamSpec {
 }
 
 impl TeammateSpec {
+    /// The agent it names; none named: its command as its program
+    /// (`process`, as `swarm spawn NAME -- CMD`) when it has one, else `shell`.
+    pub fn agent(&self) -> Result<Agent> {
+        match &self.agent {
+            Some(a) => Agent::parse(a),
+            None => Ok(Agent::unnamed(self.command.is_some())),
+        }
+    }
+
     /// The roster entry for this teammate, the `index`-th (0-based) of the
     /// team (for the default colour), with a relative `cwd` resolved
     /// against `dir`. Its pane does not exist yet (`tmuxPaneId` is `""`).
@@ -305,18 +306,15 @@ impl TeammateSpec {
         m.mode = self
             .mode
             .as_deref()
-            .map(|x| crate::agents::check_mode(x).unwrap_or_else(|_| x.to_string()));
-        m.set_swarm_field(
-            SwarmField::Agent,
-            json!(self.agent.clone().unwrap_or_else(|| {
-                let default = if self.command.is_some() {
-                    "process"
-                } else {
-                    "shell"
-                };
-                default.into()
-            })),
-        );
+            .map(|x| match PermissionMode::parse(x) {
+                Ok(mode) => mode.name().to_string(),
+                Err(_) => x.to_string(),
+            });
+        let agent = match self.agent() {
+            Ok(a) => json!(a.name()),
+            Err(_) => json!(self.agent),
+        };
+        m.set_swarm_field(SwarmField::Agent, agent);
         if let Some(c) = &self.command {
             m.set_swarm_field(SwarmField::Command, json!(c));
         }

@@ -51,6 +51,7 @@
 //! | `aider` | [`AIDER`] (its provider keys) + [`NETWORK`] |
 //! | `shell`, `command`, a plain program | nothing (name what it needs with `--env K`) |
 
+use crate::agents::{Agent, Preset};
 use crate::team::{Member, SwarmField, Team};
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
@@ -169,24 +170,26 @@ pub const AIDER: &[&str] = &[
 
 /// The forward list of `agent` (a `swarmAgent` name): the agent's own
 /// patterns and whether [`NETWORK`] applies. Unknown agents forward nothing.
-pub fn forward_list(agent: &str) -> (&'static [&'static str], bool) {
+pub fn forward_list(agent: Agent) -> (&'static [&'static str], bool) {
     match agent {
-        "claude" | "claude-print" => (CLAUDE, true),
-        "codex" => (CODEX, true),
-        "gemini" => (GEMINI, true),
-        "aider" => (AIDER, true),
-        _ => (&[], false),
+        Agent::Claude | Agent::Exec(Preset::ClaudePrint) => (CLAUDE, true),
+        Agent::Exec(Preset::Codex) => (CODEX, true),
+        Agent::Exec(Preset::Gemini) => (GEMINI, true),
+        Agent::Exec(Preset::Aider) => (AIDER, true),
+        Agent::Shell | Agent::Process | Agent::Exec(Preset::Command) => (&[], false),
     }
 }
 
 /// Whether `agent` forwards the variable `name`.
-pub fn forwards(agent: &str, name: &str) -> bool {
+pub fn forwards(agent: Agent, name: &str) -> bool {
     let matches = |p: &&str| match p.strip_suffix('*') {
         Some(prefix) => name.starts_with(prefix),
         None => *p == name,
     };
     let (own, network) = forward_list(agent);
-    if matches!(agent, "claude" | "claude-print") && CLAUDE_NEVER.contains(&name) {
+    if matches!(agent, Agent::Claude | Agent::Exec(Preset::ClaudePrint))
+        && CLAUDE_NEVER.contains(&name)
+    {
         return false;
     }
     own.iter().any(matches) || (network && NETWORK.iter().any(matches))
@@ -309,7 +312,7 @@ pub fn member_pane(team: &Team, member: &Member) -> Result<PaneEnv> {
         env.push((k, v));
     }
     let asked = pass_env(member)?;
-    let agent = member.agent().unwrap_or("shell");
+    let agent = Agent::of(member)?;
     let mut passed: Vec<(String, String)> = Vec::new();
     let taken = |k: &str, env: &[(String, String)], passed: &[(String, String)]| {
         env.iter().chain(passed).any(|(key, _)| key == k)
@@ -442,6 +445,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn a(name: &str) -> Agent {
+        Agent::parse(name).expect("a known agent")
+    }
+
     fn team() -> (tempfile::TempDir, Team) {
         let dir = tempfile::tempdir().unwrap();
         let root = crate::paths::Root::new(dir.path().join("root"));
@@ -522,7 +529,7 @@ mod tests {
             "no_proxy",
             "DISABLE_TELEMETRY",
         ] {
-            assert!(forwards("claude", k), "claude forwards {k}");
+            assert!(forwards(a("claude"), k), "claude forwards {k}");
         }
         for k in [
             "CLAUDE_CODE_TASK_LIST_ID",
@@ -532,21 +539,21 @@ mod tests {
             "CLAUDECODE",
             "SECRET",
         ] {
-            assert!(!forwards("claude", k), "claude does not forward {k}");
+            assert!(!forwards(a("claude"), k), "claude does not forward {k}");
         }
-        assert!(forwards("codex", "OPENAI_API_KEY") && forwards("codex", "CODEX_HOME"));
-        assert!(forwards("codex", "HTTP_PROXY") && !forwards("codex", "ANTHROPIC_API_KEY"));
-        assert!(forwards("gemini", "GEMINI_API_KEY") && forwards("gemini", "GOOGLE_API_KEY"));
-        assert!(!forwards("gemini", "OPENAI_API_KEY"));
+        assert!(forwards(a("codex"), "OPENAI_API_KEY") && forwards(a("codex"), "CODEX_HOME"));
+        assert!(forwards(a("codex"), "HTTP_PROXY") && !forwards(a("codex"), "ANTHROPIC_API_KEY"));
+        assert!(forwards(a("gemini"), "GEMINI_API_KEY") && forwards(a("gemini"), "GOOGLE_API_KEY"));
+        assert!(!forwards(a("gemini"), "OPENAI_API_KEY"));
         for k in [
             "OPENAI_API_KEY",
             "ANTHROPIC_API_KEY",
             "GEMINI_API_KEY",
             "AIDER_MODEL",
         ] {
-            assert!(forwards("aider", k), "aider forwards {k}");
+            assert!(forwards(a("aider"), k), "aider forwards {k}");
         }
-        for agent in ["shell", "command", "process"] {
+        for agent in ["shell", "command", "process"].map(a) {
             assert!(!forwards(agent, "ANTHROPIC_API_KEY") && !forwards(agent, "HTTP_PROXY"));
         }
     }
@@ -567,7 +574,7 @@ mod tests {
         assert!(env.passed.iter().all(|(k, _)| k != "PATH"), "{env:?}");
         assert!(env.set.iter().any(|(k, _)| k == "PATH"));
         for (k, _) in &env.passed {
-            assert!(forwards("claude", k), "{k} passed without being asked");
+            assert!(forwards(a("claude"), k), "{k} passed without being asked");
         }
     }
 

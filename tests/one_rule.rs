@@ -163,3 +163,35 @@ fn a_mode_change_claude_code_ignores_is_refused_not_reported_done() {
         "--force",
     ]);
 }
+
+/// `swarm send --mode-set` takes the modes `swarm spawn --mode` and the
+/// spec's `mode` take (the CLI's own list of four had drifted from them):
+/// all six of Claude Code's names, `manual` written as `default`.
+#[test]
+fn mode_set_takes_the_modes_spawn_takes() {
+    let sb = crate::util::Sandbox::new();
+    sb.team_with("ms", &["shelly"]);
+    for mode in ["dontAsk", "auto", "manual"] {
+        sb.ok(&["send", "--team", "ms", "--to", "shelly", "--mode-set", mode]);
+    }
+    let inbox = std::fs::read_to_string(sb.path("teams/ms/inboxes/shelly.json")).unwrap();
+    for written in [
+        "\\\"mode\\\":\\\"dontAsk\\\"",
+        "\\\"mode\\\":\\\"auto\\\"",
+        "\\\"mode\\\":\\\"default\\\"",
+    ] {
+        assert!(inbox.contains(written), "{written} in {inbox}");
+    }
+    assert!(!inbox.contains("manual"), "{inbox}");
+    let r = sb.run(&[
+        "send",
+        "--team",
+        "ms",
+        "--to",
+        "shelly",
+        "--mode-set",
+        "yolo",
+    ]);
+    r.assert_code(2);
+    r.assert_error("unknown permission mode \"yolo\"; pick one of default, acceptEdits, plan, bypassPermissions, dontAsk, auto");
+}

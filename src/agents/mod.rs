@@ -8,99 +8,37 @@
 //!   fits, else on stdin or in a file as each CLI reads one (`command`:
 //!   always stdin and `$SWARM_PROMPT_FILE`).
 //! - `claude`: [`claude`]; real Claude Code in teammate mode, supervised.
+//! - `process`: no runtime; the pane runs the member's command itself.
 //!
-//! [`process`] runs the processes; [`signing`] holds the lead keys Claude
+//! [`kind`] names them ([`Agent`]) and the permission modes
+//! ([`PermissionMode`]); [`process`] runs the processes; [`signing`] holds the lead keys Claude
 //! Code teammates verify.
 
 pub mod claude;
 pub mod exec;
+pub mod kind;
 pub mod process;
 pub mod shell;
 pub mod signing;
 
 pub use claude::{ClaudeLaunch, claude_launch, write_initial_prompt};
 pub use exec::{Delivery, Preset};
+pub use kind::{Agent, PermissionMode};
 pub use process::{Ended, Finished, Invocation};
 
 use crate::mailbox::Entry;
 use crate::tasks::Task;
 use crate::team::{Member, SwarmField};
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-/// Every agent name a member may have.
-pub const AGENT_NAMES: [&str; 7] = [
-    "shell",
-    "claude",
-    "codex",
-    "gemini",
-    "aider",
-    "claude-print",
-    "command",
-];
-
-/// The kind of agent a member runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Agent {
-    Shell,
-    Exec(Preset),
-    Claude,
-}
-
 impl Agent {
-    /// `None` (no `swarmAgent`) is `shell`.
-    pub fn from_name(name: Option<&str>) -> Result<Agent> {
-        Ok(match name.unwrap_or("shell") {
-            "shell" | "" => Agent::Shell,
-            "claude" => Agent::Claude,
-            other => match Preset::from_name(other) {
-                Some(p) => Agent::Exec(p),
-                None => bail!(
-                    "unknown agent {other:?}; pick one of {}",
-                    AGENT_NAMES.join(", ")
-                ),
-            },
-        })
-    }
-
+    /// The member's `swarmAgent` (absent: `shell`).
     pub fn of(member: &Member) -> Result<Agent> {
-        Agent::from_name(member.agent())
+        Agent::from_name(member.agent()).with_context(|| format!("{}'s swarmAgent", member.name))
     }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Agent::Shell => "shell",
-            Agent::Claude => "claude",
-            Agent::Exec(p) => p.name(),
-        }
-    }
-}
-
-/// The permission modes a member may start in (`swarm spawn --mode`, the
-/// spec's `mode`), by Claude Code's names. Claude Code 2.1.332 shows
-/// `default` as "manual" and takes either; swarm writes `default`.
-pub const MODES: [&str; 6] = [
-    "default",
-    "acceptEdits",
-    "plan",
-    "bypassPermissions",
-    "dontAsk",
-    "auto",
-];
-
-/// `mode` checked against [`MODES`] (`manual` is `default`).
-pub fn check_mode(mode: &str) -> Result<String> {
-    let mode = if mode == "manual" { "default" } else { mode };
-    if MODES.contains(&mode) {
-        return Ok(mode.to_string());
-    }
-    bail!(
-        "unknown permission mode {:?}; pick one of {}",
-        crate::text::escape_line(mode),
-        MODES.join(", ")
-    )
 }
 
 /// What a `mode_set_request` does to a member that is running.
@@ -125,15 +63,16 @@ pub enum ModeChange {
 /// the user picks with Shift+Tab in its own pane. A plain program
 /// (`process`) gets the request in its inbox and may or may not act on it.
 pub fn mode_change(member: &Member) -> ModeChange {
-    match member.agent().unwrap_or("shell") {
-        "claude" => ModeChange::Unsupported(format!(
+    match Agent::of(member) {
+        Ok(Agent::Claude) => ModeChange::Unsupported(format!(
             "{} runs Claude Code, which ignores mode changes sent to its inbox; \
              press Shift+Tab in its pane, or restart it in the mode you want \
              (`swarm kill {}` then `swarm spawn {} --agent claude --mode MODE`)",
             member.name, member.name, member.name
         )),
-        "process" => ModeChange::ItsProgramDecides,
-        _ => ModeChange::NextRun,
+        Ok(Agent::Process) => ModeChange::ItsProgramDecides,
+        Ok(_) => ModeChange::NextRun,
+        Err(e) => ModeChange::Unsupported(format!("{e:#}")),
     }
 }
 
@@ -154,10 +93,11 @@ pub fn member_command(member: &Member) -> Result<Option<Vec<String>>> {
 /// Checks that `agent`'s program can be found before a pane is created for
 /// it, so a missing CLI is a clear error at spawn, not a dead pane.
 /// `command` is the member's command override (required for `command`).
-pub fn check_available(agent: &str, command: Option<&[String]>) -> Result<()> {
-    let agent = Agent::from_name(Some(agent))?;
+/// A `process` member's program is checked when it starts (`pane-exec`),
+/// where a relative path means the pane's cwd.
+pub fn check_available(agent: Agent, command: Option<&[String]>) -> Result<()> {
     let program = match (agent, command.and_then(|c| c.first())) {
-        (Agent::Shell, _) => return Ok(()),
+        (Agent::Shell | Agent::Process, _) => return Ok(()),
         (_, Some(p)) => p.clone(),
         (Agent::Claude, None) => "claude".to_string(),
         (Agent::Exec(Preset::Command), None) => {
@@ -210,7 +150,7 @@ impl Runner {
     /// What a task will run, shown in a plan approval request and the pane.
     pub fn task_plan(&self, task: &Task, mode: Option<&str>) -> String {
         match self.agent {
-            Agent::Shell => shell::task_command(task),
+            Agent::Shell | Agent::Process => shell::task_command(task),
             Agent::Claude => shown_argv(&shell::argv(&shell::task_command(task))),
             Agent::Exec(p) => {
                 let prompt = exec::task_prompt(self.role_prompt.as_deref(), task);
@@ -228,7 +168,7 @@ impl Runner {
     /// Runs a task.
     pub fn run_task(&self, task: &Task, mode: Option<&str>, pane: Pane) -> Finished {
         match self.agent {
-            Agent::Shell | Agent::Claude => self
+            Agent::Shell | Agent::Claude | Agent::Process => self
                 .invocation(shell::argv(&shell::task_command(task)))
                 .run_captured(pane),
             Agent::Exec(p) => {
@@ -242,7 +182,7 @@ impl Runner {
     /// (its text is the command); exec presets get them all in one prompt.
     pub fn run_messages(&self, batch: &[Entry], mode: Option<&str>, pane: Pane) -> Finished {
         match self.agent {
-            Agent::Shell | Agent::Claude => {
+            Agent::Shell | Agent::Claude | Agent::Process => {
                 let text = batch.iter().map(|e| e.text.as_str()).collect::<Vec<_>>();
                 self.invocation(shell::argv(&text.join("\n")))
                     .run_captured(pane)
@@ -310,7 +250,7 @@ impl Runner {
 
     /// Whether each message is its own unit (`shell`: one command each).
     pub fn one_message_per_run(&self) -> bool {
-        matches!(self.agent, Agent::Shell | Agent::Claude)
+        matches!(self.agent, Agent::Shell | Agent::Claude | Agent::Process)
     }
 }
 
@@ -344,24 +284,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn agent_names_parse_and_unknown_ones_are_refused_with_the_list() {
-        assert_eq!(Agent::from_name(None).unwrap(), Agent::Shell);
-        assert_eq!(
-            Agent::from_name(Some("claude-print")).unwrap(),
-            Agent::Exec(Preset::ClaudePrint)
-        );
-        let err = Agent::from_name(Some("gpt")).unwrap_err().to_string();
-        assert!(
-            err.contains("\"gpt\"") && err.contains("shell, claude"),
-            "{err}"
-        );
-    }
-
-    #[test]
     fn a_missing_cli_is_a_clear_error() {
-        assert!(check_available("shell", None).is_ok());
+        assert!(check_available(Agent::Shell, None).is_ok());
         let bogus = vec!["/nonexistent/claude".to_string()];
-        let err = check_available("claude", Some(&bogus))
+        let err = check_available(Agent::Claude, Some(&bogus))
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -369,19 +295,8 @@ mod tests {
             "/nonexistent/claude is not installed (not found on PATH); install Claude Code or pick --agent shell"
         );
         let sh = vec!["sh".to_string()];
-        assert!(check_available("command", Some(&sh)).is_ok());
-        assert!(check_available("command", None).is_err());
-    }
-
-    #[test]
-    fn modes_are_claude_codes_names_and_manual_is_default() {
-        assert_eq!(check_mode("acceptEdits").unwrap(), "acceptEdits");
-        assert_eq!(check_mode("manual").unwrap(), "default");
-        let err = check_mode("yolo").unwrap_err().to_string();
-        assert!(
-            err.contains("\"yolo\"") && err.contains("bypassPermissions"),
-            "{err}"
-        );
+        assert!(check_available(Agent::Exec(Preset::Command), Some(&sh)).is_ok());
+        assert!(check_available(Agent::Exec(Preset::Command), None).is_err());
     }
 
     #[test]

@@ -300,13 +300,8 @@ fn apply_spec(team: &Team, spec: &crate::config::TeamSpec) -> Result<()> {
             continue;
         }
         let m = t.member(&team.name, i, &spec.dir);
-        let agent = m.agent().unwrap_or("shell");
-        // A "process" teammate's program is checked when it starts, as
-        // with `swarm spawn NAME -- CMD` (a relative path means its cwd).
-        if agent != "process" {
-            crate::agents::check_available(agent, t.command.as_deref())
-                .with_context(|| format!("teammate {}", t.name))?;
-        }
+        crate::agents::check_available(t.agent()?, t.command.as_deref())
+            .with_context(|| format!("teammate {}", t.name))?;
         new.push(m);
     }
     if !new.is_empty() {

@@ -75,9 +75,6 @@ fn report(args: &SendArgs, delivered: &[crate::team::post::Delivered]) -> Result
     Ok(())
 }
 
-/// Permission modes a teammate can be switched to.
-pub const PERMISSION_MODES: [&str; 4] = ["default", "acceptEdits", "plan", "bypassPermissions"];
-
 /// The structured message the flags ask for, if any.
 fn protocol_message(ctx: &Context, args: &SendArgs, me: &str) -> Result<Option<Message>> {
     let now = clock::now_iso();
@@ -128,12 +125,7 @@ fn protocol_message(ctx: &Context, args: &SendArgs, me: &str) -> Result<Option<M
         if me != LEAD_NAME {
             bail!("only {LEAD_NAME} may change a teammate's permission mode (you are {me:?})");
         }
-        if !PERMISSION_MODES.contains(&mode.as_str()) {
-            bail!(
-                "unknown permission mode {mode:?}: pick one of {}",
-                PERMISSION_MODES.join(", ")
-            );
-        }
+        let mode = crate::agents::PermissionMode::parse(mode)?;
         // A teammate whose agent ignores the request is refused with the
         // reason (the same rule as the TeamsDialog's Shift+Tab), unless
         // --force: reporting success would be a lie.
@@ -146,7 +138,7 @@ fn protocol_message(ctx: &Context, args: &SendArgs, me: &str) -> Result<Option<M
             }
         }
         return Ok(Some(Message::ModeSetRequest(protocol::ModeSetRequest {
-            mode: mode.clone(),
+            mode: mode.name().to_string(),
             from: me.to_string(),
         })));
     }

@@ -19,6 +19,7 @@
 
 use super::lock::LifecycleLock;
 use super::session::{Opened, lead_running, member_pane, placement, placement_apart};
+use crate::agents::{Agent, PermissionMode};
 use crate::atomic_file;
 use crate::team::names;
 use crate::team::{Member, SwarmField, Team, colors};
@@ -26,19 +27,6 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use swarm_backends::{PaneId, PaneMark, PaneRef, PaneStatus, SpawnSpec};
-
-/// Agent presets the runtime knows, plus `process` (the pane runs a command
-/// directly).
-pub const AGENTS: [&str; 8] = [
-    "shell",
-    "claude",
-    "codex",
-    "gemini",
-    "aider",
-    "claude-print",
-    "command",
-    "process",
-];
 
 /// What to spawn.
 #[derive(Debug, Clone, Default)]
@@ -78,28 +66,23 @@ pub fn pane_env(team: &Team, member: &Member) -> Result<Vec<(String, String)>> {
 }
 
 /// Refuses, before anything is created, what could only give a dead pane.
-pub fn check_request(req: &SpawnRequest) -> Result<String> {
+pub fn check_request(req: &SpawnRequest) -> Result<Agent> {
     names::validate_member(&req.name)?;
-    let agent = match (&req.agent, req.command.is_empty()) {
-        (Some(a), _) => a.clone(),
-        (None, false) => "process".to_string(),
-        (None, true) => "shell".to_string(),
+    let agent = match &req.agent {
+        Some(a) => Agent::parse(a)?,
+        None => Agent::unnamed(!req.command.is_empty()),
     };
-    if !AGENTS.contains(&agent.as_str()) {
-        bail!("unknown agent {agent:?}: pick one of {}", AGENTS.join(", "));
-    }
-    if matches!(agent.as_str(), "command" | "process") && req.command.is_empty() {
+    if agent.needs_command() && req.command.is_empty() {
         bail!(
-            "agent {agent:?} needs the command after `--`, e.g. `swarm spawn {} -- ./my-agent.sh`",
+            "agent {:?} needs the command after `--`, e.g. `swarm spawn {} -- ./my-agent.sh`",
+            agent.name(),
             req.name
         );
     }
-    if agent != "process" {
-        let command = (!req.command.is_empty()).then_some(req.command.as_slice());
-        crate::agents::check_available(&agent, command)?;
-    }
+    let command = (!req.command.is_empty()).then_some(req.command.as_slice());
+    crate::agents::check_available(agent, command)?;
     if let Some(m) = &req.mode {
-        crate::agents::check_mode(m)?;
+        PermissionMode::parse(m)?;
     }
     for k in req.env.iter().map(|(k, _)| k).chain(&req.pass_env) {
         crate::pane_env::check_name(k)?;
@@ -216,7 +199,7 @@ pub async fn spawn_member(team: &Team, opened: &mut Opened, req: &SpawnRequest) 
 
 /// A member whose roster record is ready to be written, and what its pane runs.
 struct Prepared {
-    agent: String,
+    agent: Agent,
     member: Member,
     /// It was on the roster before this spawn (a reserved spec member, or a
     /// teammate spawned again).
@@ -365,11 +348,11 @@ async fn prepare(
     member.plan_mode_required =
         Some(req.plan_mode_required || member.plan_mode_required == Some(true));
     if let Some(m) = &req.mode {
-        member.mode = Some(crate::agents::check_mode(m)?);
+        member.mode = Some(PermissionMode::parse(m)?.name().to_string());
     }
     member.backend_type = Some(opened.kind().as_str().to_string());
     member.is_active = Some(false);
-    member.set_swarm_field(SwarmField::Agent, Value::String(agent.clone()));
+    member.set_swarm_field(SwarmField::Agent, Value::from(agent.name()));
     member.set_swarm_field(SwarmField::Exit, Value::Null);
     member.set_swarm_field(SwarmField::Pid, Value::Null);
     member.set_swarm_field(SwarmField::PidStart, Value::Null);
@@ -406,10 +389,10 @@ async fn open_pane(
     req: &SpawnRequest,
     p: &Prepared,
 ) -> Result<(PaneRef, Option<u32>, Vec<String>)> {
-    let (agent, member) = (&p.agent, &p.member);
+    let (agent, member) = (p.agent, &p.member);
     // Claude Code reads its first prompt from its inbox (signed by the lead);
     // the runtime's other presets take the role prompt from the roster.
-    if agent == "claude"
+    if agent == Agent::Claude
         && let Some(prompt) = &member.prompt
     {
         crate::agents::write_initial_prompt(team, &req.name, prompt)
@@ -421,7 +404,7 @@ async fn open_pane(
     let cwd = PathBuf::from(member.cwd.clone().unwrap_or_default());
     let exe = std::env::current_exe().context("locating the swarm executable")?;
     let exe = exe.to_string_lossy().into_owned();
-    let (program, args) = if agent == "process" {
+    let (program, args) = if agent == Agent::Process {
         check_startable(&req.command[0], &cwd, &env)?;
         (req.command[0].clone(), req.command[1..].to_vec())
     } else {

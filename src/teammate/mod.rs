@@ -27,7 +27,7 @@ use crate::agents::{self, Agent, Runner};
 use crate::cli::TeammateArgs;
 use crate::context::{Context, Exit};
 use crate::team::{Member, Team, names};
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 use std::path::PathBuf;
 
 /// Runs the runtime for one member until it shuts down.
@@ -49,6 +49,12 @@ pub fn run(ctx: &Context, args: TeammateArgs) -> Result<Exit> {
             )
         })?;
     let agent = Agent::of(&member)?;
+    if agent == Agent::Process {
+        bail!(
+            "{} runs its own program (agent \"process\"): it has no teammate runtime",
+            member.name
+        );
+    }
     let scratch = team.root.scratchpad(&team.name)?;
     crate::atomic_file::ensure_dir(&scratch)
         .with_context(|| format!("creating the scratchpad {}", scratch.display()))?;

@@ -6,7 +6,8 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use super::state::{Modal, Panel, SHUTDOWN_GRACE, TeamView, UiState, next_mode};
+use super::state::{Modal, Panel, SHUTDOWN_GRACE, TeamView, UiState};
+use crate::agents::PermissionMode;
 
 /// What the lead is asked to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,7 +200,7 @@ fn cycle_mode(view: &TeamView, ui: &mut UiState) -> Option<Action> {
     if target.is_none() && view.members.is_empty() {
         return notice(ui, "no teammates");
     }
-    let mode = next_mode(current).to_owned();
+    let mode = PermissionMode::next(current).name().to_owned();
     Some(Action::CycleMode { target, mode })
 }
 

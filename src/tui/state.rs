@@ -207,18 +207,6 @@ pub fn age(d: Duration) -> String {
     }
 }
 
-/// The permission modes Shift+Tab cycles through, in order.
-pub const MODES: [&str; 4] = ["default", "acceptEdits", "plan", "bypassPermissions"];
-
-/// The mode after `current` in [`MODES`]; an unknown or absent mode counts
-/// as `default`.
-pub fn next_mode(current: Option<&str>) -> &'static str {
-    let i = current
-        .and_then(|c| MODES.iter().position(|m| *m == c))
-        .unwrap_or(0);
-    MODES[(i + 1) % MODES.len()]
-}
-
 /// The panels Tab moves between, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Panel {
@@ -366,16 +354,6 @@ mod tests {
         assert_eq!(age(Duration::from_secs(185)), "3m");
         assert_eq!(age(Duration::from_secs(7300)), "2h");
         assert_eq!(age(Duration::from_secs(3 * 86400)), "3d");
-    }
-
-    #[test]
-    fn modes_cycle_default_accept_edits_plan_bypass_default() {
-        assert_eq!(next_mode(None), "acceptEdits");
-        assert_eq!(next_mode(Some("default")), "acceptEdits");
-        assert_eq!(next_mode(Some("acceptEdits")), "plan");
-        assert_eq!(next_mode(Some("plan")), "bypassPermissions");
-        assert_eq!(next_mode(Some("bypassPermissions")), "default");
-        assert_eq!(next_mode(Some("weird")), "acceptEdits");
     }
 
     #[test]
