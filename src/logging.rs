@@ -86,6 +86,41 @@ pub fn init_file(file: &std::path::Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Installs, once per process, the panic hook every swarm process has: the
+/// panic (its message, where, the thread) goes to the process's log through
+/// `tracing` (a runtime's `teammate-<name>.log`, the lead's `lead.log`, a
+/// command's stderr when `SWARM_LOG` is set), then the hook installed
+/// before it runs (Rust's default, which prints to stderr). The TUI's own
+/// hook, installed later, restores the terminal first and then chains to
+/// this one.
+pub fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let thread = std::thread::current();
+            tracing::error!(thread = thread.name().unwrap_or("unnamed"), "panic: {info}");
+            previous(info);
+        }));
+    });
+}
+
+/// A place a test can make this process panic: with the `fault-injection`
+/// feature (test builds only), `SWARM_FAULT=panic:<marker file>` panics the
+/// first process (whoever creates the marker) that reaches one, naming
+/// `at`. Without the feature it does nothing.
+pub fn fault_point(at: &str) {
+    #[cfg(feature = "fault-injection")]
+    if let Some(spec) = std::env::var_os("SWARM_FAULT")
+        && let Some(marker) = spec.to_string_lossy().strip_prefix("panic:")
+        && crate::atomic_file::create_new(std::path::Path::new(marker), b"").unwrap_or(false)
+    {
+        panic!("injected panic (SWARM_FAULT) at {at}");
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    let _ = at;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

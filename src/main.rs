@@ -9,6 +9,7 @@ use swarm::commands::{self, Exit};
 use swarm::text::escape_line;
 
 fn main() -> ExitCode {
+    swarm::logging::install_panic_hook();
     let cli = Cli::parse();
     // The lead and the teammate runtime log to their own files (they own a
     // terminal someone watches); every other command to stderr if asked.

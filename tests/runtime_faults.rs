@@ -715,3 +715,32 @@ fn an_agent_that_cannot_start_never_consumes_its_messages() {
         idle[0]
     );
 }
+
+/// A teammate runtime's panic reached nowhere but the pane that died with
+/// it: the panic hook existed only in the TUI. Every process now logs a
+/// panic to its own log, then chains to the previous hook (stderr).
+#[test]
+fn a_runtime_panic_reaches_its_log_file() {
+    let sb = Sandbox::new();
+    sb.team_with("pt", &["bob"]);
+    let marker = sb.path("panic.marker");
+    let mut cmd = sb.cmd(&["--team", "pt", "teammate", "--name", "bob"]);
+    cmd.env("SWARM_FAULT", format!("panic:{}", marker.display()));
+    let r = crate::util::Run::of(cmd, &["teammate", "--name", "bob"]);
+    r.assert_code(101);
+    assert!(
+        r.stderr.contains("panicked at") && r.stderr.contains("injected panic"),
+        "the previous hook (Rust's) still prints it\n{}",
+        r.explain()
+    );
+    let log = swarm::paths::Root::new(sb.root())
+        .teammate_log("pt", "bob")
+        .unwrap();
+    let text = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
+    assert!(
+        text.contains("ERROR")
+            && text.contains("injected panic (SWARM_FAULT) at the teammate runtime's start"),
+        "the panic is not in {}:\n{text}",
+        log.display()
+    );
+}

@@ -37,6 +37,7 @@ pub fn run(ctx: &Context, args: TeammateArgs) -> Result<Exit> {
     let log = team.root.teammate_log(&team.name, &args.name)?;
     crate::logging::init_file(&log)
         .with_context(|| format!("opening the log file {}", log.display()))?;
+    crate::logging::fault_point("the teammate runtime's start");
     let member = team
         .roster()
         .read()?
