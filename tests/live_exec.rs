@@ -46,9 +46,9 @@ struct Cli {
     /// The model's shell tool, and its input for a command line; `None`
     /// when the CLI offers the model no tools (Aider).
     shell: Option<ShellTool>,
-    /// Writes the user's settings under `home` and returns the environment
-    /// the user's shell has.
-    user: fn(home: &Path, server: &ModelServer) -> Vec<(String, String)>,
+    /// Writes the user's settings under `home` (`work` is the directory
+    /// they trust) and returns the environment the user's shell has.
+    user: fn(home: &Path, work: &Path, server: &ModelServer) -> Vec<(String, String)>,
 }
 
 /// The API key the user has.
@@ -65,7 +65,7 @@ const CODEX: Cli = Cli {
 
 /// Codex reads `$CODEX_HOME/config.toml`: a provider of the user's own at
 /// the scripted server (its key from `OPENAI_API_KEY`), no WebSocket.
-fn codex_user(home: &Path, server: &ModelServer) -> Vec<(String, String)> {
+fn codex_user(home: &Path, _work: &Path, server: &ModelServer) -> Vec<(String, String)> {
     let codex_home = home.join(".codex");
     std::fs::create_dir_all(&codex_home).unwrap();
     let config = format!(
@@ -78,6 +78,36 @@ fn codex_user(home: &Path, server: &ModelServer) -> Vec<(String, String)> {
     vec![
         ("OPENAI_API_KEY".into(), KEY.into()),
         ("CODEX_HOME".into(), codex_home.to_string_lossy().into()),
+    ]
+}
+
+const GEMINI: Cli = Cli {
+    agent: "gemini",
+    shown: "Gemini CLI 0.61.0",
+    bin: "gemini-cli-0.61.0/node_modules/.bin/gemini",
+    server: "gemini.py",
+    shell: Some(("run_shell_command", |cmd| json!({"command": cmd}))),
+    user: gemini_user,
+};
+
+/// Gemini CLI reads `~/.gemini/settings.json` (the API-key auth chosen,
+/// no update checks or usage statistics) and `trustedFolders.json` (the
+/// work dir trusted: in an untrusted folder it drops `--yolo`); the
+/// endpoint is `GOOGLE_GEMINI_BASE_URL`.
+fn gemini_user(home: &Path, work: &Path, server: &ModelServer) -> Vec<(String, String)> {
+    let dir = home.join(".gemini");
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings = json!({
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
+        "privacy": {"usageStatisticsEnabled": false},
+    });
+    std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+    let trusted = json!({work.to_string_lossy(): "TRUST_FOLDER"});
+    std::fs::write(dir.join("trustedFolders.json"), trusted.to_string()).unwrap();
+    vec![
+        ("GEMINI_API_KEY".into(), KEY.into()),
+        ("GOOGLE_GEMINI_BASE_URL".into(), server.base_url()),
     ]
 }
 
@@ -105,7 +135,7 @@ impl Live {
             cli.server,
             &json!({"rules": rules, "default": [{"type": "text", "text": "ok"}]}),
         );
-        let env = (cli.user)(home.path(), &server);
+        let env = (cli.user)(home.path(), &t.work, &server);
         Some(Live {
             t,
             server,
@@ -429,4 +459,9 @@ fn works_the_team(test: &str, cli: &Cli) {
 #[test]
 fn a_codex_teammate_works_the_team_and_keeps_its_conversation() {
     works_the_team("live_exec_codex", &CODEX);
+}
+
+#[test]
+fn a_gemini_teammate_works_the_team_and_keeps_its_conversation() {
+    works_the_team("live_exec_gemini", &GEMINI);
 }
