@@ -111,6 +111,29 @@ fn gemini_user(home: &Path, work: &Path, server: &ModelServer) -> Vec<(String, S
     ]
 }
 
+const AIDER: Cli = Cli {
+    agent: "aider",
+    shown: "Aider 0.86.2",
+    bin: "aider-chat-0.86.2/bin/aider",
+    server: "openai.py",
+    shell: None,
+    user: aider_user,
+};
+
+/// Aider reads `~/.aider.conf.yml`: an OpenAI-compatible model at the
+/// scripted server (`openai-api-base`, its key from `OPENAI_API_KEY`), no
+/// git, no update or analytics calls.
+fn aider_user(home: &Path, _work: &Path, server: &ModelServer) -> Vec<(String, String)> {
+    let config = format!(
+        "model: openai/scripted-model\nopenai-api-base: {}/v1\ngit: false\n\
+         check-update: false\nanalytics-disable: true\nshow-release-notes: false\n\
+         detect-urls: false\nshow-model-warnings: false\n",
+        server.base_url()
+    );
+    std::fs::write(home.join(".aider.conf.yml"), config).unwrap();
+    vec![("OPENAI_API_KEY".into(), KEY.into())]
+}
+
 /// A team on a private tmux server, a scripted model, and a user set up
 /// for the CLI.
 struct Live {
@@ -424,13 +447,18 @@ fn works_the_team(test: &str, cli: &Cli) {
     l.ok(&["send", "--to", "sleeper", "SLOW-x1"]);
     let runtime = l.t.pid_of("sleeper");
     let mut tree = Vec::new();
+    // The model's sleep, or (no tools) the CLI itself.
+    let marker = if cli.shell.is_some() {
+        "SLEEPER-x1"
+    } else {
+        "SLOW-x1"
+    };
     wait_until(
-        "sleeper's CLI runs the model's sleep",
+        "sleeper's CLI runs the model's command",
         LIVE_WAIT,
         || {
             tree = descendants(runtime);
-            tree.iter()
-                .any(|p| cmdline(*p).join(" ").contains("SLEEPER-x1"))
+            tree.iter().any(|p| cmdline(*p).join(" ").contains(marker))
         },
         || l.explain(),
     );
@@ -464,4 +492,12 @@ fn a_codex_teammate_works_the_team_and_keeps_its_conversation() {
 #[test]
 fn a_gemini_teammate_works_the_team_and_keeps_its_conversation() {
     works_the_team("live_exec_gemini", &GEMINI);
+}
+
+/// Aider offers the model no tools, and `--yes-always` refuses the shell
+/// commands a reply suggests (Aider 0.86.2 asks those with
+/// `explicit_yes_required`): its answer reaches the team as its output.
+#[test]
+fn an_aider_teammate_works_the_team_and_keeps_its_conversation() {
+    works_the_team("live_exec_aider", &AIDER);
 }
