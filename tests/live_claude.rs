@@ -19,12 +19,15 @@
 //! lines; `cargo test live_claude::measure -- --ignored --nocapture` prints
 //! medians over several runs.
 
-use crate::util::tmux::{TmuxTeam, WAIT, group_alive, tmux_available};
+use crate::util::live::{
+    LIVE_WAIT, ModelServer, agent_cache, alive, at, children, cmdline, installed, now, serial,
+};
+use crate::util::tmux::{TmuxTeam, WAIT, group_alive};
 use crate::util::{Run, wait_until};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Instant;
 
 /// The pinned version `scripts/install-agents` installs.
 const CLAUDE_VERSION: &str = "2.1.332";
@@ -33,22 +36,9 @@ const CLAUDE_VERSION: &str = "2.1.332";
 /// because `.claude.json` approves its last 20 characters.
 const KEY: &str = "sk-ant-api03-swarm-live-0123456789abcdefghijKLMNOP";
 
-/// How long a live step may take (a cold Claude Code start is 2–3 s here,
-/// more on a loaded 2-core machine).
-const LIVE_WAIT: Duration = Duration::from_secs(60);
-
 /// The model the user's own `settings.json` names: seen in a request, it
 /// proves the teammate read the user's settings.
 const USER_MODEL: &str = "claude-users-settings-model";
-
-fn agent_cache() -> PathBuf {
-    match std::env::var_os("SWARM_AGENT_CACHE").filter(|v| !v.is_empty()) {
-        Some(d) => PathBuf::from(d),
-        None => {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/swarm-agents")
-        }
-    }
-}
 
 /// The installed `claude`, where `scripts/install-agents` puts it.
 fn claude_bin() -> PathBuf {
@@ -57,165 +47,26 @@ fn claude_bin() -> PathBuf {
     ))
 }
 
-fn python_found() -> bool {
-    Command::new("python3")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// The installed CLI, or `None` after printing SKIP (a panic with
 /// `SWARM_REQUIRE_AGENTS=1`).
 fn live_claude(test: &str) -> Option<PathBuf> {
-    if !tmux_available(test) {
-        return None;
-    }
-    let bin = claude_bin();
-    let missing = if !bin.is_file() {
-        Some(format!(
-            "Claude Code {CLAUDE_VERSION} is not installed at {} (run scripts/install-agents)",
-            bin.display()
-        ))
-    } else if !python_found() {
-        Some("python3 (the scripted model server) not found".to_string())
-    } else {
-        None
-    };
-    match missing {
-        None => Some(bin),
-        Some(why) => {
-            if std::env::var("SWARM_REQUIRE_AGENTS").as_deref() == Ok("1") {
-                panic!("{test}: {why}, and SWARM_REQUIRE_AGENTS=1");
-            }
-            println!("SKIP {test}: {why}");
-            None
-        }
-    }
+    installed(test, claude_bin(), &format!("Claude Code {CLAUDE_VERSION}"))
 }
 
-/// One live test at a time.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+/// The scripted Anthropic Messages API server.
+fn anthropic(script: &Value) -> ModelServer {
+    ModelServer::start("anthropic.py", script)
 }
 
-/// The scripted Anthropic Messages API server, killed on drop.
-struct ModelServer {
-    child: Child,
-    dir: tempfile::TempDir,
-    port: u16,
-}
-
-impl ModelServer {
-    fn start(script: &Value) -> ModelServer {
-        let dir = tempfile::Builder::new()
-            .prefix("swarm-model-")
-            .tempdir()
-            .expect("tempdir");
-        ModelServer::write(&dir.path().join("script.json"), script);
-        let port_file = dir.path().join("port");
-        let child = Command::new("python3")
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/models/anthropic.py"))
-            .arg("--script")
-            .arg(dir.path().join("script.json"))
-            .arg("--record")
-            .arg(dir.path().join("requests.jsonl"))
-            .arg("--port-file")
-            .arg(&port_file)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join("server.err")).expect("stderr file"))
-            .spawn()
-            .expect("starting python3 tests/models/anthropic.py");
-        let mut s = ModelServer {
-            child,
-            dir,
-            port: 0,
-        };
-        wait_until(
-            "the scripted model server listens",
-            WAIT,
-            || {
-                s.port = std::fs::read_to_string(&port_file)
-                    .ok()
-                    .and_then(|p| p.trim().parse().ok())
-                    .unwrap_or(0);
-                s.port != 0
-            },
-            || std::fs::read_to_string(s.dir.path().join("server.err")).unwrap_or_default(),
-        );
-        s
-    }
-
-    /// Writes a script whole (temp + rename): the server re-reads it when it changes.
-    fn write(path: &Path, script: &Value) {
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(script).unwrap()).expect("script");
-        std::fs::rename(&tmp, path).expect("script rename");
-    }
-
-    fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// Every request so far, in order.
-    fn requests(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.dir.path().join("requests.jsonl"))
+/// One line per request, for failure messages.
+fn summary(server: &ModelServer) -> String {
+    server.summary(|r| {
+        r.pointer("/body/messages")
+            .and_then(Value::as_array)
+            .and_then(|m| m.last())
+            .map(|m| conversation(&json!({"messages": [m]})))
             .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-
-    /// The agent-loop requests (those offering tools).
-    fn main_requests(&self) -> Vec<Value> {
-        self.requests()
-            .into_iter()
-            .filter(|r| r["main"] == true)
-            .collect()
-    }
-
-    /// One line per request, for failure messages.
-    fn summary(&self) -> String {
-        let mut s = String::new();
-        for r in self.requests() {
-            let last = r
-                .pointer("/body/messages")
-                .and_then(Value::as_array)
-                .and_then(|m| m.last())
-                .map(|m| conversation(&json!({"messages": [m]})))
-                .unwrap_or_default();
-            let tail: String = last
-                .chars()
-                .rev()
-                .take(160)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
-            s.push_str(&format!(
-                "  {:.3} {} main={} rule={} last=…{}\n",
-                r["t"].as_f64().unwrap_or(0.0),
-                r["path"].as_str().unwrap_or(""),
-                r["main"],
-                r["rule"],
-                tail.replace('\n', "⏎")
-            ));
-        }
-        s.push_str(
-            &std::fs::read_to_string(self.dir.path().join("server.err")).unwrap_or_default(),
-        );
-        s
-    }
-}
-
-impl Drop for ModelServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    })
 }
 
 /// Every piece of text in a request's messages.
@@ -236,18 +87,6 @@ fn conversation(body: &Value) -> String {
         walk(m, &mut out);
     }
     out
-}
-
-/// The epoch time a request was recorded at.
-fn at(r: &Value) -> f64 {
-    r["t"].as_f64().unwrap_or(0.0)
-}
-
-fn now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs_f64()
 }
 
 /// A reply calling `tool` with `input`, then one ending the turn.
@@ -335,9 +174,8 @@ impl Live {
             }
             UserSetup::ConfigDirIsRoot => set_up_claude_user(t.sb.root(), t.sb.root(), &t.work),
         }
-        let server = ModelServer::start(
-            &json!({"rules": rules, "default": [{"type": "text", "text": "ok"}]}),
-        );
+        let server =
+            anthropic(&json!({"rules": rules, "default": [{"type": "text", "text": "ok"}]}));
         Some(Live {
             t,
             server,
@@ -475,7 +313,7 @@ impl Live {
     fn explain(&self) -> String {
         let mut s = self.t.explain();
         s.push_str("=== model requests ===\n");
-        s.push_str(&self.server.summary());
+        s.push_str(&summary(&self.server));
         let out = self.t.sb.path(&format!("swarm/{}/output", self.t.team));
         if let Ok(rd) = std::fs::read_dir(&out) {
             for e in rd.flatten() {
@@ -494,43 +332,6 @@ impl Live {
         }
         s
     }
-}
-
-/// Direct children of `pid`.
-fn children(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-        // pid (comm) state ppid …: the comm may hold spaces and parentheses.
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|x| x.parse::<u32>().ok());
-        if ppid == Some(pid) {
-            out.push(p);
-        }
-    }
-    out
-}
-
-fn cmdline(pid: u32) -> Vec<String> {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .unwrap_or_default()
-        .split(|b| *b == 0)
-        .filter(|s| !s.is_empty())
-        .map(|s| String::from_utf8_lossy(s).into_owned())
-        .collect()
-}
-
-fn alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .unwrap_or_default()
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
 }
 
 /// Every file under `dir` containing `needle`, outside `except`.

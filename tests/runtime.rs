@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+use swarm::agents::{Preset, exec, session};
 use swarm::mailbox::Entry;
 use swarm::protocol::{Message, ModeSetRequest};
 use swarm::tasks::{NewTask, Status, Task};
@@ -602,11 +603,23 @@ fn exec_presets_get_exactly_the_documented_argv_and_their_output_is_the_reply() 
         },
         || panes.explain(),
     );
-    let prompt = |p: &str| {
+    // The first run of each starts its session: the role prompt and the
+    // team instructions open the prompt.
+    let message = |text: &str| {
         format!(
-            "You are a tester.\n\n<teammate-message teammate_id=\"team-lead\" summary=\"ping {p}\">\nping {p}\n</teammate-message>"
+            "<teammate-message teammate_id=\"team-lead\" summary=\"{text}\">\n{text}\n</teammate-message>"
         )
     };
+    let prompt = |p: &str| {
+        let preset = Preset::from_name(p).unwrap();
+        let opening = exec::opening(preset, Some("You are a tester."), p, T).unwrap();
+        format!("{opening}\n\n{}", message(&format!("ping {p}")))
+    };
+    let gemini_session = session::recorded(&t, "gemini").unwrap().unwrap().id;
+    let history = sb
+        .path("swarm/t/runtime/aider.aider-chat.md")
+        .to_string_lossy()
+        .into_owned();
     let expected: BTreeMap<&str, Vec<String>> = [
         (
             "codex",
@@ -618,13 +631,21 @@ fn exec_presets_get_exactly_the_documented_argv_and_their_output_is_the_reply() 
         ),
         (
             "gemini",
-            vec!["--yolo".into(), "-p".into(), prompt("gemini")],
+            vec![
+                "--yolo".into(),
+                "--session-id".into(),
+                gemini_session.clone(),
+                "-p".into(),
+                prompt("gemini"),
+            ],
         ),
         (
             "aider",
             vec![
                 "--yes-always".into(),
                 "--no-pretty".into(),
+                "--chat-history-file".into(),
+                history.clone(),
                 "--message".into(),
                 prompt("aider"),
             ],
@@ -639,6 +660,48 @@ fn exec_presets_get_exactly_the_documented_argv_and_their_output_is_the_reply() 
             panes.explain()
         );
     }
+    // The second message resumes each session: only the message is sent.
+    for p in ["gemini", "aider"] {
+        lead_send(&sb, &["--to", p, &format!("again {p}")]);
+    }
+    wait_until(
+        "gemini and aider answer again",
+        WAIT,
+        || {
+            ["gemini", "aider"].iter().all(|p| {
+                plain_from(&sb, "team-lead", p)
+                    .iter()
+                    .any(|e| e.text == format!("FAKE {p} says: again {p}\n"))
+            })
+        },
+        || panes.explain(),
+    );
+    assert_eq!(
+        recorded_argv(&rec, "gemini"),
+        [
+            "--yolo",
+            "--resume",
+            &gemini_session,
+            "-p",
+            &message("again gemini")
+        ],
+        "{}",
+        panes.explain()
+    );
+    assert_eq!(
+        recorded_argv(&rec, "aider"),
+        [
+            "--yes-always",
+            "--no-pretty",
+            "--chat-history-file",
+            &history,
+            "--restore-chat-history",
+            "--message",
+            &message("again aider")
+        ],
+        "{}",
+        panes.explain()
+    );
     let env = std::fs::read_to_string(rec.join("codex.env")).unwrap();
     for want in [
         "SWARM_AGENT_NAME=codex",
@@ -679,9 +742,10 @@ fn an_exec_agent_that_kills_itself_is_a_crash() {
     );
     let idle = frames(&sb, "team-lead", "idle_notification");
     assert_eq!(idle[0]["idleReason"], "failed", "{}", panes.explain());
+    let opening = exec::opening(Preset::Codex, None, "codex", T).unwrap();
     assert_eq!(
-        recorded_argv(&rec, "codex").last().map(String::as_str),
-        Some("Task #1: explode\n\nCRASH-ME")
+        recorded_argv(&rec, "codex").last(),
+        Some(&format!("{opening}\n\nTask #1: explode\n\nCRASH-ME"))
     );
 }
 

@@ -13,6 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use swarm::agents::{Preset, exec};
 use swarm::mailbox::{Entry, MAX_TEXT_BYTES};
 use swarm::tasks::{NewTask, Status, Task};
 use swarm::team::{Member, SwarmField, Team};
@@ -601,9 +602,14 @@ fn three_max_size_messages_reach_a_codex_agent_and_a_command_agent_whole() {
         }
     }
     let batch = |to: &str| inbox(&sb, to);
-    let want =
-        |to: &str| swarm::agents::exec::messages_prompt(Some("You are a tester."), &batch(to));
-    let (want_codex, want_command) = (want("coder"), want("runner"));
+    let want = |to: &str, p: Preset| {
+        let opening = exec::opening(p, Some("You are a tester."), to, T);
+        exec::messages_prompt(opening.as_deref(), &batch(to))
+    };
+    let (want_codex, want_command) = (
+        want("coder", Preset::Codex),
+        want("runner", Preset::Command),
+    );
     assert!(
         want_codex.len() > 128 * 1024,
         "the batch must not fit in one argument"

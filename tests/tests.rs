@@ -12,6 +12,7 @@ mod crash;
 mod demo;
 mod lifecycle;
 mod live_claude;
+mod live_exec;
 mod one_rule;
 mod output_safety;
 mod pane_safety;

@@ -10,7 +10,7 @@
 //!
 //! | preset | prompt that fits | longer prompt |
 //! |---|---|---|
-//! | `codex` | `codex exec --skip-git-repo-check [--model M] [MODE FLAGS] PROMPT` | same, `-` for `PROMPT` (`codex exec` reads the prompt from stdin), stdin = the file |
+//! | `codex` | `codex exec [resume] --skip-git-repo-check [--model M] [MODE FLAGS] [SESSION] PROMPT` | same, `-` for `PROMPT` (`codex exec` reads the prompt from stdin), stdin = the file |
 //! | `gemini` | `gemini [--model M] [MODE FLAGS] -p PROMPT` | no `-p PROMPT`, stdin = the file (Gemini CLI runs non-interactively on a stdin that is not a terminal and takes it as the prompt) |
 //! | `aider` | `aider --yes-always --no-pretty [--model M] --message PROMPT` | `--message-file FILE` for `--message PROMPT` |
 //! | `claude-print` | `claude -p [--model M] [--permission-mode MODE] PROMPT` | no `PROMPT`, stdin = the file (`claude -p` reads the prompt from stdin) |
@@ -33,25 +33,35 @@
 //! Permission modes (the roster's `mode`: set at spawn by `--mode` or the
 //! spec's `mode`, changed by a `mode_set_request` for the next run) map to
 //! each CLI's own flags where it has them (checked against Codex 0.171.0,
-//! which has no `--full-auto` any more, and Gemini CLI 0.61.0):
+//! which has no `--full-auto` any more, and Gemini CLI 0.61.0; Codex's
+//! sandbox goes by `-c sandbox_mode=…` because `codex exec resume` takes no
+//! `--sandbox`):
 //!
 //! | mode | codex | gemini | claude-print | aider, command |
 //! |---|---|---|---|---|
 //! | `bypassPermissions` | `--dangerously-bypass-approvals-and-sandbox` | `--yolo` | `--permission-mode bypassPermissions` | none |
-//! | `acceptEdits` | `--sandbox workspace-write` | `--approval-mode auto_edit` | `--permission-mode acceptEdits` | none |
-//! | `plan` | `--sandbox read-only` | `--approval-mode plan` | `--permission-mode plan` | none |
+//! | `acceptEdits` | `-c sandbox_mode="workspace-write"` | `--approval-mode auto_edit` | `--permission-mode acceptEdits` | none |
+//! | `plan` | `-c sandbox_mode="read-only"` | `--approval-mode plan` | `--permission-mode plan` | none |
 //! | `default`, none | none (its own config) | none (its own config) | `--permission-mode default` for `default` | none |
 //! | `dontAsk`, `auto` | none | none | `--permission-mode MODE` | none |
 //!
 //! Aider has no permission modes (it runs `--yes-always`); a `command` is
 //! the user's own, so neither gets a flag: the mode does not apply.
 //!
-//! The prompt is the member's role prompt, a blank line, then either the
+//! Session flags (`--session-id`/`--resume ID`, aider's
+//! `--chat-history-file F [--restore-chat-history]`, codex's `resume … ID`)
+//! come after the mode flags: see [`super::session`].
+//!
+//! The prompt of a run that starts a session is the member's role prompt
+//! and (all presets but `command`) [`team_instructions`], a blank line,
+//! then either the
 //! incoming messages, each wrapped as Claude Code shows them to its model
 //! (reference §8.4: `<teammate-message teammate_id="FROM">\nTEXT\n</teammate-message>`,
 //! joined by a blank line), or the task (`Task #ID: SUBJECT`, a blank line,
-//! the description).
+//! the description). A resumed run gets only the messages or the task:
+//! the session has the rest.
 
+use super::session::Turn;
 use crate::mailbox::Entry;
 use crate::tasks::Task;
 use std::path::{Path, PathBuf};
@@ -132,8 +142,9 @@ impl Preset {
             (Preset::Codex, "bypassPermissions") => {
                 v(&["--dangerously-bypass-approvals-and-sandbox"])
             }
-            (Preset::Codex, "acceptEdits") => v(&["--sandbox", "workspace-write"]),
-            (Preset::Codex, "plan") => v(&["--sandbox", "read-only"]),
+            // `-c`, not `--sandbox`: `codex exec resume` takes no `--sandbox`.
+            (Preset::Codex, "acceptEdits") => v(&["-c", "sandbox_mode=\"workspace-write\""]),
+            (Preset::Codex, "plan") => v(&["-c", "sandbox_mode=\"read-only\""]),
             (Preset::Gemini, "bypassPermissions") => v(&["--yolo"]),
             (Preset::Gemini, "acceptEdits") => v(&["--approval-mode", "auto_edit"]),
             (Preset::Gemini, "plan") => v(&["--approval-mode", "plan"]),
@@ -162,7 +173,10 @@ impl Preset {
     }
 
     /// One run with `prompt` sent as `delivery` (`command` ignores it: its
-    /// prompt is always on stdin); `file` is where the prompt file goes.
+    /// prompt is always on stdin); `file` is where the prompt file goes;
+    /// `turn` says whether it starts or resumes the member's session (see
+    /// [`super::session`]).
+    #[allow(clippy::too_many_arguments, reason = "one run's parts, each its own")]
     pub fn launch(
         self,
         command: Option<&[String]>,
@@ -171,6 +185,7 @@ impl Preset {
         prompt: &str,
         delivery: Delivery,
         file: &Path,
+        turn: &Turn,
     ) -> Launch {
         let delivery = match (self, delivery) {
             (Preset::Command, _) => Delivery::Stdin,
@@ -185,6 +200,14 @@ impl Preset {
                 .map(|s| s.to_string())
                 .collect(),
         };
+        if let (Preset::Codex, Turn::Resume(_)) = (self, turn) {
+            // `codex exec resume …`: the subcommand right after `exec`.
+            let at = argv
+                .iter()
+                .position(|a| a == "exec")
+                .map_or(argv.len(), |i| i + 1);
+            argv.insert(at, "resume".into());
+        }
         if let Some(m) = model.filter(|m| !m.is_empty())
             && self != Preset::Command
         {
@@ -193,6 +216,7 @@ impl Preset {
         if let Some(mode) = mode {
             argv.extend(self.mode_flags(mode));
         }
+        argv.extend(self.session_args(turn));
         let path = || file.to_string_lossy().into_owned();
         match (self, delivery) {
             (Preset::Command, _) => {}
@@ -211,6 +235,58 @@ impl Preset {
             prompt_file: (delivery != Delivery::Argv).then(|| file.to_path_buf()),
         }
     }
+}
+
+impl Preset {
+    /// The flags that start or resume the member's session (see
+    /// [`super::session`]); Codex's id is positional, before the prompt.
+    fn session_args(self, turn: &Turn) -> Vec<String> {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
+        match (self, turn) {
+            (Preset::Codex, Turn::Resume(id)) => v(&[id]),
+            (Preset::ClaudePrint | Preset::Gemini, Turn::Fresh { id: Some(id) }) => {
+                v(&["--session-id", id])
+            }
+            (Preset::ClaudePrint | Preset::Gemini, Turn::Resume(id)) => v(&["--resume", id]),
+            (Preset::Aider, Turn::Fresh { id: Some(f) }) => v(&["--chat-history-file", f]),
+            (Preset::Aider, Turn::Resume(f)) => {
+                v(&["--chat-history-file", f, "--restore-chat-history"])
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// What a teammate that is not Claude Code is told about its team, after
+/// its role prompt: how to answer, message and work the task list from its
+/// own shell (its identity is in the environment: `SWARM_AGENT_NAME`,
+/// `SWARM_TEAM`, `SWARM_HOME`).
+pub fn team_instructions(name: &str, team: &str) -> String {
+    format!(
+        "You are {name}, a teammate in the swarm team {team:?}; the lead is team-lead. \
+         Your final answer to each turn is sent back to whoever wrote to you. \
+         To reach the team yourself, run these in your shell (your identity is set in \
+         your environment, so they need no other flags):\n\
+         - message someone: swarm send --to NAME \"TEXT\" (NAME: team-lead or a teammate)\n\
+         - see the tasks: swarm task list\n\
+         - claim one: swarm task claim ID\n\
+         - update one: swarm task update ID --status in-progress|completed"
+    )
+}
+
+/// What opens the prompt of a run that starts a session: the member's
+/// role prompt and, for every preset but `command` (a program of the
+/// user's own, whose prompt is its input), [`team_instructions`].
+pub fn opening(preset: Preset, role: Option<&str>, name: &str, team: &str) -> Option<String> {
+    let role = role.map(str::trim).filter(|r| !r.is_empty());
+    if preset == Preset::Command {
+        return role.map(str::to_string);
+    }
+    let team = team_instructions(name, team);
+    Some(match role {
+        Some(r) => format!("{r}\n\n{team}"),
+        None => team,
+    })
 }
 
 /// A prompt written to a private file for one run; removed on drop.
@@ -301,7 +377,16 @@ mod tests {
         model: Option<&str>,
         mode: Option<&str>,
     ) -> Vec<String> {
-        let l = p.launch(command, model, mode, "P", Delivery::Argv, Path::new("/s/p"));
+        let fresh = Turn::Fresh { id: None };
+        let l = p.launch(
+            command,
+            model,
+            mode,
+            "P",
+            Delivery::Argv,
+            Path::new("/s/p"),
+            &fresh,
+        );
         assert_eq!(l.prompt_file.is_some(), p == Preset::Command);
         l.argv
     }
@@ -353,11 +438,17 @@ mod tests {
         let over = s(&["/opt/codex", "exec"]);
         assert_eq!(
             argv(Preset::Codex, Some(&over), None, Some("acceptEdits")),
-            s(&["/opt/codex", "exec", "--sandbox", "workspace-write", "P"])
+            s(&[
+                "/opt/codex",
+                "exec",
+                "-c",
+                "sandbox_mode=\"workspace-write\"",
+                "P"
+            ])
         );
         assert_eq!(
             argv(Preset::Codex, None, None, Some("plan"))[3..],
-            s(&["--sandbox", "read-only", "P"])
+            s(&["-c", "sandbox_mode=\"read-only\"", "P"])
         );
         assert_eq!(
             argv(Preset::Gemini, None, None, Some("plan")),
@@ -376,7 +467,15 @@ mod tests {
         let file = Path::new("/state/runtime/alice.prompt");
         let run = |p: Preset| {
             let d = p.delivery(&long);
-            p.launch(None, Some("m"), None, &long, d, file)
+            p.launch(
+                None,
+                Some("m"),
+                None,
+                &long,
+                d,
+                file,
+                &Turn::Fresh { id: None },
+            )
         };
         let codex = run(Preset::Codex);
         assert_eq!(

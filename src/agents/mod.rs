@@ -18,6 +18,7 @@ pub mod claude;
 pub mod exec;
 pub mod kind;
 pub mod process;
+pub mod session;
 pub mod shell;
 pub mod signing;
 
@@ -132,6 +133,8 @@ pub struct Runner {
     /// Where an exec preset's prompt is written when argv does not carry
     /// it (one run at a time, so one file per member).
     pub prompt_file: PathBuf,
+    /// Where the member's session is recorded ([`session::record_path`]).
+    pub session_file: PathBuf,
 }
 
 /// Where a run's output goes live: the pane.
@@ -153,8 +156,9 @@ impl Runner {
             Agent::Shell | Agent::Process => shell::task_command(task),
             Agent::Claude => shown_argv(&shell::argv(&shell::task_command(task))),
             Agent::Exec(p) => {
-                let prompt = exec::task_prompt(self.role_prompt.as_deref(), task);
-                let launch = self.launch(p, mode, &prompt, p.delivery(&prompt));
+                let turn = self.turn(p);
+                let prompt = exec::task_prompt(self.preamble(p, &turn).as_deref(), task);
+                let launch = self.launch(p, mode, &prompt, p.delivery(&prompt), &turn);
                 let shown = shown_argv(&launch.argv);
                 match launch.delivery {
                     Delivery::Argv => shown,
@@ -171,10 +175,7 @@ impl Runner {
             Agent::Shell | Agent::Claude | Agent::Process => self
                 .invocation(shell::argv(&shell::task_command(task)))
                 .run_captured(pane),
-            Agent::Exec(p) => {
-                let prompt = exec::task_prompt(self.role_prompt.as_deref(), task);
-                self.run_exec(p, mode, &prompt, pane)
-            }
+            Agent::Exec(p) => self.run_exec(p, mode, |pre| exec::task_prompt(pre, task), pane),
         }
     }
 
@@ -187,14 +188,18 @@ impl Runner {
                 self.invocation(shell::argv(&text.join("\n")))
                     .run_captured(pane)
             }
-            Agent::Exec(p) => {
-                let prompt = exec::messages_prompt(self.role_prompt.as_deref(), batch);
-                self.run_exec(p, mode, &prompt, pane)
-            }
+            Agent::Exec(p) => self.run_exec(p, mode, |pre| exec::messages_prompt(pre, batch), pane),
         }
     }
 
-    fn launch(&self, p: Preset, mode: Option<&str>, prompt: &str, d: Delivery) -> exec::Launch {
+    fn launch(
+        &self,
+        p: Preset,
+        mode: Option<&str>,
+        prompt: &str,
+        d: Delivery,
+        turn: &session::Turn,
+    ) -> exec::Launch {
         p.launch(
             self.command.as_deref(),
             self.model.as_deref(),
@@ -202,25 +207,67 @@ impl Runner {
             prompt,
             d,
             &self.prompt_file,
+            turn,
         )
+    }
+
+    /// Whether the next run starts or resumes the member's session (an
+    /// unreadable record: a fresh one, logged).
+    fn turn(&self, p: Preset) -> session::Turn {
+        session::next_turn(p, self.command.as_deref(), &self.session_file).unwrap_or_else(|e| {
+            tracing::warn!(error = %format!("{e:#}"), "no session to resume");
+            session::Turn::Fresh { id: None }
+        })
+    }
+
+    /// What opens the prompt of a run that starts a session: the role
+    /// prompt and, but for `command`, how to reach the team.
+    fn preamble(&self, p: Preset, turn: &session::Turn) -> Option<String> {
+        if !turn.is_fresh() {
+            return None;
+        }
+        let var = |k: &str| {
+            self.env
+                .iter()
+                .rev()
+                .find(|(n, _)| n == k)
+                .map_or("", |(_, v)| v.as_str())
+        };
+        let role = self.role_prompt.as_deref();
+        exec::opening(p, role, var("SWARM_AGENT_NAME"), var("SWARM_TEAM"))
     }
 
     /// One run of an exec preset, the whole prompt delivered: in argv when
     /// it fits, else through the prompt file; an exec refused as too long
     /// (`E2BIG`, argv and environment past `ARG_MAX`) is retried once with
-    /// the prompt out of argv.
-    fn run_exec(&self, p: Preset, mode: Option<&str>, prompt: &str, pane: Pane) -> Finished {
-        let first = p.delivery(prompt);
-        let f = self.run_launch(&self.launch(p, mode, prompt, first), prompt, pane.clone());
-        if first != Delivery::Argv || !f.ended.is_too_big() {
-            return f;
+    /// the prompt out of argv. The member's session is started or resumed
+    /// and recorded ([`session`]).
+    fn run_exec(
+        &self,
+        p: Preset,
+        mode: Option<&str>,
+        build: impl Fn(Option<&str>) -> String,
+        pane: Pane,
+    ) -> Finished {
+        let turn = self.turn(p);
+        let prompt = build(self.preamble(p, &turn).as_deref());
+        let first = p.delivery(&prompt);
+        let launch = self.launch(p, mode, &prompt, first, &turn);
+        let mut f = self.run_launch(&launch, &prompt, pane.clone());
+        if first == Delivery::Argv && f.ended.is_too_big() {
+            tracing::warn!(
+                bytes = prompt.len(),
+                "the command line was too long for exec; passing the prompt outside argv"
+            );
+            let second = self.launch(p, mode, &prompt, p.long_delivery(), &turn);
+            f = self.run_launch(&second, &prompt, pane);
         }
-        tracing::warn!(
-            bytes = prompt.len(),
-            "the command line was too long for exec; passing the prompt outside argv"
-        );
-        let second = self.launch(p, mode, prompt, p.long_delivery());
-        self.run_launch(&second, prompt, pane)
+        if let Err(e) =
+            session::after_run(p, &self.session_file, &turn, f.ended.success(), &f.output)
+        {
+            tracing::warn!(error = %format!("{e:#}"), "could not record the session");
+        }
+        f
     }
 
     fn run_launch(&self, launch: &exec::Launch, prompt: &str, pane: Pane) -> Finished {

@@ -6,7 +6,13 @@
 //! that says whether trying again can help.
 //!
 //! The child stays in the runtime's process group, so the lead's kill ladder
-//! (which signals the pane's group) stops it with the runtime.
+//! (which signals the pane's group) stops it with the runtime. What escapes
+//! the group is ended too ([`guard_descendants`]): a CLI may run its tools
+//! in sessions of their own (Codex 0.171.0 runs each shell command on a pty
+//! of its own, `setsid`), which a signal to the pane's group never reaches
+//! and which outlive the CLI. The runtime is the reaper of every orphan
+//! below it (`PR_SET_CHILD_SUBREAPER`), so they stay under it, and on
+//! SIGTERM, SIGHUP or SIGINT, and when it ends, it ends them all.
 
 use std::collections::VecDeque;
 use std::io::{Read, Write};
@@ -213,6 +219,11 @@ impl Invocation {
                 errno: e.raw_os_error(),
             },
         };
+        if GUARDED.load(std::sync::atomic::Ordering::SeqCst) {
+            // Orphans adopted during the run that have exited since; the
+            // runtime runs one unit at a time, so no other run is waiting.
+            reap_children(std::process::id());
+        }
         let (output, output_truncated) = tail.lock().unwrap_or_else(|e| e.into_inner()).text();
         Finished {
             ended,
@@ -329,6 +340,146 @@ pub fn tail_of(text: &str, max_bytes: usize) -> (&str, bool) {
         start += 1;
     }
     (&text[start..], true)
+}
+
+/// How long descendants get between SIGTERM and SIGKILL.
+pub const DESCENDANTS_GRACE: Duration = Duration::from_millis(500);
+
+/// Set once this process reaps orphans ([`guard_descendants`]): only then
+/// does a finished run reap the zombies it adopted.
+static GUARDED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Signals that end the runtime, and first everything under it.
+const ENDING: [i32; 3] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT];
+
+/// Makes this process the reaper of orphans below it, and on SIGTERM,
+/// SIGHUP or SIGINT ends every descendant ([`end_descendants`]) before it
+/// dies of the signal. Once per process (the runtime's).
+pub fn guard_descendants() -> std::io::Result<()> {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument
+    // and touches no memory of ours.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    GUARDED.store(true, std::sync::atomic::Ordering::SeqCst);
+    let caught = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (mut read, write) = std::io::pipe()?;
+    for sig in ENDING {
+        let n = usize::try_from(sig).expect("signal numbers are positive");
+        // Stored before the byte wakes the thread (actions run in order).
+        signal_hook::flag::register_usize(sig, Arc::clone(&caught), n)?;
+        signal_hook::low_level::pipe::register(sig, write.try_clone()?)?;
+    }
+    std::thread::Builder::new()
+        .name("descendants".into())
+        .spawn(move || {
+            let mut byte = [0u8; 1];
+            while read.read(&mut byte).is_ok_and(|n| n > 0) {
+                let sig = caught.load(std::sync::atomic::Ordering::SeqCst);
+                let Ok(sig) = i32::try_from(sig) else {
+                    continue;
+                };
+                if sig == 0 {
+                    continue;
+                }
+                let ended = end_descendants(DESCENDANTS_GRACE);
+                tracing::info!(signal = sig, ended, "ending: descendants ended");
+                // Dies of the signal, as it would have without the guard.
+                let _ = signal_hook::low_level::emulate_default_handler(sig);
+            }
+        })?;
+    Ok(())
+}
+
+/// Ends every process below this one: SIGTERM, then SIGKILL for any left
+/// after `grace`, reaping those that are its children (orphans it adopted
+/// included). Returns how many there were.
+pub fn end_descendants(grace: Duration) -> usize {
+    let me = std::process::id();
+    let first = descendants_of(me);
+    for p in &first {
+        signal(*p, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + grace;
+    loop {
+        reap_children(me);
+        let left = descendants_of(me);
+        if left.is_empty() {
+            return first.len();
+        }
+        if Instant::now() >= deadline {
+            for p in &left {
+                signal(*p, libc::SIGKILL);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            reap_children(me);
+            return first.len().max(left.len());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(pid: u32, sig: i32) {
+    if let Ok(pid) = i32::try_from(pid) {
+        // SAFETY: kill(2) with a pid read from /proc and a valid signal.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+/// Every living (not zombie) process below `root`, from `/proc`.
+fn descendants_of(root: u32) -> Vec<u32> {
+    let procs = proc_table();
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(p) = stack.pop() {
+        for (pid, ppid, zombie) in &procs {
+            if *ppid == p {
+                stack.push(*pid);
+                if !zombie {
+                    out.push(*pid);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// (pid, parent pid, is a zombie) of every process.
+fn proc_table() -> Vec<(u32, u32, bool)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid …: the comm may hold spaces and parentheses.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let mut f = rest.split_whitespace();
+        let zombie = f.next() == Some("Z");
+        if let Some(ppid) = f.next().and_then(|x| x.parse::<u32>().ok()) {
+            out.push((pid, ppid, zombie));
+        }
+    }
+    out
+}
+
+/// Reaps this process's zombie children by pid (never `waitpid(-1)`, which
+/// could take the exit status a running [`Invocation`] waits for).
+fn reap_children(me: u32) {
+    for (pid, ppid, zombie) in proc_table() {
+        if ppid == me
+            && zombie
+            && let Ok(pid) = i32::try_from(pid)
+        {
+            let mut status = 0;
+            // SAFETY: waitpid on a zombie child of ours, WNOHANG.
+            unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        }
+    }
 }
 
 #[cfg(test)]

@@ -178,7 +178,22 @@ impl Runtime {
         }
     }
 
-    pub fn run(mut self) -> Result<Exit> {
+    /// Runs until the teammate leaves; then ends whatever its agents left
+    /// running below it (see [`crate::agents::process::guard_descendants`]).
+    pub fn run(self) -> Result<Exit> {
+        if let Err(e) = crate::agents::process::guard_descendants() {
+            tracing::warn!(error = %e, "cannot adopt what the agent leaves behind");
+        }
+        let r = self.work();
+        let ended =
+            crate::agents::process::end_descendants(crate::agents::process::DESCENDANTS_GRACE);
+        if ended > 0 {
+            tracing::info!(ended, "ended what the agent left running");
+        }
+        r
+    }
+
+    fn work(mut self) -> Result<Exit> {
         let inboxes = self.team.root.inboxes_dir(&self.team.name)?;
         let tasks = self.team.tasks().dir()?;
         for d in [&inboxes, &tasks] {

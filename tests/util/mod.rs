@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod dialog;
+pub mod live;
 pub mod process;
 pub mod timeouts;
 pub mod tmux;

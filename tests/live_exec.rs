@@ -1,0 +1,503 @@
+//! Live: the real exec-preset CLIs (pinned, installed into a cache by
+//! `scripts/install-agents`) as swarm teammates on a private tmux server,
+//! each against a scripted model on 127.0.0.1 that speaks its API with
+//! streaming and records every request: Codex 0.171.0 (OpenAI Responses,
+//! `tests/models/openai.py`), Gemini CLI 0.61.0 (`streamGenerateContent`,
+//! `tests/models/gemini.py`) and Aider (Chat Completions, `openai.py`).
+//!
+//! One team per CLI goes through every check in sequence ([`works_the_team`]):
+//! spawn → its first model request carries the role prompt, the team
+//! instructions and the lead's message; the model calls the CLI's shell
+//! tool with `swarm send --to team-lead …` and the lead has it; the run's
+//! answer reaches the lead; a `swarm send` shows up in its next request,
+//! which also carries the first exchange (the session was resumed); a task
+//! is claimed and completed; a shutdown leaves no process; a `swarm kill`
+//! while the CLI runs a tool leaves no process either.
+//!
+//! The user it runs for has a home of their own with the CLI's settings
+//! pointing at the scripted server; every other request goes to a closed
+//! proxy port. A test needing a CLI prints `SKIP` when it is not installed,
+//! and fails instead when `SWARM_REQUIRE_AGENTS=1` (CI). Figures (spawn →
+//! first model request, `swarm send` → the next request, the answer → the
+//! lead) are printed as `FIGURE …` lines.
+
+use crate::util::live::{
+    LIVE_WAIT, ModelServer, agent_cache, alive, at, cmdline, descendants, installed, now, serial,
+};
+use crate::util::tmux::{TmuxTeam, WAIT, group_alive};
+use crate::util::{Run, wait_until};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A shell tool's name and its input for a command line.
+type ShellTool = (&'static str, fn(&str) -> Value);
+
+/// One CLI under test.
+struct Cli {
+    /// The preset (`swarm spawn --agent`).
+    agent: &'static str,
+    /// Shown in messages: "Codex 0.171.0".
+    shown: &'static str,
+    /// Its binary under the agent cache.
+    bin: &'static str,
+    /// The scripted server under `tests/models/`.
+    server: &'static str,
+    /// The model's shell tool, and its input for a command line; `None`
+    /// when the CLI offers the model no tools (Aider).
+    shell: Option<ShellTool>,
+    /// Writes the user's settings under `home` (`work` is the directory
+    /// they trust) and returns the environment the user's shell has.
+    user: fn(home: &Path, work: &Path, server: &ModelServer) -> Vec<(String, String)>,
+}
+
+/// The API key the user has.
+const KEY: &str = "sk-swarm-live-0123456789abcdefghijKLMNOP";
+
+const CODEX: Cli = Cli {
+    agent: "codex",
+    shown: "Codex 0.171.0",
+    bin: "codex-0.171.0/node_modules/.bin/codex",
+    server: "openai.py",
+    shell: Some(("exec_command", |cmd| json!({"cmd": cmd}))),
+    user: codex_user,
+};
+
+/// Codex reads `$CODEX_HOME/config.toml`: a provider of the user's own at
+/// the scripted server (its key from `OPENAI_API_KEY`), no WebSocket.
+fn codex_user(home: &Path, _work: &Path, server: &ModelServer) -> Vec<(String, String)> {
+    let codex_home = home.join(".codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    let config = format!(
+        "model = \"scripted-model\"\nmodel_provider = \"scripted\"\n\n\
+         [model_providers.scripted]\nname = \"scripted\"\nbase_url = \"{}/v1\"\n\
+         env_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n",
+        server.base_url()
+    );
+    std::fs::write(codex_home.join("config.toml"), config).unwrap();
+    vec![
+        ("OPENAI_API_KEY".into(), KEY.into()),
+        ("CODEX_HOME".into(), codex_home.to_string_lossy().into()),
+    ]
+}
+
+const GEMINI: Cli = Cli {
+    agent: "gemini",
+    shown: "Gemini CLI 0.61.0",
+    bin: "gemini-cli-0.61.0/node_modules/.bin/gemini",
+    server: "gemini.py",
+    shell: Some(("run_shell_command", |cmd| json!({"command": cmd}))),
+    user: gemini_user,
+};
+
+/// Gemini CLI reads `~/.gemini/settings.json` (the API-key auth chosen,
+/// no update checks or usage statistics) and `trustedFolders.json` (the
+/// work dir trusted: in an untrusted folder it drops `--yolo`); the
+/// endpoint is `GOOGLE_GEMINI_BASE_URL`.
+fn gemini_user(home: &Path, work: &Path, server: &ModelServer) -> Vec<(String, String)> {
+    let dir = home.join(".gemini");
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings = json!({
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
+        "privacy": {"usageStatisticsEnabled": false},
+    });
+    std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+    let trusted = json!({work.to_string_lossy(): "TRUST_FOLDER"});
+    std::fs::write(dir.join("trustedFolders.json"), trusted.to_string()).unwrap();
+    vec![
+        ("GEMINI_API_KEY".into(), KEY.into()),
+        ("GOOGLE_GEMINI_BASE_URL".into(), server.base_url()),
+    ]
+}
+
+const AIDER: Cli = Cli {
+    agent: "aider",
+    shown: "Aider 0.86.2",
+    bin: "aider-chat-0.86.2/bin/aider",
+    server: "openai.py",
+    shell: None,
+    user: aider_user,
+};
+
+/// Aider reads `~/.aider.conf.yml`: an OpenAI-compatible model at the
+/// scripted server (`openai-api-base`, its key from `OPENAI_API_KEY`), no
+/// git, no update or analytics calls.
+fn aider_user(home: &Path, _work: &Path, server: &ModelServer) -> Vec<(String, String)> {
+    let config = format!(
+        "model: openai/scripted-model\nopenai-api-base: {}/v1\ngit: false\n\
+         check-update: false\nanalytics-disable: true\nshow-release-notes: false\n\
+         detect-urls: false\nshow-model-warnings: false\n",
+        server.base_url()
+    );
+    std::fs::write(home.join(".aider.conf.yml"), config).unwrap();
+    vec![("OPENAI_API_KEY".into(), KEY.into())]
+}
+
+/// A team on a private tmux server, a scripted model, and a user set up
+/// for the CLI.
+struct Live {
+    t: TmuxTeam,
+    server: ModelServer,
+    home: tempfile::TempDir,
+    bin_dir: PathBuf,
+    env: Vec<(String, String)>,
+    _serial: std::sync::MutexGuard<'static, ()>,
+}
+
+impl Live {
+    fn new(test: &str, cli: &Cli, rules: Vec<Value>) -> Option<Live> {
+        let bin = installed(test, agent_cache().join(cli.bin), cli.shown)?;
+        let serial = serial();
+        let t = TmuxTeam::new(test, "live")?;
+        let home = tempfile::Builder::new()
+            .prefix("swarm-user-")
+            .tempdir()
+            .expect("tempdir");
+        let server = ModelServer::start(
+            cli.server,
+            &json!({"rules": rules, "default": [{"type": "text", "text": "ok"}]}),
+        );
+        let env = (cli.user)(home.path(), &t.work, &server);
+        Some(Live {
+            t,
+            server,
+            home,
+            bin_dir: bin.parent().expect("bin dir").to_path_buf(),
+            env,
+            _serial: serial,
+        })
+    }
+
+    /// `swarm ARGS` as the user would run it: their home and settings, the
+    /// CLI on `PATH`, everything but loopback to a closed proxy port.
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = self.t.cmd(args);
+        let path = format!(
+            "{}:{}",
+            self.bin_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        c.env("HOME", self.home.path())
+            .env("PATH", path)
+            .env("USER", "swarm-live")
+            .env("TERM", "xterm-256color")
+            .env("HTTPS_PROXY", "http://127.0.0.1:9")
+            .env("HTTP_PROXY", "http://127.0.0.1:9")
+            .env("NO_PROXY", "127.0.0.1,localhost");
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        c
+    }
+
+    fn ok(&self, args: &[&str]) -> Run {
+        let r = Run::of(self.cmd(args), args);
+        if r.code != Some(0) {
+            panic!(
+                "swarm {args:?} should succeed\n{}\n{}",
+                r.explain(),
+                self.explain()
+            );
+        }
+        r
+    }
+
+    /// Waits for the first agent-loop request after the first `after`
+    /// ones whose text contains `needle`.
+    fn wait_request(&self, what: &str, after: usize, needle: &str) -> Value {
+        let mut found = None;
+        wait_until(
+            what,
+            LIVE_WAIT,
+            || {
+                found = self
+                    .server
+                    .main_requests()
+                    .into_iter()
+                    .skip(after)
+                    .find(|r| r["text"].as_str().is_some_and(|t| t.contains(needle)));
+                found.is_some()
+            },
+            || self.explain(),
+        );
+        found.expect("found")
+    }
+
+    /// Every entry the lead received (consumed ones included).
+    fn lead_entries(&self) -> Vec<Value> {
+        let args = ["inbox", "--all", "--json"];
+        let r = Run::of(self.cmd(&args), &args);
+        serde_json::from_str::<Value>(&r.stdout)
+            .ok()
+            .and_then(|v| v.as_array().cloned())
+            .unwrap_or_default()
+    }
+
+    /// Waits until the lead has an entry from `from` whose text contains
+    /// `needle`; returns it and when it was seen.
+    fn wait_lead_entry(&self, what: &str, from: &str, needle: &str) -> (Value, f64) {
+        let mut found = None;
+        wait_until(
+            what,
+            LIVE_WAIT,
+            || {
+                found = self.lead_entries().into_iter().find(|e| {
+                    e["from"] == from && e["text"].as_str().is_some_and(|t| t.contains(needle))
+                });
+                found.is_some()
+            },
+            || self.explain(),
+        );
+        (found.expect("found"), now())
+    }
+
+    /// The first request answered by `rule`'s `n`th reply.
+    fn answered(&self, rule: &str, n: usize) -> Value {
+        self.server
+            .requests()
+            .into_iter()
+            .filter(|r| r["rule"] == rule)
+            .nth(n)
+            .unwrap_or_else(|| panic!("no reply {n} of rule {rule}\n{}", self.explain()))
+    }
+
+    fn explain(&self) -> String {
+        let mut s = self.t.explain();
+        s.push_str("=== model requests ===\n");
+        s.push_str(
+            &self
+                .server
+                .summary(|r| r["text"].as_str().unwrap_or("").to_string()),
+        );
+        let out = self.t.sb.path(&format!("swarm/{}/output", self.t.team));
+        for e in std::fs::read_dir(&out).into_iter().flatten().flatten() {
+            let text =
+                String::from_utf8_lossy(&std::fs::read(e.path()).unwrap_or_default()).into_owned();
+            let tail: String = text
+                .chars()
+                .rev()
+                .take(2000)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            s.push_str(&format!("=== {} (tail) ===\n{tail}\n", e.path().display()));
+        }
+        s
+    }
+}
+
+/// A rule answering the requests whose text contains every `needles` with
+/// `replies` in turn.
+fn rule(name: &str, needles: &[&str], replies: Value) -> Value {
+    json!({"name": name, "when": {"contains": needles}, "replies": replies})
+}
+
+fn text(t: &str) -> Value {
+    json!([{"type": "text", "text": t}])
+}
+
+/// The model runs `command` with the CLI's shell tool, then ends its turn
+/// with `then` (Aider has no tools: `then` alone).
+fn shell_then(cli: &Cli, command: &str, then: &str) -> Value {
+    match cli.shell {
+        Some((tool, input)) => json!([
+            [{"type": "tool_use", "name": tool, "input": input(command)}],
+            text(then)
+        ]),
+        None => json!([text(then)]),
+    }
+}
+
+/// Every check, in sequence, on one team (see the module docs).
+fn works_the_team(test: &str, cli: &Cli) {
+    let via_shell = "swarm send --to team-lead 'SHELL-REPLY-x1 from my shell'";
+    let rules = vec![
+        rule(
+            "hello",
+            &["HELLO-x1", "ROLE-x1"],
+            shell_then(cli, via_shell, "HELLO-DONE-x1"),
+        ),
+        rule("pong", &["PING-x1"], json!([text("PONG-x1")])),
+        rule(
+            "task",
+            &["Task #1: review the diff"],
+            json!([text("TASK-DONE-x1")]),
+        ),
+        rule(
+            "slow",
+            &["SLOW-x1"],
+            shell_then(cli, "sleep 300; echo SLEEPER-x1", "never"),
+        ),
+    ];
+    let Some(l) = Live::new(test, cli, rules) else {
+        return;
+    };
+    l.ok(&["up", "--no-attach"]);
+    l.t.wait_lead();
+    let role = "You are worker, the team's reviewer (ROLE-x1).";
+    let t0 = now();
+    l.ok(&[
+        "spawn",
+        "worker",
+        "--agent",
+        cli.agent,
+        "--mode",
+        "bypassPermissions",
+        "--prompt",
+        role,
+    ]);
+    l.ok(&["send", "--to", "worker", "HELLO-x1: say hello"]);
+
+    // Its first request: the role prompt, how to reach the team, the message.
+    let first = l.wait_request("worker's first model request", 0, "HELLO-x1");
+    let spawn_to_first = at(&first) - t0;
+    let said = first["text"].as_str().unwrap_or("");
+    for want in [
+        role,
+        "swarm send --to NAME",
+        "swarm task claim ID",
+        "HELLO-x1",
+    ] {
+        assert!(
+            said.contains(want),
+            "{want:?} not in the first request\n{said}"
+        );
+    }
+
+    // The model's shell call reaches the lead, and so does the run's answer.
+    if cli.shell.is_some() {
+        l.wait_lead_entry(
+            "the shell's swarm send reaches the lead",
+            "worker",
+            "SHELL-REPLY-x1",
+        );
+    }
+    let (_, seen) = l.wait_lead_entry(
+        "worker's answer reaches the lead",
+        "worker",
+        "HELLO-DONE-x1",
+    );
+    let last_hello = l.answered("hello", if cli.shell.is_some() { 1 } else { 0 });
+    let answer_to_lead = seen - at(&last_hello);
+
+    // A message shows up in its next request, with the first exchange.
+    let before = l.server.main_requests().len();
+    let sent = now();
+    l.ok(&["send", "--to", "worker", "PING-x1 please answer"]);
+    let next = l.wait_request(
+        "the lead's PING reaches worker's next request",
+        before,
+        "PING-x1",
+    );
+    let send_to_request = at(&next) - sent;
+    let said = next["text"].as_str().unwrap_or("");
+    assert!(
+        said.contains("HELLO-x1") && said.contains("HELLO-DONE-x1"),
+        "the second request carries the first exchange (the session was resumed)\n{said}"
+    );
+    l.wait_lead_entry("worker's PONG reaches the lead", "worker", "PONG-x1");
+
+    // A task is claimed and completed.
+    let id = l.ok(&["task", "create", "review the diff"]).stdout;
+    assert_eq!(id.trim(), "1");
+    wait_until(
+        "worker completes task 1",
+        LIVE_WAIT,
+        || l.t.task("1")["status"] == "completed",
+        || l.explain(),
+    );
+    let task = l.t.task("1");
+    assert_eq!(task["owner"], "worker", "{task}");
+    assert_eq!(task["metadata"]["completedBy"], "worker", "{task}");
+    assert!(
+        task["metadata"]["output"]
+            .as_str()
+            .is_some_and(|o| o.contains("TASK-DONE-x1")),
+        "{task}"
+    );
+
+    // Shutdown: approved, the runtime gone with everything it started.
+    let runtime = l.t.pid_of("worker");
+    let pane = l.t.pane_of("worker");
+    let r = l.ok(&["shutdown", "worker", "--wait", "30"]);
+    assert!(r.stdout.contains("worker shut down"), "{}", r.explain());
+    wait_until(
+        "worker's runtime has exited",
+        WAIT,
+        || !alive(runtime) && !group_alive(runtime),
+        || l.explain(),
+    );
+    assert!(
+        l.t.tmux.pane(&pane).is_none(),
+        "pane closed\n{}",
+        l.explain()
+    );
+
+    // Kill while the CLI runs a tool: nothing of it is left.
+    l.ok(&[
+        "spawn",
+        "sleeper",
+        "--agent",
+        cli.agent,
+        "--mode",
+        "bypassPermissions",
+    ]);
+    l.ok(&["send", "--to", "sleeper", "SLOW-x1"]);
+    let runtime = l.t.pid_of("sleeper");
+    let mut tree = Vec::new();
+    // The model's sleep, or (no tools) the CLI itself.
+    let marker = if cli.shell.is_some() {
+        "SLEEPER-x1"
+    } else {
+        "SLOW-x1"
+    };
+    wait_until(
+        "sleeper's CLI runs the model's command",
+        LIVE_WAIT,
+        || {
+            tree = descendants(runtime);
+            tree.iter().any(|p| cmdline(*p).join(" ").contains(marker))
+        },
+        || l.explain(),
+    );
+    l.ok(&["kill", "sleeper"]);
+    wait_until(
+        "nothing of sleeper is left",
+        WAIT,
+        || !alive(runtime) && tree.iter().all(|p| !alive(*p)),
+        || {
+            let left: Vec<String> = tree
+                .iter()
+                .filter(|p| alive(**p))
+                .map(|p| format!("{p}: {}", cmdline(*p).join(" ")))
+                .collect();
+            format!("left: {left:?}\n{}", l.explain())
+        },
+    );
+
+    println!(
+        "FIGURE {}: spawn → first model request {spawn_to_first:.2} s (spawn + send); \
+         send → next request {send_to_request:.3} s; answer → the lead has it {answer_to_lead:.3} s",
+        cli.shown
+    );
+}
+
+#[test]
+fn a_codex_teammate_works_the_team_and_keeps_its_conversation() {
+    works_the_team("live_exec_codex", &CODEX);
+}
+
+#[test]
+fn a_gemini_teammate_works_the_team_and_keeps_its_conversation() {
+    works_the_team("live_exec_gemini", &GEMINI);
+}
+
+/// Aider offers the model no tools, and `--yes-always` refuses the shell
+/// commands a reply suggests (Aider 0.86.2 asks those with
+/// `explicit_yes_required`): its answer reaches the team as its output.
+#[test]
+fn an_aider_teammate_works_the_team_and_keeps_its_conversation() {
+    works_the_team("live_exec_aider", &AIDER);
+}

@@ -1,0 +1,255 @@
+//! What the live tests (`tests/live_*.rs`) share: the pinned CLIs in the
+//! agent cache (`scripts/install-agents`) and the rule for a missing one
+//! ([`installed`]: `SKIP` line, or a failure when `SWARM_REQUIRE_AGENTS=1`),
+//! one live test at a time ([`serial`]), the scripted model servers under
+//! `tests/models/` ([`ModelServer`]: started on 127.0.0.1, every request
+//! recorded, the script rewritten while the CLI runs) and the process
+//! probes that prove what a real CLI left behind ([`children`],
+//! [`cmdline`], [`alive`]).
+
+use super::tmux::{WAIT, tmux_available};
+use super::wait_until;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// How long a live step may take (a cold CLI start is seconds here, more
+/// on a loaded 2-core machine).
+pub const LIVE_WAIT: Duration = Duration::from_secs(60);
+
+/// Where `scripts/install-agents` installs the pinned CLIs.
+pub fn agent_cache() -> PathBuf {
+    match std::env::var_os("SWARM_AGENT_CACHE").filter(|v| !v.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/swarm-agents")
+        }
+    }
+}
+
+fn python_found() -> bool {
+    Command::new("python3")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `bin` (a pinned CLI, `what` names it) when it, tmux and python3 (the
+/// scripted model server) are there; else `None` after printing `SKIP
+/// <test>: …`, or a panic with `SWARM_REQUIRE_AGENTS=1` (CI).
+pub fn installed(test: &str, bin: PathBuf, what: &str) -> Option<PathBuf> {
+    if !tmux_available(test) {
+        return None;
+    }
+    let missing = if !bin.is_file() {
+        Some(format!(
+            "{what} is not installed at {} (run scripts/install-agents)",
+            bin.display()
+        ))
+    } else if !python_found() {
+        Some("python3 (the scripted model server) not found".to_string())
+    } else {
+        None
+    };
+    match missing {
+        None => Some(bin),
+        Some(why) => {
+            if std::env::var("SWARM_REQUIRE_AGENTS").as_deref() == Ok("1") {
+                panic!("{test}: {why}, and SWARM_REQUIRE_AGENTS=1");
+            }
+            println!("SKIP {test}: {why}");
+            None
+        }
+    }
+}
+
+/// One live test at a time: each real CLI takes a core for its first seconds.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A scripted model server (`tests/models/<program>`), killed on drop.
+pub struct ModelServer {
+    child: Child,
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+}
+
+impl ModelServer {
+    /// Starts `tests/models/<program>` with `script` and waits until it listens.
+    pub fn start(program: &str, script: &Value) -> ModelServer {
+        let dir = tempfile::Builder::new()
+            .prefix("swarm-model-")
+            .tempdir()
+            .expect("tempdir");
+        ModelServer::write(&dir.path().join("script.json"), script);
+        let port_file = dir.path().join("port");
+        let child = Command::new("python3")
+            .arg(
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/models")
+                    .join(program),
+            )
+            .arg("--script")
+            .arg(dir.path().join("script.json"))
+            .arg("--record")
+            .arg(dir.path().join("requests.jsonl"))
+            .arg("--port-file")
+            .arg(&port_file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("server.err")).expect("stderr file"))
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting python3 tests/models/{program}: {e}"));
+        let mut s = ModelServer {
+            child,
+            dir,
+            port: 0,
+        };
+        wait_until(
+            "the scripted model server listens",
+            WAIT,
+            || {
+                s.port = std::fs::read_to_string(&port_file)
+                    .ok()
+                    .and_then(|p| p.trim().parse().ok())
+                    .unwrap_or(0);
+                s.port != 0
+            },
+            || std::fs::read_to_string(s.dir.path().join("server.err")).unwrap_or_default(),
+        );
+        s
+    }
+
+    /// Writes a script whole (temp + rename): the server re-reads it when it changes.
+    pub fn write(path: &Path, script: &Value) {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(script).expect("json")).expect("script");
+        std::fs::rename(&tmp, path).expect("script rename");
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Every request so far, in order.
+    pub fn requests(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.dir.path().join("requests.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// The agent-loop requests (those offering tools).
+    pub fn main_requests(&self) -> Vec<Value> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r["main"] == true)
+            .collect()
+    }
+
+    /// One line per request (`text` tails the request's text), and the
+    /// server's stderr, for failure messages.
+    pub fn summary(&self, text: impl Fn(&Value) -> String) -> String {
+        let mut s = String::new();
+        for r in self.requests() {
+            let t = text(&r);
+            let tail: String = t
+                .chars()
+                .rev()
+                .take(160)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            s.push_str(&format!(
+                "  {:.3} {} main={} rule={} last=…{}\n",
+                r["t"].as_f64().unwrap_or(0.0),
+                r["path"].as_str().unwrap_or(""),
+                r["main"],
+                r["rule"],
+                tail.replace('\n', "⏎")
+            ));
+        }
+        s.push_str(
+            &std::fs::read_to_string(self.dir.path().join("server.err")).unwrap_or_default(),
+        );
+        s
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The epoch time a request was recorded at.
+pub fn at(r: &Value) -> f64 {
+    r["t"].as_f64().unwrap_or(0.0)
+}
+
+/// Now, as an epoch time comparable with [`at`].
+pub fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64()
+}
+
+/// Direct children of `pid`.
+pub fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+        // pid (comm) state ppid …: the comm may hold spaces and parentheses.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|x| x.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Every descendant of `pid`.
+pub fn descendants(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut stack = vec![pid];
+    while let Some(p) = stack.pop() {
+        for c in children(p) {
+            out.push(c);
+            stack.push(c);
+        }
+    }
+    out
+}
+
+pub fn cmdline(pid: u32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .unwrap_or_default()
+        .split(|b| *b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect()
+}
+
+/// Running (a zombie is not).
+pub fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+}
