@@ -20,3 +20,4 @@ mod runtime;
 mod runtime_faults;
 mod state_safety;
 mod tui_e2e;
+mod wake;

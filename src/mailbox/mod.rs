@@ -22,6 +22,7 @@
 //! dropping an unread plain message fails with "inbox full".
 
 mod delivery;
+pub mod doorbell;
 mod entry;
 mod history;
 mod inbox;
@@ -33,7 +34,7 @@ mod watch;
 mod tests;
 
 pub use entry::{Entry, EntryKey, InvalidEntry};
-pub use watch::{InboxWatcher, POLL_EVERY};
+pub use watch::{Changes, InboxWatcher, POLL_EVERY, watch_available};
 
 use crate::atomic_file::{self, DEFAULT_LOCK_TIMEOUT, FileLock, LockError, TempFile, UnsafePath};
 use crate::paths::Root;
@@ -218,6 +219,18 @@ impl Mailbox {
     /// The inbox file of `member`.
     pub fn inbox_path(&self, member: &str) -> Result<PathBuf, MailboxError> {
         Ok(self.root.inbox(&self.team, member)?)
+    }
+
+    /// The doorbell of `member`'s runtime (see [`doorbell`]).
+    pub fn doorbell_path(&self, member: &str) -> Result<PathBuf, MailboxError> {
+        Ok(self.root.runtime_file(&self.team, member, "wake")?)
+    }
+
+    /// Rings `member`'s doorbell: wakes its runtime if one listens.
+    pub fn ring(&self, member: &str) {
+        if let Ok(p) = self.doorbell_path(member) {
+            doorbell::ring(&p);
+        }
     }
 
     /// Names of the inbox files present (file stems, sorted): every member
