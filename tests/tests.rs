@@ -18,6 +18,7 @@ mod pane_safety;
 mod regression;
 mod runtime;
 mod runtime_faults;
+mod send_stdin;
 mod state_safety;
 mod tui_e2e;
 mod wake;
