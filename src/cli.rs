@@ -348,11 +348,18 @@ pub struct StatusArgs {
 #[command(group(clap::ArgGroup::new("kind").args(["shutdown_request", "shutdown_response", "plan_response", "mode_set"])))]
 pub struct SendArgs {
     /// Recipient: a member name, or '*' for every member but yourself
-    #[arg(long, value_name = "NAME|*")]
-    pub to: String,
+    #[arg(long, value_name = "NAME|*", required_unless_present = "stdin")]
+    pub to: Option<String>,
     /// Message text; '-' reads it from standard input
-    #[arg(value_name = "TEXT", required_unless_present = "kind")]
+    #[arg(value_name = "TEXT", required_unless_present_any = ["kind", "stdin"])]
     pub text: Option<String>,
+    /// Send many messages from one process: one per line of standard input,
+    /// either a JSON object {"to": NAME, "text": TEXT, "summary": S} ("to"
+    /// defaults to --to, "summary" is optional) or, for a line not starting
+    /// with '{', the line itself as the text to --to. Stops at the first
+    /// failure (exit 2) after printing what was sent.
+    #[arg(long, conflicts_with_all = ["text", "kind"])]
+    pub stdin: bool,
     /// Short preview shown in lists (default: the text's first line, cut to 200 characters)
     #[arg(long)]
     pub summary: Option<String>,

@@ -263,6 +263,26 @@ impl Root {
             .join(format!("{m}.{ext}")))
     }
 
+    /// The team watcher's lock (`<state>/runtime/.team-watcher.lock`): the
+    /// one teammate runtime holding it watches the team's files for all
+    /// (see `teammate::wake`). Never a member's file: member stems never
+    /// start with a dot.
+    pub fn team_watcher_lock(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self
+            .state_dir(team)?
+            .join("runtime")
+            .join(".team-watcher.lock"))
+    }
+
+    /// What the team watcher records about itself (pid, member, whether and
+    /// why it polls), beside its lock.
+    pub fn team_watcher_status(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self
+            .state_dir(team)?
+            .join("runtime")
+            .join(".team-watcher.json"))
+    }
+
     /// The Claude Code configuration directory swarm builds for the team's
     /// Claude Code teammates when the root is not the user's own Claude
     /// config dir (see `agents::claude`): links to the user's files, and

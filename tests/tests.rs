@@ -4,6 +4,7 @@
 
 mod util;
 
+mod big_inbox;
 mod cli_basics;
 mod compat;
 mod concurrency;
@@ -19,5 +20,7 @@ mod pane_safety;
 mod regression;
 mod runtime;
 mod runtime_faults;
+mod send_stdin;
 mod state_safety;
 mod tui_e2e;
+mod wake;

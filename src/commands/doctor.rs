@@ -32,6 +32,7 @@ pub(super) async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
     let teams = crate::team::list_teams(&ctx.root).unwrap_or_default();
     for t in &teams {
         let team = Team::new(&ctx.root, t);
+        problems.extend(crate::teammate::wake::report(&team));
         if let Ok(tf) = team.roster().read() {
             for m in tf.teammates() {
                 if let Some(exit) = m.swarm_field(crate::team::SwarmField::Exit) {

@@ -6,7 +6,7 @@
 
 use super::{Context, Exit, print_json};
 use crate::cli::InboxArgs;
-use crate::mailbox::{Entry, EntryKey, Mailbox};
+use crate::mailbox::{Entry, EntryKey, Mailbox, Since, Tail};
 use crate::text::{escape_line, escape_text};
 use anyhow::{Context as _, Result};
 use std::collections::HashSet;
@@ -119,11 +119,22 @@ fn follow(mailbox: &Mailbox, whose: &str, args: &InboxArgs) -> Result<Exit> {
             emit(&e, true, args.json)?;
         }
     }
+    // Each wake-up parses only what was appended since the previous read
+    // (a send), the whole inbox only when it changed otherwise.
+    let mut tail = Tail::default();
+    let file = mailbox.inbox_path(whose)?;
+    let file = file.file_name().unwrap_or_default().to_owned();
     loop {
-        let read = mailbox.read(whose)?;
-        warn_quarantine(whose, read.quarantined.as_deref());
+        let new = match mailbox.read_since(whose, &mut tail)? {
+            Since::Same => Vec::new(),
+            Since::Appended(added) => added,
+            Since::Whole(read) => {
+                warn_quarantine(whose, read.quarantined.as_deref());
+                read.entries
+            }
+        };
         let mut fresh = Vec::new();
-        for e in read.entries {
+        for e in new {
             if (args.unread && !e.is_unread()) || !seen.insert(e.key()) {
                 continue;
             }
@@ -133,7 +144,7 @@ fn follow(mailbox: &Mailbox, whose: &str, args: &InboxArgs) -> Result<Exit> {
         if args.mark_read && !fresh.is_empty() {
             mailbox.consume(whose, &fresh)?;
         }
-        watcher.wait(Duration::from_secs(5));
+        watcher.wait_for(&file, Duration::from_secs(5));
     }
 }
 

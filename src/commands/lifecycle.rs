@@ -167,6 +167,7 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
         Roster::new(&ctx.root, &name).create(None, &cwd.to_string_lossy())?;
         eprintln!("created team {name}");
     }
+    crate::teammate::wake::preflight(&team);
     let mut backend_args = args.backend.clone();
     if let Some(spec) = &spec {
         apply_spec(&team, spec)?;

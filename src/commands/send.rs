@@ -13,8 +13,12 @@ use std::io::Read;
 pub fn run(ctx: &Context, args: SendArgs) -> Result<Exit> {
     let team = ctx.team()?;
     let me = ctx.me()?;
-    if let Some(msg) = protocol_message(ctx, &args, me)? {
-        let d = team.send_protocol(me, &args.to, &msg, args.force)?;
+    if args.stdin {
+        return send_lines(&team, me, &args, std::io::stdin().lock());
+    }
+    let to = args.to.as_deref().context("--to NAME is needed")?;
+    if let Some(msg) = protocol_message(ctx, &args, me, to)? {
+        let d = team.send_protocol(me, to, &msg, args.force)?;
         report(&args, std::slice::from_ref(&d))?;
         return Ok(Exit::Ok);
     }
@@ -29,6 +33,13 @@ pub fn run(ctx: &Context, args: SendArgs) -> Result<Exit> {
         Some(t) => t.to_string(),
         None => bail!("nothing to send: give TEXT (or '-' to read standard input)"),
     };
+    check_length(&text)?;
+    let delivered = team.send_text(me, to, &text, args.summary.as_deref(), args.force)?;
+    report(&args, &delivered)?;
+    Ok(Exit::Ok)
+}
+
+fn check_length(text: &str) -> Result<()> {
     if text.len() > crate::mailbox::MAX_TEXT_BYTES {
         bail!(
             "message is {} bytes; the limit is {} bytes (64 KB): put large content in a file \
@@ -37,8 +48,55 @@ pub fn run(ctx: &Context, args: SendArgs) -> Result<Exit> {
             crate::mailbox::MAX_TEXT_BYTES
         );
     }
-    let delivered = team.send_text(me, &args.to, &text, args.summary.as_deref(), args.force)?;
-    report(&args, &delivered)?;
+    Ok(())
+}
+
+/// One line of `swarm send --stdin` in its JSON form.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Line {
+    to: Option<String>,
+    text: String,
+    summary: Option<String>,
+}
+
+/// `swarm send --stdin`: one message per line of `input` (see the flag's
+/// help), each sent and reported as it is read, so a long stream needs one
+/// process; the first failure ends it, naming its line.
+fn send_lines(
+    team: &crate::team::Team,
+    me: &str,
+    args: &SendArgs,
+    input: impl std::io::BufRead,
+) -> Result<Exit> {
+    for (i, line) in input.lines().enumerate() {
+        let n = i + 1;
+        let line = line.with_context(|| format!("reading line {n} of standard input"))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let msg = if line.trim_start().starts_with('{') {
+            serde_json::from_str::<Line>(&line).with_context(|| {
+                format!("line {n}: not a message object {{\"to\", \"text\", \"summary\"}}")
+            })?
+        } else {
+            Line {
+                to: None,
+                text: line,
+                summary: None,
+            }
+        };
+        let to = msg
+            .to
+            .as_deref()
+            .or(args.to.as_deref())
+            .with_context(|| format!("line {n}: no recipient (give \"to\" or --to)"))?;
+        check_length(&msg.text).with_context(|| format!("line {n}"))?;
+        let delivered = team
+            .send_text(me, to, &msg.text, msg.summary.as_deref(), args.force)
+            .with_context(|| format!("line {n}"))?;
+        report(args, &delivered)?;
+    }
     Ok(Exit::Ok)
 }
 
@@ -76,14 +134,14 @@ fn report(args: &SendArgs, delivered: &[crate::team::post::Delivered]) -> Result
 }
 
 /// The structured message the flags ask for, if any.
-fn protocol_message(ctx: &Context, args: &SendArgs, me: &str) -> Result<Option<Message>> {
+fn protocol_message(ctx: &Context, args: &SendArgs, me: &str, to: &str) -> Result<Option<Message>> {
     let now = clock::now_iso();
     if args.shutdown_request {
         if me != LEAD_NAME {
             bail!("only {LEAD_NAME} may send a shutdown request (you are {me:?})");
         }
         return Ok(Some(Message::ShutdownRequest(protocol::ShutdownRequest {
-            request_id: protocol::shutdown_request_id(clock::now_ms(), &args.to),
+            request_id: protocol::shutdown_request_id(clock::now_ms(), to),
             from: me.to_string(),
             reason: args.reason.clone(),
             timestamp: now,
@@ -129,12 +187,12 @@ fn protocol_message(ctx: &Context, args: &SendArgs, me: &str) -> Result<Option<M
         // A teammate whose agent ignores the request is refused with the
         // reason (the same rule as the TeamsDialog's Shift+Tab), unless
         // --force: reporting success would be a lie.
-        if !args.force && args.to != "*" {
+        if !args.force && to != "*" {
             let roster = ctx.team()?.roster().read()?;
-            if let Some(m) = roster.member(&args.to)
+            if let Some(m) = roster.member(to)
                 && let crate::agents::ModeChange::Unsupported(why) = crate::agents::mode_change(m)
             {
-                bail!("cannot change the mode of {}: {why}", args.to);
+                bail!("cannot change the mode of {to}: {why}");
             }
         }
         return Ok(Some(Message::ModeSetRequest(protocol::ModeSetRequest {

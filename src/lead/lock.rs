@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 /// How long `up` and `spawn` wait for another one of them to finish.
 pub const LIFECYCLE_WAIT: Duration = Duration::from_secs(60);
 
-fn open_lock_file(path: &Path) -> Result<File> {
+pub(crate) fn open_lock_file(path: &Path) -> Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     if let Some(dir) = path.parent() {
         crate::atomic_file::ensure_dir(dir)

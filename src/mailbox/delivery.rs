@@ -112,7 +112,16 @@ impl Mailbox {
     /// (swarm never writes `read:true`). Appending an entry whose `msg_id` is
     /// already in the inbox with the same identity is a no-op (a retried
     /// send); with a different identity it is refused.
-    pub fn append(&self, to: &str, mut entry: Entry) -> Result<Appended, MailboxError> {
+    ///
+    /// Once the entry is on disk, `to`'s doorbell rings (if its runtime
+    /// listens), so the recipient and nobody else wakes at once.
+    pub fn append(&self, to: &str, entry: Entry) -> Result<Appended, MailboxError> {
+        let sent = self.append_quietly(to, entry)?;
+        self.ring(to);
+        Ok(sent)
+    }
+
+    fn append_quietly(&self, to: &str, mut entry: Entry) -> Result<Appended, MailboxError> {
         let path = self.inbox_path(to)?;
         if entry.text.len() > MAX_TEXT_BYTES {
             return Err(MailboxError::TextTooLong {

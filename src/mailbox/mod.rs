@@ -22,10 +22,12 @@
 //! dropping an unread plain message fails with "inbox full".
 
 mod delivery;
+pub mod doorbell;
 mod entry;
 mod history;
 mod inbox;
 mod spool;
+mod tail;
 mod view;
 mod watch;
 
@@ -33,7 +35,7 @@ mod watch;
 mod tests;
 
 pub use entry::{Entry, EntryKey, InvalidEntry};
-pub use watch::{InboxWatcher, POLL_EVERY};
+pub use watch::{Changes, InboxWatcher, POLL_EVERY, watch_available};
 
 use crate::atomic_file::{self, DEFAULT_LOCK_TIMEOUT, FileLock, LockError, TempFile, UnsafePath};
 use crate::paths::Root;
@@ -47,6 +49,8 @@ use spool::Spool;
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use tail::Change;
+pub use tail::Tail;
 
 use std::time::Duration;
 use thiserror::Error;
@@ -163,7 +167,7 @@ pub struct Appended {
 }
 
 /// What [`Mailbox::read`] found.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct InboxRead {
     /// Every valid entry, in file order, `read:true` ones included.
     pub entries: Vec<Entry>,
@@ -218,6 +222,18 @@ impl Mailbox {
     /// The inbox file of `member`.
     pub fn inbox_path(&self, member: &str) -> Result<PathBuf, MailboxError> {
         Ok(self.root.inbox(&self.team, member)?)
+    }
+
+    /// The doorbell of `member`'s runtime (see [`doorbell`]).
+    pub fn doorbell_path(&self, member: &str) -> Result<PathBuf, MailboxError> {
+        Ok(self.root.runtime_file(&self.team, member, "wake")?)
+    }
+
+    /// Rings `member`'s doorbell: wakes its runtime if one listens.
+    pub fn ring(&self, member: &str) {
+        if let Ok(p) = self.doorbell_path(member) {
+            doorbell::ring(&p);
+        }
     }
 
     /// Names of the inbox files present (file stems, sorted): every member
@@ -422,7 +438,7 @@ impl Mailbox {
         mut on_new: impl FnMut(&Entry),
     ) -> Result<usize, MailboxError> {
         let mut n = 0;
-        let _always_continues = self.deliver(member, seen, |e| {
+        let _always_continues = self.deliver(member, seen, &mut Tail::default(), |e| {
             n += 1;
             on_new(e);
             ControlFlow::Continue(())
@@ -432,7 +448,9 @@ impl Mailbox {
 
     /// Calls `on_new` for each new entry of `member`'s inbox as it arrives,
     /// exactly once each (see [`Mailbox::poll_new`]), until `on_new` breaks.
-    /// Sleeps on an [`InboxWatcher`] between arrivals.
+    /// Sleeps on an [`InboxWatcher`] between arrivals; after the first read
+    /// it parses only the entries appended since the previous one whenever
+    /// the file grew by appends alone ([`tail`]).
     pub fn follow(
         &self,
         member: &str,
@@ -443,8 +461,12 @@ impl Mailbox {
         let watcher = self.watch()?;
         let path = self.inbox_path(member)?;
         let file = path.file_name().unwrap_or_default().to_owned();
+        let mut tail = Tail::default();
         loop {
-            if self.deliver(member, seen, &mut on_new)?.is_break() {
+            if self
+                .deliver(member, seen, &mut tail, &mut on_new)?
+                .is_break()
+            {
                 return Ok(());
             }
             watcher.wait_for(&file, Duration::from_secs(60));
@@ -455,12 +477,19 @@ impl Mailbox {
         &self,
         member: &str,
         seen: &mut HashSet<EntryKey>,
+        tail: &mut Tail,
         mut on_new: impl FnMut(&Entry) -> ControlFlow<()>,
     ) -> Result<ControlFlow<()>, MailboxError> {
-        let read = self.read(member)?;
-        let present: HashSet<EntryKey> = read.entries.iter().map(Entry::key).collect();
-        seen.retain(|k| present.contains(k));
-        for e in &read.entries {
+        let all = match self.read_since(member, tail)? {
+            Since::Same => Vec::new(),
+            Since::Appended(added) => added,
+            Since::Whole(read) => {
+                let present: HashSet<EntryKey> = read.entries.iter().map(Entry::key).collect();
+                seen.retain(|k| present.contains(k));
+                read.entries
+            }
+        };
+        for e in &all {
             let key = e.key();
             if seen.contains(&key) {
                 continue;
@@ -473,6 +502,47 @@ impl Mailbox {
         }
         Ok(ControlFlow::Continue(()))
     }
+
+    /// What changed in `member`'s inbox since the read `tail` remembers
+    /// (see [`tail`]): nothing, entries appended (only those parsed), or
+    /// anything else, answered with a whole read ([`Mailbox::read`]: a
+    /// corrupt file is repaired and reported). `tail` then remembers this
+    /// read: the caller handles what it returns before asking again.
+    pub fn read_since(&self, member: &str, tail: &mut Tail) -> Result<Since, MailboxError> {
+        let path = self.inbox_path(member)?;
+        let bytes = atomic_file::read_optional(&path).map_err(|e| MailboxError::io(&path, e))?;
+        let Some(bytes) = bytes else {
+            tail.forget();
+            return Ok(Since::Whole(InboxRead::default()));
+        };
+        let since = match tail.compare(&bytes) {
+            Change::Same => Since::Same,
+            Change::Appended(added) => Since::Appended(added),
+            Change::Unknown => match inbox::parse(&bytes) {
+                Parsed::Clean(stored) => Since::Whole(InboxRead {
+                    entries: entries(stored),
+                    quarantined: None,
+                }),
+                Parsed::Corrupt { .. } => {
+                    tail.forget();
+                    return Ok(Since::Whole(self.read(member)?));
+                }
+            },
+        };
+        tail.remember(&bytes);
+        Ok(since)
+    }
+}
+
+/// What [`Mailbox::read_since`] found.
+#[derive(Debug)]
+pub enum Since {
+    /// The same entries as the previous read.
+    Same,
+    /// The previous read's entries, then these.
+    Appended(Vec<Entry>),
+    /// Every entry (the file changed otherwise, or there was no previous read).
+    Whole(InboxRead),
 }
 
 fn entries(stored: Vec<Stored>) -> Vec<Entry> {

@@ -676,6 +676,64 @@ fn a_send_wakes_the_team_watcher_promptly() {
     assert_eq!(s.mailbox.inboxes().unwrap(), ["bob"]);
 }
 
+#[test]
+fn read_since_on_a_10k_inbox_parses_appends_only_and_loses_nothing() {
+    use super::{Since, Tail};
+    let s = Sandbox::new();
+    let old: Vec<serde_json::Value> = (0..10_000)
+        .map(|i| {
+            serde_json::json!({"from": "a", "text": format!("old {i}"), "timestamp": "t",
+                "read": false, "msg_id": format!("old-{i}")})
+        })
+        .collect();
+    s.put("bob", &serde_json::to_vec_pretty(&old).unwrap());
+    let texts = |v: &[Entry]| v.iter().map(|e| e.text.clone()).collect::<Vec<_>>();
+    let mut tail = Tail::default();
+    let whole = |since| match since {
+        Since::Whole(r) => r,
+        other => panic!("expected a whole read, got {other:?}"),
+    };
+    assert_eq!(
+        whole(s.mailbox.read_since("bob", &mut tail).unwrap())
+            .entries
+            .len(),
+        10_000
+    );
+    for i in 0..3 {
+        s.send("bob", "a", &format!("new {i}"));
+    }
+    match s.mailbox.read_since("bob", &mut tail).unwrap() {
+        Since::Appended(v) => assert_eq!(texts(&v), ["new 0", "new 1", "new 2"]),
+        other => panic!("expected the three appended, got {other:?}"),
+    }
+    assert!(matches!(
+        s.mailbox.read_since("bob", &mut tail).unwrap(),
+        Since::Same
+    ));
+    // A consumption is not an append: the whole inbox, without the entry.
+    let first = s.mailbox.read("bob").unwrap().entries[0].key();
+    s.mailbox.consume("bob", &[first]).unwrap();
+    s.send("bob", "a", "after consume");
+    let r = whole(s.mailbox.read_since("bob", &mut tail).unwrap());
+    assert_eq!(r.entries.len(), 10_003);
+    assert_eq!(r.entries[0].text, "old 1");
+    assert_eq!(r.entries.last().unwrap().text, "after consume");
+    // A rewrite in another layout (as Claude Code writes), then a corrupt file.
+    let mut all: Vec<serde_json::Value> = serde_json::from_slice(&s.bytes("bob")).unwrap();
+    all.push(serde_json::json!({"from": "cc", "text": "direct", "timestamp": "t"}));
+    s.put("bob", &serde_json::to_vec(&all).unwrap());
+    let r = whole(s.mailbox.read_since("bob", &mut tail).unwrap());
+    assert_eq!(r.entries.last().unwrap().text, "direct");
+    let mut torn = s.bytes("bob");
+    torn.truncate(torn.len() - 2);
+    s.put("bob", &torn);
+    let r = whole(s.mailbox.read_since("bob", &mut tail).unwrap());
+    assert!(
+        r.quarantined.is_some(),
+        "a corrupt inbox is copied aside and reported"
+    );
+}
+
 // ---- concurrency and properties -----------------------------------------
 
 /// Checks that `texts` holds every `(sender, n)` sent exactly once and in

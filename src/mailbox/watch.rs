@@ -1,14 +1,19 @@
-//! Wake-ups when an inbox changes: [`InboxWatcher`] watches a team's
-//! inboxes directory with `notify` (inotify on Linux, FSEvents/kqueue or
-//! notify's own poller elsewhere) and falls back to polling file metadata
-//! once a second when no watcher can be created. Either way a waiting
-//! thread sleeps while nothing happens: no busy polling.
+//! Wake-ups when a file of the team changes: [`InboxWatcher`] watches one
+//! or more directories (a team's inboxes, its task list) with `notify`
+//! (inotify on Linux, FSEvents/kqueue or notify's own poller elsewhere) and
+//! falls back to polling file metadata once a second when no watcher can be
+//! created, keeping the reason ([`InboxWatcher::polling_reason`]) so the
+//! fallback is never silent. Either way a waiting thread sleeps while
+//! nothing happens: no busy polling. This is swarm's one watcher wrapper:
+//! the lead, `swarm inbox --follow` and the team watcher of the teammate
+//! runtimes (`teammate::wake`) all use it.
 //!
-//! Only inbox files (`*.json`) count: lock directories, temp files and
-//! quarantined copies beside them are ignored.
+//! Only `*.json` files count (inboxes and task files): lock directories,
+//! temp files, `.highwatermark` and quarantined copies beside them are
+//! ignored.
 
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -16,12 +21,12 @@ use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
-/// How often the fallback looks at the directory.
+/// How often the fallback looks at the directories.
 pub const POLL_EVERY: Duration = Duration::from_secs(1);
 
-/// Wakes its owner when an inbox file in one directory changes.
+/// Wakes its owner when a `*.json` file in one of its directories changes.
 pub struct InboxWatcher {
-    dir: PathBuf,
+    dirs: Vec<PathBuf>,
     how: How,
 }
 
@@ -29,32 +34,54 @@ enum How {
     Notify {
         /// Kept alive for as long as the watcher: dropping it stops the events.
         _watcher: RecommendedWatcher,
-        /// File name of the inbox that changed; `None` when unknown (an error
-        /// or an overflow), which wakes every waiter.
-        changes: Receiver<Option<OsString>>,
+        /// What changed; `None` when unknown (an error or an overflow),
+        /// which counts as every file changing.
+        changes: Receiver<Option<Changed>>,
     },
     Poll {
         last: Mutex<Snapshot>,
+        /// Why this watcher polls.
+        why: String,
     },
 }
 
-/// Identity of every inbox file: (mtime ns, size, inode).
-type Snapshot = BTreeMap<OsString, (i128, u64, u64)>;
+/// One changed file: the index of its directory and its file name.
+pub type Changed = (usize, OsString);
+
+/// What [`InboxWatcher::changes`] saw: the files that changed, or `All`
+/// when the watcher cannot tell (an overflow, an error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Changes {
+    Files(BTreeSet<Changed>),
+    All,
+}
+
+/// Identity of every counted file: (mtime ns, size, inode).
+type Snapshot = BTreeMap<Changed, (i128, u64, u64)>;
 
 impl InboxWatcher {
     /// Watches `dir` (which must exist), polling if `notify` cannot.
     pub fn new(dir: &Path) -> InboxWatcher {
-        match Self::notify(dir) {
+        Self::over(&[dir.to_path_buf()])
+    }
+
+    /// Watches every directory of `dirs` (which must exist) with one
+    /// watcher (one inotify instance), polling if `notify` cannot.
+    pub fn over(dirs: &[PathBuf]) -> InboxWatcher {
+        match Self::notify(dirs) {
             Ok(w) => w,
             Err(e) => {
-                tracing::warn!(dir = %dir.display(), error = %e, "cannot watch inboxes; polling every second");
-                Self::polling(dir)
+                let why = format!("cannot watch files ({e})");
+                tracing::warn!(dirs = ?dirs, %why, "polling every second");
+                Self::polling_over(dirs, &why)
             }
         }
     }
 
-    fn notify(dir: &Path) -> notify::Result<InboxWatcher> {
+    fn notify(dirs: &[PathBuf]) -> notify::Result<InboxWatcher> {
+        refused_by_fault()?;
         let (tx, changes) = channel();
+        let owned = dirs.to_vec();
         let mut watcher =
             notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
                 Ok(event) => {
@@ -62,8 +89,8 @@ impl InboxWatcher {
                         return;
                     }
                     for p in &event.paths {
-                        if let Some(name) = p.file_name().filter(|n| is_inbox_file(n)) {
-                            let _ = tx.send(Some(name.to_owned()));
+                        if let Some(c) = changed_of(&owned, p) {
+                            let _ = tx.send(Some(c));
                         }
                     }
                     if event.need_rescan() {
@@ -74,9 +101,11 @@ impl InboxWatcher {
                     let _ = tx.send(None);
                 }
             })?;
-        watcher.watch(dir, RecursiveMode::NonRecursive)?;
+        for d in dirs {
+            watcher.watch(d, RecursiveMode::NonRecursive)?;
+        }
         Ok(InboxWatcher {
-            dir: dir.to_path_buf(),
+            dirs: dirs.to_vec(),
             how: How::Notify {
                 _watcher: watcher,
                 changes,
@@ -84,12 +113,21 @@ impl InboxWatcher {
         })
     }
 
-    /// A watcher that only polls (what [`InboxWatcher::new`] falls back to).
+    /// A watcher of `dir` that only polls (what [`InboxWatcher::new`] falls
+    /// back to).
     pub fn polling(dir: &Path) -> InboxWatcher {
-        let last = Mutex::new(snapshot(dir));
+        Self::polling_over(&[dir.to_path_buf()], "asked to poll")
+    }
+
+    /// A watcher of `dirs` that only polls, because of `why`.
+    pub fn polling_over(dirs: &[PathBuf], why: &str) -> InboxWatcher {
+        let last = Mutex::new(snapshot(dirs));
         InboxWatcher {
-            dir: dir.to_path_buf(),
-            how: How::Poll { last },
+            dirs: dirs.to_vec(),
+            how: How::Poll {
+                last,
+                why: why.to_owned(),
+            },
         }
     }
 
@@ -98,66 +136,87 @@ impl InboxWatcher {
         matches!(self.how, How::Poll { .. })
     }
 
-    /// The watched directory.
+    /// Why this watcher polls, if it does.
+    pub fn polling_reason(&self) -> Option<&str> {
+        match &self.how {
+            How::Poll { why, .. } => Some(why),
+            How::Notify { .. } => None,
+        }
+    }
+
+    /// The first watched directory.
     pub fn dir(&self) -> &Path {
-        &self.dir
+        &self.dirs[0]
     }
 
-    /// Blocks until any inbox file in the directory changes (`true`) or
-    /// `timeout` passes (`false`). Changes that happened since the previous
-    /// call count, so none is missed between two waits.
+    /// Blocks until any counted file changes (`true`) or `timeout` passes
+    /// (`false`). Changes that happened since the previous call count, so
+    /// none is missed between two waits.
     pub fn wait(&self, timeout: Duration) -> bool {
-        self.wait_matching(timeout, None)
+        self.changes(timeout).is_some()
     }
 
-    /// Like [`InboxWatcher::wait`], for one inbox file (e.g. `bob.json`, the
-    /// file name of `Root::inbox(team, "bob")`).
+    /// Like [`InboxWatcher::wait`], for one file name (e.g. `bob.json`, the
+    /// file name of `Root::inbox(team, "bob")`) in any watched directory.
     pub fn wait_for(&self, file_name: &OsStr, timeout: Duration) -> bool {
-        self.wait_matching(timeout, Some(file_name))
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.changes(left) {
+                None => return false,
+                Some(Changes::All) => return true,
+                Some(Changes::Files(f)) if f.iter().any(|(_, n)| n == file_name) => return true,
+                Some(Changes::Files(_)) if left.is_zero() => return false,
+                Some(Changes::Files(_)) => {}
+            }
+        }
     }
 
-    fn wait_matching(&self, timeout: Duration, want: Option<&OsStr>) -> bool {
+    /// Blocks until counted files change and says which (a burst is one
+    /// answer), or `None` once `timeout` passes.
+    pub fn changes(&self, timeout: Duration) -> Option<Changes> {
         let deadline = Instant::now() + timeout;
         match &self.how {
             How::Notify { changes, .. } => {
-                let matches = |c: &Option<OsString>| match (c, want) {
-                    (None, _) | (_, None) => true,
-                    (Some(name), Some(w)) => name == w,
+                let first = match changes.recv_timeout(timeout) {
+                    Ok(c) => c,
+                    Err(RecvTimeoutError::Timeout) => return None,
+                    Err(RecvTimeoutError::Disconnected) => {
+                        std::thread::sleep(timeout);
+                        return None;
+                    }
                 };
-                loop {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    match changes.recv_timeout(left) {
-                        Ok(c) if matches(&c) => {
-                            // Coalesce the burst: every queued change happened
-                            // before the caller's next read, which will see it.
-                            while changes.try_recv().is_ok() {}
-                            return true;
+                // Coalesce the burst: every queued change happened before
+                // the caller's next read, which will see it.
+                let mut files = BTreeSet::new();
+                let mut all = false;
+                for c in std::iter::once(first).chain(changes.try_iter()) {
+                    match c {
+                        Some(c) => {
+                            files.insert(c);
                         }
-                        Ok(_) => continue,
-                        Err(RecvTimeoutError::Timeout) => return false,
-                        Err(RecvTimeoutError::Disconnected) => {
-                            std::thread::sleep(left);
-                            return false;
-                        }
+                        None => all = true,
                     }
                 }
+                Some(if all {
+                    Changes::All
+                } else {
+                    Changes::Files(files)
+                })
             }
-            How::Poll { last } => loop {
-                let now = snapshot(&self.dir);
+            How::Poll { last, .. } => loop {
+                let now = snapshot(&self.dirs);
                 {
                     let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
-                    let changed = match want {
-                        None => *last != now,
-                        Some(w) => last.get(w) != now.get(w),
-                    };
-                    if changed {
+                    let files = differences(&last, &now);
+                    if !files.is_empty() {
                         *last = now;
-                        return true;
+                        return Some(Changes::Files(files));
                     }
                 }
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
-                    return false;
+                    return None;
                 }
                 std::thread::sleep(left.min(POLL_EVERY));
             },
@@ -168,36 +227,77 @@ impl InboxWatcher {
 impl std::fmt::Debug for InboxWatcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InboxWatcher")
-            .field("dir", &self.dir)
-            .field("polling", &self.is_polling())
+            .field("dirs", &self.dirs)
+            .field("polling", &self.polling_reason())
             .finish()
     }
 }
 
+/// Whether a watcher of `dir` can be created now (`Err` says why not),
+/// made and dropped at once.
+pub fn watch_available(dir: &Path) -> Result<(), String> {
+    match InboxWatcher::notify(&[dir.to_path_buf()]) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// With the `fault-injection` feature (test builds only),
+/// `SWARM_FAULT_NO_WATCH=1` makes every watcher creation fail, as an
+/// exhausted `fs.inotify.max_user_instances` does.
+fn refused_by_fault() -> notify::Result<()> {
+    #[cfg(feature = "fault-injection")]
+    if std::env::var_os("SWARM_FAULT_NO_WATCH").is_some_and(|v| v == "1") {
+        return Err(notify::Error::generic(
+            "no inotify instance left (SWARM_FAULT_NO_WATCH=1)",
+        ));
+    }
+    Ok(())
+}
+
+/// The counted file `path` is, in one of `dirs`.
+fn changed_of(dirs: &[PathBuf], path: &Path) -> Option<Changed> {
+    let name = path.file_name().filter(|n| counts(n))?;
+    let parent = path.parent()?;
+    let i = dirs.iter().position(|d| d == parent).unwrap_or(0);
+    Some((i, name.to_owned()))
+}
+
 /// `<name>.json`, not a temp file, lock or quarantined copy beside it.
-fn is_inbox_file(name: &OsStr) -> bool {
+fn counts(name: &OsStr) -> bool {
     let name = name.to_string_lossy();
     name.ends_with(".json") && !name.starts_with('.')
 }
 
-fn snapshot(dir: &Path) -> Snapshot {
+fn differences(a: &Snapshot, b: &Snapshot) -> BTreeSet<Changed> {
+    let mut out: BTreeSet<Changed> = a
+        .iter()
+        .filter(|(k, v)| b.get(*k) != Some(*v))
+        .map(|(k, _)| k.clone())
+        .collect();
+    out.extend(b.keys().filter(|k| !a.contains_key(*k)).cloned());
+    out
+}
+
+fn snapshot(dirs: &[PathBuf]) -> Snapshot {
     let mut snap = Snapshot::new();
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return snap;
-    };
-    for entry in rd.flatten() {
-        let name = entry.file_name();
-        if !is_inbox_file(&name) {
+    for (i, dir) in dirs.iter().enumerate() {
+        let Ok(rd) = std::fs::read_dir(dir) else {
             continue;
-        }
-        if let Ok(m) = entry.metadata() {
-            let mtime = i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec());
-            snap.insert(name, (mtime, m.size(), m.ino()));
+        };
+        for entry in rd.flatten() {
+            let name = entry.file_name();
+            if !counts(&name) {
+                continue;
+            }
+            if let Ok(m) = entry.metadata() {
+                let mtime = i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec());
+                snap.insert((i, name), (mtime, m.size(), m.ino()));
+            }
         }
     }
     snap
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

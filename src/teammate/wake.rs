@@ -1,187 +1,410 @@
-//! Wake-ups for a teammate runtime: one `notify` watcher over the team's
-//! inboxes directory and its task list directory, so a message or a task
-//! that becomes claimable wakes the runtime at once. Where no watcher can be
-//! created it polls both directories' metadata once a second. Either way an
-//! idle runtime sleeps in a blocking receive: no busy polling.
+//! Wake-ups for a teammate runtime, with no inotify instance per runtime
+//! and no herd: a message wakes its recipient only.
 //!
-//! Only `*.json` files count (inboxes and task files); lock directories,
-//! temp files, `.highwatermark` and quarantined copies are ignored.
+//! * Each runtime sleeps on its own doorbell (`mailbox::doorbell`, a FIFO
+//!   under the team's state). swarm's senders ring the recipient's bell
+//!   right after a send, so delivery needs no watcher at all.
+//! * Writes that ring nothing (Claude Code teammates and leads write inboxes
+//!   and task files with their own protocol) are seen by the **team
+//!   watcher**: one `notify` watcher (one inotify instance) over the team's
+//!   inboxes and task list, run by whichever runtime holds the team-wide OS
+//!   lock `Root::team_watcher_lock`. The others block on that lock in a
+//!   thread of their own (no CPU); when the holder exits the kernel hands the
+//!   lock to the next, which rings every bell once to cover the hand-over.
+//!   A changed `<member>.json` inbox rings that member's bell only; a changed
+//!   task file rings every bell (any idle member may claim it).
+//!   Latency of a Claude Code write, lead or no lead: one inotify event and
+//!   one ring, about a millisecond, as long as any swarm runtime of the team
+//!   runs (the lead is not needed).
+//!
+//! Polling is a fallback, never silent: if the team watcher cannot create a
+//! watcher (no inotify instance left) it polls the directories once a second
+//! (alone, for the whole team: such writes then take up to a second; swarm's
+//! own sends still ring at once); if a runtime cannot make its doorbell it
+//! polls its own inbox and the task list once a second. Either records why
+//! (`.team-watcher.json`, `<member>.polling` under `<state>/runtime/`), logs
+//! it, shows it in the pane banner and tells the lead in a message;
+//! `swarm doctor` lists it ([`report`]) and `swarm up` warns beforehand
+//! ([`preflight`]).
 
-use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
-use std::collections::BTreeMap;
-use std::ffi::OsStr;
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::time::{Duration, Instant};
+use crate::mailbox::doorbell::{self, Doorbell};
+use crate::mailbox::{Changes, InboxWatcher};
+use crate::team::Team;
+use crate::team::names::member_from_file_stem;
+use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-/// How often the fallback looks at the directories.
-pub const POLL_EVERY: Duration = Duration::from_secs(1);
+/// How often the team watcher checks that its team still exists when
+/// nothing happens.
+const TEAM_CHECK_EVERY: Duration = Duration::from_secs(60);
 
-/// Wakes the runtime when an inbox or a task file changes.
+/// Wakes one runtime when its inbox or the task list changes.
 pub struct Wakeups {
     how: How,
+    /// Set by the team watcher's thread if it stops for good.
+    broken: Arc<Mutex<Option<String>>>,
+    dirs: Vec<PathBuf>,
+    note: PathBuf,
 }
 
 enum How {
-    Notify {
-        _watcher: RecommendedWatcher,
-        changes: Receiver<()>,
-    },
-    Poll {
-        dirs: Vec<PathBuf>,
-        last: Snapshot,
-    },
+    Bell(Doorbell),
+    Poll(InboxWatcher),
 }
 
-type Snapshot = BTreeMap<PathBuf, (i128, u64, u64)>;
+/// What the team watcher records about itself.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WatcherStatus {
+    pid: u32,
+    member: String,
+    since_ms: u64,
+    /// Why it polls; `None` while it gets file events.
+    polling: Option<String>,
+}
 
 impl Wakeups {
-    /// Watches `dirs` (which must exist), polling if `notify` cannot.
-    pub fn new(dirs: &[PathBuf]) -> Wakeups {
-        match Self::notify(dirs) {
-            Ok(w) => w,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot watch the team's files; polling every second");
-                Self::polling(dirs)
+    /// The wake-ups of `me`'s runtime in `team`, whose inboxes and task list
+    /// directories are `dirs` (which must exist); also enters the election
+    /// of the team watcher.
+    pub fn new(team: &Team, me: &str, dirs: &[PathBuf]) -> anyhow::Result<Wakeups> {
+        let note = team.root.runtime_file(&team.name, me, "polling")?;
+        let broken = Arc::new(Mutex::new(None));
+        let bell_path = team.mailbox().doorbell_path(me)?;
+        let how = match enter_election(team, me, dirs, broken.clone()) {
+            Err(e) => How::Poll(InboxWatcher::polling_over(
+                dirs,
+                &format!("cannot take part in watching the team's files ({e:#})"),
+            )),
+            Ok(()) => match Doorbell::open(&bell_path) {
+                Ok(bell) => How::Bell(bell),
+                Err(e) => How::Poll(InboxWatcher::polling_over(
+                    dirs,
+                    &format!("cannot make the doorbell {} ({e})", bell_path.display()),
+                )),
+            },
+        };
+        let w = Wakeups {
+            how,
+            broken,
+            dirs: dirs.to_vec(),
+            note,
+        };
+        w.record();
+        Ok(w)
+    }
+
+    /// Why this runtime polls, if it does.
+    pub fn polling_reason(&self) -> Option<&str> {
+        match &self.how {
+            How::Poll(w) => w.polling_reason(),
+            How::Bell(_) => None,
+        }
+    }
+
+    /// Blocks until something of this member's changed since the previous
+    /// call (`true`) or `timeout` passed (`false`). A burst is one wake-up.
+    pub fn wait(&mut self, timeout: Duration) -> bool {
+        self.check_watcher();
+        let woken = match &self.how {
+            How::Bell(bell) => bell.wait(timeout),
+            How::Poll(w) => w.wait(timeout),
+        };
+        if woken {
+            tracing::debug!("woken");
+        }
+        woken
+    }
+
+    /// Falls back to polling if the team watcher's thread stopped for good.
+    fn check_watcher(&mut self) {
+        let why = self.broken.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let (Some(why), How::Bell(_)) = (why, &self.how) {
+            tracing::warn!(%why, "the team watcher stopped; polling every second");
+            self.how = How::Poll(InboxWatcher::polling_over(&self.dirs, &why));
+            self.record();
+        }
+    }
+
+    /// Keeps `<member>.polling` true to what this runtime does.
+    fn record(&self) {
+        let res = match self.polling_reason() {
+            Some(why) => {
+                tracing::warn!(%why, "polling every second for messages and tasks");
+                crate::atomic_file::write_atomic(&self.note, why.as_bytes())
+            }
+            None => match std::fs::remove_file(&self.note) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            },
+        };
+        if let Err(e) = res {
+            tracing::warn!(note = %self.note.display(), error = %e, "cannot record whether I poll");
+        }
+    }
+}
+
+impl Drop for Wakeups {
+    fn drop(&mut self) {
+        if self.polling_reason().is_some() {
+            let _ = std::fs::remove_file(&self.note);
+        }
+    }
+}
+
+/// Starts the thread that waits for the team watcher's lock and, once it
+/// holds it, watches for the team. Fails only if the lock file cannot be
+/// opened.
+fn enter_election(
+    team: &Team,
+    me: &str,
+    dirs: &[PathBuf],
+    broken: Arc<Mutex<Option<String>>>,
+) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let lock = crate::lead::lock::open_lock_file(&team.root.team_watcher_lock(&team.name)?)?;
+    let (team, me, dirs) = (team.clone(), me.to_owned(), dirs.to_vec());
+    std::thread::Builder::new()
+        .name("team-watcher".into())
+        .spawn(move || {
+            if let Err(e) = lock.lock() {
+                let why = format!("cannot wait for the team watcher's lock ({e})");
+                *broken.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+                return;
+            }
+            watch_for_team(&team, &me, &dirs);
+            drop(lock);
+        })
+        .context("starting the team watcher's thread")?;
+    Ok(())
+}
+
+/// The team watcher, holding the lock: rings the bell of each member whose
+/// inbox changes (every bell when a task changes) until the team is gone.
+fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
+    let watcher = InboxWatcher::over(dirs);
+    tracing::info!(polling = ?watcher.polling_reason(), "watching the team's files for its runtimes");
+    // Writes between the previous holder's end and this watch: look again.
+    ring_all(team);
+    write_status(team, me, watcher.polling_reason());
+    if let Some(why) = watcher.polling_reason() {
+        tell_lead(
+            team,
+            me,
+            &format!(
+                "the team watcher ({me}'s runtime) polls every second: {why}; writes by Claude \
+                 Code reach swarm runtimes within about a second (swarm's own sends are not \
+                 delayed)"
+            ),
+        );
+    }
+    loop {
+        match watcher.changes(TEAM_CHECK_EVERY) {
+            None => {
+                if !team.roster().exists() {
+                    return;
+                }
+            }
+            Some(Changes::All) => ring_all(team),
+            Some(Changes::Files(files)) => {
+                let mut tasks = false;
+                for (dir, name) in files {
+                    if dir != 0 {
+                        tasks = true;
+                        continue;
+                    }
+                    let name = name.to_string_lossy();
+                    let member = name.strip_suffix(".json").and_then(member_from_file_stem);
+                    if let Some(m) = member {
+                        team.mailbox().ring(&m);
+                    }
+                }
+                if tasks {
+                    ring_all(team);
+                }
             }
         }
     }
-
-    fn notify(dirs: &[PathBuf]) -> notify::Result<Wakeups> {
-        let (tx, changes) = channel();
-        let mut watcher =
-            notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
-                Ok(event) => {
-                    if matches!(event.kind, EventKind::Access(_)) {
-                        return;
-                    }
-                    let relevant = event.need_rescan()
-                        || event
-                            .paths
-                            .iter()
-                            .any(|p| p.file_name().is_some_and(counts));
-                    if relevant {
-                        let _ = tx.send(());
-                    }
-                }
-                Err(_) => {
-                    let _ = tx.send(());
-                }
-            })?;
-        for d in dirs {
-            watcher.watch(d, RecursiveMode::NonRecursive)?;
-        }
-        Ok(Wakeups {
-            how: How::Notify {
-                _watcher: watcher,
-                changes,
-            },
-        })
-    }
-
-    /// A watcher that only polls.
-    pub fn polling(dirs: &[PathBuf]) -> Wakeups {
-        Wakeups {
-            how: How::Poll {
-                dirs: dirs.to_vec(),
-                last: snapshot(dirs),
-            },
-        }
-    }
-
-    pub fn is_polling(&self) -> bool {
-        matches!(self.how, How::Poll { .. })
-    }
-
-    /// Blocks until something changed since the previous call (`true`) or
-    /// `timeout` passed (`false`). A burst of changes is one wake-up.
-    pub fn wait(&mut self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        match &mut self.how {
-            How::Notify { changes, .. } => match changes.recv_timeout(timeout) {
-                Ok(()) => {
-                    while changes.try_recv().is_ok() {}
-                    true
-                }
-                Err(RecvTimeoutError::Timeout) => false,
-                Err(RecvTimeoutError::Disconnected) => {
-                    std::thread::sleep(timeout.min(POLL_EVERY));
-                    true
-                }
-            },
-            How::Poll { dirs, last } => loop {
-                let now = snapshot(dirs);
-                if *last != now {
-                    *last = now;
-                    return true;
-                }
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return false;
-                }
-                std::thread::sleep(left.min(POLL_EVERY));
-            },
-        }
-    }
 }
 
-/// `<name>.json`, not a temp file, lock or copy beside it.
-fn counts(name: &OsStr) -> bool {
-    let name = name.to_string_lossy();
-    name.ends_with(".json") && !name.starts_with('.')
-}
-
-fn snapshot(dirs: &[PathBuf]) -> Snapshot {
-    let mut snap = Snapshot::new();
-    for dir in dirs {
-        add_dir(dir, &mut snap);
-    }
-    snap
-}
-
-fn add_dir(dir: &Path, snap: &mut Snapshot) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
+/// Rings every doorbell of the team.
+fn ring_all(team: &Team) {
+    let Ok(lock) = team.root.team_watcher_lock(&team.name) else {
         return;
     };
-    for entry in rd.flatten() {
-        if !counts(&entry.file_name()) {
-            continue;
+    let Some(Ok(rd)) = lock.parent().map(std::fs::read_dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        if e.file_name().to_string_lossy().ends_with(".wake") {
+            doorbell::ring(&e.path());
         }
-        if let Ok(m) = entry.metadata() {
-            let mtime = i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec());
-            snap.insert(entry.path(), (mtime, m.size(), m.ino()));
-        }
+    }
+}
+
+fn write_status(team: &Team, me: &str, polling: Option<&str>) {
+    let status = WatcherStatus {
+        pid: std::process::id(),
+        member: me.to_owned(),
+        since_ms: crate::clock::now_ms(),
+        polling: polling.map(str::to_owned),
+    };
+    let res = team
+        .root
+        .team_watcher_status(&team.name)
+        .map_err(anyhow::Error::from)
+        .and_then(|p| {
+            let bytes = serde_json::to_vec_pretty(&status)?;
+            crate::atomic_file::write_atomic(&p, &bytes)?;
+            Ok(())
+        });
+    if let Err(e) = res {
+        tracing::warn!(error = %format!("{e:#}"), "cannot record the team watcher's status");
+    }
+}
+
+/// A plain message to the lead, so its dialog shows why someone polls.
+pub(super) fn tell_lead(team: &Team, me: &str, text: &str) {
+    let lead = crate::team::names::LEAD_NAME;
+    let summary = format!("{me}: polling for messages");
+    if let Err(e) = team.send_text(me, lead, &format!("{me}: {text}"), Some(&summary), true) {
+        tracing::warn!(error = %format!("{e:#}"), "could not tell the lead");
+    }
+}
+
+/// For `swarm doctor`: one line per member of `team` that polls, and for
+/// a team watcher that polls, saying why.
+pub fn report(team: &Team) -> Vec<String> {
+    let mut lines = Vec::new();
+    let t = &team.name;
+    if let Some(s) = live_watcher(team)
+        && let Some(why) = s.polling
+    {
+        lines.push(format!(
+            "team {t}: the team watcher ({}'s runtime, pid {}) polls every second: {why}; \
+             Claude Code's writes reach swarm runtimes within about a second",
+            s.member, s.pid
+        ));
+    }
+    let Ok(lock) = team.root.team_watcher_lock(t) else {
+        return lines;
+    };
+    let Some(Ok(rd)) = lock.parent().map(std::fs::read_dir) else {
+        return lines;
+    };
+    let mut notes: Vec<(String, String)> = rd
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let member = member_from_file_stem(name.strip_suffix(".polling")?)?;
+            let why = std::fs::read_to_string(e.path()).ok()?;
+            Some((member, why))
+        })
+        .collect();
+    notes.sort();
+    for (m, why) in notes {
+        lines.push(format!(
+            "team {t}: {m}'s runtime polls every second: {}",
+            why.trim()
+        ));
+    }
+    lines
+}
+
+/// The team watcher's status, if a runtime holds the lock now.
+fn live_watcher(team: &Team) -> Option<WatcherStatus> {
+    let lock = team.root.team_watcher_lock(&team.name).ok()?;
+    let f = File::open(&lock).ok()?;
+    if f.try_lock_shared().is_ok() {
+        return None; // nobody holds it
+    }
+    let status = team.root.team_watcher_status(&team.name).ok()?;
+    serde_json::from_slice(&std::fs::read(status).ok()?).ok()
+}
+
+/// For `swarm up`: warns on stderr when file watching is unavailable right
+/// now (no inotify instance left for this user), before runtimes fall back
+/// to polling.
+pub fn preflight(team: &Team) {
+    let Ok(dir) = team.root.team_dir(&team.name) else {
+        return;
+    };
+    if let Err(why) = crate::mailbox::watch_available(&dir) {
+        eprintln!(
+            "swarm: warning: file watching is unavailable ({why}); team {}'s watcher will poll \
+             every second, so messages written by Claude Code reach swarm runtimes within about \
+             a second (raise fs.inotify.max_user_instances or close other watchers; `swarm \
+             doctor` shows who polls)",
+            team.name
+        );
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::paths::Root;
+
+    fn team() -> (tempfile::TempDir, Team, Vec<PathBuf>) {
+        let t = tempfile::tempdir().unwrap();
+        let team = Team::new(&Root::new(t.path()), "t");
+        let dirs = vec![
+            team.root.inboxes_dir("t").unwrap(),
+            team.root.tasks_dir("t").unwrap(),
+        ];
+        for d in &dirs {
+            crate::atomic_file::ensure_dir(d).unwrap();
+        }
+        (t, team, dirs)
+    }
 
     #[test]
-    fn a_change_in_either_directory_wakes_and_quiet_times_out() {
-        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let dirs = vec![a.path().to_path_buf(), b.path().to_path_buf()];
-        let makers: [fn(&[PathBuf]) -> Wakeups; 2] = [Wakeups::new, Wakeups::polling];
-        for make in makers {
-            let mut w = make(&dirs);
-            assert!(!w.wait(Duration::from_millis(50)));
-            for d in [&a, &b] {
-                crate::atomic_file::write_atomic(&d.path().join("7.json"), b"{}").unwrap();
-                assert!(
-                    w.wait(Duration::from_secs(5)),
-                    "no wake-up (polling: {})",
-                    w.is_polling()
-                );
-            }
-            std::fs::create_dir(a.path().join("7.json.lock")).unwrap();
-            std::fs::remove_dir(a.path().join("7.json.lock")).unwrap();
-            std::fs::write(b.path().join(".highwatermark"), b"3").unwrap();
-            assert!(
-                !w.wait(Duration::from_millis(1200)),
-                "locks and marks must not wake"
-            );
-        }
+    fn a_direct_inbox_write_wakes_its_member_only_and_a_task_wakes_all() {
+        let (_t, team, dirs) = team();
+        let mut a = Wakeups::new(&team, "alice", &dirs).unwrap();
+        let mut b = Wakeups::new(&team, "bob", &dirs).unwrap();
+        assert_eq!(a.polling_reason(), None);
+        // The hand-over ring, then quiet.
+        a.wait(Duration::from_secs(5));
+        b.wait(Duration::from_secs(5));
+        assert!(!b.wait(Duration::from_millis(50)));
+        // A Claude Code-style write: no ring, only the file.
+        let inbox = team.root.inbox("t", "alice").unwrap();
+        crate::atomic_file::write_atomic(&inbox, b"[]").unwrap();
+        assert!(a.wait(Duration::from_secs(5)), "alice not woken");
+        assert!(
+            !b.wait(Duration::from_millis(300)),
+            "bob woken by alice's mail"
+        );
+        let task = team.root.task("t", "1").unwrap();
+        crate::atomic_file::write_atomic(&task, b"{}").unwrap();
+        assert!(a.wait(Duration::from_secs(5)) && b.wait(Duration::from_secs(5)));
+        assert!(report(&team).is_empty(), "{:?}", report(&team));
+    }
+
+    #[test]
+    fn a_runtime_that_cannot_make_its_doorbell_polls_and_says_so() {
+        let (_t, team, dirs) = team();
+        let bell = team.mailbox().doorbell_path("bob").unwrap();
+        // A directory where the FIFO goes: it can be neither made nor removed.
+        std::fs::create_dir_all(bell.join("x")).unwrap();
+        let mut b = Wakeups::new(&team, "bob", &dirs).unwrap();
+        assert!(b.polling_reason().is_some());
+        let lines = report(&team);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("bob's runtime polls every second")),
+            "{lines:?}"
+        );
+        let inbox = team.root.inbox("t", "bob").unwrap();
+        crate::atomic_file::write_atomic(&inbox, b"[]").unwrap();
+        assert!(
+            b.wait(Duration::from_secs(5)),
+            "the fallback missed the write"
+        );
     }
 }

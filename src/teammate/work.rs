@@ -201,8 +201,8 @@ impl Runtime {
                 .map_err(|e| anyhow!("creating {}: {e}", d.display()))?;
         }
         // Watch before the first look, so nothing written in between is missed.
-        let mut wake = Wakeups::new(&[inboxes, tasks]);
-        self.banner(wake.is_polling());
+        let mut wake = Wakeups::new(&self.team, &self.me, &[inboxes, tasks])?;
+        self.banner(wake.polling_reason());
         let mut trouble = Trouble::default();
         loop {
             let flow = match self.step(&mut wake) {
@@ -326,7 +326,7 @@ impl Runtime {
         let _ = writeln!(p, "{line}").and_then(|()| p.flush());
     }
 
-    fn banner(&self, polling: bool) {
+    fn banner(&self, polling: Option<&str>) {
         let cwd = self
             .runner
             .cwd
@@ -339,10 +339,16 @@ impl Runtime {
             self.team.name,
             self.runner.agent.name()
         ));
-        let how = if polling {
-            "polling every second"
-        } else {
-            "file events"
+        let how = match polling {
+            Some(why) => {
+                super::wake::tell_lead(
+                    &self.team,
+                    &self.me,
+                    &format!("my runtime polls every second for messages and tasks: {why}"),
+                );
+                format!("polling every second: {why}")
+            }
+            None => "doorbell".to_owned(),
         };
         self.say(&format!("  waiting for messages and tasks ({how})"));
     }

@@ -1,0 +1,153 @@
+//! Doorbells: a FIFO per teammate runtime, `<state>/runtime/<member>.wake`
+//! (`Root::runtime_file(team, member, "wake")`), that wakes that runtime
+//! and no other. The runtime owns it ([`Doorbell`]) and sleeps in `poll(2)`
+//! on it; whoever changes its inbox rings it ([`ring`]): swarm's senders
+//! right after a send, and the team watcher (`teammate::wake`) for writes
+//! that ring nothing (Claude Code's). A ring is one byte written without
+//! blocking; one nobody listens to (no runtime, a full pipe: a wake-up is
+//! already pending) costs a failed `open` or `write` and is dropped.
+//!
+//! A FIFO is a file: coordination stays through files only, and no inotify
+//! instance is spent per runtime.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The listening end of a doorbell, owned by one runtime.
+#[derive(Debug)]
+pub struct Doorbell {
+    path: PathBuf,
+    /// Opened read-write, so the FIFO always has a writer: no end-of-file,
+    /// and no blocking `open`.
+    fifo: File,
+}
+
+impl Doorbell {
+    /// Makes (or takes over, after a predecessor died) the FIFO at `path`
+    /// and listens on it. A non-FIFO in its place is replaced.
+    pub fn open(path: &Path) -> io::Result<Doorbell> {
+        if let Some(dir) = path.parent() {
+            crate::atomic_file::ensure_dir(dir)?;
+        }
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_fifo() => {}
+            Ok(_) => {
+                std::fs::remove_file(path)?;
+                mkfifo(path)?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => mkfifo(path)?,
+            Err(e) => return Err(e),
+        }
+        let fifo = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+            .open(path)?;
+        Ok(Doorbell {
+            path: path.to_path_buf(),
+            fifo,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Sleeps until the bell rings (`true`, every ring so far swallowed)
+    /// or `timeout` passes (`false`).
+    pub fn wait(&self, timeout: Duration) -> bool {
+        let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+        let mut pfd = libc::pollfd {
+            fd: self.fifo.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: `pfd` is one valid pollfd for the duration of the call,
+        // and its fd is open (owned by `self.fifo`).
+        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if n <= 0 {
+            if n < 0 {
+                // EINTR or worse: let the caller look (a spurious wake-up
+                // costs one read of the inbox; a missed one costs a message).
+                std::thread::sleep(Duration::from_millis(10));
+                return true;
+            }
+            return false;
+        }
+        let mut buf = [0u8; 256];
+        while matches!((&self.fifo).read(&mut buf), Ok(n) if n > 0) {}
+        true
+    }
+}
+
+/// Rings the doorbell at `path` if a runtime listens on it; never blocks,
+/// never fails (see the module docs).
+pub fn ring(path: &Path) {
+    let Ok(f) = OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)
+    else {
+        return;
+    };
+    if f.metadata().is_ok_and(|m| m.file_type().is_fifo()) {
+        let _ = (&f).write(&[1]);
+    }
+}
+
+fn mkfifo(path: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: `c` is a valid NUL-terminated path for the call's duration.
+    if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } == 0 {
+        Ok(())
+    } else {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::AlreadyExists {
+            return Ok(());
+        }
+        Err(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ring_wakes_the_listener_once_and_quiet_times_out() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("runtime").join("bob.wake");
+        ring(&path); // nobody listens yet: dropped, no error
+        let bell = Doorbell::open(&path).unwrap();
+        assert!(!bell.wait(Duration::from_millis(20)));
+        ring(&path);
+        ring(&path);
+        assert!(bell.wait(Duration::from_secs(5)));
+        assert!(
+            !bell.wait(Duration::from_millis(20)),
+            "two rings before a wait are one wake-up"
+        );
+        drop(bell);
+        ring(&path); // the FIFO stays, its listener gone: dropped
+        let again = Doorbell::open(&path).unwrap();
+        assert!(!again.wait(Duration::from_millis(20)));
+    }
+
+    #[test]
+    fn a_regular_file_in_its_place_is_never_written_and_is_replaced() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("bob.wake");
+        std::fs::write(&path, b"").unwrap();
+        ring(&path);
+        assert_eq!(std::fs::read(&path).unwrap(), b"");
+        let bell = Doorbell::open(&path).unwrap();
+        ring(&path);
+        assert!(bell.wait(Duration::from_secs(5)));
+    }
+}

@@ -1,0 +1,209 @@
+//! Wake-ups of teammate runtimes (issue 13 items 1 and 2), end to end: real
+//! `swarm teammate` processes on a private root, no lead, the lead played by
+//! the test. A message wakes its recipient only; a Claude Code-style write
+//! (straight into the inbox file, ringing nothing) still reaches a runtime;
+//! with no file watcher to be had the team still delivers, and `swarm
+//! doctor` and the lead's inbox say who polls and why.
+
+use crate::util::{KillOnDrop, Sandbox, WAIT, wait_until};
+use std::process::Stdio;
+use swarm::mailbox::Entry;
+use swarm::team::Team;
+
+const T: &str = "t";
+
+/// Runtimes of `names`, started with `env`; killed when dropped.
+fn start(sb: &Sandbox, names: &[&str], env: &[(&str, &str)]) -> Vec<KillOnDrop> {
+    names
+        .iter()
+        .map(|n| {
+            let out = std::fs::File::create(sb.path(&format!("pane-{n}.txt"))).expect("pane file");
+            let mut cmd = sb.cmd(&["teammate", "--name", n]);
+            cmd.env("SWARM_TEAM", T)
+                .env("SWARM_LOG", "swarm=debug")
+                .stdout(out)
+                .stderr(Stdio::null());
+            for (k, v) in env {
+                cmd.env(k, v);
+            }
+            KillOnDrop(cmd.spawn().expect("starting swarm teammate"))
+        })
+        .collect()
+}
+
+fn team(sb: &Sandbox) -> Team {
+    Team::new(&swarm::paths::Root::new(sb.root()), T)
+}
+
+fn log(sb: &Sandbox, name: &str) -> String {
+    std::fs::read_to_string(sb.path(&format!("swarm/{T}/logs/teammate-{name}.log")))
+        .unwrap_or_default()
+}
+
+fn wakeups(sb: &Sandbox, name: &str) -> usize {
+    log(sb, name)
+        .lines()
+        .filter(|l| l.ends_with(" woken"))
+        .count()
+}
+
+fn lead_inbox(sb: &Sandbox) -> Vec<Entry> {
+    team(sb)
+        .mailbox()
+        .read("team-lead")
+        .map(|r| r.entries)
+        .unwrap_or_default()
+}
+
+fn replies_from(sb: &Sandbox, from: &str, needle: &str) -> usize {
+    lead_inbox(sb)
+        .iter()
+        .filter(|e| e.from == from && e.protocol().is_none() && e.text.contains(needle))
+        .count()
+}
+
+fn explain(sb: &Sandbox, names: &[&str]) -> String {
+    let mut s = String::new();
+    for n in names {
+        s += &format!(
+            "--- pane {n} ---\n{}\n--- log {n} ---\n{}\n",
+            std::fs::read_to_string(sb.path(&format!("pane-{n}.txt"))).unwrap_or_default(),
+            log(sb, n)
+        );
+    }
+    s + &format!("--- team-lead inbox ---\n{:#?}\n", lead_inbox(sb))
+}
+
+/// Every runtime waiting, and the team watcher elected.
+fn settle(sb: &Sandbox, names: &[&str]) {
+    wait_until(
+        "every runtime waits and one watches the team's files",
+        WAIT,
+        || {
+            names.iter().all(|n| {
+                std::fs::read_to_string(sb.path(&format!("pane-{n}.txt")))
+                    .is_ok_and(|p| p.contains("waiting for messages"))
+            }) && sb
+                .path(&format!("swarm/{T}/runtime/.team-watcher.json"))
+                .exists()
+        },
+        || explain(sb, names),
+    );
+}
+
+/// Appends a plain message to `to`'s inbox as Claude Code does: the file
+/// rewritten, no doorbell rung.
+fn write_like_claude_code(sb: &Sandbox, to: &str, text: &str) {
+    let path = sb.path(&format!("teams/{T}/inboxes/{to}.json"));
+    let mut entries: Vec<serde_json::Value> = std::fs::read(&path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    entries.push(serde_json::json!({
+        "from": "team-lead", "text": text, "timestamp": "2026-01-01T00:00:00.000Z",
+        "read": false, "msg_id": format!("cc-{}", entries.len()), "msgV": 1, "type": "message",
+    }));
+    let tmp = path.with_extension("json.tmp-cc");
+    std::fs::write(&tmp, serde_json::to_vec(&entries).expect("json")).expect("write");
+    std::fs::rename(&tmp, &path).expect("rename");
+}
+
+#[test]
+fn a_message_wakes_its_recipient_only() {
+    let sb = Sandbox::new();
+    let names = ["alice", "bob", "carol"];
+    sb.team_with(T, &names);
+    let _rt = start(&sb, &names, &[]);
+    settle(&sb, &names);
+    let before: Vec<usize> = names.iter().map(|n| wakeups(&sb, n)).collect();
+    for i in 0..6 {
+        sb.ok(&[
+            "send",
+            "--team",
+            T,
+            "--to",
+            "alice",
+            &format!("echo ping-{i}"),
+        ]);
+        wait_until(
+            &format!("alice answers ping-{i}"),
+            WAIT,
+            || replies_from(&sb, "alice", &format!("ping-{i}")) == 1,
+            || explain(&sb, &names),
+        );
+    }
+    // The count is real: alice's own wake-ups show in it.
+    assert!(
+        wakeups(&sb, "alice") > before[0],
+        "{}",
+        explain(&sb, &names)
+    );
+    for (i, n) in names.iter().enumerate().skip(1) {
+        // At most one wake-up left over from the start (the team watcher's
+        // hand-over ring); six messages to alice must wake nobody else.
+        assert!(
+            wakeups(&sb, n) <= before[i] + 1,
+            "{n} was woken {} times by alice's mail\n{}",
+            wakeups(&sb, n) - before[i],
+            explain(&sb, &names)
+        );
+    }
+}
+
+#[test]
+fn a_claude_code_style_write_reaches_a_runtime_with_no_lead_running() {
+    let sb = Sandbox::new();
+    let names = ["alice", "bob"];
+    sb.team_with(T, &names);
+    let _rt = start(&sb, &names, &[]);
+    settle(&sb, &names);
+    for n in names {
+        write_like_claude_code(&sb, n, &format!("echo direct-to-{n}"));
+        wait_until(
+            &format!("{n} answers a message no doorbell announced"),
+            WAIT,
+            || replies_from(&sb, n, &format!("direct-to-{n}")) == 1,
+            || explain(&sb, &names),
+        );
+    }
+}
+
+#[test]
+fn with_no_file_watcher_to_be_had_the_team_still_delivers_and_says_who_polls() {
+    let sb = Sandbox::new();
+    let names = ["alice", "bob"];
+    sb.team_with(T, &names);
+    let _rt = start(&sb, &names, &[("SWARM_FAULT_NO_WATCH", "1")]);
+    settle(&sb, &names);
+    write_like_claude_code(&sb, "bob", "echo polled-in");
+    wait_until(
+        "bob answers a direct write, found by the polling team watcher",
+        WAIT,
+        || replies_from(&sb, "bob", "polled-in") == 1,
+        || explain(&sb, &names),
+    );
+    sb.ok(&["send", "--team", T, "--to", "alice", "echo rung"]);
+    wait_until(
+        "alice answers a swarm send",
+        WAIT,
+        || replies_from(&sb, "alice", "rung") == 1,
+        || explain(&sb, &names),
+    );
+    let doctor = sb.ok(&["doctor"]);
+    assert!(
+        doctor.stdout.contains("the team watcher (")
+            && doctor.stdout.contains("polls every second")
+            && doctor.stdout.contains("SWARM_FAULT_NO_WATCH"),
+        "doctor does not say who polls:\n{}",
+        doctor.explain()
+    );
+    assert_eq!(
+        lead_inbox(&sb)
+            .iter()
+            .filter(|e| e.text.contains("polls every second"))
+            .count(),
+        1,
+        "the lead hears once that the team watcher polls\n{}",
+        explain(&sb, &names)
+    );
+}
