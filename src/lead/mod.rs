@@ -10,6 +10,7 @@
 //! - [`spawn`]: adding a teammate (roster entry, first prompt, pane).
 //! - [`teardown`]: kill ladder, graceful shutdown, prune, down.
 //! - [`control`]: the TeamsDialog's view of the lead: snapshots and actions.
+//! - [`view`]: the team as shown, kept up to date from what changed.
 //! - this file: the lead process itself ([`run_lead`]): it records itself in
 //!   `leadProcess`, re-discovers live panes after a restart, notices a pane
 //!   whose process exited or vanished within about a second, handles
@@ -23,6 +24,7 @@ pub mod recover;
 pub mod session;
 pub mod spawn;
 pub mod teardown;
+pub mod view;
 
 use crate::mailbox::Entry;
 use crate::protocol::Message;
@@ -135,6 +137,12 @@ pub struct Shared {
     pub stopping: HashMap<String, Instant>,
     /// Last time each member was heard from (message, idle notification).
     pub heard: HashMap<String, Instant>,
+    /// The task files changed since the view last looked (fed by the
+    /// board's watcher).
+    pub board: view::BoardChanges,
+    /// The newest entries the lead consumed, as the view shows them
+    /// (`None` until the view has read the history).
+    pub consumed: Option<std::collections::VecDeque<Entry>>,
 }
 
 impl Shared {
@@ -159,6 +167,8 @@ pub struct Lead {
     pub shared: Arc<Mutex<Shared>>,
     wake: Option<std::sync::mpsc::Sender<()>>,
     dirty: bool,
+    /// The files as the plain status view last read them.
+    state: view::TeamState,
     /// Held for the lead's whole life (see [`lock`]).
     lead_lock: Option<lock::LeadLock>,
     /// Test hook: the next death recordings fail, as a full disk would.
@@ -174,6 +184,7 @@ impl Lead {
             shared: Arc::new(Mutex::new(Shared::default())),
             wake: None,
             dirty: true,
+            state: view::TeamState::default(),
             lead_lock: None,
             #[cfg(test)]
             fail_records: 0,
@@ -390,6 +401,7 @@ impl Lead {
         let keys: Vec<_> = fresh.iter().map(Entry::key).collect();
         self.disk(move |team| Ok(team.mailbox().consume(LEAD_NAME, &keys)?))
             .await?;
+        view::consumed(&mut self.shared(), &fresh);
         self.changed();
         Ok(())
     }
@@ -469,8 +481,8 @@ impl Lead {
             return Ok(());
         }
         self.dirty = false;
-        let tf = self.team.roster().read()?;
-        let tasks = self.team.tasks().list()?.tasks;
+        let tf = self.state.refresh(&self.team, &self.shared)?;
+        let tasks: Vec<&crate::tasks::Task> = self.state.tasks().collect();
         write!(out, "\x1b[H\x1b[2J")?;
         writeln!(
             out,
@@ -586,15 +598,28 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
     let tasks_dir = root.tasks_dir(team)?;
     crate::atomic_file::ensure_dir(&tasks_dir)
         .with_context(|| format!("creating {}", tasks_dir.display()))?;
-    let watchers = [
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let mut watchers = vec![
         lead.team
             .mailbox()
             .watch()
             .context("watching the inboxes")?,
-        crate::mailbox::InboxWatcher::new(&tasks_dir),
         crate::mailbox::InboxWatcher::new(&root.team_dir(team)?),
     ];
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    // The board's watcher names the task files that changed, so the view
+    // reads only those; where it cannot run, the directory is polled and
+    // every refresh reads the whole board.
+    let board_tx = tx.clone();
+    let _board = match view::watch_board(&tasks_dir, lead.shared.clone(), move || {
+        let _ = board_tx.send(());
+    }) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            tracing::warn!(dir = %tasks_dir.display(), error = %e, "cannot watch the board; polling it");
+            watchers.push(crate::mailbox::InboxWatcher::new(&tasks_dir));
+            None
+        }
+    };
     for watcher in watchers {
         let tx = tx.clone();
         std::thread::Builder::new()
