@@ -27,7 +27,7 @@ pub mod teardown;
 pub mod view;
 
 use crate::mailbox::Entry;
-use crate::protocol::Message;
+use crate::protocol::{self, Message};
 use crate::team::names::LEAD_NAME;
 use crate::team::{Member, SwarmField, Team};
 use anyhow::{Context, Result};
@@ -395,9 +395,20 @@ impl Lead {
         if fresh.is_empty() {
             return Ok(());
         }
+        // Approvals are carried out together: a `down` of 32 teammates
+        // brings 32 at once, and one wait, one close and one roster write
+        // serve them all.
+        let mut approvals = Vec::new();
         for e in &fresh {
-            self.handle(e).await?;
+            match e.protocol() {
+                Some(Message::ShutdownApproved(a)) => {
+                    self.shared().heard.insert(e.from.clone(), Instant::now());
+                    approvals.push(a);
+                }
+                _ => self.handle(e).await?,
+            }
         }
+        self.release_approved(approvals).await?;
         let keys: Vec<_> = fresh.iter().map(Entry::key).collect();
         self.disk(move |team| Ok(team.mailbox().consume(LEAD_NAME, &keys)?))
             .await?;
@@ -406,44 +417,64 @@ impl Lead {
         Ok(())
     }
 
+    /// Closes the panes of the teammates that approved their shutdown
+    /// (each given up to 2 s to exit by itself, all in one wait) and takes
+    /// them off the roster with their tasks back on the board.
+    async fn release_approved(&mut self, approvals: Vec<protocol::ShutdownApproved>) -> Result<()> {
+        if approvals.is_empty() {
+            return Ok(());
+        }
+        let tf = self.team.roster().read()?;
+        let mut members = Vec::new();
+        for a in approvals {
+            let Some(m) = tf.member(&a.from).cloned() else {
+                continue; // already released (e.g. by `swarm shutdown`)
+            };
+            if a.pane_id.as_deref().is_some_and(|p| p != m.tmux_pane_id) {
+                self.event(format!(
+                    "ignored a shutdown approval from {} for another pane",
+                    a.from
+                ));
+                continue;
+            }
+            if !members.iter().any(|x: &Member| x.name == m.name) {
+                members.push(m);
+            }
+        }
+        if members.is_empty() {
+            return Ok(());
+        }
+        // The teammates exit by themselves after approving; let them. The
+        // ladder at once would SIGTERM a group while the `swarm send` that
+        // carried the approval may still be releasing the lead's inbox lock
+        // (seen in tests: a `team-lead.json.lock` left behind by a killed
+        // sender).
+        teardown::wait_for_exits(&self.opened, &members, Duration::from_secs(2)).await?;
+        teardown::close_panes(&self.opened, &members, Duration::from_secs(1)).await?;
+        let names: Vec<String> = members.iter().map(|m| m.name.clone()).collect();
+        let gone = names.clone();
+        let released = self
+            .disk(move |team| teardown::release_members(&team, &gone))
+            .await?;
+        {
+            let mut sh = self.shared();
+            for n in &names {
+                sh.seen.remove(n);
+                sh.stopping.remove(n);
+            }
+        }
+        for (name, r) in names.iter().zip(released) {
+            let n = r.returned.len();
+            self.event(format!(
+                "{name} shut down; {n} task(s) returned to the board"
+            ));
+        }
+        Ok(())
+    }
+
     async fn handle(&mut self, e: &Entry) -> Result<()> {
         self.shared().heard.insert(e.from.clone(), Instant::now());
         match e.protocol() {
-            Some(Message::ShutdownApproved(a)) => {
-                let tf = self.team.roster().read()?;
-                let Some(m) = tf.member(&a.from).cloned() else {
-                    return Ok(()); // already released (e.g. by `swarm shutdown`)
-                };
-                if a.pane_id.as_deref().is_some_and(|p| p != m.tmux_pane_id) {
-                    self.event(format!(
-                        "ignored a shutdown approval from {} for another pane",
-                        a.from
-                    ));
-                    return Ok(());
-                }
-                // The teammate exits by itself after approving; let it. The
-                // ladder at once would SIGTERM its group while the `swarm
-                // send` that carried the approval may still be releasing the
-                // lead's inbox lock (seen in tests: a `team-lead.json.lock`
-                // left behind by a killed sender).
-                teardown::wait_for_exit(&self.opened, &m, Duration::from_secs(2)).await?;
-                teardown::close_pane(&self.opened, &m, Duration::from_secs(1)).await?;
-                self.shared().seen.remove(&m.name);
-                let name = m.name.clone();
-                let released = self
-                    .disk(move |team| teardown::release_member(&team, &name))
-                    .await?;
-                {
-                    let mut sh = self.shared();
-                    sh.seen.remove(&m.name);
-                    sh.stopping.remove(&m.name);
-                }
-                let n = released.returned.len();
-                self.event(format!(
-                    "{} shut down; {n} task(s) returned to the board",
-                    m.name
-                ));
-            }
             Some(Message::ShutdownRejected(r)) => {
                 self.shared().stopping.remove(&r.from);
                 self.event(format!("{} declined to shut down: {}", r.from, r.reason))
