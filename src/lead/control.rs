@@ -10,25 +10,17 @@
 //! outcome arrives as an event.
 
 use super::session::{Opened, member_pane};
-use super::{Lead, Request, Seen, Shared, teardown};
-use crate::mailbox::Entry;
+use super::{Lead, Request, Shared, teardown, view};
 use crate::protocol::{self, Message};
-use crate::tasks::{NewTask, Status};
+use crate::tasks::NewTask;
 use crate::team::names::LEAD_NAME;
-use crate::team::status::{Facts, PaneSeen, recorded_exit};
 use crate::team::{SwarmField, Team};
-use crate::tui::{
-    Action, LeadControl, MemberRow, MemberStatus, PendingRequest, RequestKind, ScreenSource,
-    TeamView,
-};
+use crate::tui::{Action, LeadControl, ScreenSource, TeamView};
 use anyhow::{Result, bail};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use swarm_backends::PaneRef;
-
-/// How many consumed lead messages the dialog shows.
-const INBOX_SHOWN: usize = 200;
 
 /// The lead as the TUI sees it.
 pub struct LeadUi {
@@ -37,6 +29,8 @@ pub struct LeadUi {
     shared: Arc<Mutex<Shared>>,
     rt: tokio::runtime::Handle,
     notice: Option<String>,
+    /// The files as last read (see [`view`]).
+    state: view::TeamState,
 }
 
 impl LeadUi {
@@ -47,6 +41,7 @@ impl LeadUi {
             shared: lead.shared.clone(),
             rt,
             notice: None,
+            state: view::TeamState::default(),
         }
     }
 
@@ -175,7 +170,15 @@ impl ScreenSource for LeadUi {
 
 impl LeadControl for LeadUi {
     fn snapshot(&mut self) -> TeamView {
-        match build_view(self) {
+        let cx = view::Context {
+            team: &self.team,
+            shared: &self.shared,
+            backend_name: self.opened.kind().to_string(),
+            can_hide: self.opened.caps().hide_show,
+            in_process: self.opened.caps().screens,
+            notice: self.notice.clone(),
+        };
+        match self.state.view(&cx) {
             Ok(v) => v,
             Err(e) => TeamView {
                 team: self.team.name.clone(),
@@ -348,100 +351,4 @@ impl LeadControl for LeadUi {
         }
         .inspect(|n| self.notice.clone_from(n))
     }
-}
-
-fn build_view(ui: &LeadUi) -> Result<TeamView> {
-    let team = &ui.team;
-    let tf = team.roster().read()?;
-    let tasks = team.tasks().list()?.tasks;
-    let mb = team.mailbox();
-    let mut lead_inbox: Vec<Entry> = mb.history(LEAD_NAME)?;
-    if lead_inbox.len() > INBOX_SHOWN {
-        lead_inbox.drain(..lead_inbox.len() - INBOX_SHOWN);
-    }
-    lead_inbox.extend(
-        mb.read(LEAD_NAME)?
-            .entries
-            .into_iter()
-            .filter(Entry::is_unread),
-    );
-    let mut unreadable: Vec<String> = Vec::new();
-    let sh = ui.shared();
-    let mut members = Vec::new();
-    for m in tf.teammates() {
-        // An inbox that cannot be read shows 0 unread and says so in the
-        // notice, never a silent 0.
-        let unread = match mb.read(&m.name) {
-            Ok(r) => r.entries.iter().filter(|e| e.is_unread()).count(),
-            Err(e) => {
-                unreadable.push(format!("cannot read @{}'s inbox: {e}", m.name));
-                0
-            }
-        };
-        let current = tasks
-            .iter()
-            .find(|t| t.owner.as_deref() == Some(&m.name) && t.status == Status::InProgress)
-            .map(|t| (t.id.clone(), t.subject.clone()));
-        let status = MemberStatus::of(&Facts {
-            recorded_exit: recorded_exit(m),
-            pane: match sh.seen.get(&m.name) {
-                Some(Seen::Running) => PaneSeen::Running,
-                Some(Seen::Dead(code)) => PaneSeen::Dead(*code),
-                Some(Seen::Lost) => PaneSeen::Dead(None),
-                None => PaneSeen::Unknown,
-            },
-            active: m.is_active == Some(true),
-            has_task: current.is_some(),
-            waiting: sh.requests.iter().any(|r| r.from == m.name),
-            stopping: sh.stopping.get(&m.name).map(Instant::elapsed),
-        });
-        let mut row = MemberRow::new(m.name.clone());
-        row.color = m.color.clone();
-        row.agent = m.agent().unwrap_or("shell").to_string();
-        row.model = m.model.clone();
-        row.status = status;
-        row.current_task = current;
-        row.last_activity = sh.heard.get(&m.name).map(Instant::elapsed);
-        row.unread = unread;
-        row.hidden = m.swarm_field(SwarmField::Hidden).is_some();
-        row.mode = m.mode.clone();
-        members.push(row);
-    }
-    let requests = sh
-        .requests
-        .iter()
-        .map(|r| PendingRequest {
-            id: r.message.request_id().unwrap_or("").to_string(),
-            from: r.from.clone(),
-            kind: match &r.message {
-                Message::PlanApprovalRequest(p) => RequestKind::Plan {
-                    content: p.plan_content.clone(),
-                },
-                Message::PermissionRequest(p) => RequestKind::Permission {
-                    tool: p.tool_name.clone(),
-                    description: p.description.clone(),
-                },
-                other => RequestKind::Plan {
-                    content: other.one_line(),
-                },
-            },
-            age: Some(r.since.elapsed()),
-        })
-        .collect();
-    let notice = unreadable
-        .into_iter()
-        .next()
-        .or_else(|| ui.notice.clone())
-        .or_else(|| sh.events.last().cloned());
-    Ok(TeamView {
-        team: team.name.clone(),
-        backend_name: ui.opened.kind().to_string(),
-        members,
-        tasks,
-        lead_inbox,
-        requests,
-        notice,
-        can_hide: ui.opened.caps().hide_show,
-        in_process: ui.opened.caps().screens,
-    })
 }

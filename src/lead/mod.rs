@@ -10,6 +10,7 @@
 //! - [`spawn`]: adding a teammate (roster entry, first prompt, pane).
 //! - [`teardown`]: kill ladder, graceful shutdown, prune, down.
 //! - [`control`]: the TeamsDialog's view of the lead: snapshots and actions.
+//! - [`view`]: the team as shown, kept up to date from what changed.
 //! - this file: the lead process itself ([`run_lead`]): it records itself in
 //!   `leadProcess`, re-discovers live panes after a restart, notices a pane
 //!   whose process exited or vanished within about a second, handles
@@ -23,9 +24,10 @@ pub mod recover;
 pub mod session;
 pub mod spawn;
 pub mod teardown;
+pub mod view;
 
 use crate::mailbox::Entry;
-use crate::protocol::Message;
+use crate::protocol::{self, Message};
 use crate::team::names::LEAD_NAME;
 use crate::team::{Member, SwarmField, Team};
 use anyhow::{Context, Result};
@@ -135,6 +137,12 @@ pub struct Shared {
     pub stopping: HashMap<String, Instant>,
     /// Last time each member was heard from (message, idle notification).
     pub heard: HashMap<String, Instant>,
+    /// The task files changed since the view last looked (fed by the
+    /// board's watcher).
+    pub board: view::BoardChanges,
+    /// The newest entries the lead consumed, as the view shows them
+    /// (`None` until the view has read the history).
+    pub consumed: Option<std::collections::VecDeque<Entry>>,
 }
 
 impl Shared {
@@ -159,6 +167,8 @@ pub struct Lead {
     pub shared: Arc<Mutex<Shared>>,
     wake: Option<std::sync::mpsc::Sender<()>>,
     dirty: bool,
+    /// The files as the plain status view last read them.
+    state: view::TeamState,
     /// Held for the lead's whole life (see [`lock`]).
     lead_lock: Option<lock::LeadLock>,
     /// Test hook: the next death recordings fail, as a full disk would.
@@ -174,6 +184,7 @@ impl Lead {
             shared: Arc::new(Mutex::new(Shared::default())),
             wake: None,
             dirty: true,
+            state: view::TeamState::default(),
             lead_lock: None,
             #[cfg(test)]
             fail_records: 0,
@@ -384,54 +395,86 @@ impl Lead {
         if fresh.is_empty() {
             return Ok(());
         }
+        // Approvals are carried out together: a `down` of 32 teammates
+        // brings 32 at once, and one wait, one close and one roster write
+        // serve them all.
+        let mut approvals = Vec::new();
         for e in &fresh {
-            self.handle(e).await?;
+            match e.protocol() {
+                Some(Message::ShutdownApproved(a)) => {
+                    self.shared().heard.insert(e.from.clone(), Instant::now());
+                    approvals.push(a);
+                }
+                _ => self.handle(e).await?,
+            }
         }
+        self.release_approved(approvals).await?;
         let keys: Vec<_> = fresh.iter().map(Entry::key).collect();
         self.disk(move |team| Ok(team.mailbox().consume(LEAD_NAME, &keys)?))
             .await?;
+        view::consumed(&mut self.shared(), &fresh);
         self.changed();
+        Ok(())
+    }
+
+    /// Closes the panes of the teammates that approved their shutdown
+    /// (each given up to 2 s to exit by itself, all in one wait) and takes
+    /// them off the roster with their tasks back on the board.
+    async fn release_approved(&mut self, approvals: Vec<protocol::ShutdownApproved>) -> Result<()> {
+        if approvals.is_empty() {
+            return Ok(());
+        }
+        let tf = self.team.roster().read()?;
+        let mut members = Vec::new();
+        for a in approvals {
+            let Some(m) = tf.member(&a.from).cloned() else {
+                continue; // already released (e.g. by `swarm shutdown`)
+            };
+            if a.pane_id.as_deref().is_some_and(|p| p != m.tmux_pane_id) {
+                self.event(format!(
+                    "ignored a shutdown approval from {} for another pane",
+                    a.from
+                ));
+                continue;
+            }
+            if !members.iter().any(|x: &Member| x.name == m.name) {
+                members.push(m);
+            }
+        }
+        if members.is_empty() {
+            return Ok(());
+        }
+        // The teammates exit by themselves after approving; let them. The
+        // ladder at once would SIGTERM a group while the `swarm send` that
+        // carried the approval may still be releasing the lead's inbox lock
+        // (seen in tests: a `team-lead.json.lock` left behind by a killed
+        // sender).
+        teardown::wait_for_exits(&self.opened, &members, Duration::from_secs(2)).await?;
+        teardown::close_panes(&self.opened, &members, Duration::from_secs(1)).await?;
+        let names: Vec<String> = members.iter().map(|m| m.name.clone()).collect();
+        let gone = names.clone();
+        let released = self
+            .disk(move |team| teardown::release_members(&team, &gone))
+            .await?;
+        {
+            let mut sh = self.shared();
+            for n in &names {
+                sh.seen.remove(n);
+                sh.stopping.remove(n);
+            }
+        }
+        for (name, r) in names.iter().zip(released) {
+            let n = r.returned.len();
+            self.event(format!(
+                "{name} shut down; {n} task(s) returned to the board"
+            ));
+        }
         Ok(())
     }
 
     async fn handle(&mut self, e: &Entry) -> Result<()> {
         self.shared().heard.insert(e.from.clone(), Instant::now());
         match e.protocol() {
-            Some(Message::ShutdownApproved(a)) => {
-                let tf = self.team.roster().read()?;
-                let Some(m) = tf.member(&a.from).cloned() else {
-                    return Ok(()); // already released (e.g. by `swarm shutdown`)
-                };
-                if a.pane_id.as_deref().is_some_and(|p| p != m.tmux_pane_id) {
-                    self.event(format!(
-                        "ignored a shutdown approval from {} for another pane",
-                        a.from
-                    ));
-                    return Ok(());
-                }
-                // The teammate exits by itself after approving; let it. The
-                // ladder at once would SIGTERM its group while the `swarm
-                // send` that carried the approval may still be releasing the
-                // lead's inbox lock (seen in tests: a `team-lead.json.lock`
-                // left behind by a killed sender).
-                teardown::wait_for_exit(&self.opened, &m, Duration::from_secs(2)).await?;
-                teardown::close_pane(&self.opened, &m, Duration::from_secs(1)).await?;
-                self.shared().seen.remove(&m.name);
-                let name = m.name.clone();
-                let released = self
-                    .disk(move |team| teardown::release_member(&team, &name))
-                    .await?;
-                {
-                    let mut sh = self.shared();
-                    sh.seen.remove(&m.name);
-                    sh.stopping.remove(&m.name);
-                }
-                let n = released.returned.len();
-                self.event(format!(
-                    "{} shut down; {n} task(s) returned to the board",
-                    m.name
-                ));
-            }
             Some(Message::ShutdownRejected(r)) => {
                 self.shared().stopping.remove(&r.from);
                 self.event(format!("{} declined to shut down: {}", r.from, r.reason))
@@ -469,8 +512,8 @@ impl Lead {
             return Ok(());
         }
         self.dirty = false;
-        let tf = self.team.roster().read()?;
-        let tasks = self.team.tasks().list()?.tasks;
+        let tf = self.state.refresh(&self.team, &self.shared)?;
+        let tasks: Vec<&crate::tasks::Task> = self.state.tasks().collect();
         write!(out, "\x1b[H\x1b[2J")?;
         writeln!(
             out,
@@ -586,15 +629,28 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
     let tasks_dir = root.tasks_dir(team)?;
     crate::atomic_file::ensure_dir(&tasks_dir)
         .with_context(|| format!("creating {}", tasks_dir.display()))?;
-    let watchers = [
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let mut watchers = vec![
         lead.team
             .mailbox()
             .watch()
             .context("watching the inboxes")?,
-        crate::mailbox::InboxWatcher::new(&tasks_dir),
         crate::mailbox::InboxWatcher::new(&root.team_dir(team)?),
     ];
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    // The board's watcher names the task files that changed, so the view
+    // reads only those; where it cannot run, the directory is polled and
+    // every refresh reads the whole board.
+    let board_tx = tx.clone();
+    let _board = match view::watch_board(&tasks_dir, lead.shared.clone(), move || {
+        let _ = board_tx.send(());
+    }) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            tracing::warn!(dir = %tasks_dir.display(), error = %e, "cannot watch the board; polling it");
+            watchers.push(crate::mailbox::InboxWatcher::new(&tasks_dir));
+            None
+        }
+    };
     for watcher in watchers {
         let tx = tx.clone();
         std::thread::Builder::new()

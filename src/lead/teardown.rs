@@ -263,9 +263,19 @@ pub fn send_shutdown_request(team: &Team, name: &str, reason: Option<String>) ->
 
 /// Waits up to `within` for the member's pane process to stop running.
 pub async fn wait_for_exit(opened: &Opened, m: &Member, within: Duration) -> Result<()> {
+    wait_for_exits(opened, std::slice::from_ref(m), within).await
+}
+
+/// Waits up to `within` for every one of the members' pane processes to
+/// stop running, asking the backend once a look for all of them.
+pub async fn wait_for_exits(opened: &Opened, members: &[Member], within: Duration) -> Result<()> {
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
-        if !matches!(pane_status(opened, m).await?, PaneStatus::Running { .. }) {
+        let statuses = pane_statuses(opened, members).await?;
+        if !statuses
+            .iter()
+            .any(|s| matches!(s, PaneStatus::Running { .. }))
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -411,19 +421,29 @@ fn shutdown_answers(team: &Team) -> Result<std::collections::HashMap<String, Mes
 }
 
 /// Removes every one of `names` from the roster in one write and returns
-/// their open tasks to the board.
-fn release_members(team: &Team, names: &[String]) -> Result<()> {
+/// their open tasks to the board (one look at the board for all); the
+/// tasks returned, by member.
+pub fn release_members(team: &Team, names: &[String]) -> Result<Vec<Released>> {
     if names.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     team.roster().update(|tf| {
         tf.members.retain(|m| !names.contains(&m.name));
         Ok(())
     })?;
-    for name in names {
-        team.tasks().unassign_all_of(name)?;
-    }
-    Ok(())
+    let each: Vec<&str> = names.iter().map(String::as_str).collect();
+    let returned = team.tasks().unassign_all_of_each(&each)?;
+    Ok(names
+        .iter()
+        .map(|n| Released {
+            returned: returned
+                .iter()
+                .filter(|(from, _)| from == n)
+                .map(|(_, t)| t.clone())
+                .collect(),
+            pane_not_ours: None,
+        })
+        .collect())
 }
 
 /// `swarm down`: ask every teammate to shut down, wait up to `wait`, kill
@@ -439,7 +459,6 @@ pub async fn down(team: &Team, opened: &Opened, wait: Duration, force: bool) -> 
     let tf = team.roster().read()?;
     let members: Vec<Member> = tf.teammates().cloned().collect();
     let statuses = pane_statuses(opened, &members).await?;
-    let mut report = DownReport::default();
     let mut done: Vec<Member> = Vec::new();
     let mut asking: Vec<Member> = Vec::new();
     for (m, status) in members.into_iter().zip(statuses) {
@@ -448,6 +467,44 @@ pub async fn down(team: &Team, opened: &Opened, wait: Duration, force: bool) -> 
             _ => done.push(m),
         }
     }
+    let pending = ask_all(team, asking)?;
+    let mut report = DownReport::default();
+    let answered = await_answers(team, opened, pending, wait, force, &mut report).await?;
+    done.extend(answered.done);
+    let mut killed: Vec<Member> = Vec::new();
+    for m in answered.pending {
+        if force {
+            report.killed.push(m.name.clone());
+            killed.push(m);
+        } else {
+            report.stayed.push(m.name.clone());
+        }
+    }
+    // Panes of those that ended are closed at once (a dead pane kept by
+    // remain-on-exit); the others get the kill ladder: each set in one
+    // backend call.
+    close_panes(opened, &done, Duration::from_millis(200)).await?;
+    close_panes(opened, &killed, Duration::from_secs(1)).await?;
+    let released: Vec<String> = done.iter().chain(&killed).map(|m| m.name.clone()).collect();
+    release_members(team, &released)?;
+    if !report.stayed.is_empty() || !report.declined.is_empty() {
+        return Ok(report);
+    }
+    stop_lead(team, opened).await?;
+    team.roster().delete(true)?;
+    Ok(report)
+}
+
+/// One teammate `down` waits for: its request id and when it approved.
+struct Asked {
+    member: Member,
+    request: String,
+    approved_at: Option<Instant>,
+}
+
+/// Sends every member a shutdown request, all at once (each to its own
+/// inbox, so they do not queue on one lock).
+fn ask_all(team: &Team, asking: Vec<Member>) -> Result<Vec<Asked>> {
     let reason = Some("the team is going down".to_string());
     let ids: Vec<Result<String>> = std::thread::scope(|s| {
         let sends: Vec<_> = asking
@@ -462,49 +519,77 @@ pub async fn down(team: &Team, opened: &Opened, wait: Duration, force: bool) -> 
             })
             .collect()
     });
-    // (member, request id, when it approved)
-    let mut pending: Vec<(Member, String, Option<Instant>)> = Vec::new();
-    for (m, id) in asking.into_iter().zip(ids) {
-        pending.push((m, id?, None));
-    }
-    let mut refused: Vec<Member> = Vec::new();
+    asking
+        .into_iter()
+        .zip(ids)
+        .map(|(member, id)| {
+            Ok(Asked {
+                member,
+                request: id?,
+                approved_at: None,
+            })
+        })
+        .collect()
+}
+
+/// What waiting for the answers left: the members that are done (approved
+/// and ended, or gone) and those still there at the deadline.
+struct Answered {
+    done: Vec<Member>,
+    pending: Vec<Member>,
+}
+
+/// Waits up to `wait` for every asked member to approve and end, or to
+/// decline (recorded in `report.declined` unless `force`). Each look reads
+/// the lead's inbox once and asks the backend once about every pane; an
+/// approved member is watched closely (10 ms) until its process ends,
+/// otherwise the loop sleeps on the inboxes' file events.
+async fn await_answers(
+    team: &Team,
+    opened: &Opened,
+    mut pending: Vec<Asked>,
+    wait: Duration,
+    force: bool,
+    report: &mut DownReport,
+) -> Result<Answered> {
+    let mut done = Vec::new();
     let deadline = Instant::now() + wait;
     let watcher = team.mailbox().watch()?;
     while !pending.is_empty() {
         let answers = shutdown_answers(team)?;
-        let members: Vec<Member> = pending.iter().map(|(m, ..)| m.clone()).collect();
+        let members: Vec<Member> = pending.iter().map(|a| a.member.clone()).collect();
         let statuses = pane_statuses(opened, &members).await?;
         let now = Instant::now();
         let mut still = Vec::new();
         let mut exiting = false;
-        for ((m, id, approved_at), status) in pending.into_iter().zip(statuses) {
+        for (mut a, status) in pending.into_iter().zip(statuses) {
             let running = matches!(status, PaneStatus::Running { .. });
-            let approved = match answers.get(&id) {
+            let approved = match answers.get(&a.request) {
                 Some(Message::ShutdownApproved(_)) => Some(true),
                 Some(_) => Some(false),
                 None => None,
             };
-            match (approved, running) {
+            let finished = match (approved, running) {
                 // It said no: no point waiting, unless --force will kill it.
-                (Some(false), _) if !force => refused.push(m),
-                (Some(false), _) => still.push((m, id, approved_at)),
+                (Some(false), _) if !force => {
+                    report.declined.push(a.member.name.clone());
+                    continue;
+                }
+                (Some(false), _) | (None, true) => false,
                 // Approved and gone, or gone without answering (nothing
                 // left to ask: counted with the approved, as before).
-                (_, false) => {
-                    report.approved.push(m.name.clone());
-                    done.push(m);
-                }
+                (_, false) => true,
                 (Some(true), true) => {
-                    let at = approved_at.unwrap_or(now);
-                    if now.duration_since(at) >= EXIT_AFTER_APPROVAL {
-                        report.approved.push(m.name.clone());
-                        done.push(m);
-                    } else {
-                        exiting = true;
-                        still.push((m, id, Some(at)));
-                    }
+                    let at = *a.approved_at.get_or_insert(now);
+                    exiting |= now.duration_since(at) < EXIT_AFTER_APPROVAL;
+                    now.duration_since(at) >= EXIT_AFTER_APPROVAL
                 }
-                (None, true) => still.push((m, id, None)),
+            };
+            if finished {
+                report.approved.push(a.member.name.clone());
+                done.push(a.member);
+            } else {
+                still.push(a);
             }
         }
         pending = still;
@@ -521,29 +606,8 @@ pub async fn down(team: &Team, opened: &Opened, wait: Duration, force: bool) -> 
             );
         }
     }
-    let mut killed: Vec<Member> = Vec::new();
-    for (m, ..) in pending {
-        if force {
-            report.killed.push(m.name.clone());
-            killed.push(m);
-        } else {
-            report.stayed.push(m.name.clone());
-        }
-    }
-    report.declined = refused.iter().map(|m| m.name.clone()).collect();
-    // Panes of those that ended are closed at once (a dead pane kept by
-    // remain-on-exit); the others get the kill ladder: each set in one
-    // backend call.
-    close_panes(opened, &done, Duration::from_millis(200)).await?;
-    close_panes(opened, &killed, Duration::from_secs(1)).await?;
-    let released: Vec<String> = done.iter().chain(&killed).map(|m| m.name.clone()).collect();
-    release_members(team, &released)?;
-    if !report.stayed.is_empty() || !report.declined.is_empty() {
-        return Ok(report);
-    }
-    stop_lead(team, opened).await?;
-    team.roster().delete(true)?;
-    Ok(report)
+    let pending = pending.into_iter().map(|a| a.member).collect();
+    Ok(Answered { done, pending })
 }
 
 /// Ends the team's lead and what swarm made for it: SIGTERM to the lead

@@ -26,7 +26,7 @@
 //! # Ok::<(), swarm::tasks::TaskError>(())
 //! ```
 
-mod cache;
+pub(crate) mod cache;
 pub mod error;
 pub mod rules;
 pub mod store;

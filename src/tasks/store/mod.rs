@@ -274,16 +274,31 @@ impl TaskStore {
     /// Returns every open task of `member` (one that left or died) to the
     /// pool: owner removed, status pending. Returns the tasks changed.
     pub fn unassign_all_of(&self, member: &str) -> Result<Vec<Task>, TaskError> {
+        Ok(self
+            .unassign_all_of_each(&[member])?
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect())
+    }
+
+    /// [`unassign_all_of`](Self::unassign_all_of) for several members, with
+    /// one look at the board for all of them. Each task changed comes with
+    /// the member it was taken from.
+    pub fn unassign_all_of_each(&self, members: &[&str]) -> Result<Vec<(String, Task)>, TaskError> {
         let mut changed = Vec::new();
         for t in self.scan(None)?.tasks {
-            if t.owner.as_deref() == Some(member) && t.status != Status::Completed {
+            let Some(member) = t.owner.as_deref().filter(|o| members.contains(o)) else {
+                continue;
+            };
+            if t.status != Status::Completed {
+                let member = member.to_string();
                 let mut did = false;
                 let after = self.edit(&t.id, None, |t| {
-                    did = rules::unassign(t, member);
+                    did = rules::unassign(t, &member);
                     did
                 })?;
                 if let (true, Some(t)) = (did, after) {
-                    changed.push(t);
+                    changed.push((member, t));
                 }
             }
         }

@@ -1,0 +1,585 @@
+//! The team as the lead shows it ([`TeamView`]), kept up to date from what
+//! changed instead of rebuilt from every file on every event.
+//!
+//! - The board: a watcher on `tasks/<team>/` names the task files that
+//!   changed ([`BoardChanges`], in the lead's [`Shared`]); only those are
+//!   read again, each through [`TaskStore::get`] (so an unreadable file is
+//!   quarantined exactly as a full listing would). An event that names no
+//!   file (an overflow, an error), a lead without a working watcher, or a
+//!   failed read makes the next refresh a full listing: when unsure, rebuild.
+//! - The roster and the inboxes: each file is read again only when its
+//!   [`Stamp`] changed (inboxes are replaced by rename, so every write is a
+//!   new inode; the roster is written in place, so a stamp too recent to be
+//!   trusted, within [`SETTLE`] of now, is read again next time).
+//! - The lead's inbox as shown: the newest [`INBOX_SHOWN`] consumed entries
+//!   (read from the history once, then the entries the lead consumes
+//!   itself, which it hands over in [`Shared::consumed`]) and the unread
+//!   ones.
+//!
+//! [`member_row`] gathers one teammate's row; a new per-member column goes
+//! there.
+
+use super::{Seen, Shared};
+use crate::mailbox::{Entry, EntryKey};
+use crate::protocol::Message;
+use crate::tasks::cache::Stamp;
+use crate::tasks::task::task_file_id;
+use crate::tasks::{Status, Task, TaskError, TaskStore};
+use crate::team::names::LEAD_NAME;
+use crate::team::status::{Facts, PaneSeen, recorded_exit};
+use crate::team::{Member, SwarmField, Team, TeamFile};
+use crate::tui::{MemberRow, MemberStatus, PendingRequest, RequestKind, TeamView};
+use anyhow::Result;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+
+/// How many consumed lead messages the dialog shows.
+pub const INBOX_SHOWN: usize = 200;
+
+/// A file stamp younger than this may hide a second write in the same
+/// timestamp tick (file times advance by the kernel's coarse clock): such a
+/// file is read again next time rather than trusted.
+pub const SETTLE: Duration = Duration::from_millis(50);
+
+/// Which task files changed since the view last looked.
+#[derive(Debug)]
+pub struct BoardChanges {
+    ids: BTreeSet<u64>,
+    /// Read the whole board again.
+    all: bool,
+    /// A watcher feeds these; without one every refresh is a full listing.
+    watched: bool,
+}
+
+impl Default for BoardChanges {
+    fn default() -> Self {
+        BoardChanges {
+            ids: BTreeSet::new(),
+            all: true,
+            watched: false,
+        }
+    }
+}
+
+impl BoardChanges {
+    /// Task file `id` changed (written, replaced, removed).
+    pub fn task(&mut self, id: u64) {
+        self.ids.insert(id);
+    }
+
+    /// Something changed that no file name says: read everything again.
+    pub fn unsure(&mut self) {
+        self.all = true;
+    }
+
+    /// What changed since the last call; everything when no watcher runs.
+    fn take(&mut self) -> (bool, BTreeSet<u64>) {
+        let all = std::mem::replace(&mut self.all, false) || !self.watched;
+        (all, std::mem::take(&mut self.ids))
+    }
+
+    /// Records what one file event on the task directory `dir` says.
+    pub fn note_event(&mut self, dir: &Path, event: &notify::Event) {
+        use notify::EventKind;
+        use notify::event::{AccessKind, AccessMode};
+        match event.kind {
+            // Reads (the view's own among them) change nothing.
+            EventKind::Access(AccessKind::Close(AccessMode::Write)) => {}
+            EventKind::Access(_) => return,
+            _ => {}
+        }
+        if event.need_rescan() || event.paths.is_empty() {
+            return self.unsure();
+        }
+        for p in &event.paths {
+            if p == dir {
+                return self.unsure(); // the directory itself went or moved
+            }
+            if let Some(id) = p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(task_file_id)
+            {
+                self.task(id);
+            }
+        }
+    }
+}
+
+/// Starts the watcher that feeds `shared`'s [`BoardChanges`] and calls
+/// `wake` after each event. Dropping the returned watcher stops it.
+pub fn watch_board(
+    dir: &Path,
+    shared: std::sync::Arc<std::sync::Mutex<Shared>>,
+    wake: impl Fn() + Send + 'static,
+) -> notify::Result<notify::RecommendedWatcher> {
+    use notify::Watcher;
+    let owned = dir.to_path_buf();
+    let feed = shared.clone();
+    let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        {
+            let mut sh = feed.lock().unwrap_or_else(|e| e.into_inner());
+            match &res {
+                Ok(event) => sh.board.note_event(&owned, event),
+                Err(_) => sh.board.unsure(),
+            }
+        }
+        wake();
+    })?;
+    w.watch(dir, notify::RecursiveMode::NonRecursive)?;
+    let mut sh = shared.lock().unwrap_or_else(|e| e.into_inner());
+    sh.board.watched = true;
+    sh.board.unsure(); // whatever happened before the watch began
+    Ok(w)
+}
+
+/// A value read from a file, with the stamp it was read at.
+#[derive(Debug)]
+struct Cached<T> {
+    stamp: Option<Stamp>,
+    value: T,
+}
+
+/// The file's stamp if it is old enough to be trusted, `None` when it is
+/// missing, unreadable or too fresh (read it again).
+fn settled_stamp(path: &Path) -> Option<Stamp> {
+    let meta = std::fs::metadata(path).ok()?;
+    let modified = meta.modified().ok()?;
+    let age = SystemTime::now().duration_since(modified).ok()?;
+    (age >= SETTLE).then(|| Stamp::of(&meta))
+}
+
+/// The team's files as last read, and what the board looked like.
+#[derive(Debug, Default)]
+pub struct TeamState {
+    roster: Option<Cached<TeamFile>>,
+    tasks: BTreeMap<u64, Task>,
+    unread: HashMap<String, Cached<usize>>,
+    lead_unread: Option<Cached<Vec<Entry>>>,
+    /// The notice of the last refresh's trouble (an unreadable inbox).
+    trouble: Vec<String>,
+}
+
+/// What the view needs besides the files.
+pub struct Context<'a> {
+    pub team: &'a Team,
+    pub shared: &'a std::sync::Mutex<Shared>,
+    pub backend_name: String,
+    pub can_hide: bool,
+    pub in_process: bool,
+    pub notice: Option<String>,
+}
+
+impl TeamState {
+    /// The roster, read again only when its file changed.
+    fn roster(&mut self, team: &Team) -> Result<&TeamFile> {
+        let path = team.root.config(&team.name)?;
+        let stamp = settled_stamp(&path);
+        let fresh = matches!((&self.roster, stamp), (Some(c), Some(s)) if c.stamp == Some(s));
+        if !fresh {
+            let value = team.roster().read()?;
+            self.roster = Some(Cached { stamp, value });
+        }
+        Ok(&self.roster.as_ref().expect("just filled").value)
+    }
+
+    /// Reads again the task files that changed (all of them when unsure).
+    /// A failed read leaves the board marked unsure, so nothing is missed.
+    fn refresh_board(
+        &mut self,
+        store: &TaskStore,
+        shared: &std::sync::Mutex<Shared>,
+    ) -> Result<()> {
+        let (all, ids) = lock(shared).board.take();
+        let done = if all {
+            store.list().map(|list| {
+                self.tasks = list.tasks.into_iter().map(|t| (t.number(), t)).collect();
+            })
+        } else {
+            ids.iter()
+                .try_for_each(|&n| match store.get(&n.to_string()) {
+                    Ok(Some(t)) => {
+                        self.tasks.insert(n, t);
+                        Ok(())
+                    }
+                    Ok(None) | Err(TaskError::Corrupt { .. }) => {
+                        self.tasks.remove(&n);
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                })
+        };
+        if done.is_err() {
+            lock(shared).board.unsure();
+        }
+        Ok(done?)
+    }
+
+    /// `name`'s unread count, its inbox read again only when it changed.
+    fn unread_of(&mut self, team: &Team, name: &str) -> Result<usize> {
+        let mb = team.mailbox();
+        let stamp = settled_stamp(&mb.inbox_path(name)?);
+        if let Some(c) = self.unread.get(name)
+            && stamp.is_some()
+            && c.stamp == stamp
+        {
+            return Ok(c.value);
+        }
+        let value = mb
+            .read(name)?
+            .entries
+            .iter()
+            .filter(|e| e.is_unread())
+            .count();
+        self.unread
+            .insert(name.to_string(), Cached { stamp, value });
+        Ok(value)
+    }
+
+    /// The lead's unread entries, its inbox read again only when it changed.
+    fn lead_unread(&mut self, team: &Team) -> Result<Vec<Entry>> {
+        let mb = team.mailbox();
+        let stamp = settled_stamp(&mb.inbox_path(LEAD_NAME)?);
+        if let Some(c) = &self.lead_unread
+            && stamp.is_some()
+            && c.stamp == stamp
+        {
+            return Ok(c.value.clone());
+        }
+        let value: Vec<Entry> = mb
+            .read(LEAD_NAME)?
+            .entries
+            .into_iter()
+            .filter(Entry::is_unread)
+            .collect();
+        self.lead_unread = Some(Cached {
+            stamp,
+            value: value.clone(),
+        });
+        Ok(value)
+    }
+
+    /// The team as it is now.
+    pub fn view(&mut self, cx: &Context<'_>) -> Result<TeamView> {
+        let team = cx.team;
+        let tf = self.roster(team)?.clone();
+        self.refresh_board(&team.tasks(), cx.shared)?;
+        let mut lead_inbox = consumed_shown(team, cx.shared)?;
+        lead_inbox.extend(self.lead_unread(team)?);
+        self.trouble.clear();
+        let mut unread = Vec::new();
+        for m in tf.teammates() {
+            // An inbox that cannot be read shows 0 unread and says so in
+            // the notice, never a silent 0.
+            unread.push(self.unread_of(team, &m.name).unwrap_or_else(|e| {
+                self.trouble
+                    .push(format!("cannot read @{}'s inbox: {e}", m.name));
+                0
+            }));
+        }
+        let current = current_tasks(&self.tasks);
+        let sh = lock(cx.shared);
+        let members = tf
+            .teammates()
+            .zip(unread)
+            .map(|(m, unread)| member_row(m, &sh, unread, current.get(m.name.as_str()).copied()))
+            .collect();
+        let notice = self
+            .trouble
+            .first()
+            .cloned()
+            .or_else(|| cx.notice.clone())
+            .or_else(|| sh.events.last().cloned());
+        Ok(TeamView {
+            team: team.name.clone(),
+            backend_name: cx.backend_name.clone(),
+            members,
+            tasks: self.tasks.values().cloned().collect(),
+            lead_inbox,
+            requests: pending_requests(&sh),
+            notice,
+            can_hide: cx.can_hide,
+            in_process: cx.in_process,
+        })
+    }
+
+    /// The board as last refreshed, in id order.
+    pub fn tasks(&self) -> impl Iterator<Item = &Task> {
+        self.tasks.values()
+    }
+
+    /// Refreshes the roster and the board (for the plain status view).
+    pub fn refresh(&mut self, team: &Team, shared: &std::sync::Mutex<Shared>) -> Result<TeamFile> {
+        let tf = self.roster(team)?.clone();
+        self.refresh_board(&team.tasks(), shared)?;
+        Ok(tf)
+    }
+}
+
+fn lock(shared: &std::sync::Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
+    shared.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The newest consumed entries of the lead's inbox: read from the history
+/// the first time, then kept from what the lead hands over as it consumes.
+fn consumed_shown(team: &Team, shared: &std::sync::Mutex<Shared>) -> Result<Vec<Entry>> {
+    if let Some(ring) = &lock(shared).consumed {
+        return Ok(ring.iter().cloned().collect());
+    }
+    let mut history = team.mailbox().history(LEAD_NAME)?;
+    if history.len() > INBOX_SHOWN {
+        history.drain(..history.len() - INBOX_SHOWN);
+    }
+    let mut sh = lock(shared);
+    // Entries consumed while the history was read were handed over
+    // meanwhile (or are in the history): keep each once.
+    let ring = sh.consumed.get_or_insert_with(VecDeque::new);
+    let seen: std::collections::HashSet<EntryKey> = ring.iter().map(Entry::key).collect();
+    let mut all: VecDeque<Entry> = history
+        .into_iter()
+        .filter(|e| !seen.contains(&e.key()))
+        .collect();
+    all.extend(ring.drain(..));
+    while all.len() > INBOX_SHOWN {
+        all.pop_front();
+    }
+    *ring = all;
+    Ok(ring.iter().cloned().collect())
+}
+
+/// Hands entries the lead just consumed to the view (kept only once the
+/// view has read the history; before that the history holds them).
+pub fn consumed(shared: &mut Shared, entries: &[Entry]) {
+    if let Some(ring) = &mut shared.consumed {
+        let seen: std::collections::HashSet<EntryKey> = ring.iter().map(Entry::key).collect();
+        ring.extend(entries.iter().filter(|e| !seen.contains(&e.key())).cloned());
+        while ring.len() > INBOX_SHOWN {
+            ring.pop_front();
+        }
+    }
+}
+
+/// Each owner's in-progress task (the lowest id), one pass over the board.
+fn current_tasks(tasks: &BTreeMap<u64, Task>) -> HashMap<&str, &Task> {
+    let mut out = HashMap::new();
+    for t in tasks.values().filter(|t| t.status == Status::InProgress) {
+        if let Some(owner) = t.owner.as_deref() {
+            out.entry(owner).or_insert(t);
+        }
+    }
+    out
+}
+
+/// One teammate's row: the roster's record, the supervisor's knowledge of
+/// its pane and messages, its unread count and current task.
+pub fn member_row(m: &Member, sh: &Shared, unread: usize, current: Option<&Task>) -> MemberRow {
+    let current = current.map(|t| (t.id.clone(), t.subject.clone()));
+    let status = MemberStatus::of(&Facts {
+        recorded_exit: recorded_exit(m),
+        pane: match sh.seen.get(&m.name) {
+            Some(Seen::Running) => PaneSeen::Running,
+            Some(Seen::Dead(code)) => PaneSeen::Dead(*code),
+            Some(Seen::Lost) => PaneSeen::Dead(None),
+            None => PaneSeen::Unknown,
+        },
+        active: m.is_active == Some(true),
+        has_task: current.is_some(),
+        waiting: sh.requests.iter().any(|r| r.from == m.name),
+        stopping: sh.stopping.get(&m.name).map(Instant::elapsed),
+    });
+    let mut row = MemberRow::new(m.name.clone());
+    row.color = m.color.clone();
+    row.agent = m.agent().unwrap_or("shell").to_string();
+    row.model = m.model.clone();
+    row.status = status;
+    row.current_task = current;
+    row.last_activity = sh.heard.get(&m.name).map(Instant::elapsed);
+    row.unread = unread;
+    row.hidden = m.swarm_field(SwarmField::Hidden).is_some();
+    row.mode = m.mode.clone();
+    row
+}
+
+/// The requests waiting for the user, oldest first.
+fn pending_requests(sh: &Shared) -> Vec<PendingRequest> {
+    sh.requests
+        .iter()
+        .map(|r| PendingRequest {
+            id: r.message.request_id().unwrap_or("").to_string(),
+            from: r.from.clone(),
+            kind: match &r.message {
+                Message::PlanApprovalRequest(p) => RequestKind::Plan {
+                    content: p.plan_content.clone(),
+                },
+                Message::PermissionRequest(p) => RequestKind::Permission {
+                    tool: p.tool_name.clone(),
+                    description: p.description.clone(),
+                },
+                other => RequestKind::Plan {
+                    content: other.one_line(),
+                },
+            },
+            age: Some(r.since.elapsed()),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paths::Root;
+    use crate::tasks::{NewTask, TaskUpdate};
+    use std::sync::{Arc, Mutex};
+
+    /// The board as a full listing reads it.
+    fn full(store: &TaskStore) -> Vec<Task> {
+        store.list().unwrap().tasks
+    }
+
+    /// Refreshes `state` until it equals a full listing, or fails naming
+    /// the difference after a deadline (events arrive asynchronously).
+    fn settles(state: &mut TeamState, store: &TaskStore, shared: &Mutex<Shared>, step: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            state.refresh_board(store, shared).unwrap();
+            let mine: Vec<Task> = state.tasks().cloned().collect();
+            let all = full(store);
+            if mine == all {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "after {step}: the incremental board differs from a full listing\n\
+                 incremental: {mine:#?}\nfull: {all:#?}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn the_incremental_board_equals_a_full_listing_after_every_kind_of_write() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::new(t.path());
+        let store = TaskStore::new(&root, "demo");
+        let dir = store.dir().unwrap();
+        crate::atomic_file::ensure_dir(&dir).unwrap();
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let _w = watch_board(&dir, shared.clone(), || {}).unwrap();
+        let mut state = TeamState::default();
+        settles(&mut state, &store, &shared, "start");
+        // A small deterministic sequence mixing swarm's writes with the
+        // ones made behind its back.
+        let mut seed: u64 = 0x5eed;
+        let mut next = move |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for step in 0..120 {
+            let ids: Vec<u64> = full(&store).iter().map(Task::number).collect();
+            let pick = |i: u64| ids.get(i as usize % ids.len().max(1)).copied();
+            let what = match next(10) {
+                0..=3 | 9 => {
+                    store
+                        .create(NewTask {
+                            subject: format!("task {step}"),
+                            ..Default::default()
+                        })
+                        .unwrap();
+                    "create"
+                }
+                4 => {
+                    store.claim(None, &format!("m{}", next(3)), false).unwrap();
+                    "claim"
+                }
+                5 => match pick(next(1000)) {
+                    Some(id) => {
+                        let upd = TaskUpdate {
+                            status: Some(Status::Completed),
+                            ..Default::default()
+                        };
+                        store.update(&id.to_string(), upd, "m0").unwrap();
+                        "update"
+                    }
+                    None => "nothing",
+                },
+                6 => match pick(next(1000)) {
+                    Some(id) => {
+                        // Claude Code's in-place write: truncate and write.
+                        let path = dir.join(format!("{id}.json"));
+                        let mut task = store.get(&id.to_string()).unwrap().unwrap();
+                        task.subject = format!("edited behind its back at {step}");
+                        task.owner = Some("cc".into());
+                        std::fs::write(&path, task.to_file_bytes()).unwrap();
+                        "in-place write"
+                    }
+                    None => "nothing",
+                },
+                7 => match pick(next(1000)) {
+                    Some(id) => {
+                        let _ = std::fs::remove_file(dir.join(format!("{id}.json")));
+                        "delete behind its back"
+                    }
+                    None => "nothing",
+                },
+                _ => match pick(next(1000)) {
+                    Some(id) => {
+                        std::fs::write(dir.join(format!("{id}.json")), b"{\"id\": ").unwrap();
+                        "corrupt"
+                    }
+                    None => "nothing",
+                },
+            };
+            if next(3) == 0 {
+                settles(
+                    &mut state,
+                    &store,
+                    &shared,
+                    &format!("step {step} ({what})"),
+                );
+            }
+        }
+        settles(&mut state, &store, &shared, "the end");
+        let left = full(&store).len();
+        assert!(
+            left > 3,
+            "the sequence left a board to compare: {left} task(s)"
+        );
+    }
+
+    #[test]
+    fn without_a_watcher_every_refresh_is_a_full_listing() {
+        let t = tempfile::tempdir().unwrap();
+        let store = TaskStore::new(&Root::new(t.path()), "demo");
+        let shared = Mutex::new(Shared::default());
+        let mut state = TeamState::default();
+        state.refresh_board(&store, &shared).unwrap();
+        store.create(NewTask::default()).unwrap();
+        state.refresh_board(&store, &shared).unwrap();
+        assert_eq!(state.tasks().count(), 1);
+    }
+
+    #[test]
+    fn consumed_entries_follow_the_history_once_each() {
+        let t = tempfile::tempdir().unwrap();
+        let team = Team {
+            root: Root::new(t.path()),
+            name: "demo".into(),
+        };
+        let shared = Mutex::new(Shared::default());
+        let e = |s: &str| Entry::new("bob", s.into(), None, None);
+        consumed(&mut lock(&shared), &[e("before the view")]);
+        assert_eq!(consumed_shown(&team, &shared).unwrap(), Vec::<Entry>::new());
+        let (a, b) = (e("a"), e("b"));
+        consumed(&mut lock(&shared), &[a.clone(), b.clone()]);
+        consumed(&mut lock(&shared), std::slice::from_ref(&b));
+        assert_eq!(consumed_shown(&team, &shared).unwrap(), vec![a, b]);
+        let many: Vec<Entry> = (0..INBOX_SHOWN + 3).map(|i| e(&i.to_string())).collect();
+        consumed(&mut lock(&shared), &many);
+        let shown = consumed_shown(&team, &shared).unwrap();
+        assert_eq!(shown.len(), INBOX_SHOWN);
+        assert_eq!(shown.last().unwrap().text, (INBOX_SHOWN + 2).to_string());
+    }
+}
