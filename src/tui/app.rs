@@ -496,7 +496,7 @@ mod tests {
         assert_eq!(exit, Exit::Quit, "all senders gone");
         assert_eq!(lead.snapshots, 2, "the first, then one for the burst");
         let screen = format!("{:?}", terminal.backend().buffer());
-        assert!(screen.contains("1 teammates"), "{screen}");
+        assert!(screen.contains("1 teammate ·"), "{screen}");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+pub use super::reading::Reading;
 use crate::mailbox::Entry;
 use crate::tasks::{Status, Task};
 
@@ -162,11 +163,35 @@ impl TeamView {
 
     /// The TeamStatus line: `N teammates · R running · I idle · tasks D/T · Q waiting`.
     pub fn status_line(&self) -> String {
+        self.status_line_in(usize::MAX)
+    }
+
+    /// The TeamStatus line in at most `width` cells: the parts a user
+    /// needs most (how many, the board, what waits for them) kept, the
+    /// running and idle counts dropped first, so a 28-column lead pane
+    /// still reads whole words.
+    pub fn status_line_in(&self, width: usize) -> String {
         let t = self.totals();
-        format!(
-            "{} teammates · {} running · {} idle · tasks {}/{} · {} waiting",
-            t.teammates, t.running, t.idle, t.tasks_done, t.tasks, t.waiting
-        )
+        let parts = [
+            count(t.teammates, "teammate"),
+            format!("{} running", t.running),
+            format!("{} idle", t.idle),
+            format!("tasks {}/{}", t.tasks_done, t.tasks),
+            format!("{} waiting", t.waiting),
+        ];
+        // Index sets from fullest to barest.
+        let choices: [&[usize]; 4] = [&[0, 1, 2, 3, 4], &[0, 1, 3, 4], &[0, 3, 4], &[0, 3]];
+        let join = |idx: &[usize]| {
+            idx.iter()
+                .map(|i| parts[*i].as_str())
+                .collect::<Vec<_>>()
+                .join(" · ")
+        };
+        choices
+            .iter()
+            .map(|idx| join(idx))
+            .find(|line| line.chars().count() <= width)
+            .unwrap_or_else(|| join(&[0, 3]))
     }
 
     /// Teammates `p` would prune ([`MemberStatus::prunable`], the rule
@@ -193,6 +218,15 @@ impl TeamView {
     /// Tasks the board shows (internal ones left out).
     pub fn visible_tasks(&self) -> impl Iterator<Item = &Task> {
         self.tasks.iter().filter(|t| !t.is_internal())
+    }
+}
+
+/// `1 teammate`, `3 teammates`: a count and its noun, agreeing.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }
 
@@ -230,13 +264,14 @@ pub enum Panel {
 }
 
 impl Panel {
-    /// The panel after this one.
-    pub fn next(self) -> Panel {
+    /// The panel after this one; the requests panel only when it is
+    /// shown (`requests`: some request waits).
+    pub fn next(self, requests: bool) -> Panel {
         match self {
             Panel::Members => Panel::Tasks,
             Panel::Tasks => Panel::Inbox,
-            Panel::Inbox => Panel::Requests,
-            Panel::Requests => Panel::Members,
+            Panel::Inbox if requests => Panel::Requests,
+            Panel::Inbox | Panel::Requests => Panel::Members,
         }
     }
 }
@@ -261,6 +296,8 @@ pub enum Modal {
     ConfirmQuit { ending: usize },
     /// Every key.
     Help,
+    /// A message, task or request opened with Enter, to read whole.
+    Read(Reading),
 }
 
 /// How long the shutdown countdown runs before `k` is offered.
@@ -321,17 +358,33 @@ impl UiState {
             .min(view.visible_tasks().count().saturating_sub(1));
         self.inbox_back = self.inbox_back.min(view.lead_inbox.len().saturating_sub(1));
         self.request_row = self.request_row.min(view.requests.len().saturating_sub(1));
+        if self.panel == Panel::Requests && view.requests.is_empty() {
+            // The panel is no longer drawn: focus must not stay on it.
+            self.panel = Panel::Members;
+        }
         if let Some(z) = &self.zoomed
             && (!view.in_process || view.member(z).is_none())
         {
             self.zoomed = None;
         }
+        self.sync_countdown(view);
         let gone = |name: &str| view.member(name).is_none();
         match &self.modal {
             Modal::ConfirmKill { name } | Modal::ShutdownCountdown { name, .. } if gone(name) => {
                 self.modal = Modal::None;
             }
             _ => {}
+        }
+    }
+
+    /// The countdown runs on the lead's clock: what is left is the grace
+    /// less the `stopping` age its row shows, so the dialog and the row
+    /// never disagree, however late a tick comes.
+    fn sync_countdown(&mut self, view: &TeamView) {
+        if let Modal::ShutdownCountdown { name, left } = &mut self.modal
+            && let Some(MemberStatus::Stopping { since }) = view.member(name).map(|m| m.status)
+        {
+            *left = SHUTDOWN_GRACE.saturating_sub(since);
         }
     }
 
