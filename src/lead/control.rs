@@ -407,6 +407,7 @@ fn build_view(ui: &LeadUi) -> Result<TeamView> {
         row.mode = m.mode.clone();
         members.push(row);
     }
+    crate::tui::state::annotate(&mut members, team, &tasks);
     let requests = sh
         .requests
         .iter()

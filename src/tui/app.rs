@@ -43,16 +43,22 @@ pub struct RunOptions {
     pub wake: Option<Receiver<()>>,
     /// The shortest time between two frames.
     pub min_frame: Duration,
+    /// Ring the terminal bell once per new attention event (false under
+    /// `NO_BELL`).
+    pub bell: bool,
 }
 
 impl RunOptions {
     /// Colours unless `NO_COLOR` is set to a non-empty value
-    /// (<https://no-color.org>), 100 ms between frames.
+    /// (<https://no-color.org>), the bell unless `NO_BELL` is, 100 ms
+    /// between frames.
     pub fn from_env(wake: Option<Receiver<()>>) -> RunOptions {
+        let unset = |var: &str| std::env::var_os(var).is_none_or(|v| v.is_empty());
         RunOptions {
-            color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+            color: unset("NO_COLOR"),
             wake,
             min_frame: Duration::from_millis(100),
+            bell: unset("NO_BELL"),
         }
     }
 }
@@ -96,6 +102,7 @@ pub fn run(control: &mut dyn LeadControl, opts: RunOptions) -> Result<Exit> {
         color,
         wake,
         min_frame,
+        bell,
     } = opts;
     if let Some(wake) = wake {
         // Ends when the lead drops its sender or the loop has gone.
@@ -112,7 +119,18 @@ pub fn run(control: &mut dyn LeadControl, opts: RunOptions) -> Result<Exit> {
     } else {
         drop(tx);
     }
-    let result = event_loop(guard.terminal(), control, &rx, color, min_frame);
+    let mut signal = |alert: &Alert| {
+        if let Err(e) = signal_attention(alert, bell) {
+            tracing::warn!("signal attention on the terminal: {e}");
+        }
+    };
+    let result = event_loop(
+        guard.terminal(),
+        control,
+        &rx,
+        (color, min_frame),
+        &mut signal,
+    );
     // The watch thread ends when the guard hangs up its signal pipe.
     drop(guard);
     result
@@ -230,10 +248,78 @@ fn watch_terminal(tty: RawFd, signals: Option<&PipeReader>) -> Watched {
     }
 }
 
+/// What needs the user, for the terminal to signal: the events that are
+/// new since the last frame (each signalled once) and how many teammates
+/// need the user now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alert {
+    pub team: String,
+    /// `@bob: task #3 failed`, sorted.
+    pub fresh: Vec<String>,
+    pub count: usize,
+}
+
+/// The attention events already signalled, so that each rings once; an
+/// event that ends is forgotten, so one that comes back rings again.
+#[derive(Debug, Default)]
+struct Alerts {
+    seen: std::collections::BTreeSet<String>,
+    count: Option<usize>,
+}
+
+impl Alerts {
+    /// What to signal for `view`, if anything changed.
+    fn next(&mut self, view: &TeamView) -> Option<Alert> {
+        let now: std::collections::BTreeSet<String> = view
+            .members
+            .iter()
+            .filter_map(|m| {
+                let a = m.attention.as_ref()?;
+                Some(format!("@{}: {}", m.name, a.label()))
+            })
+            .collect();
+        let fresh: Vec<String> = now.difference(&self.seen).cloned().collect();
+        let count = view.totals().attention;
+        let changed = !fresh.is_empty() || self.count != Some(count);
+        self.seen = now;
+        self.count = Some(count);
+        changed.then(|| Alert {
+            team: view.team.clone(),
+            fresh,
+            count,
+        })
+    }
+}
+
+/// Rings the bell for fresh events (when `bell`) and sets the terminal's
+/// title to what needs the user. In tmux the bell marks the lead's window
+/// in the status line of a user looking at another window, and the title
+/// becomes the lead pane's title.
+fn signal_attention(alert: &Alert, bell: bool) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if bell && !alert.fresh.is_empty() {
+        out.write_all(b"\x07")?;
+    }
+    let team = crate::text::escape_line(&alert.team);
+    let title = match alert.fresh.first() {
+        _ if alert.count == 0 => format!("swarm {team}"),
+        Some(first) => format!(
+            "swarm {team} ! {} · {}",
+            alert.count,
+            crate::text::escape_line(first)
+        ),
+        None => format!("swarm {team} ! {}", alert.count),
+    };
+    write!(out, "\x1b]2;{title}\x07")?;
+    out.flush()
+}
+
 /// Whether some shown age changes every second.
 fn ages_in_seconds(view: &TeamView) -> bool {
     view.members.iter().any(|m| {
         m.last_activity.is_some_and(|a| a < Duration::from_secs(60))
+            || m.progress.is_some()
             || matches!(m.status, MemberStatus::Stopping { .. })
     }) || view
         .requests
@@ -259,12 +345,14 @@ impl Shown {
 
 /// The loop proper, over any ratatui backend and any source of [`Input`]
 /// (the tests drive it with a `TestBackend` and a channel).
+/// `(color, min_frame)`: draw colours, the shortest time between frames;
+/// `alert` is told what needs the user whenever that changes.
 pub fn event_loop<B: Backend>(
     terminal: &mut Terminal<B>,
     control: &mut dyn LeadControl,
     inputs: &Receiver<Input>,
-    color: bool,
-    min_frame: Duration,
+    (color, min_frame): (bool, Duration),
+    alert: &mut dyn FnMut(&Alert),
 ) -> Result<Exit>
 where
     B::Error: Send + Sync + 'static,
@@ -279,6 +367,7 @@ where
     let mut last_draw: Option<Instant> = None;
     let mut last_tick = Instant::now();
     let mut zoom_size: Option<(String, Rect)> = None;
+    let mut alerts = Alerts::default();
     // An input taken out of the channel while coalescing wake-ups, handled
     // next: a key pressed during a burst of wake-ups must not be lost.
     let mut stashed: Option<Input> = None;
@@ -302,6 +391,9 @@ where
         if shown.dirty {
             let due = last_draw.map_or(now, |t| t + min_frame);
             if now >= due {
+                if let Some(a) = alerts.next(&shown.view) {
+                    alert(&a);
+                }
                 resize_zoomed(terminal, control, &shown.ui, &mut zoom_size)?;
                 let screens: &dyn ScreenSource = &*control;
                 terminal
@@ -407,7 +499,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::state::MemberRow;
+    use crate::tui::state::{Attention, MemberRow};
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
     use ratatui::backend::TestBackend;
     use tui_term::vt100;
@@ -418,6 +510,9 @@ mod tests {
         in_process: bool,
         snapshots: usize,
         done: Vec<Action>,
+        /// Members whose pane is dead, from the n-th snapshot on.
+        dead_from: Option<(usize, &'static str)>,
+        alerts: Vec<Alert>,
     }
 
     impl FakeLead {
@@ -427,6 +522,8 @@ mod tests {
                 in_process,
                 snapshots: 0,
                 done: vec![],
+                dead_from: None,
+                alerts: vec![],
             }
         }
     }
@@ -440,10 +537,21 @@ mod tests {
     impl LeadControl for FakeLead {
         fn snapshot(&mut self) -> TeamView {
             self.snapshots += 1;
+            let mut members: Vec<MemberRow> =
+                self.members.iter().map(|n| MemberRow::new(*n)).collect();
+            for m in &mut members {
+                if self
+                    .dead_from
+                    .is_some_and(|(n, who)| self.snapshots >= n && m.name == who)
+                {
+                    m.status = MemberStatus::Dead { exit_code: None };
+                    m.attention = Attention::of(&m.status, &m.name, &[]);
+                }
+            }
             TeamView {
                 team: "demo".into(),
                 backend_name: "fake".into(),
-                members: self.members.iter().map(|n| MemberRow::new(*n)).collect(),
+                members,
                 in_process: self.in_process,
                 ..TeamView::default()
             }
@@ -475,7 +583,16 @@ mod tests {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
-        let exit = event_loop(&mut terminal, lead, &rx, false, Duration::ZERO).unwrap();
+        let mut alerts = vec![];
+        let exit = event_loop(
+            &mut terminal,
+            lead,
+            &rx,
+            (false, Duration::ZERO),
+            &mut |a: &Alert| alerts.push(a.clone()),
+        )
+        .unwrap();
+        lead.alerts = alerts;
         (exit, terminal)
     }
 
@@ -522,6 +639,22 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn a_teammate_dying_is_signalled_once_however_many_frames_follow() {
+        let mut lead = FakeLead::new(&["alice", "bob"], false);
+        lead.dead_from = Some((2, "bob"));
+        let wakes = vec![Input::Wake, key('x'), Input::Wake, key('y'), Input::Wake];
+        run_with(&mut lead, wakes);
+        let rang: Vec<&Vec<String>> = lead
+            .alerts
+            .iter()
+            .filter(|a| !a.fresh.is_empty())
+            .map(|a| &a.fresh)
+            .collect();
+        assert_eq!(rang, [&vec!["@bob: dead".to_owned()]], "{:?}", lead.alerts);
+        assert_eq!(lead.alerts.last().map(|a| a.count), Some(1));
     }
 
     #[test]

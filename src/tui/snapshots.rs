@@ -110,6 +110,10 @@ pub(super) fn busy_team() -> TeamView {
     bob.current_task = Some(("3".into(), "Run the test suite".into()));
     bob.last_activity = Some(Duration::from_secs(12));
     bob.unread = 2;
+    bob.progress = Some(super::state::Progress {
+        elapsed: Some(Duration::from_secs(12)),
+        last_line: Some("test tui::view ... ok".into()),
+    });
     let mut carol = member("carol", "yellow", MemberStatus::Idle);
     carol.last_activity = Some(Duration::from_secs(190));
     let mut dave = member("dave", "purple", MemberStatus::Idle);
@@ -173,6 +177,7 @@ pub(super) fn busy_team() -> TeamView {
 
 pub(super) fn with_plan(mut view: TeamView) -> TeamView {
     view.members[0].status = MemberStatus::WaitingForApproval;
+    view.members[0].attention = Some(super::state::Attention::Approval);
     view.requests.push(PendingRequest {
         id: "plan_approval-1796022927589@alice@demo".into(),
         from: "alice".into(),
@@ -211,12 +216,17 @@ fn a_busy_team() {
 fn dead_member() {
     let mut v = busy_team();
     v.members[1].status = MemberStatus::Dead { exit_code: Some(3) };
+    v.members[1].attention = Some(super::state::Attention::Dead);
     v.members[1].current_task = None;
+    v.members[1].progress = None;
     v.members[2].status = MemberStatus::Stopping {
         since: Duration::from_secs(4),
     };
     let out = render(&v, &UiState::new(&v), (120, 30));
-    assert!(out.contains("dead (exit 3)") && out.contains("stopping 4s"));
+    assert!(out.contains("! dead (exit 3)") && out.contains("stopping 4s"));
+    assert!(
+        out.starts_with("4 teammates · 1 running · 1 idle · tasks 1/5 · 0 waiting · ! 1 needs you")
+    );
     insta::assert_snapshot!(out);
 }
 
@@ -287,7 +297,7 @@ fn narrow_80x24_keeps_status_members_tasks_and_inbox() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
         lines[0],
-        "4 teammates · 1 running · 2 idle · tasks 1/5 · 2 waiting"
+        "4 teammates · 1 running · 2 idle · tasks 1/5 · 2 waiting · ! 1 needs you"
     );
     for name in ["@alice", "@bob", "@carol", "@dave"] {
         assert!(out.contains(name), "{name} visible");

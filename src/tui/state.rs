@@ -52,6 +52,10 @@ pub struct MemberRow {
     pub hidden: bool,
     /// Permission mode (`default`, `acceptEdits`, `plan`, `bypassPermissions`).
     pub mode: Option<String>,
+    /// Why it needs the user, if it does ([`Attention::of`]).
+    pub attention: Option<Attention>,
+    /// How its task in progress is going ([`Progress::of`]).
+    pub progress: Option<Progress>,
 }
 
 impl MemberRow {
@@ -69,11 +73,24 @@ impl MemberRow {
             unread: 0,
             hidden: false,
             mode: None,
+            attention: None,
+            progress: None,
         }
     }
 }
 
-pub use crate::team::status::MemberStatus;
+/// Fills each row's [`MemberRow::attention`] and [`MemberRow::progress`]
+/// by the rules of [`crate::team::status`] (the lead calls this once per
+/// snapshot, after the statuses are set). Reads the tail of each running
+/// teammate's output log and its task file's time, nothing more.
+pub fn annotate(rows: &mut [MemberRow], team: &crate::team::Team, tasks: &[Task]) {
+    for row in rows {
+        row.attention = Attention::of(&row.status, &row.name, tasks);
+        row.progress = Progress::of(team, &row.name, tasks);
+    }
+}
+
+pub use crate::team::status::{Attention, MemberStatus, Progress};
 
 impl MemberStatus {
     /// The words shown in the members list: `running`, `dead (exit 3)`, …
@@ -131,6 +148,8 @@ pub struct Totals {
     pub tasks_done: usize,
     pub tasks: usize,
     pub waiting: usize,
+    /// Teammates that need the user ([`MemberRow::attention`]).
+    pub attention: usize,
 }
 
 impl TeamView {
@@ -144,6 +163,11 @@ impl TeamView {
             tasks_done: 0,
             tasks: 0,
             waiting: self.requests.len(),
+            attention: self
+                .members
+                .iter()
+                .filter(|m| m.attention.is_some())
+                .count(),
         };
         for m in &self.members {
             match m.status {
@@ -178,9 +202,31 @@ impl TeamView {
             format!("{} idle", t.idle),
             format!("tasks {}/{}", t.tasks_done, t.tasks),
             format!("{} waiting", t.waiting),
+            if t.attention == 1 {
+                "! 1 needs you".to_owned()
+            } else {
+                format!("! {} need you", t.attention)
+            },
         ];
-        // Index sets from fullest to barest.
-        let choices: [&[usize]; 4] = [&[0, 1, 2, 3, 4], &[0, 1, 3, 4], &[0, 3, 4], &[0, 3]];
+        // Index sets from fullest to barest; what needs the user stays
+        // longest.
+        let choices: [&[usize]; 5] = if t.attention > 0 {
+            [
+                &[0, 1, 2, 3, 4, 5],
+                &[0, 1, 3, 4, 5],
+                &[0, 3, 4, 5],
+                &[0, 3, 5],
+                &[0, 5],
+            ]
+        } else {
+            [
+                &[0, 1, 2, 3, 4],
+                &[0, 1, 3, 4],
+                &[0, 3, 4],
+                &[0, 3],
+                &[0, 3],
+            ]
+        };
         let join = |idx: &[usize]| {
             idx.iter()
                 .map(|i| parts[*i].as_str())
@@ -191,7 +237,7 @@ impl TeamView {
             .iter()
             .map(|idx| join(idx))
             .find(|line| line.chars().count() <= width)
-            .unwrap_or_else(|| join(&[0, 3]))
+            .unwrap_or_else(|| join(choices[4]))
     }
 
     /// Teammates `p` would prune ([`MemberStatus::prunable`], the rule

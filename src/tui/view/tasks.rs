@@ -99,15 +99,7 @@ fn task_row<'a>(
     tiny: bool,
     theme: Theme,
 ) -> Row<'a> {
-    // The runtime leaves a task whose command failed pending, still owned,
-    // with `metadata.failed` (reassign or unassign it to retry).
-    let failed = task.status == Status::Pending
-        && task
-            .metadata
-            .as_ref()
-            .and_then(|m| m.get("failed"))
-            .and_then(|f| f.as_bool())
-            == Some(true);
+    let failed = crate::team::status::task_failed(task);
     let status = match task.status {
         _ if failed => "failed",
         Status::Pending => "pending",
