@@ -5,6 +5,7 @@
 //! sleeps on one channel. It never prints: notices go to the footer, logs to
 //! the lead's log file.
 
+use std::collections::HashMap;
 use std::io::{PipeReader, Read};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -366,7 +367,7 @@ where
     };
     let mut last_draw: Option<Instant> = None;
     let mut last_tick = Instant::now();
-    let mut zoom_size: Option<(String, Rect)> = None;
+    let mut pane_sizes: HashMap<String, (u16, u16)> = HashMap::new();
     let mut alerts = Alerts::default();
     // An input taken out of the channel while coalescing wake-ups, handled
     // next: a key pressed during a burst of wake-ups must not be lost.
@@ -394,7 +395,7 @@ where
                 if let Some(a) = alerts.next(&shown.view) {
                     alert(&a);
                 }
-                resize_zoomed(terminal, control, &shown.ui, &mut zoom_size)?;
+                resize_panes(terminal, control, &shown, &mut pane_sizes)?;
                 let screens: &dyn ScreenSource = &*control;
                 terminal
                     .draw(|f| view::draw(f, &shown.view, &shown.ui, screens, color))
@@ -467,30 +468,32 @@ fn apply(
     Ok(None)
 }
 
-/// Keeps the zoomed pane's PTY the size of the area it is drawn in.
-fn resize_zoomed<B: Backend>(
+/// Keeps each shown in-process pane's PTY the size of the area it is
+/// drawn in (the zoomed pane, or every grid tile), asking the lead only
+/// when a size changed.
+fn resize_panes<B: Backend>(
     terminal: &mut Terminal<B>,
     control: &mut dyn LeadControl,
-    ui: &UiState,
-    last: &mut Option<(String, Rect)>,
+    shown: &Shown,
+    sizes: &mut HashMap<String, (u16, u16)>,
 ) -> Result<()>
 where
     B::Error: Send + Sync + 'static,
 {
-    let Some(name) = &ui.zoomed else {
-        *last = None;
-        return Ok(());
-    };
     let size = terminal.size().context("read the terminal size")?;
-    let area = view::zoom_area(Rect::new(0, 0, size.width, size.height));
-    if last.as_ref() != Some(&(name.clone(), area)) {
-        *last = Some((name.clone(), area));
+    let frame = Rect::new(0, 0, size.width, size.height);
+    for (name, area) in view::pane_areas(frame, &shown.view, &shown.ui) {
+        let want = (area.height, area.width);
+        if area.is_empty() || sizes.get(&name) == Some(&want) {
+            continue;
+        }
+        sizes.insert(name.clone(), want);
         if let Err(e) = control.perform(Action::ResizePane {
             name: name.clone(),
             rows: area.height,
             cols: area.width,
         }) {
-            tracing::warn!("resize the zoomed pane of {name}: {e:#}");
+            tracing::warn!("resize the pane of {name}: {e:#}");
         }
     }
     Ok(())
@@ -624,21 +627,45 @@ mod tests {
             KeyModifiers::NONE,
         )));
         let (_, _) = run_with(&mut lead, vec![enter, key('x')]);
+        let after_focus: Vec<&Action> = lead
+            .done
+            .iter()
+            .skip_while(|a| !matches!(a, Action::Focus(_)))
+            .collect();
         assert_eq!(
-            lead.done,
+            after_focus,
             [
-                Action::Focus("alice".into()),
-                Action::ResizePane {
+                &Action::Focus("alice".into()),
+                &Action::ResizePane {
                     name: "alice".into(),
                     rows: 23,
                     cols: 80
                 },
-                Action::Input {
+                &Action::Input {
                     to: "alice".into(),
                     bytes: b"x".to_vec()
                 },
             ]
         );
+    }
+
+    #[test]
+    fn every_grid_pane_is_sized_to_its_tile_once() {
+        // 80×24: a status line and a footer leave 80×22, two tiles side by
+        // side of 40×22, each 38×20 inside its border.
+        let mut lead = FakeLead::new(&["alice", "bob"], true);
+        run_with(&mut lead, vec![Input::Wake, Input::Wake]);
+        let resized: Vec<&Action> = lead
+            .done
+            .iter()
+            .filter(|a| matches!(a, Action::ResizePane { .. }))
+            .collect();
+        let tile = |name: &str| Action::ResizePane {
+            name: name.into(),
+            rows: 20,
+            cols: 38,
+        };
+        assert_eq!(resized, [&tile("alice"), &tile("bob")], "{:?}", lead.done);
     }
 
     #[test]

@@ -19,8 +19,8 @@ pub enum Action {
         to: String,
         bytes: Vec<u8>,
     },
-    /// Resize the zoomed in-process pane to the area it is shown in (sent by
-    /// the event loop, not by a key).
+    /// Resize an in-process pane (zoomed, or a grid tile) to the area it
+    /// is shown in (sent by the event loop, not by a key).
     ResizePane {
         name: String,
         rows: u16,

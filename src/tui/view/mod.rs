@@ -76,12 +76,7 @@ pub fn draw(
         screen::draw_zoom(buf, area, view, name, screens, theme);
         return;
     }
-    let [top, body, footer] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Min(0),
-        Constraint::Length(1),
-    ])
-    .areas(area);
+    let [top, body, footer] = frame_rows(area);
     Paragraph::new(view.status_line_in(area.width as usize))
         .style(Style::new().add_modifier(Modifier::BOLD))
         .render_into(top, buf);
@@ -92,6 +87,36 @@ pub fn draw(
     }
     draw_footer(buf, footer, view, ui, theme);
     modal::draw(buf, area, view, ui, theme);
+}
+
+/// The size each in-process pane is shown at in a frame of `area`: the
+/// zoomed one's, or every grid tile's inside its border. The lead resizes
+/// each PTY to it, so a screen is never cropped nor half empty.
+pub fn pane_areas(area: Rect, view: &TeamView, ui: &UiState) -> Vec<(String, Rect)> {
+    if !view.in_process {
+        return Vec::new();
+    }
+    if let Some(name) = &ui.zoomed {
+        return vec![(name.clone(), zoom_area(area))];
+    }
+    if !ui.grid {
+        return Vec::new();
+    }
+    let [_, body, _] = frame_rows(area);
+    screen::grid_tiles(body, view, ui)
+        .into_iter()
+        .map(|(i, tile)| (view.members[i].name.clone(), screen::tile_inner(tile)))
+        .collect()
+}
+
+/// The status line, the body and the footer of a frame.
+fn frame_rows(area: Rect) -> [Rect; 3] {
+    Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(0),
+        Constraint::Length(1),
+    ])
+    .areas(area)
 }
 
 /// The area a zoomed pane's screen fills in a frame of `area` (the lead
