@@ -378,6 +378,7 @@ where
         }
         let now = Instant::now();
         let fast = ages_in_seconds(&shown.view)
+            || !shown.ui.killing.is_empty()
             || matches!(shown.ui.modal, Modal::ShutdownCountdown { .. });
         let tick_every = if fast { FAST_TICK } else { SLOW_TICK };
         if now >= last_tick + tick_every {

@@ -4,6 +4,8 @@
 //! confirmation and any key but `y` cancels, so j/k habits never kill.
 //! [`KEYS`] is the single list the help overlay shows.
 
+use std::time::Duration;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::reading;
@@ -259,8 +261,16 @@ fn in_modal(key: KeyEvent, view: &TeamView, ui: &mut UiState, modal: Modal) -> O
     let yes = key.code == KeyCode::Char('y') && !ctrl;
     match modal {
         Modal::None | Modal::Help => None,
-        Modal::ConfirmKill { name } => yes.then_some(Action::Kill(name)),
-        Modal::ConfirmPrune { names } => yes.then_some(Action::Prune(names)),
+        Modal::ConfirmKill { name } if yes => {
+            ui.killing.insert(name.clone(), Duration::ZERO);
+            Some(Action::Kill(name))
+        }
+        Modal::ConfirmPrune { names } if yes => {
+            ui.killing
+                .extend(names.iter().map(|n| (n.clone(), Duration::ZERO)));
+            Some(Action::Prune(names))
+        }
+        Modal::ConfirmKill { .. } | Modal::ConfirmPrune { .. } => None,
         Modal::ConfirmQuit { .. } => yes.then_some(Action::Quit),
         Modal::ShutdownCountdown { name, left } => {
             match key.code {
@@ -422,7 +432,6 @@ pub fn key_bytes(key: &KeyEvent) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
     use crate::tui::state::{MemberRow, MemberStatus, PendingRequest, RequestKind};
-    use std::time::Duration;
 
     fn press(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)
@@ -580,7 +589,20 @@ mod tests {
         let v = team();
         let mut ui = UiState::new(&v);
         assert_eq!(keys(&v, &mut ui, &[ch('k')]), []);
+        assert!(ui.killing.is_empty());
         confirm_kills_alice_on_y(&v, &mut ui);
+    }
+
+    #[test]
+    fn a_confirmed_kill_is_shown_as_running_until_the_teammate_leaves() {
+        let mut v = team();
+        let mut ui = UiState::new(&v);
+        keys(&v, &mut ui, &[ch('k'), ch('y')]);
+        assert!(ui.tick(Duration::from_secs(2)), "ticks while a kill runs");
+        assert_eq!(ui.killing.get("alice"), Some(&Duration::from_secs(2)));
+        v.members.remove(0);
+        ui.sync(&v);
+        assert!(ui.killing.is_empty());
     }
 
     #[test]

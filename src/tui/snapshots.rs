@@ -659,3 +659,18 @@ fn enter_on_a_message_opens_it_whole() {
     assert!(out.contains("result 12: ok"), "{out}");
     insta::assert_snapshot!(out);
 }
+
+#[test]
+fn a_kill_ladder_in_flight_shows_on_its_row() {
+    let v = busy_team();
+    let mut ui = UiState::new(&v);
+    ui.killing.insert("bob".into(), Duration::from_millis(2500));
+    for size in [(80, 24), (200, 50)] {
+        let out = render(&v, &ui, size);
+        let row = out
+            .lines()
+            .find(|l| l.contains("@bob "))
+            .unwrap_or_default();
+        assert!(row.contains("killing 2s…"), "{size:?}: {row}");
+    }
+}

@@ -369,6 +369,10 @@ pub struct UiState {
     pub grid: bool,
     /// A line from the TUI itself (e.g. "hide is not supported").
     pub notice: Option<String>,
+    /// Teammates whose kill (or prune) the user confirmed, and for how long
+    /// the ladder has run: shown on their rows until they leave the roster,
+    /// so a teammate that ignores SIGTERM is not silent for seconds.
+    pub killing: std::collections::BTreeMap<String, Duration>,
 }
 
 impl UiState {
@@ -415,6 +419,7 @@ impl UiState {
         }
         self.sync_countdown(view);
         let gone = |name: &str| view.member(name).is_none();
+        self.killing.retain(|name, _| !gone(name));
         match &self.modal {
             Modal::ConfirmKill { name } | Modal::ShutdownCountdown { name, .. } if gone(name) => {
                 self.modal = Modal::None;
@@ -434,15 +439,19 @@ impl UiState {
         }
     }
 
-    /// Advances the shutdown countdown by `dt`; true if it was running.
+    /// Advances the shutdown countdown and the kill ladders' ages by `dt`;
+    /// true if either was running.
     pub fn tick(&mut self, dt: Duration) -> bool {
+        for age in self.killing.values_mut() {
+            *age += dt;
+        }
         if let Modal::ShutdownCountdown { left, .. } = &mut self.modal
             && !left.is_zero()
         {
             *left = left.saturating_sub(dt);
             return true;
         }
-        false
+        !self.killing.is_empty()
     }
 }
 

@@ -62,7 +62,8 @@ pub(super) fn draw(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, 
         .enumerate()
         .map(|(i, m)| {
             let selected = ui.member_row == first + i + 1;
-            member_row(m, selected, focused, &cols, theme)
+            let killing = ui.killing.get(&m.name).copied();
+            member_row(m, selected, focused, killing, &cols, theme)
         })
         .collect();
     let empty = rows.is_empty();
@@ -169,6 +170,7 @@ fn member_row<'a>(
     m: &'a MemberRow,
     selected: bool,
     focused: bool,
+    killing: Option<std::time::Duration>,
     cols: &[Col],
     theme: Theme,
 ) -> Row<'a> {
@@ -187,12 +189,15 @@ fn member_row<'a>(
             Col::Agent => Span::raw(escape_line(&m.agent)).into(),
             Col::Model => Span::raw(escape_line(m.model.as_deref().unwrap_or(""))).into(),
             Col::Mode => Span::raw(escape_line(m.mode.as_deref().unwrap_or(""))).into(),
-            Col::Status => match &m.attention {
-                Some(_) => Span::styled(
+            Col::Status => match (killing, &m.attention) {
+                (Some(k), _) if m.status.is_alive() => {
+                    Span::styled(format!("killing {}…", age(k)), theme.fg(Color::Red))
+                }
+                (_, Some(_)) => Span::styled(
                     format!("! {}", m.status.label()),
                     theme.fg(Color::Red).add_modifier(Modifier::BOLD),
                 ),
-                None => Span::styled(m.status.label(), theme.status(&m.status)),
+                _ => Span::styled(m.status.label(), theme.status(&m.status)),
             }
             .into(),
             Col::Task => task_cell(m, theme).into(),
