@@ -24,6 +24,8 @@ pub mod terminal;
 pub mod view;
 
 #[cfg(test)]
+mod sizes;
+#[cfg(test)]
 mod snapshots;
 
 pub use app::{Exit, LeadControl, RunOptions, run};
