@@ -195,3 +195,52 @@ fn mode_set_takes_the_modes_spawn_takes() {
     r.assert_code(2);
     r.assert_error("unknown permission mode \"yolo\"; pick one of default, acceptEdits, plan, bypassPermissions, dontAsk, auto");
 }
+
+/// What needs the user and how a task goes are derived once
+/// (`team::status::{Attention, Progress}`): `swarm status` shows a failed
+/// task and the last line a running task printed, from the tail of its
+/// pane's output log (written here as a pane would, escapes and all).
+#[test]
+fn status_shows_attention_and_live_progress_by_the_dialogs_rule() {
+    let s = crate::util::Sandbox::new();
+    s.team_with("ap", &["ann", "bob"]);
+    s.ok(&["task", "create", "long job", "--team", "ap"]);
+    s.ok(&["task", "create", "broken job", "--team", "ap"]);
+    let up = |args: &[&str]| {
+        let mut a = vec!["task", "update", "--team", "ap"];
+        a.extend(args);
+        s.ok(&a);
+    };
+    up(&["1", "--owner", "ann", "--status", "in-progress"]);
+    up(&["2", "--owner", "bob", "--metadata", r#"{"failed":true}"#]);
+    let root = swarm::paths::Root::new(s.root());
+    let log = root.output("ap", "ann").unwrap();
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    let mut out = "step 1\r\n".repeat(5000);
+    out.push_str("\x1b[1mcompiling\x1b[0m parser.rs\r\n");
+    std::fs::write(&log, out).unwrap();
+    let plain = s.ok(&["status", "--team", "ap"]).stdout;
+    let line = |name: &str| {
+        plain
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{plain}"))
+            .to_owned()
+    };
+    assert!(line("ann").contains("› compiling parser.rs"), "{plain}");
+    assert!(line("bob").contains("! task #2 failed"), "{plain}");
+    let json = s.ok(&["status", "--team", "ap", "--json"]).json();
+    let m = |name: &str| {
+        json["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(m("ann")["progress"]["lastLine"], "compiling parser.rs");
+    assert!(m("ann")["progress"]["elapsedSecs"].is_u64(), "{json}");
+    assert_eq!(m("bob")["attention"], "task #2 failed");
+    assert!(m("ann")["attention"].is_null());
+}

@@ -120,7 +120,7 @@ fn s_shuts_down_gracefully_and_closes_the_pane() {
     // The footer may still say "asked @polite to shut down": look at the
     // member rows only.
     d.wait_screen("the dialog drops @polite from its member rows", |s| {
-        s.contains("1 teammates ·") && !s.contains("● @polite") && !s.contains("▸ @polite")
+        s.contains("1 teammate ·") && !s.contains("● @polite") && !s.contains("▸ @polite")
     });
 }
 
@@ -147,7 +147,7 @@ fn p_then_y_prunes_only_the_idle() {
     let idle_pgid = d.t.pid_of("idle");
     d.keys(&["p"]);
     d.wait_screen("the prune confirmation lists only @idle", |s| {
-        s.contains("Prune 1 idle teammates? y/N") && s.contains("@idle")
+        s.contains("Prune 1 idle teammate? y/N") && s.contains("@idle")
     });
     d.keys(&["y"]);
     d.wait("idle leaves the roster", || d.t.member("idle").is_none());
@@ -312,9 +312,9 @@ fn the_status_line_counts_a_known_team() {
     d.t.ok(&["task", "update", &done, "--status", "completed"]);
     d.t.ok(&["task", "create", "third"]);
     d.wait_screen("the status line counts the team", |s| {
-        s.lines()
-            .next()
-            .is_some_and(|l| l.trim() == "3 teammates · 1 running · 1 idle · tasks 1/3 · 1 waiting")
+        s.lines().next().is_some_and(|l| {
+            l.trim() == "3 teammates · 1 running · 1 idle · tasks 1/3 · 1 waiting · ! 1 needs you"
+        })
     });
 }
 
@@ -357,7 +357,7 @@ fn changes_made_on_the_command_line_reach_the_dialog_at_once() {
     });
     d.t.ok(&["kill", "bob"]);
     d.wait_screen("a teammate killed by `swarm kill` leaves the list", |s| {
-        s.contains("1 teammates ·") && !s.contains("@bob ")
+        s.contains("1 teammate ·") && !s.contains("@bob ")
     });
 }
 

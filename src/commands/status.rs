@@ -4,7 +4,7 @@ use super::{Context, Exit, print_json};
 use crate::cli::StatusArgs;
 use crate::tasks::Status;
 use crate::team::RosterError;
-use crate::team::status::{Facts, MemberStatus, PaneSeen, recorded_exit};
+use crate::team::status::{Attention, Facts, MemberStatus, PaneSeen, Progress, recorded_exit};
 use crate::text::escape_line;
 use anyhow::Result;
 use serde_json::json;
@@ -67,6 +67,45 @@ fn member_statuses(
         .collect()
 }
 
+/// What needs the user and how the task in progress goes, per member, by
+/// the rules the TeamsDialog uses ([`Attention::of`], [`Progress::of`]).
+fn member_extras(
+    team: &crate::team::Team,
+    members: &[crate::team::Member],
+    statuses: &[Option<MemberStatus>],
+    tasks: &[crate::tasks::Task],
+) -> Vec<(Option<Attention>, Option<Progress>)> {
+    members
+        .iter()
+        .zip(statuses)
+        .map(|(m, status)| match status {
+            Some(s) => (
+                Attention::of(s, &m.name, tasks),
+                Progress::of(team, &m.name, tasks),
+            ),
+            None => (None, None),
+        })
+        .collect()
+}
+
+/// The ATTENTION and PROGRESS cells: `! task #3 failed`, `12s › compiling`.
+fn extras_cells((attention, progress): &(Option<Attention>, Option<Progress>)) -> String {
+    let attention = attention
+        .as_ref()
+        .map_or_else(|| "-".to_owned(), |a| format!("! {}", a.label()));
+    let progress = progress.as_ref().map_or_else(
+        || "-".to_owned(),
+        |p| {
+            let elapsed = p.elapsed.map(crate::tui::state::age).unwrap_or_default();
+            match &p.last_line {
+                Some(l) => format!("{elapsed} › {}", escape_line(l)),
+                None => elapsed,
+            }
+        },
+    );
+    format!("{:<18} {progress}", escape_line(&attention))
+}
+
 pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
     let team = ctx.team()?;
     let (roster, repaired) = match team.roster().load() {
@@ -104,6 +143,7 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
             q.display()
         );
     }
+    let extras = member_extras(&team, &roster.members, &statuses, &list.tasks);
     let count = |s: Status| list.tasks.iter().filter(|t| t.status == s).count();
     let (pending, in_progress, completed) = (
         count(Status::Pending),
@@ -115,12 +155,18 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
         let ms: Vec<_> = members
             .iter()
             .zip(&statuses)
-            .map(|((m, unread), status)| {
+            .zip(&extras)
+            .map(|(((m, unread), status), (attention, progress))| {
                 json!({
                     "name": m.name, "agentId": m.agent_id, "color": m.color,
                     "paneId": m.tmux_pane_id, "backendType": m.backend_type,
                     "isActive": m.is_active, "mode": m.mode, "model": m.model, "unread": unread,
                     "status": status.as_ref().map(|s| s.label()),
+                    "attention": attention.as_ref().map(Attention::label),
+                    "progress": progress.as_ref().map(|p| json!({
+                        "elapsedSecs": p.elapsed.map(|e| e.as_secs()),
+                        "lastLine": p.last_line,
+                    })),
                 })
             })
             .collect();
@@ -138,16 +184,16 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
         escape_line(&ctx.root.dir().display().to_string())
     );
     println!(
-        "{:<24} {:<8} {:<16} {:<10} {:<8} {:>6}",
-        "MEMBER", "COLOR", "STATUS", "PANE", "BACKEND", "UNREAD"
+        "{:<24} {:<8} {:<16} {:<10} {:<8} {:>6}  {:<18} PROGRESS",
+        "MEMBER", "COLOR", "STATUS", "PANE", "BACKEND", "UNREAD", "ATTENTION"
     );
-    for ((m, unread), status) in members.iter().zip(&statuses) {
+    for (((m, unread), status), extra) in members.iter().zip(&statuses).zip(&extras) {
         let status = status
             .as_ref()
             .map(|s| s.label())
             .unwrap_or_else(|| "-".to_string());
         println!(
-            "{:<24} {:<8} {:<16} {:<10} {:<8} {:>6}",
+            "{:<24} {:<8} {:<16} {:<10} {:<8} {:>6}  {}",
             escape_line(&m.name),
             escape_line(m.color.as_deref().unwrap_or("-")),
             status,
@@ -157,7 +203,8 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
                 &m.tmux_pane_id
             }),
             escape_line(m.backend_type.as_deref().unwrap_or("-")),
-            unread
+            unread,
+            extras_cells(extra)
         );
     }
     println!(

@@ -280,11 +280,13 @@ impl TeamState {
         }
         let current = current_tasks(&self.tasks);
         let sh = lock(cx.shared);
-        let members = tf
+        let mut members: Vec<_> = tf
             .teammates()
             .zip(unread)
             .map(|(m, unread)| member_row(m, &sh, unread, current.get(m.name.as_str()).copied()))
             .collect();
+        let tasks: Vec<Task> = self.tasks.values().cloned().collect();
+        crate::tui::state::annotate(&mut members, team, &tasks);
         let notice = self
             .trouble
             .first()
@@ -295,7 +297,7 @@ impl TeamState {
             team: team.name.clone(),
             backend_name: cx.backend_name.clone(),
             members,
-            tasks: self.tasks.values().cloned().collect(),
+            tasks,
             lead_inbox,
             requests: pending_requests(&sh),
             notice,

@@ -4,8 +4,18 @@
 //! who `prune` takes. `swarm status`, `swarm prune`, the TeamsDialog and
 //! the lead's plain view all call [`MemberStatus::of`] and
 //! [`MemberStatus::prunable`].
+//!
+//! Beside it, derived once for the same readers: what needs the user
+//! ([`Attention::of`]: an approval to give, a failed task, a dead
+//! teammate) and how a running task is going ([`Progress::of`]: its
+//! elapsed time and the last line of its pane's output, read from the
+//! tail of the output log only).
 
-use std::time::Duration;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use crate::tasks::{Status, Task};
 
 /// Where a teammate's process is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +93,143 @@ pub fn recorded_exit(m: &super::Member) -> Option<Option<i32>> {
         .map(|e| e.get("code").and_then(|c| c.as_i64()).map(|c| c as i32))
 }
 
+/// Whether `task` failed: its runtime leaves a task whose command failed
+/// pending, still owned, with `metadata.failed`.
+pub fn task_failed(task: &Task) -> bool {
+    task.status == Status::Pending
+        && task
+            .metadata
+            .as_ref()
+            .and_then(|m| m.get("failed"))
+            .and_then(|f| f.as_bool())
+            == Some(true)
+}
+
+/// Why a teammate needs the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attention {
+    /// A plan or permission request of its waits for an answer.
+    Approval,
+    /// A task it owns failed (its id).
+    FailedTask(String),
+    /// Its process ended while it is still on the roster.
+    Dead,
+}
+
+impl Attention {
+    /// The one rule: dead > an approval to give > a failed task it owns.
+    pub fn of(status: &MemberStatus, name: &str, tasks: &[Task]) -> Option<Attention> {
+        match status {
+            MemberStatus::Dead { .. } => Some(Attention::Dead),
+            MemberStatus::WaitingForApproval => Some(Attention::Approval),
+            _ => tasks
+                .iter()
+                .find(|t| t.owner.as_deref() == Some(name) && task_failed(t))
+                .map(|t| Attention::FailedTask(t.id.clone())),
+        }
+    }
+
+    /// `needs approval`, `task #3 failed`, `dead`.
+    pub fn label(&self) -> String {
+        match self {
+            Attention::Approval => "needs approval".to_owned(),
+            Attention::FailedTask(id) => format!("task #{id} failed"),
+            Attention::Dead => "dead".to_owned(),
+        }
+    }
+}
+
+/// How a running task is going.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    /// Since the task last changed (its claim, for a task being worked on).
+    pub elapsed: Option<Duration>,
+    /// The last line its pane printed, escapes removed.
+    pub last_line: Option<String>,
+}
+
+/// How much of the output log's end is read for its last line.
+const TAIL_BYTES: u64 = 4096;
+
+impl Progress {
+    /// The progress of `name`'s task in progress, if it has one: elapsed
+    /// from the task file's modification time, the last line from the tail
+    /// of its output log. Unreadable files leave the part out.
+    pub fn of(team: &super::Team, name: &str, tasks: &[Task]) -> Option<Progress> {
+        let task = tasks
+            .iter()
+            .find(|t| t.owner.as_deref() == Some(name) && t.status == Status::InProgress)?;
+        let elapsed = team
+            .root
+            .task(&team.name, &task.id)
+            .ok()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| SystemTime::now().duration_since(t).ok());
+        let last_line = team
+            .root
+            .output(&team.name, name)
+            .ok()
+            .and_then(|p| last_output_line(&p));
+        Some(Progress { elapsed, last_line })
+    }
+}
+
+/// The last line with something on it in the output log at `path`,
+/// reading only its last [`TAIL_BYTES`]: terminal escapes removed, a
+/// carriage return's overwrite applied, at most 200 characters.
+pub fn last_output_line(path: &Path) -> Option<String> {
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(TAIL_BYTES)))
+        .ok()?;
+    let mut bytes = Vec::with_capacity(TAIL_BYTES as usize);
+    f.take(TAIL_BYTES).read_to_end(&mut bytes).ok()?;
+    let text = strip_escapes(&String::from_utf8_lossy(&bytes));
+    text.split('\n')
+        .map(|l| {
+            let l = l.trim_end_matches('\r');
+            // What a carriage return overwrote is gone from the screen.
+            l.rsplit('\r').next().unwrap_or(l).trim()
+        })
+        .rfind(|l| !l.is_empty())
+        .map(|l| l.chars().take(200).collect())
+}
+
+/// `text` without terminal escape sequences (CSI, OSC, two-byte escapes)
+/// and without control characters other than line ends and tabs.
+fn strip_escapes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => match chars.next() {
+                // CSI: parameters, then one final byte in @..~.
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                // OSC: up to BEL or ST (ESC \\).
+                Some(']') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\x07' || (c == '\x1b' && chars.next_if_eq(&'\\').is_some()) {
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            },
+            '\n' | '\r' | '\t' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,5 +303,50 @@ mod tests {
         ] {
             assert!(!MemberStatus::of(&f).prunable(false, 0), "{f:?}");
         }
+    }
+
+    fn task(id: &str, owner: &str, status: Status, failed: bool) -> Task {
+        let mut t = Task::new(id, "x");
+        t.owner = Some(owner.into());
+        t.status = status;
+        if failed {
+            let mut md = serde_json::Map::new();
+            md.insert("failed".into(), serde_json::json!(true));
+            t.metadata = Some(md);
+        }
+        t
+    }
+
+    #[test]
+    fn attention_is_a_dead_teammate_an_approval_or_a_failed_task() {
+        let tasks = [
+            task("1", "ann", Status::Pending, true),
+            task("2", "bob", Status::InProgress, false),
+        ];
+        let dead = MemberStatus::Dead { exit_code: None };
+        assert_eq!(Attention::of(&dead, "bob", &tasks), Some(Attention::Dead));
+        assert_eq!(
+            Attention::of(&MemberStatus::WaitingForApproval, "bob", &tasks),
+            Some(Attention::Approval)
+        );
+        assert_eq!(
+            Attention::of(&MemberStatus::Idle, "ann", &tasks),
+            Some(Attention::FailedTask("1".into()))
+        );
+        assert_eq!(Attention::of(&MemberStatus::Running, "bob", &tasks), None);
+    }
+
+    #[test]
+    fn the_last_output_line_comes_from_the_tail_without_escapes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.log");
+        let mut log = "old line\r\n".repeat(2000);
+        log.push_str("\x1b[32mcompiling\x1b[0m foo\r\n");
+        log.push_str("\x1b]0;title\x07 40%\r 80% done\r\n\r\n   \r\n");
+        std::fs::write(&path, log).unwrap();
+        assert_eq!(last_output_line(&path).as_deref(), Some("80% done"));
+        std::fs::write(&path, "one\r\n\x1b[32mcompiling\x1b[0m foo\r\n").unwrap();
+        assert_eq!(last_output_line(&path).as_deref(), Some("compiling foo"));
+        assert_eq!(last_output_line(&dir.path().join("none")), None);
     }
 }

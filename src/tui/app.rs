@@ -5,6 +5,7 @@
 //! sleeps on one channel. It never prints: notices go to the footer, logs to
 //! the lead's log file.
 
+use std::collections::HashMap;
 use std::io::{PipeReader, Read};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -43,16 +44,22 @@ pub struct RunOptions {
     pub wake: Option<Receiver<()>>,
     /// The shortest time between two frames.
     pub min_frame: Duration,
+    /// Ring the terminal bell once per new attention event (false under
+    /// `NO_BELL`).
+    pub bell: bool,
 }
 
 impl RunOptions {
     /// Colours unless `NO_COLOR` is set to a non-empty value
-    /// (<https://no-color.org>), 100 ms between frames.
+    /// (<https://no-color.org>), the bell unless `NO_BELL` is, 100 ms
+    /// between frames.
     pub fn from_env(wake: Option<Receiver<()>>) -> RunOptions {
+        let unset = |var: &str| std::env::var_os(var).is_none_or(|v| v.is_empty());
         RunOptions {
-            color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+            color: unset("NO_COLOR"),
             wake,
             min_frame: Duration::from_millis(100),
+            bell: unset("NO_BELL"),
         }
     }
 }
@@ -96,6 +103,7 @@ pub fn run(control: &mut dyn LeadControl, opts: RunOptions) -> Result<Exit> {
         color,
         wake,
         min_frame,
+        bell,
     } = opts;
     if let Some(wake) = wake {
         // Ends when the lead drops its sender or the loop has gone.
@@ -112,7 +120,18 @@ pub fn run(control: &mut dyn LeadControl, opts: RunOptions) -> Result<Exit> {
     } else {
         drop(tx);
     }
-    let result = event_loop(guard.terminal(), control, &rx, color, min_frame);
+    let mut signal = |alert: &Alert| {
+        if let Err(e) = signal_attention(alert, bell) {
+            tracing::warn!("signal attention on the terminal: {e}");
+        }
+    };
+    let result = event_loop(
+        guard.terminal(),
+        control,
+        &rx,
+        (color, min_frame),
+        &mut signal,
+    );
     // The watch thread ends when the guard hangs up its signal pipe.
     drop(guard);
     result
@@ -230,10 +249,78 @@ fn watch_terminal(tty: RawFd, signals: Option<&PipeReader>) -> Watched {
     }
 }
 
+/// What needs the user, for the terminal to signal: the events that are
+/// new since the last frame (each signalled once) and how many teammates
+/// need the user now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alert {
+    pub team: String,
+    /// `@bob: task #3 failed`, sorted.
+    pub fresh: Vec<String>,
+    pub count: usize,
+}
+
+/// The attention events already signalled, so that each rings once; an
+/// event that ends is forgotten, so one that comes back rings again.
+#[derive(Debug, Default)]
+struct Alerts {
+    seen: std::collections::BTreeSet<String>,
+    count: Option<usize>,
+}
+
+impl Alerts {
+    /// What to signal for `view`, if anything changed.
+    fn next(&mut self, view: &TeamView) -> Option<Alert> {
+        let now: std::collections::BTreeSet<String> = view
+            .members
+            .iter()
+            .filter_map(|m| {
+                let a = m.attention.as_ref()?;
+                Some(format!("@{}: {}", m.name, a.label()))
+            })
+            .collect();
+        let fresh: Vec<String> = now.difference(&self.seen).cloned().collect();
+        let count = view.totals().attention;
+        let changed = !fresh.is_empty() || self.count != Some(count);
+        self.seen = now;
+        self.count = Some(count);
+        changed.then(|| Alert {
+            team: view.team.clone(),
+            fresh,
+            count,
+        })
+    }
+}
+
+/// Rings the bell for fresh events (when `bell`) and sets the terminal's
+/// title to what needs the user. In tmux the bell marks the lead's window
+/// in the status line of a user looking at another window, and the title
+/// becomes the lead pane's title.
+fn signal_attention(alert: &Alert, bell: bool) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if bell && !alert.fresh.is_empty() {
+        out.write_all(b"\x07")?;
+    }
+    let team = crate::text::escape_line(&alert.team);
+    let title = match alert.fresh.first() {
+        _ if alert.count == 0 => format!("swarm {team}"),
+        Some(first) => format!(
+            "swarm {team} ! {} · {}",
+            alert.count,
+            crate::text::escape_line(first)
+        ),
+        None => format!("swarm {team} ! {}", alert.count),
+    };
+    write!(out, "\x1b]2;{title}\x07")?;
+    out.flush()
+}
+
 /// Whether some shown age changes every second.
 fn ages_in_seconds(view: &TeamView) -> bool {
     view.members.iter().any(|m| {
         m.last_activity.is_some_and(|a| a < Duration::from_secs(60))
+            || m.progress.is_some()
             || matches!(m.status, MemberStatus::Stopping { .. })
     }) || view
         .requests
@@ -259,12 +346,14 @@ impl Shown {
 
 /// The loop proper, over any ratatui backend and any source of [`Input`]
 /// (the tests drive it with a `TestBackend` and a channel).
+/// `(color, min_frame)`: draw colours, the shortest time between frames;
+/// `alert` is told what needs the user whenever that changes.
 pub fn event_loop<B: Backend>(
     terminal: &mut Terminal<B>,
     control: &mut dyn LeadControl,
     inputs: &Receiver<Input>,
-    color: bool,
-    min_frame: Duration,
+    (color, min_frame): (bool, Duration),
+    alert: &mut dyn FnMut(&Alert),
 ) -> Result<Exit>
 where
     B::Error: Send + Sync + 'static,
@@ -278,7 +367,8 @@ where
     };
     let mut last_draw: Option<Instant> = None;
     let mut last_tick = Instant::now();
-    let mut zoom_size: Option<(String, Rect)> = None;
+    let mut pane_sizes: HashMap<String, (u16, u16)> = HashMap::new();
+    let mut alerts = Alerts::default();
     // An input taken out of the channel while coalescing wake-ups, handled
     // next: a key pressed during a burst of wake-ups must not be lost.
     let mut stashed: Option<Input> = None;
@@ -288,6 +378,7 @@ where
         }
         let now = Instant::now();
         let fast = ages_in_seconds(&shown.view)
+            || !shown.ui.killing.is_empty()
             || matches!(shown.ui.modal, Modal::ShutdownCountdown { .. });
         let tick_every = if fast { FAST_TICK } else { SLOW_TICK };
         if now >= last_tick + tick_every {
@@ -302,7 +393,10 @@ where
         if shown.dirty {
             let due = last_draw.map_or(now, |t| t + min_frame);
             if now >= due {
-                resize_zoomed(terminal, control, &shown.ui, &mut zoom_size)?;
+                if let Some(a) = alerts.next(&shown.view) {
+                    alert(&a);
+                }
+                resize_panes(terminal, control, &shown, &mut pane_sizes)?;
                 let screens: &dyn ScreenSource = &*control;
                 terminal
                     .draw(|f| view::draw(f, &shown.view, &shown.ui, screens, color))
@@ -375,30 +469,32 @@ fn apply(
     Ok(None)
 }
 
-/// Keeps the zoomed pane's PTY the size of the area it is drawn in.
-fn resize_zoomed<B: Backend>(
+/// Keeps each shown in-process pane's PTY the size of the area it is
+/// drawn in (the zoomed pane, or every grid tile), asking the lead only
+/// when a size changed.
+fn resize_panes<B: Backend>(
     terminal: &mut Terminal<B>,
     control: &mut dyn LeadControl,
-    ui: &UiState,
-    last: &mut Option<(String, Rect)>,
+    shown: &Shown,
+    sizes: &mut HashMap<String, (u16, u16)>,
 ) -> Result<()>
 where
     B::Error: Send + Sync + 'static,
 {
-    let Some(name) = &ui.zoomed else {
-        *last = None;
-        return Ok(());
-    };
     let size = terminal.size().context("read the terminal size")?;
-    let area = view::zoom_area(Rect::new(0, 0, size.width, size.height));
-    if last.as_ref() != Some(&(name.clone(), area)) {
-        *last = Some((name.clone(), area));
+    let frame = Rect::new(0, 0, size.width, size.height);
+    for (name, area) in view::pane_areas(frame, &shown.view, &shown.ui) {
+        let want = (area.height, area.width);
+        if area.is_empty() || sizes.get(&name) == Some(&want) {
+            continue;
+        }
+        sizes.insert(name.clone(), want);
         if let Err(e) = control.perform(Action::ResizePane {
             name: name.clone(),
             rows: area.height,
             cols: area.width,
         }) {
-            tracing::warn!("resize the zoomed pane of {name}: {e:#}");
+            tracing::warn!("resize the pane of {name}: {e:#}");
         }
     }
     Ok(())
@@ -407,7 +503,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::state::MemberRow;
+    use crate::tui::state::{Attention, MemberRow};
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
     use ratatui::backend::TestBackend;
     use tui_term::vt100;
@@ -418,6 +514,9 @@ mod tests {
         in_process: bool,
         snapshots: usize,
         done: Vec<Action>,
+        /// Members whose pane is dead, from the n-th snapshot on.
+        dead_from: Option<(usize, &'static str)>,
+        alerts: Vec<Alert>,
     }
 
     impl FakeLead {
@@ -427,6 +526,8 @@ mod tests {
                 in_process,
                 snapshots: 0,
                 done: vec![],
+                dead_from: None,
+                alerts: vec![],
             }
         }
     }
@@ -440,10 +541,21 @@ mod tests {
     impl LeadControl for FakeLead {
         fn snapshot(&mut self) -> TeamView {
             self.snapshots += 1;
+            let mut members: Vec<MemberRow> =
+                self.members.iter().map(|n| MemberRow::new(*n)).collect();
+            for m in &mut members {
+                if self
+                    .dead_from
+                    .is_some_and(|(n, who)| self.snapshots >= n && m.name == who)
+                {
+                    m.status = MemberStatus::Dead { exit_code: None };
+                    m.attention = Attention::of(&m.status, &m.name, &[]);
+                }
+            }
             TeamView {
                 team: "demo".into(),
                 backend_name: "fake".into(),
-                members: self.members.iter().map(|n| MemberRow::new(*n)).collect(),
+                members,
                 in_process: self.in_process,
                 ..TeamView::default()
             }
@@ -475,7 +587,16 @@ mod tests {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
-        let exit = event_loop(&mut terminal, lead, &rx, false, Duration::ZERO).unwrap();
+        let mut alerts = vec![];
+        let exit = event_loop(
+            &mut terminal,
+            lead,
+            &rx,
+            (false, Duration::ZERO),
+            &mut |a: &Alert| alerts.push(a.clone()),
+        )
+        .unwrap();
+        lead.alerts = alerts;
         (exit, terminal)
     }
 
@@ -496,7 +617,7 @@ mod tests {
         assert_eq!(exit, Exit::Quit, "all senders gone");
         assert_eq!(lead.snapshots, 2, "the first, then one for the burst");
         let screen = format!("{:?}", terminal.backend().buffer());
-        assert!(screen.contains("1 teammates"), "{screen}");
+        assert!(screen.contains("1 teammate ·"), "{screen}");
     }
 
     #[test]
@@ -507,21 +628,61 @@ mod tests {
             KeyModifiers::NONE,
         )));
         let (_, _) = run_with(&mut lead, vec![enter, key('x')]);
+        let after_focus: Vec<&Action> = lead
+            .done
+            .iter()
+            .skip_while(|a| !matches!(a, Action::Focus(_)))
+            .collect();
         assert_eq!(
-            lead.done,
+            after_focus,
             [
-                Action::Focus("alice".into()),
-                Action::ResizePane {
+                &Action::Focus("alice".into()),
+                &Action::ResizePane {
                     name: "alice".into(),
                     rows: 23,
                     cols: 80
                 },
-                Action::Input {
+                &Action::Input {
                     to: "alice".into(),
                     bytes: b"x".to_vec()
                 },
             ]
         );
+    }
+
+    #[test]
+    fn every_grid_pane_is_sized_to_its_tile_once() {
+        // 80×24: a status line and a footer leave 80×22, two tiles side by
+        // side of 40×22, each 38×20 inside its border.
+        let mut lead = FakeLead::new(&["alice", "bob"], true);
+        run_with(&mut lead, vec![Input::Wake, Input::Wake]);
+        let resized: Vec<&Action> = lead
+            .done
+            .iter()
+            .filter(|a| matches!(a, Action::ResizePane { .. }))
+            .collect();
+        let tile = |name: &str| Action::ResizePane {
+            name: name.into(),
+            rows: 20,
+            cols: 38,
+        };
+        assert_eq!(resized, [&tile("alice"), &tile("bob")], "{:?}", lead.done);
+    }
+
+    #[test]
+    fn a_teammate_dying_is_signalled_once_however_many_frames_follow() {
+        let mut lead = FakeLead::new(&["alice", "bob"], false);
+        lead.dead_from = Some((2, "bob"));
+        let wakes = vec![Input::Wake, key('x'), Input::Wake, key('y'), Input::Wake];
+        run_with(&mut lead, wakes);
+        let rang: Vec<&Vec<String>> = lead
+            .alerts
+            .iter()
+            .filter(|a| !a.fresh.is_empty())
+            .map(|a| &a.fresh)
+            .collect();
+        assert_eq!(rang, [&vec!["@bob: dead".to_owned()]], "{:?}", lead.alerts);
+        assert_eq!(lead.alerts.last().map(|a| a.count), Some(1));
     }
 
     #[test]

@@ -4,8 +4,11 @@
 //! confirmation and any key but `y` cancels, so j/k habits never kill.
 //! [`KEYS`] is the single list the help overlay shows.
 
+use std::time::Duration;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
+use super::reading;
 use super::state::{Modal, Panel, SHUTDOWN_GRACE, TeamView, UiState};
 use crate::agents::PermissionMode;
 
@@ -19,8 +22,8 @@ pub enum Action {
         to: String,
         bytes: Vec<u8>,
     },
-    /// Resize the zoomed in-process pane to the area it is shown in (sent by
-    /// the event loop, not by a key).
+    /// Resize an in-process pane (zoomed, or a grid tile) to the area it
+    /// is shown in (sent by the event loop, not by a key).
     ResizePane {
         name: String,
         rows: u16,
@@ -65,7 +68,7 @@ pub const UNZOOM_KEY: &str = "Ctrl-]";
 pub const KEYS: &[(&str, &str)] = &[
     ("↑/↓", "select a row in the focused panel"),
     ("Tab", "next panel (members, tasks, inbox, requests)"),
-    ("Enter", "focus the teammate's pane (in-process: zoom in)"),
+    ("Enter", "focus the pane (in-process: zoom) / read the row"),
     (UNZOOM_KEY, "leave the zoomed pane (keys go to the pane)"),
     ("g", "in-process: grid of every live screen / panels"),
     ("k", "kill the teammate (asks y/N)"),
@@ -113,20 +116,44 @@ pub fn handle(key: KeyEvent, view: &TeamView, ui: &mut UiState) -> Option<Action
             None
         }
         KeyCode::Tab => {
-            ui.panel = ui.panel.next();
+            ui.panel = ui.panel.next(!view.requests.is_empty());
             None
         }
         KeyCode::BackTab => cycle_mode(view, ui),
-        KeyCode::Enter => {
-            let name = member(view, ui)?;
-            if view.in_process {
-                ui.zoomed = Some(name.clone());
-            }
-            Some(Action::Focus(name))
-        }
+        KeyCode::Enter => enter(view, ui),
         KeyCode::Char(c) => on_char(c, view, ui),
         _ => None,
     }
+}
+
+/// Enter: on a teammate, focus its pane (in-process: zoom in), saying how
+/// to come back; on a message, a task or a request, open it to read.
+fn enter(view: &TeamView, ui: &mut UiState) -> Option<Action> {
+    let reading = match ui.panel {
+        Panel::Members => {
+            let name = member(view, ui)?;
+            if view.in_process {
+                ui.zoomed = Some(name.clone());
+            } else {
+                ui.notice = Some(format!(
+                    "keys go to @{name}'s pane now · back here: tmux prefix then ; (last pane)"
+                ));
+            }
+            return Some(Action::Focus(name));
+        }
+        Panel::Tasks => view.visible_tasks().nth(ui.task_row).map(reading::task),
+        Panel::Inbox => view
+            .lead_inbox
+            .len()
+            .checked_sub(ui.inbox_back + 1)
+            .map(|i| reading::entry(&view.lead_inbox[i])),
+        Panel::Requests => ui.selected_request(view).map(reading::request),
+    };
+    match reading {
+        Some(r) => ui.modal = Modal::Read(r),
+        None => ui.notice = Some("nothing to open here".to_owned()),
+    }
+    None
 }
 
 /// A letter key outside a modal (whatever the modifiers, but Ctrl-C).
@@ -232,17 +259,20 @@ fn quit(view: &TeamView, ui: &mut UiState) -> Option<Action> {
 /// put back unless the key closes it.
 fn in_modal(key: KeyEvent, view: &TeamView, ui: &mut UiState, modal: Modal) -> Option<Action> {
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    let yes = key.code == KeyCode::Char('y') && !ctrl;
     match modal {
         Modal::None | Modal::Help => None,
-        Modal::ConfirmKill { name } => {
-            (key.code == KeyCode::Char('y') && !ctrl).then_some(Action::Kill(name))
+        Modal::ConfirmKill { name } if yes => {
+            ui.killing.insert(name.clone(), Duration::ZERO);
+            Some(Action::Kill(name))
         }
-        Modal::ConfirmPrune { names } => {
-            (key.code == KeyCode::Char('y') && !ctrl).then_some(Action::Prune(names))
+        Modal::ConfirmPrune { names } if yes => {
+            ui.killing
+                .extend(names.iter().map(|n| (n.clone(), Duration::ZERO)));
+            Some(Action::Prune(names))
         }
-        Modal::ConfirmQuit { .. } => {
-            (key.code == KeyCode::Char('y') && !ctrl).then_some(Action::Quit)
-        }
+        Modal::ConfirmKill { .. } | Modal::ConfirmPrune { .. } => None,
+        Modal::ConfirmQuit { .. } => yes.then_some(Action::Quit),
         Modal::ShutdownCountdown { name, left } => {
             match key.code {
                 KeyCode::Char('k') => ui.modal = Modal::ConfirmKill { name },
@@ -251,25 +281,7 @@ fn in_modal(key: KeyEvent, view: &TeamView, ui: &mut UiState, modal: Modal) -> O
             }
             None
         }
-        Modal::Compose { mut to, mut text } => match key.code {
-            KeyCode::Esc => None,
-            KeyCode::Enter if !text.trim().is_empty() => Some(Action::Send { to, text }),
-            KeyCode::Tab => {
-                to = if to == "*" {
-                    ui.selected_member(view)
-                        .map_or_else(|| "*".to_owned(), |m| m.name.clone())
-                } else {
-                    "*".to_owned()
-                };
-                ui.modal = Modal::Compose { to, text };
-                None
-            }
-            code => {
-                edit(&mut text, code, ctrl);
-                ui.modal = Modal::Compose { to, text };
-                None
-            }
-        },
+        Modal::Compose { to, text } => in_compose(key, view, ui, to, text),
         Modal::NewTask { mut subject } => match key.code {
             KeyCode::Esc => None,
             KeyCode::Enter if !subject.trim().is_empty() => Some(Action::CreateTask {
@@ -281,6 +293,50 @@ fn in_modal(key: KeyEvent, view: &TeamView, ui: &mut UiState, modal: Modal) -> O
                 None
             }
         },
+        Modal::Read(mut r) => {
+            let delta = match key.code {
+                KeyCode::Up => -1,
+                KeyCode::Down => 1,
+                KeyCode::PageUp => -10,
+                KeyCode::PageDown | KeyCode::Char(' ') => 10,
+                // Any other key closes it.
+                _ => return None,
+            };
+            r.scroll_by(delta);
+            ui.modal = Modal::Read(r);
+            None
+        }
+    }
+}
+
+/// Keys in the message box: Enter sends, Tab toggles broadcast, Esc
+/// cancels, the rest edits.
+fn in_compose(
+    key: KeyEvent,
+    view: &TeamView,
+    ui: &mut UiState,
+    mut to: String,
+    mut text: String,
+) -> Option<Action> {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    match key.code {
+        KeyCode::Esc => None,
+        KeyCode::Enter if !text.trim().is_empty() => Some(Action::Send { to, text }),
+        KeyCode::Tab => {
+            to = if to == "*" {
+                ui.selected_member(view)
+                    .map_or_else(|| "*".to_owned(), |m| m.name.clone())
+            } else {
+                "*".to_owned()
+            };
+            ui.modal = Modal::Compose { to, text };
+            None
+        }
+        code => {
+            edit(&mut text, code, ctrl);
+            ui.modal = Modal::Compose { to, text };
+            None
+        }
     }
 }
 
@@ -377,7 +433,6 @@ pub fn key_bytes(key: &KeyEvent) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
     use crate::tui::state::{MemberRow, MemberStatus, PendingRequest, RequestKind};
-    use std::time::Duration;
 
     fn press(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)
@@ -535,7 +590,20 @@ mod tests {
         let v = team();
         let mut ui = UiState::new(&v);
         assert_eq!(keys(&v, &mut ui, &[ch('k')]), []);
+        assert!(ui.killing.is_empty());
         confirm_kills_alice_on_y(&v, &mut ui);
+    }
+
+    #[test]
+    fn a_confirmed_kill_is_shown_as_running_until_the_teammate_leaves() {
+        let mut v = team();
+        let mut ui = UiState::new(&v);
+        keys(&v, &mut ui, &[ch('k'), ch('y')]);
+        assert!(ui.tick(Duration::from_secs(2)), "ticks while a kill runs");
+        assert_eq!(ui.killing.get("alice"), Some(&Duration::from_secs(2)));
+        v.members.remove(0);
+        ui.sync(&v);
+        assert!(ui.killing.is_empty());
     }
 
     #[test]
@@ -778,5 +846,69 @@ mod tests {
         ] {
             assert!(names.contains(&key), "{key} missing from help");
         }
+    }
+
+    #[test]
+    fn tab_skips_the_requests_panel_while_it_is_not_shown() {
+        let mut v = team();
+        v.requests.clear();
+        let mut ui = UiState::new(&v);
+        let tab = press(KeyCode::Tab);
+        let mut seen = vec![];
+        for _ in 0..4 {
+            keys(&v, &mut ui, &[tab]);
+            seen.push(ui.panel);
+        }
+        assert_eq!(
+            seen,
+            [Panel::Tasks, Panel::Inbox, Panel::Members, Panel::Tasks]
+        );
+        // Focus left on it when the last request goes moves back.
+        let mut ui = UiState {
+            panel: Panel::Requests,
+            ..UiState::new(&v)
+        };
+        ui.sync(&v);
+        assert_eq!(ui.panel, Panel::Members);
+    }
+
+    #[test]
+    fn enter_on_a_task_or_a_request_opens_it_and_arrows_scroll_it() {
+        let mut v = team();
+        let mut t = crate::tasks::Task::new("1", "build");
+        let mut md = serde_json::Map::new();
+        md.insert("output".into(), serde_json::json!("line 1\nline 2\nline 3"));
+        t.metadata = Some(md);
+        v.tasks = vec![t];
+        let mut ui = UiState {
+            panel: Panel::Tasks,
+            ..UiState::new(&v)
+        };
+        assert_eq!(keys(&v, &mut ui, &[press(KeyCode::Enter)]), []);
+        let Modal::Read(r) = &ui.modal else {
+            panic!("not opened: {:?} {:?}", ui.modal, ui.notice);
+        };
+        assert_eq!(r.title, "task #1");
+        assert!(r.lines.contains(&"line 3".to_owned()), "{r:?}");
+        keys(&v, &mut ui, &[press(KeyCode::Down)]);
+        assert!(matches!(&ui.modal, Modal::Read(r) if r.scroll == 1));
+        keys(&v, &mut ui, &[ch('x')]);
+        assert_eq!(ui.modal, Modal::None, "any other key closes");
+        ui.panel = Panel::Requests;
+        keys(&v, &mut ui, &[press(KeyCode::Enter)]);
+        assert!(
+            matches!(&ui.modal, Modal::Read(r) if r.lines.iter().any(|l| l == "1. x")),
+            "{:?}",
+            ui.modal
+        );
+    }
+
+    #[test]
+    fn enter_on_a_tmux_teammate_says_how_to_come_back() {
+        let v = team();
+        let mut ui = UiState::new(&v);
+        keys(&v, &mut ui, &[press(KeyCode::Enter)]);
+        let n = ui.notice.as_deref().unwrap_or_default();
+        assert!(n.contains("@alice") && n.contains("back here"), "{n}");
     }
 }

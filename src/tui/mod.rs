@@ -6,6 +6,7 @@
 //!   [`ScreenSource`], how in-process panes' live screens reach it.
 //! - [`keymap`]: [`handle`], a pure function from a key to the next
 //!   [`UiState`] and an [`Action`] for the lead; [`KEYS`] for the help.
+//! - [`reading`]: what Enter opens on an inbox, task or request row.
 //! - [`terminal`]: [`TerminalGuard`], raw mode and the alternate screen,
 //!   restored on drop, panic and SIGTERM/SIGHUP/SIGINT (through signal-hook).
 //! - [`app`]: [`LeadControl`], what the TUI needs from the lead, and [`run`],
@@ -17,10 +18,13 @@
 
 pub mod app;
 pub mod keymap;
+pub mod reading;
 pub mod state;
 pub mod terminal;
 pub mod view;
 
+#[cfg(test)]
+mod sizes;
 #[cfg(test)]
 mod snapshots;
 

@@ -20,7 +20,7 @@ use crate::protocol::{Message, ShutdownApproved};
 use crate::tasks::{Status, Task};
 
 /// The buffer as text, one line per row, trailing blanks trimmed.
-fn text(buf: &Buffer) -> String {
+pub(super) fn text(buf: &Buffer) -> String {
     let w = buf.area.width as usize;
     buf.content
         .chunks(w)
@@ -32,7 +32,7 @@ fn text(buf: &Buffer) -> String {
         .join("\n")
 }
 
-fn render_with(
+pub(super) fn render_with(
     view: &TeamView,
     ui: &UiState,
     screens: &dyn ScreenSource,
@@ -46,11 +46,17 @@ fn render_with(
     terminal.backend().buffer().clone()
 }
 
-fn render(view: &TeamView, ui: &UiState, size: (u16, u16)) -> String {
+pub(super) fn render(view: &TeamView, ui: &UiState, size: (u16, u16)) -> String {
     text(&render_with(view, ui, &NoScreens, true, size))
 }
 
-fn entry(from: &str, color: Option<&str>, text: &str, summary: Option<&str>, t: &str) -> Entry {
+pub(super) fn entry(
+    from: &str,
+    color: Option<&str>,
+    text: &str,
+    summary: Option<&str>,
+    t: &str,
+) -> Entry {
     let mut e = Entry::new(
         from,
         text.to_owned(),
@@ -61,7 +67,7 @@ fn entry(from: &str, color: Option<&str>, text: &str, summary: Option<&str>, t: 
     e
 }
 
-fn member(name: &str, color: &str, status: MemberStatus) -> MemberRow {
+pub(super) fn member(name: &str, color: &str, status: MemberStatus) -> MemberRow {
     MemberRow {
         color: Some(color.into()),
         status,
@@ -69,7 +75,13 @@ fn member(name: &str, color: &str, status: MemberStatus) -> MemberRow {
     }
 }
 
-fn task(id: &str, subject: &str, status: Status, owner: Option<&str>, blocked: &[&str]) -> Task {
+pub(super) fn task(
+    id: &str,
+    subject: &str,
+    status: Status,
+    owner: Option<&str>,
+    blocked: &[&str],
+) -> Task {
     let mut t = Task::new(id, subject);
     t.status = status;
     t.owner = owner.map(str::to_owned);
@@ -77,7 +89,7 @@ fn task(id: &str, subject: &str, status: Status, owner: Option<&str>, blocked: &
     t
 }
 
-fn empty_team() -> TeamView {
+pub(super) fn empty_team() -> TeamView {
     TeamView {
         team: "demo".into(),
         backend_name: "tmux".into(),
@@ -87,7 +99,7 @@ fn empty_team() -> TeamView {
 }
 
 /// Four teammates at work, a board, a mixed inbox.
-fn busy_team() -> TeamView {
+pub(super) fn busy_team() -> TeamView {
     let mut alice = member("alice", "blue", MemberStatus::Running);
     alice.model = Some("sonnet".into());
     alice.agent = "claude".into();
@@ -98,6 +110,10 @@ fn busy_team() -> TeamView {
     bob.current_task = Some(("3".into(), "Run the test suite".into()));
     bob.last_activity = Some(Duration::from_secs(12));
     bob.unread = 2;
+    bob.progress = Some(super::state::Progress {
+        elapsed: Some(Duration::from_secs(12)),
+        last_line: Some("test tui::view ... ok".into()),
+    });
     let mut carol = member("carol", "yellow", MemberStatus::Idle);
     carol.last_activity = Some(Duration::from_secs(190));
     let mut dave = member("dave", "purple", MemberStatus::Idle);
@@ -159,8 +175,9 @@ fn busy_team() -> TeamView {
     }
 }
 
-fn with_plan(mut view: TeamView) -> TeamView {
+pub(super) fn with_plan(mut view: TeamView) -> TeamView {
     view.members[0].status = MemberStatus::WaitingForApproval;
+    view.members[0].attention = Some(super::state::Attention::Approval);
     view.requests.push(PendingRequest {
         id: "plan_approval-1796022927589@alice@demo".into(),
         from: "alice".into(),
@@ -199,12 +216,17 @@ fn a_busy_team() {
 fn dead_member() {
     let mut v = busy_team();
     v.members[1].status = MemberStatus::Dead { exit_code: Some(3) };
+    v.members[1].attention = Some(super::state::Attention::Dead);
     v.members[1].current_task = None;
+    v.members[1].progress = None;
     v.members[2].status = MemberStatus::Stopping {
         since: Duration::from_secs(4),
     };
     let out = render(&v, &UiState::new(&v), (120, 30));
-    assert!(out.contains("dead (exit 3)") && out.contains("stopping 4s"));
+    assert!(out.contains("! dead (exit 3)") && out.contains("stopping 4s"));
+    assert!(
+        out.starts_with("4 teammates · 1 running · 1 idle · tasks 1/5 · 0 waiting · ! 1 needs you")
+    );
     insta::assert_snapshot!(out);
 }
 
@@ -244,7 +266,7 @@ fn shutdown_countdown_and_prune_confirmation() {
         },
         ..UiState::new(&v)
     };
-    assert!(render(&v, &ui, (100, 24)).contains("Shutting down @bob… 7s"));
+    assert!(render(&v, &ui, (100, 24)).contains("Shutting down @bob… kill offered in 7s"));
     ui.tick(Duration::from_secs(10));
     assert!(render(&v, &ui, (100, 24)).contains("k kill · Esc close"));
     ui.modal = Modal::ConfirmPrune {
@@ -275,7 +297,7 @@ fn narrow_80x24_keeps_status_members_tasks_and_inbox() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
         lines[0],
-        "4 teammates · 1 running · 2 idle · tasks 1/5 · 2 waiting"
+        "4 teammates · 1 running · 2 idle · tasks 1/5 · 2 waiting · ! 1 needs you"
     );
     for name in ["@alice", "@bob", "@carol", "@dave"] {
         assert!(out.contains(name), "{name} visible");
@@ -399,10 +421,10 @@ fn a_protocol_frame_in_the_inbox_reads_as_one_line_not_json() {
 }
 
 /// vt100 screens fed with a few lines of output per teammate.
-struct FakeScreens(Vec<(String, vt100::Parser)>);
+pub(super) struct FakeScreens(Vec<(String, vt100::Parser)>);
 
 impl FakeScreens {
-    fn new(view: &TeamView) -> FakeScreens {
+    pub(super) fn new(view: &TeamView) -> FakeScreens {
         FakeScreens(
             view.members
                 .iter()
@@ -486,4 +508,169 @@ fn hostile_names_subjects_and_messages_are_shown_escaped_in_the_dialog() {
         .filter(|c| c.is_control() && *c != '\n' || ('\u{202a}'..='\u{202e}').contains(c))
         .collect();
     assert!(raw.is_empty(), "raw controls reach the screen: {raw:?}");
+}
+
+/// A team whose lead inbox ends with the demo's long summary and whose
+/// board has a task waiting for four others (issue 14, items 1–9).
+fn issue_team() -> TeamView {
+    let mut v = busy_team();
+    v.tasks.push(task(
+        "9",
+        "Merge everything",
+        Status::Pending,
+        None,
+        &["3", "5", "7", "9"],
+    ));
+    v.notice = Some("killed @erin; 1 task(s) back on the board".into());
+    v
+}
+
+#[test]
+fn the_footer_keeps_the_key_hints_beside_the_latest_event() {
+    let v = issue_team();
+    for (w, h) in [(28, 23), (80, 24), (200, 50)] {
+        let out = render(&v, &UiState::new(&v), (w, h));
+        let footer = out.lines().last().unwrap_or_default();
+        assert!(footer.contains("? help"), "{w}×{h}: {footer:?}");
+        assert!(footer.starts_with("killed @"), "{w}×{h}: {footer:?}");
+    }
+    let out = render(&v, &UiState::new(&v), (200, 50));
+    let footer = out.lines().last().unwrap_or_default();
+    assert!(
+        footer.contains("q quit") && footer.contains("Enter focus"),
+        "{footer}"
+    );
+}
+
+#[test]
+fn blockers_are_listed_whole_at_70_and_200_columns() {
+    let v = issue_team();
+    for w in [70, 120, 200] {
+        let out = render(&v, &UiState::new(&v), (w, 40));
+        assert!(out.contains("#3,#5,#7,#9"), "{w} columns:\n{out}");
+    }
+}
+
+#[test]
+fn a_28_column_lead_pane_keeps_subjects_and_a_whole_status_line() {
+    // An 80×24 terminal split by tmux: the lead's pane is 28×23.
+    let v = issue_team();
+    let out = render(&v, &UiState::new(&v), (28, 23));
+    let first = out.lines().next().unwrap_or_default();
+    assert_eq!(first, "4 teammates · tasks 1/6", "{out}");
+    for subject in ["Sketch the", "Write the", "Benchmark"] {
+        assert!(out.contains(subject), "{subject}:\n{out}");
+    }
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn counts_agree_with_their_nouns() {
+    let mut v = busy_team();
+    v.members.truncate(1);
+    assert!(
+        v.status_line().starts_with("1 teammate · "),
+        "{}",
+        v.status_line()
+    );
+    let ui = UiState {
+        modal: Modal::ConfirmPrune {
+            names: vec!["carol".into()],
+        },
+        ..UiState::new(&v)
+    };
+    assert!(render(&v, &ui, (80, 24)).contains("Prune 1 idle teammate? y/N"));
+}
+
+#[test]
+fn a_long_message_scrolls_in_its_box_and_the_send_hint_stays() {
+    let v = busy_team();
+    let text: String = (0..40).map(|i| format!("word{i} ")).collect::<String>() + "THE-END";
+    for size in [(80, 24), (200, 50)] {
+        let ui = UiState {
+            modal: Modal::Compose {
+                to: "bob".into(),
+                text: text.clone(),
+            },
+            ..UiState::new(&v)
+        };
+        let out = render(&v, &ui, size);
+        assert!(out.contains("THE-END▏"), "{size:?}\n{out}");
+        assert!(out.contains("Enter send · Esc cancel"), "{size:?}\n{out}");
+    }
+}
+
+#[test]
+fn the_countdown_and_the_row_tell_the_same_time() {
+    let mut v = busy_team();
+    v.members[1].status = MemberStatus::Stopping {
+        since: Duration::from_millis(1400),
+    };
+    let mut ui = UiState {
+        member_row: 2,
+        modal: Modal::ShutdownCountdown {
+            name: "bob".into(),
+            // The dialog's own clock has drifted (a late tick).
+            left: Duration::from_secs(4),
+        },
+        ..UiState::new(&v)
+    };
+    ui.sync(&v);
+    let out = render(&v, &ui, (100, 30));
+    assert!(out.contains("stopping 1s"), "{out}");
+    assert!(out.contains("kill offered in 9s"), "{out}");
+    // At 7 s the dialog has not given up yet.
+    v.members[1].status = MemberStatus::Stopping {
+        since: Duration::from_secs(7),
+    };
+    ui.sync(&v);
+    let out = render(&v, &ui, (100, 30));
+    assert!(out.contains("kill offered in 3s") && !out.contains("has not stopped"));
+}
+
+#[test]
+fn enter_on_a_message_opens_it_whole() {
+    let mut v = busy_team();
+    let summary = (1..=30)
+        .map(|i| format!("result {i}: ok"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    v.lead_inbox.push(entry(
+        "bob",
+        None,
+        &format!("All results:\n{summary}"),
+        Some("all done"),
+        "07:20:00",
+    ));
+    let mut ui = UiState {
+        panel: Panel::Inbox,
+        ..UiState::new(&v)
+    };
+    let enter = crossterm::event::KeyEvent::new(
+        crossterm::event::KeyCode::Enter,
+        crossterm::event::KeyModifiers::NONE,
+    );
+    assert_eq!(super::keymap::handle(enter, &v, &mut ui), None);
+    let out = render(&v, &ui, (80, 24));
+    assert!(
+        out.contains("message from @bob") && out.contains("All results:"),
+        "{out}"
+    );
+    assert!(out.contains("result 12: ok"), "{out}");
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn a_kill_ladder_in_flight_shows_on_its_row() {
+    let v = busy_team();
+    let mut ui = UiState::new(&v);
+    ui.killing.insert("bob".into(), Duration::from_millis(2500));
+    for size in [(80, 24), (200, 50)] {
+        let out = render(&v, &ui, size);
+        let row = out
+            .lines()
+            .find(|l| l.contains("@bob "))
+            .unwrap_or_default();
+        assert!(row.contains("killing 2s…"), "{size:?}: {row}");
+    }
 }

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+pub use super::reading::Reading;
 use crate::mailbox::Entry;
 use crate::tasks::{Status, Task};
 
@@ -51,6 +52,10 @@ pub struct MemberRow {
     pub hidden: bool,
     /// Permission mode (`default`, `acceptEdits`, `plan`, `bypassPermissions`).
     pub mode: Option<String>,
+    /// Why it needs the user, if it does ([`Attention::of`]).
+    pub attention: Option<Attention>,
+    /// How its task in progress is going ([`Progress::of`]).
+    pub progress: Option<Progress>,
 }
 
 impl MemberRow {
@@ -68,11 +73,24 @@ impl MemberRow {
             unread: 0,
             hidden: false,
             mode: None,
+            attention: None,
+            progress: None,
         }
     }
 }
 
-pub use crate::team::status::MemberStatus;
+/// Fills each row's [`MemberRow::attention`] and [`MemberRow::progress`]
+/// by the rules of [`crate::team::status`] (the lead calls this once per
+/// snapshot, after the statuses are set). Reads the tail of each running
+/// teammate's output log and its task file's time, nothing more.
+pub fn annotate(rows: &mut [MemberRow], team: &crate::team::Team, tasks: &[Task]) {
+    for row in rows {
+        row.attention = Attention::of(&row.status, &row.name, tasks);
+        row.progress = Progress::of(team, &row.name, tasks);
+    }
+}
+
+pub use crate::team::status::{Attention, MemberStatus, Progress};
 
 impl MemberStatus {
     /// The words shown in the members list: `running`, `dead (exit 3)`, …
@@ -130,6 +148,8 @@ pub struct Totals {
     pub tasks_done: usize,
     pub tasks: usize,
     pub waiting: usize,
+    /// Teammates that need the user ([`MemberRow::attention`]).
+    pub attention: usize,
 }
 
 impl TeamView {
@@ -143,6 +163,11 @@ impl TeamView {
             tasks_done: 0,
             tasks: 0,
             waiting: self.requests.len(),
+            attention: self
+                .members
+                .iter()
+                .filter(|m| m.attention.is_some())
+                .count(),
         };
         for m in &self.members {
             match m.status {
@@ -162,11 +187,57 @@ impl TeamView {
 
     /// The TeamStatus line: `N teammates · R running · I idle · tasks D/T · Q waiting`.
     pub fn status_line(&self) -> String {
+        self.status_line_in(usize::MAX)
+    }
+
+    /// The TeamStatus line in at most `width` cells: the parts a user
+    /// needs most (how many, the board, what waits for them) kept, the
+    /// running and idle counts dropped first, so a 28-column lead pane
+    /// still reads whole words.
+    pub fn status_line_in(&self, width: usize) -> String {
         let t = self.totals();
-        format!(
-            "{} teammates · {} running · {} idle · tasks {}/{} · {} waiting",
-            t.teammates, t.running, t.idle, t.tasks_done, t.tasks, t.waiting
-        )
+        let parts = [
+            count(t.teammates, "teammate"),
+            format!("{} running", t.running),
+            format!("{} idle", t.idle),
+            format!("tasks {}/{}", t.tasks_done, t.tasks),
+            format!("{} waiting", t.waiting),
+            if t.attention == 1 {
+                "! 1 needs you".to_owned()
+            } else {
+                format!("! {} need you", t.attention)
+            },
+        ];
+        // Index sets from fullest to barest; what needs the user stays
+        // longest.
+        let choices: [&[usize]; 5] = if t.attention > 0 {
+            [
+                &[0, 1, 2, 3, 4, 5],
+                &[0, 1, 3, 4, 5],
+                &[0, 3, 4, 5],
+                &[0, 3, 5],
+                &[0, 5],
+            ]
+        } else {
+            [
+                &[0, 1, 2, 3, 4],
+                &[0, 1, 3, 4],
+                &[0, 3, 4],
+                &[0, 3],
+                &[0, 3],
+            ]
+        };
+        let join = |idx: &[usize]| {
+            idx.iter()
+                .map(|i| parts[*i].as_str())
+                .collect::<Vec<_>>()
+                .join(" · ")
+        };
+        choices
+            .iter()
+            .map(|idx| join(idx))
+            .find(|line| line.chars().count() <= width)
+            .unwrap_or_else(|| join(choices[4]))
     }
 
     /// Teammates `p` would prune ([`MemberStatus::prunable`], the rule
@@ -196,6 +267,15 @@ impl TeamView {
     }
 }
 
+/// `1 teammate`, `3 teammates`: a count and its noun, agreeing.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// `4s`, `3m`, `2h`, `5d`: an age in its largest whole unit.
 pub fn age(d: Duration) -> String {
     let s = d.as_secs();
@@ -218,13 +298,14 @@ pub enum Panel {
 }
 
 impl Panel {
-    /// The panel after this one.
-    pub fn next(self) -> Panel {
+    /// The panel after this one; the requests panel only when it is
+    /// shown (`requests`: some request waits).
+    pub fn next(self, requests: bool) -> Panel {
         match self {
             Panel::Members => Panel::Tasks,
             Panel::Tasks => Panel::Inbox,
-            Panel::Inbox => Panel::Requests,
-            Panel::Requests => Panel::Members,
+            Panel::Inbox if requests => Panel::Requests,
+            Panel::Inbox | Panel::Requests => Panel::Members,
         }
     }
 }
@@ -249,6 +330,8 @@ pub enum Modal {
     ConfirmQuit { ending: usize },
     /// Every key.
     Help,
+    /// A message, task or request opened with Enter, to read whole.
+    Read(Reading),
 }
 
 /// How long the shutdown countdown runs before `k` is offered.
@@ -274,6 +357,10 @@ pub struct UiState {
     pub grid: bool,
     /// A line from the TUI itself (e.g. "hide is not supported").
     pub notice: Option<String>,
+    /// Teammates whose kill (or prune) the user confirmed, and for how long
+    /// the ladder has run: shown on their rows until they leave the roster,
+    /// so a teammate that ignores SIGTERM is not silent for seconds.
+    pub killing: std::collections::BTreeMap<String, Duration>,
 }
 
 impl UiState {
@@ -309,12 +396,18 @@ impl UiState {
             .min(view.visible_tasks().count().saturating_sub(1));
         self.inbox_back = self.inbox_back.min(view.lead_inbox.len().saturating_sub(1));
         self.request_row = self.request_row.min(view.requests.len().saturating_sub(1));
+        if self.panel == Panel::Requests && view.requests.is_empty() {
+            // The panel is no longer drawn: focus must not stay on it.
+            self.panel = Panel::Members;
+        }
         if let Some(z) = &self.zoomed
             && (!view.in_process || view.member(z).is_none())
         {
             self.zoomed = None;
         }
+        self.sync_countdown(view);
         let gone = |name: &str| view.member(name).is_none();
+        self.killing.retain(|name, _| !gone(name));
         match &self.modal {
             Modal::ConfirmKill { name } | Modal::ShutdownCountdown { name, .. } if gone(name) => {
                 self.modal = Modal::None;
@@ -323,15 +416,30 @@ impl UiState {
         }
     }
 
-    /// Advances the shutdown countdown by `dt`; true if it was running.
+    /// The countdown runs on the lead's clock: what is left is the grace
+    /// less the `stopping` age its row shows, so the dialog and the row
+    /// never disagree, however late a tick comes.
+    fn sync_countdown(&mut self, view: &TeamView) {
+        if let Modal::ShutdownCountdown { name, left } = &mut self.modal
+            && let Some(MemberStatus::Stopping { since }) = view.member(name).map(|m| m.status)
+        {
+            *left = SHUTDOWN_GRACE.saturating_sub(since);
+        }
+    }
+
+    /// Advances the shutdown countdown and the kill ladders' ages by `dt`;
+    /// true if either was running.
     pub fn tick(&mut self, dt: Duration) -> bool {
+        for age in self.killing.values_mut() {
+            *age += dt;
+        }
         if let Modal::ShutdownCountdown { left, .. } = &mut self.modal
             && !left.is_zero()
         {
             *left = left.saturating_sub(dt);
             return true;
         }
-        false
+        !self.killing.is_empty()
     }
 }
 

@@ -36,7 +36,7 @@ impl Dialog {
         }
         d.roomy();
         d.wait_screen("the dialog shows its status line", |s| {
-            s.contains(" teammates · ")
+            s.contains(" teammate")
         });
         for (name, _) in spawn {
             d.wait_screen(&format!("the dialog lists @{name}"), |s| {

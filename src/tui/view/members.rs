@@ -62,7 +62,8 @@ pub(super) fn draw(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, 
         .enumerate()
         .map(|(i, m)| {
             let selected = ui.member_row == first + i + 1;
-            member_row(m, selected, focused, &cols, theme)
+            let killing = ui.killing.get(&m.name).copied();
+            member_row(m, selected, focused, killing, &cols, theme)
         })
         .collect();
     let empty = rows.is_empty();
@@ -123,7 +124,7 @@ impl Col {
             Col::Agent => 7,
             Col::Model => 14,
             Col::Mode => 11,
-            Col::Status => 16,
+            Col::Status => 18,
             Col::Task => Col::TASK_MIN,
             Col::Act | Col::Mail => 4,
         }
@@ -169,6 +170,7 @@ fn member_row<'a>(
     m: &'a MemberRow,
     selected: bool,
     focused: bool,
+    killing: Option<std::time::Duration>,
     cols: &[Col],
     theme: Theme,
 ) -> Row<'a> {
@@ -187,14 +189,18 @@ fn member_row<'a>(
             Col::Agent => Span::raw(escape_line(&m.agent)).into(),
             Col::Model => Span::raw(escape_line(m.model.as_deref().unwrap_or(""))).into(),
             Col::Mode => Span::raw(escape_line(m.mode.as_deref().unwrap_or(""))).into(),
-            Col::Status => Span::styled(m.status.label(), theme.status(&m.status)).into(),
-            Col::Task => Span::raw(match &m.current_task {
-                Some((id, subject)) => {
-                    format!("#{} {}", escape_line(id), escape_line(subject))
+            Col::Status => match (killing, &m.attention) {
+                (Some(k), _) if m.status.is_alive() => {
+                    Span::styled(format!("killing {}…", age(k)), theme.fg(Color::Red))
                 }
-                None => String::new(),
-            })
+                (_, Some(_)) => Span::styled(
+                    format!("! {}", m.status.label()),
+                    theme.fg(Color::Red).add_modifier(Modifier::BOLD),
+                ),
+                _ => Span::styled(m.status.label(), theme.status(&m.status)),
+            }
             .into(),
+            Col::Task => task_cell(m, theme).into(),
             Col::Act => {
                 Span::styled(m.last_activity.map(age).unwrap_or_default(), theme.dim()).into()
             }
@@ -217,4 +223,32 @@ fn member_row<'a>(
     } else {
         row
     }
+}
+
+/// The task column: the task in progress with its elapsed time and the
+/// last line of output (`#2 Parse · 12s › compiling foo`), or a failed
+/// task in red.
+fn task_cell(m: &MemberRow, theme: Theme) -> Line<'static> {
+    let Some((id, subject)) = &m.current_task else {
+        return match &m.attention {
+            Some(a @ crate::team::status::Attention::FailedTask(_)) => {
+                Line::styled(escape_line(&a.label()).into_owned(), theme.fg(Color::Red))
+            }
+            _ => Line::default(),
+        };
+    };
+    let mut spans = vec![Span::raw(format!(
+        "#{} {}",
+        escape_line(id),
+        escape_line(subject)
+    ))];
+    if let Some(p) = &m.progress {
+        if let Some(e) = p.elapsed {
+            spans.push(Span::styled(format!(" · {}", age(e)), theme.dim()));
+        }
+        if let Some(l) = &p.last_line {
+            spans.push(Span::styled(format!(" › {}", escape_line(l)), theme.dim()));
+        }
+    }
+    Line::from(spans)
 }

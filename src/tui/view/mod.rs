@@ -36,7 +36,7 @@ use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
-use ratatui::text::Line;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 use tui_term::vt100;
 
@@ -76,13 +76,8 @@ pub fn draw(
         screen::draw_zoom(buf, area, view, name, screens, theme);
         return;
     }
-    let [top, body, footer] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Min(0),
-        Constraint::Length(1),
-    ])
-    .areas(area);
-    Paragraph::new(view.status_line())
+    let [top, body, footer] = frame_rows(area);
+    Paragraph::new(view.status_line_in(area.width as usize))
         .style(Style::new().add_modifier(Modifier::BOLD))
         .render_into(top, buf);
     if view.in_process && ui.grid {
@@ -92,6 +87,36 @@ pub fn draw(
     }
     draw_footer(buf, footer, view, ui, theme);
     modal::draw(buf, area, view, ui, theme);
+}
+
+/// The size each in-process pane is shown at in a frame of `area`: the
+/// zoomed one's, or every grid tile's inside its border. The lead resizes
+/// each PTY to it, so a screen is never cropped nor half empty.
+pub fn pane_areas(area: Rect, view: &TeamView, ui: &UiState) -> Vec<(String, Rect)> {
+    if !view.in_process {
+        return Vec::new();
+    }
+    if let Some(name) = &ui.zoomed {
+        return vec![(name.clone(), zoom_area(area))];
+    }
+    if !ui.grid {
+        return Vec::new();
+    }
+    let [_, body, _] = frame_rows(area);
+    screen::grid_tiles(body, view, ui)
+        .into_iter()
+        .map(|(i, tile)| (view.members[i].name.clone(), screen::tile_inner(tile)))
+        .collect()
+}
+
+/// The status line, the body and the footer of a frame.
+fn frame_rows(area: Rect) -> [Rect; 3] {
+    Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(0),
+        Constraint::Length(1),
+    ])
+    .areas(area)
 }
 
 /// The area a zoomed pane's screen fills in a frame of `area` (the lead
@@ -177,20 +202,57 @@ fn window(selected: usize, len: usize, visible: usize) -> std::ops::Range<usize>
     start..(start + visible).min(len)
 }
 
-/// The notice, if any, else the key hints.
+/// The notice, if any, then the key hints that fit after it: `? help`
+/// always shows, so a notice never hides how to get help.
 fn draw_footer(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, theme: Theme) {
-    let line = match ui.notice.as_deref().or(view.notice.as_deref()) {
-        Some(n) => Line::styled(escape_line(n).into_owned(), theme.fg(Color::Yellow)),
-        None => {
-            let grid = if view.in_process { " · g grid" } else { "" };
-            Line::styled(
-                format!(
-                    "? help · ↑↓ select · Tab panel · Enter focus · k kill · s shutdown · \
-                     p prune · m message · t task · a/r answer{grid} · q quit"
-                ),
-                theme.dim(),
-            )
+    let width = area.width as usize;
+    let hints = key_hints(view, ui);
+    let mut spans = Vec::new();
+    let mut room = width;
+    if let Some(n) = ui.notice.as_deref().or(view.notice.as_deref()) {
+        // Leave the notice at most what the first hint does not need.
+        let keep = width.saturating_sub(hints[0].chars().count() + 3);
+        let text = clip(&escape_line(n), keep);
+        room = room.saturating_sub(text.chars().count() + 3);
+        spans.push(Span::styled(text, theme.fg(Color::Yellow)));
+        spans.push(Span::styled(" │ ", theme.dim()));
+    }
+    let mut shown: Vec<&str> = Vec::new();
+    for h in &hints {
+        let need = h.chars().count() + if shown.is_empty() { 0 } else { 3 };
+        if need > room {
+            continue;
         }
-    };
-    Paragraph::new(line).render_into(area, buf);
+        room -= need;
+        shown.push(h);
+    }
+    spans.push(Span::styled(shown.join(" · "), theme.dim()));
+    Paragraph::new(Line::from(spans)).render_into(area, buf);
+}
+
+/// The key hints for where the user is, most needed first.
+fn key_hints(view: &TeamView, ui: &UiState) -> Vec<&'static str> {
+    use super::state::Panel;
+    let mut hints = vec!["? help", "q quit"];
+    match ui.panel {
+        Panel::Members => hints.extend(["Enter focus", "k kill", "s stop", "m msg"]),
+        Panel::Tasks => hints.push("Enter read"),
+        Panel::Inbox => hints.push("Enter read"),
+        Panel::Requests => hints.extend(["Enter read", "a approve", "r reject"]),
+    }
+    hints.extend(["Tab panel", "↑↓ select", "t task", "p prune"]);
+    if view.in_process {
+        hints.push("g grid");
+    }
+    hints
+}
+
+/// `text` cut to `max` characters, the cut marked with `…`.
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
+    s.push('…');
+    s
 }

@@ -5,7 +5,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Block, Borders, Paragraph};
 use tui_term::vt100;
 use tui_term::widget::{Cell as _, PseudoTerminal};
 
@@ -14,20 +14,13 @@ use crate::text::escape_line;
 use crate::tui::keymap::UNZOOM_KEY;
 use crate::tui::state::{TeamView, UiState};
 
-/// Every teammate's live screen in roughly square tiles, the selected
-/// one kept in view, and how many did not fit.
-pub(super) fn draw_grid(
-    buf: &mut Buffer,
-    area: Rect,
-    view: &TeamView,
-    ui: &UiState,
-    screens: &dyn ScreenSource,
-    theme: Theme,
-) {
+/// The grid's tiles in `area`: `(member index, tile)` for each teammate
+/// shown, roughly square, the selected one kept in view; and how many
+/// are shown.
+pub(super) fn grid_tiles(area: Rect, view: &TeamView, ui: &UiState) -> Vec<(usize, Rect)> {
     let n = view.members.len();
     if n == 0 || area.height < 3 {
-        Paragraph::new(Line::styled("no teammates", theme.dim())).render_into(area, buf);
-        return;
+        return Vec::new();
     }
     // Roughly square tiles in screen space (a cell is about twice as tall
     // as it is wide), never narrower than 20 columns or lower than 4 rows.
@@ -44,39 +37,68 @@ pub(super) fn draw_grid(
     } else {
         0
     };
+    let mut tiles = Vec::with_capacity(shown);
     let row_areas = Layout::vertical(vec![Constraint::Fill(1); rows]).split(area);
     for (r, row_area) in row_areas.iter().enumerate() {
         let col_areas = Layout::horizontal(vec![Constraint::Fill(1); cols]).split(*row_area);
         for (c, tile) in col_areas.iter().enumerate() {
             let index = first + r * cols + c;
-            let Some(m) = view.members.get(index) else {
-                continue;
-            };
-            let selected = ui.member_row == index + 1;
-            let title = Line::from(vec![
-                Span::raw(if selected { " ▸" } else { "" }),
-                Span::styled(
-                    format!(" @{} ", escape_line(&m.name)),
-                    theme
-                        .member(m.color.as_deref())
-                        .add_modifier(Modifier::BOLD),
-                ),
-                Span::styled(m.status.label(), theme.status(&m.status)),
-                Span::raw(" "),
-            ]);
-            let block = panel_block(title, selected, theme);
-            let inner = block.inner(*tile);
-            block.render_into(*tile, buf);
-            let found = screens.with_screen(&m.name, &mut |screen| {
-                draw_screen_tail(screen, inner, buf, theme)
-            });
-            if !found {
-                Paragraph::new(Line::styled("no screen", theme.dim())).render_into(inner, buf);
+            if index < n {
+                tiles.push((index, *tile));
             }
         }
     }
-    if shown < n {
-        let more = format!(" +{} more (↑/↓) ", n - shown);
+    tiles
+}
+
+/// The screen area inside a grid tile (its border taken off): the size
+/// the teammate's PTY is given, so its screen is shown whole.
+pub(super) fn tile_inner(tile: Rect) -> Rect {
+    Block::new().borders(Borders::ALL).inner(tile)
+}
+
+/// Every teammate's live screen in roughly square tiles, the selected
+/// one kept in view, and how many did not fit.
+pub(super) fn draw_grid(
+    buf: &mut Buffer,
+    area: Rect,
+    view: &TeamView,
+    ui: &UiState,
+    screens: &dyn ScreenSource,
+    theme: Theme,
+) {
+    let tiles = grid_tiles(area, view, ui);
+    if tiles.is_empty() {
+        Paragraph::new(Line::styled("no teammates", theme.dim())).render_into(area, buf);
+        return;
+    }
+    for &(index, tile) in &tiles {
+        let m = &view.members[index];
+        let selected = ui.member_row == index + 1;
+        let title = Line::from(vec![
+            Span::raw(if selected { " ▸" } else { "" }),
+            Span::styled(
+                format!(" @{} ", escape_line(&m.name)),
+                theme
+                    .member(m.color.as_deref())
+                    .add_modifier(Modifier::BOLD),
+            ),
+            Span::styled(m.status.label(), theme.status(&m.status)),
+            Span::raw(" "),
+        ]);
+        let block = panel_block(title, selected, theme);
+        let inner = tile_inner(tile);
+        block.render_into(tile, buf);
+        let found = screens.with_screen(&m.name, &mut |screen| {
+            draw_screen_tail(screen, inner, buf, theme)
+        });
+        if !found {
+            Paragraph::new(Line::styled("no screen", theme.dim())).render_into(inner, buf);
+        }
+    }
+    let n = view.members.len();
+    if tiles.len() < n {
+        let more = format!(" +{} more (↑/↓) ", n - tiles.len());
         let x = area.right().saturating_sub(more.chars().count() as u16);
         buf.set_string(x, area.bottom().saturating_sub(1), more, theme.dim());
     }

@@ -24,15 +24,34 @@ pub(super) fn draw(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, 
     let range = window(ui.task_row, t.tasks, visible);
     let start = range.start;
     // In a narrow lead pane the subject gets the blocked-by column's room;
-    // a waiting task shows its blockers as its status (`⊘ #3,#4`).
+    // a waiting task shows its blockers as its status (`⊘ #3,#4`). In a
+    // very narrow one (a lead pane beside its teammates in an 80-column
+    // terminal) the owner goes too, so the subject always has room.
     let narrow = inner.width < 64;
+    let tiny = inner.width < 44;
+    let blocked_w = view
+        .visible_tasks()
+        .skip(range.start)
+        .take(range.len())
+        .map(|t| blocked_list(t).chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(7, 24) as u16;
+    let id_w = view
+        .visible_tasks()
+        .skip(range.start)
+        .take(range.len())
+        .map(|t| escape_line(&t.id).chars().count() + 1)
+        .max()
+        .unwrap_or(2)
+        .clamp(2, 8) as u16;
     let rows: Vec<Row> = view
         .visible_tasks()
         .skip(range.start)
         .take(range.len())
         .enumerate()
         .map(|(i, task)| {
-            let row = task_row(task, view, narrow, theme);
+            let row = task_row(task, view, narrow, tiny, theme);
             if start + i == ui.task_row && focused {
                 row.style(theme.selected())
             } else {
@@ -41,16 +60,20 @@ pub(super) fn draw(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, 
         })
         .collect();
     let mut widths = vec![
-        Constraint::Length(5),
+        Constraint::Length(id_w),
         Constraint::Length(11),
         Constraint::Length(12),
-        Constraint::Length(9),
+        Constraint::Length(blocked_w),
         Constraint::Fill(1),
     ];
     let mut head = vec!["id", "status", "owner", "blocked", "subject"];
     if narrow {
         widths.remove(3);
         head.remove(3);
+    }
+    if tiny {
+        widths.remove(2);
+        head.remove(2);
     }
     let header = Row::new(head).style(theme.dim().add_modifier(Modifier::BOLD));
     Table::new(rows, widths)
@@ -59,17 +82,24 @@ pub(super) fn draw(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, 
         .render_into(inner, buf);
 }
 
+/// `#3,#5,#7,#9`: the tasks `task` waits for.
+fn blocked_list(task: &Task) -> String {
+    task.blocked_by
+        .iter()
+        .map(|id| format!("#{}", escape_line(id)))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// One task's row; a failed task (pending, `metadata.failed`) says so.
-fn task_row<'a>(task: &'a Task, view: &TeamView, narrow: bool, theme: Theme) -> Row<'a> {
-    // The runtime leaves a task whose command failed pending, still owned,
-    // with `metadata.failed` (reassign or unassign it to retry).
-    let failed = task.status == Status::Pending
-        && task
-            .metadata
-            .as_ref()
-            .and_then(|m| m.get("failed"))
-            .and_then(|f| f.as_bool())
-            == Some(true);
+fn task_row<'a>(
+    task: &'a Task,
+    view: &TeamView,
+    narrow: bool,
+    tiny: bool,
+    theme: Theme,
+) -> Row<'a> {
+    let failed = crate::team::status::task_failed(task);
     let status = match task.status {
         _ if failed => "failed",
         Status::Pending => "pending",
@@ -83,15 +113,7 @@ fn task_row<'a>(task: &'a Task, view: &TeamView, narrow: bool, theme: Theme) -> 
         }
         None => Span::raw(""),
     };
-    let blocked = if task.blocked_by.is_empty() {
-        String::new()
-    } else {
-        task.blocked_by
-            .iter()
-            .map(|id| format!("#{}", escape_line(id)))
-            .collect::<Vec<_>>()
-            .join(",")
-    };
+    let blocked = blocked_list(task);
     // Narrow: a waiting task's blockers take the place of `pending`.
     let status = if narrow && !blocked.is_empty() && task.status == Status::Pending {
         Span::styled(format!("⊘ {blocked}"), theme.fg(Color::Red))
@@ -103,8 +125,10 @@ fn task_row<'a>(task: &'a Task, view: &TeamView, narrow: bool, theme: Theme) -> 
     let mut cells = vec![
         ratatui::widgets::Cell::from(format!("#{}", escape_line(&task.id))),
         status.into(),
-        owner.into(),
     ];
+    if !tiny {
+        cells.push(owner.into());
+    }
     if !narrow {
         cells.push(Span::styled(blocked, theme.fg(Color::Red)).into());
     }
