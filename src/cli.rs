@@ -163,7 +163,10 @@ pub struct SpawnArgs {
     /// shell, claude, codex, gemini, aider, claude-print, or command (with -- CMD ARGS)
     #[arg(long)]
     pub agent: Option<String>,
-    /// The teammate's first instructions (delivered through its inbox)
+    /// The teammate's first instructions. claude and shell teammates get them
+    /// in their inbox (a shell teammate runs them as a command and sends the
+    /// output to the lead); other agents take them as their role prompt, put
+    /// before each unit of work
     #[arg(long)]
     pub prompt: Option<String>,
     /// The model the agent runs with (passed to claude, codex, gemini and

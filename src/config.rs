@@ -132,8 +132,8 @@ impl TeamSpec {
     }
 
     fn parse(text: &str) -> Result<TeamSpec> {
-        let mut spec: TeamSpec = toml::from_str(text)
-            .map_err(|e| anyhow::anyhow!("invalid team spec: {}", e.to_string().trim_end()))?;
+        let mut spec: TeamSpec =
+            toml::from_str(text).map_err(|e| anyhow::anyhow!(toml_error(text, &e)))?;
         spec.dir = PathBuf::from(".");
         spec.validate()?;
         Ok(spec)
@@ -283,6 +283,23 @@ impl TeamSpec {
     }
 }
 
+/// A TOML error as one line: where (line and column, from the error's
+/// span) and what. toml's own text draws the line with a caret over
+/// several lines, which an error line (escaped for the terminal) would show
+/// as literal `\n`s.
+fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let message = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+            format!("invalid team spec at line {line}, column {column}: {message}")
+        }
+        None => format!("invalid team spec: {message}"),
+    }
+}
+
 impl TeammateSpec {
     /// The roster entry for this teammate, the `index`-th (0-based) of the
     /// team (for the default colour), with a relative `cwd` resolved
@@ -392,6 +409,18 @@ mod tests {
         let b = spec.teammates[1].member("web", 1, Path::new("/p"));
         assert_eq!(b.agent(), Some("shell"));
         assert_eq!(b.color.as_deref(), Some(colors::for_teammate(1)));
+    }
+
+    #[test]
+    fn a_toml_error_is_one_line_with_its_place() {
+        let e = err("team = \"x\"\n[[teammate]]\nname = \"a\"\nbogus = 1\n");
+        assert!(!e.contains('\n'), "one line: {e}");
+        assert!(
+            e.starts_with("invalid team spec at line 4, column 1: unknown field `bogus`"),
+            "{e}"
+        );
+        let e = err("team = \"x\"\nname = = 2\n");
+        assert!(!e.contains('\n') && e.contains("line 2"), "{e}");
     }
 
     fn err(text: &str) -> String {

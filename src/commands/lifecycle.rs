@@ -162,30 +162,27 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
             .context("swarm up needs a team: pass --team NAME, a spec file, or --demo")?,
     };
     let team = Team::new(&ctx.root, &name);
-    if !team.roster().exists() {
+    let created = !team.roster().exists();
+    if created {
         names::validate_team(&name)?;
         Roster::new(&ctx.root, &name).create(None, &cwd.to_string_lossy())?;
+    }
+    // Until a pane opens, a failure (a teammate whose agent is not
+    // installed, a bad backend) leaves nothing behind: a team this `up`
+    // created is deleted again, so the error is the whole story.
+    let prepared = prepare(ctx, &team, spec.as_ref(), args);
+    let (args, mut opened) = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            if created && let Err(d) = team.roster().delete(true) {
+                tracing::warn!("could not delete the half-made team {name}: {d:#}");
+            }
+            return Err(e);
+        }
+    };
+    if created {
         eprintln!("created team {name}");
     }
-    let mut backend_args = args.backend.clone();
-    if let Some(spec) = &spec {
-        apply_spec(&team, spec)?;
-        if backend_args.backend.is_none()
-            && let Some(b) = spec.backend.as_deref()
-        {
-            backend_args.backend = Some(clap::ValueEnum::from_str(b, true).map_err(|_| {
-                anyhow::anyhow!(
-                    "the spec's backend {:?} is not one of auto, tmux, in-process, iterm2, windows-terminal",
-                    crate::text::escape_line(b)
-                )
-            })?);
-        }
-    }
-    let args = UpArgs {
-        backend: backend_args,
-        ..args
-    };
-    let mut opened = session::open(&ctx.root, &name, &args.backend)?;
     // One `up` or `spawn` of the team at a time: a second `up` waits here,
     // then finds the lead this one started.
     let lifecycle = LifecycleLock::acquire(&team).await?;
@@ -253,6 +250,36 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
     Ok(Next::RunLead(Box::new(
         Lead::new(team, opened).with_lock(lead_lock),
     )))
+}
+
+/// The part of `up` that opens no pane: the spec's teammates and tasks on
+/// the roster and board, the backend chosen and opened.
+fn prepare(
+    ctx: &Context,
+    team: &Team,
+    spec: Option<&crate::config::TeamSpec>,
+    args: UpArgs,
+) -> Result<(UpArgs, Opened)> {
+    let mut backend_args = args.backend.clone();
+    if let Some(spec) = spec {
+        if backend_args.backend.is_none()
+            && let Some(b) = spec.backend.as_deref()
+        {
+            backend_args.backend = Some(clap::ValueEnum::from_str(b, true).map_err(|_| {
+                anyhow::anyhow!(
+                    "the spec's backend {:?} is not one of auto, tmux, in-process, iterm2, windows-terminal",
+                    crate::text::escape_line(b)
+                )
+            })?);
+        }
+        apply_spec(team, spec)?;
+    }
+    let args = UpArgs {
+        backend: backend_args,
+        ..args
+    };
+    let opened = session::open(&ctx.root, &team.name, &args.backend)?;
+    Ok((args, opened))
 }
 
 /// How long a new lead's pane may take to start the lead.
