@@ -176,9 +176,13 @@ fn an_in_process_lead_hosts_the_teammates_and_their_output_is_readable() {
         || format!("{:?}", s.tree()),
     );
     let out = s.ok(&["output", "solo", "--team", "hosted"]).stdout;
+    assert!(
+        !out.contains('\r'),
+        "LF line ends, not the PTY's CRLF: {out:?}"
+    );
     let lines: Vec<&str> = out
         .lines()
-        .filter_map(|l| l.trim_end_matches('\r').strip_prefix("line-"))
+        .filter_map(|l| l.strip_prefix("line-"))
         .collect();
     let expect: Vec<String> = (1..=40).map(|i| i.to_string()).collect();
     assert_eq!(

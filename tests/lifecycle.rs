@@ -934,6 +934,11 @@ fn output_follow_shows_what_the_agent_prints_in_order() {
         .collect();
     let want: Vec<String> = (1..=300).map(|i| format!("line {i}")).collect();
     assert_eq!(numbered, want, "every line, in order");
+    let crlf: Vec<&String> = lines.iter().filter(|l| l.ends_with('\r')).collect();
+    assert!(
+        crlf.is_empty(),
+        "plain LF line ends, not the pane's CRLF: {crlf:?}"
+    );
     // Once the member is gone, --follow ends by itself.
     t.ok(&["kill", "talker"]);
     let mut exit = None;
@@ -950,6 +955,31 @@ fn output_follow_shows_what_the_agent_prints_in_order() {
         exit.is_some_and(|st| st.success()),
         "output --follow exit {exit:?}"
     );
+}
+
+#[test]
+fn a_shell_teammate_runs_its_spawn_prompt_and_its_output_has_plain_line_ends() {
+    let Some(t) = TmuxTeam::new("spawn_prompt", "sp") else {
+        return;
+    };
+    t.ok(&["team", "create", "sp"]);
+    t.ok(&[
+        "spawn",
+        "helper",
+        "--agent",
+        "shell",
+        "--prompt",
+        "echo prompt-ran-$((6 * 7))",
+    ]);
+    wait_until(
+        "the prompt ran and its output reached the lead",
+        WAIT,
+        || t.run(&["inbox", "--json"]).stdout.contains("prompt-ran-42"),
+        || t.explain(),
+    );
+    let out = t.ok(&["output", "helper"]).stdout;
+    assert!(out.contains("prompt-ran-42\n"), "{out:?}");
+    assert!(!out.contains("\r\n"), "LF line ends, not CRLF: {out:?}");
 }
 
 // ---------------------------------------------------------- hostile input
