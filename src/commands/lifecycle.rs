@@ -106,6 +106,18 @@ fn not_ours(r: &teardown::Released) -> String {
     }
 }
 
+/// `text` quoted for a POSIX shell, for a command the user copies.
+fn shell_quoted(text: &str) -> String {
+    if text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c))
+    {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
 /// Outside text (names, paths) as one line safe for the terminal.
 pub(super) fn esc(text: &str) -> std::borrow::Cow<'_, str> {
     crate::text::escape_line(text)
@@ -463,6 +475,16 @@ async fn down(ctx: &Context, args: DownArgs) -> Result<Exit> {
     for n in &r.killed {
         println!("{} killed (no answer in time)", esc(n));
     }
+    for n in &r.gone {
+        println!("{} had already stopped", esc(n));
+    }
     println!("team {} deleted", team.name);
+    if let Some(kept) = &r.kept {
+        println!(
+            "its scratchpad is kept in {} (remove it with: rm -r {})",
+            esc(&kept.display().to_string()),
+            esc(&shell_quoted(&kept.display().to_string()))
+        );
+    }
     Ok(Exit::Ok)
 }
