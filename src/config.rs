@@ -31,7 +31,7 @@
 //! duplicates them.
 
 use crate::agents::Agent;
-use crate::tasks::{NewTask, Task};
+use crate::tasks::{NewTask, Status, Task};
 use crate::team::{Member, SwarmField, Team, colors, names};
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
@@ -253,6 +253,29 @@ impl TeamSpec {
         if existing > 0 {
             return Ok(Applied::AlreadyHadTasks(existing));
         }
+        self.create_tasks(team)
+    }
+
+    /// As [`TeamSpec::apply`], but a board whose every task is completed
+    /// is cleared first (ids are never reused), so the spec's tasks run
+    /// again: what `swarm up --demo` does on a finished demo. A board with
+    /// work still open is left alone.
+    pub fn apply_again(&self, team: &Team) -> Result<Applied> {
+        let store = team.tasks();
+        let tasks = store.list()?.tasks;
+        if tasks.iter().any(|t| t.status != Status::Completed) {
+            return Ok(Applied::AlreadyHadTasks(tasks.len()));
+        }
+        for t in &tasks {
+            store
+                .delete(&t.id)
+                .with_context(|| format!("clearing finished task {}", t.id))?;
+        }
+        self.create_tasks(team)
+    }
+
+    fn create_tasks(&self, team: &Team) -> Result<Applied> {
+        let store = team.tasks();
         let mut ids: Vec<Option<String>> = vec![None; self.tasks.len()];
         let mut created = Vec::new();
         for i in self.creation_order()? {
@@ -409,6 +432,45 @@ mod tests {
         let b = spec.teammates[1].member("web", 1, Path::new("/p"));
         assert_eq!(b.agent(), Some("shell"));
         assert_eq!(b.color.as_deref(), Some(colors::for_teammate(1)));
+    }
+
+    #[test]
+    fn apply_again_runs_a_finished_board_again_and_leaves_open_work_alone() {
+        let t = tempfile::tempdir().unwrap();
+        let root = crate::paths::Root::new(t.path());
+        crate::team::Roster::new(&root, "d")
+            .create(None, "/w")
+            .unwrap();
+        let team = Team::new(&root, "d");
+        let spec = TeamSpec::from_str(
+            "team = \"d\"\n[[task]]\nsubject = \"a\"\n[[task]]\nsubject = \"b\"\nblocked_by = [1]\n",
+        )
+        .unwrap();
+        spec.apply(&team).unwrap();
+        let done = |id: &str| {
+            let upd = crate::tasks::TaskUpdate {
+                status: Some(Status::Completed),
+                ..Default::default()
+            };
+            team.tasks().update(id, upd, "x").unwrap();
+        };
+        done("1");
+        assert_eq!(
+            spec.apply_again(&team).unwrap(),
+            Applied::AlreadyHadTasks(2)
+        );
+        done("2");
+        let Applied::Created(again) = spec.apply_again(&team).unwrap() else {
+            panic!("a finished board runs again");
+        };
+        let ids: Vec<&str> = again.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["3", "4"], "new ids");
+        assert_eq!(again[1].blocked_by, ["3"]);
+        assert_eq!(
+            team.tasks().list().unwrap().tasks.len(),
+            2,
+            "the old ones are gone"
+        );
     }
 
     #[test]

@@ -616,3 +616,95 @@ fn a_failed_up_leaves_no_team_behind() {
     r.assert_error("at line 2, column 1: unknown field `bogus`");
     assert!(!r.stderr.contains("\\n"), "{}", r.explain());
 }
+
+#[test]
+fn ask_puts_a_plan_in_the_leads_queue_and_waits_for_the_answer() {
+    use std::process::Stdio;
+    let s = Sandbox::new();
+    s.team_with("alpha", &["bob"]);
+    // The request the lead's queue shows (the lead's inbox).
+    let request = || -> Option<String> {
+        let all: Vec<Value> =
+            serde_json::from_str(&s.run(&["inbox", "--team", "alpha", "--json"]).stdout).ok()?;
+        all.iter().rev().find_map(|e| {
+            let f: Value = serde_json::from_str(e["text"].as_str()?).ok()?;
+            (f["type"] == "plan_approval_request" && f["planContent"] == "scan the tree")
+                .then(|| f["requestId"].as_str().unwrap_or("").to_string())
+        })
+    };
+    for (answer, code, said) in [
+        ("--approve", 0, "approved"),
+        ("--reject", 1, "the lead rejected the plan: not now"),
+    ] {
+        let child = s
+            .cmd(&[
+                "ask",
+                "--team",
+                "alpha",
+                "--as",
+                "bob",
+                "--plan",
+                "scan the tree",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut id = None;
+        let before: Vec<String> = Vec::new();
+        crate::util::wait_until(
+            "the plan request reaches the lead",
+            std::time::Duration::from_secs(10),
+            || {
+                id = request().filter(|i| !before.contains(i));
+                id.is_some()
+            },
+            || format!("{:?}", s.tree()),
+        );
+        let id = id.unwrap();
+        let mut args = vec![
+            "send",
+            "--team",
+            "alpha",
+            "--to",
+            "bob",
+            "--plan-response",
+            &id,
+            answer,
+        ];
+        if answer == "--reject" {
+            args.extend(["--feedback", "not now"]);
+        }
+        s.ok(&args);
+        let out = crate::util::wait_for_exit(
+            "swarm ask returns once answered",
+            std::time::Duration::from_secs(10),
+            child,
+            || format!("{:?}", s.tree()),
+        );
+        let r = Run::from_output(out, &["ask"]);
+        r.assert_code(code);
+        assert!(
+            r.stdout.contains(said) || r.stderr.contains(said),
+            "{said:?}\n{}",
+            r.explain()
+        );
+        // The answer was consumed from bob's inbox.
+        let inbox = s.run(&["inbox", "bob", "--team", "alpha", "--json"]).stdout;
+        assert!(!inbox.contains(&id), "{inbox}");
+        s.ok(&["inbox", "--team", "alpha", "--mark-read"]);
+    }
+    // No answer in time: an error, not a yes or a no.
+    s.run(&[
+        "ask",
+        "--team",
+        "alpha",
+        "--as",
+        "bob",
+        "--plan",
+        "p",
+        "--timeout",
+        "0",
+    ])
+    .assert_error("no answer to plan request");
+}

@@ -242,6 +242,7 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
             lead_pane.id,
             started.elapsed().as_secs_f64() * 1000.0
         );
+        eprintln!("{}", come_back_hint(&name));
         return reattach(&team, &opened, args.no_attach)
             .await
             .map(Next::Done);
@@ -259,6 +260,7 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
     let lead_lock = crate::lead::lock::LeadLock::acquire(&team, Duration::ZERO).await?;
     complete_team(&team, &mut opened).await?;
     drop(lifecycle);
+    eprintln!("{}", come_back_hint(&name));
     Ok(Next::RunLead(Box::new(
         Lead::new(team, opened).with_lock(lead_lock),
     )))
@@ -284,7 +286,7 @@ fn prepare(
                 )
             })?);
         }
-        apply_spec(team, spec)?;
+        apply_spec(team, spec, args.demo)?;
     }
     let args = UpArgs {
         backend: backend_args,
@@ -292,6 +294,24 @@ fn prepare(
     };
     let opened = session::open(&ctx.root, &team.name, &args.backend)?;
     Ok((args, opened))
+}
+
+/// How to come back to the team and how to end it, as commands that work
+/// as printed: `swarm` when that is this executable on PATH, else its full
+/// path (`cargo run` puts nothing on PATH).
+fn come_back_hint(team: &str) -> String {
+    let me = std::env::current_exe().ok();
+    let on_path = which::which("swarm").ok();
+    let same = match (&me, &on_path) {
+        (Some(a), Some(b)) => std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok(),
+        _ => false,
+    };
+    let exe = match (&me, same) {
+        (Some(p), false) => shell_quoted(&p.display().to_string()),
+        _ => "swarm".to_string(),
+    };
+    let team = esc(team);
+    format!("come back: {exe} up --team {team}   end the team: {exe} down --team {team}")
 }
 
 /// How long a new lead's pane may take to start the lead.
@@ -338,7 +358,7 @@ async fn complete_team(team: &Team, opened: &mut Opened) -> Result<()> {
 /// Puts the spec's teammates on the roster (reserved: no pane yet) and its
 /// tasks on an empty board. What already exists is kept, so `up` again on a
 /// running team creates nothing twice.
-fn apply_spec(team: &Team, spec: &crate::config::TeamSpec) -> Result<()> {
+fn apply_spec(team: &Team, spec: &crate::config::TeamSpec, demo: bool) -> Result<()> {
     let tf = team.roster().read()?;
     let mut new = Vec::new();
     for (i, t) in spec.teammates.iter().enumerate() {
@@ -359,7 +379,13 @@ fn apply_spec(team: &Team, spec: &crate::config::TeamSpec) -> Result<()> {
         // One roster write for the whole spec.
         team.roster().add_members(new)?;
     }
-    match spec.apply(team)? {
+    // The demo runs again on a finished board; a spec's tasks run once.
+    let applied = if demo {
+        spec.apply_again(team)?
+    } else {
+        spec.apply(team)?
+    };
+    match applied {
         crate::config::Applied::Created(tasks) => eprintln!("created {} task(s)", tasks.len()),
         crate::config::Applied::AlreadyHadTasks(n) => {
             eprintln!("the task board already has {n} task(s); none added")

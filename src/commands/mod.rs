@@ -14,6 +14,7 @@
 //! task create …`. A name is looked up as given: no member by that name is
 //! exit 1 whatever the name looks like.
 
+mod ask;
 mod attach;
 mod doctor;
 mod inbox;
@@ -38,6 +39,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Status(args) => status::run(&ctx, args),
         Command::Send(args) => acting_member(&ctx).and_then(|()| send::run(&ctx, args)),
         Command::Inbox(args) => inbox::run(&ctx, args),
+        Command::Ask(args) => acting_member(&ctx).and_then(|()| ask::run(&ctx, args)),
         Command::Task(cmd) => task::run(&ctx, cmd),
         // The long-lived processes keep their own exit codes.
         Command::Teammate(args) => return crate::teammate::run(&ctx, args),
