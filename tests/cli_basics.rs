@@ -708,3 +708,53 @@ fn ask_puts_a_plan_in_the_leads_queue_and_waits_for_the_answer() {
     ])
     .assert_error("no answer to plan request");
 }
+
+#[test]
+fn status_shows_the_lead_where_panes_live_dead_hosted_members_and_aligned_columns() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &["bob", "carol"]);
+    let root = swarm::paths::Root::new(s.root());
+    swarm::team::Roster::new(&root, "alpha")
+        .update_member("bob", |m| {
+            m.backend_type = Some("in-process".into());
+            m.tmux_pane_id = "in-process-1".into();
+        })
+        .unwrap();
+    let status = |json: bool| {
+        let mut args = vec!["status", "--team", "alpha"];
+        if json {
+            args.push("--json");
+        }
+        // A socket with no server: nothing here reaches a real tmux.
+        let mut c = s.cmd(&args);
+        c.env("SWARM_TMUX_SOCKET", s.path("no-server.sock"));
+        let r = Run::of(c, &args);
+        r.assert_code(0);
+        r
+    };
+    let r = status(false);
+    assert!(
+        r.stdout
+            .contains("lead: not running (`swarm up --team alpha` takes the team back)"),
+        "{}",
+        r.explain()
+    );
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    let header = lines.iter().find(|l| l.starts_with("MEMBER")).unwrap();
+    let bob = lines.iter().find(|l| l.starts_with("bob")).unwrap();
+    // The lead gone, its in-process teammate cannot be alive.
+    assert!(bob.contains("dead"), "{}", r.explain());
+    // Columns line up, `in-process` included; UNREAD ends at one edge.
+    assert_eq!(
+        header.find("BACKEND"),
+        bob.rfind("in-process"),
+        "{}",
+        r.stdout
+    );
+    let carol = lines.iter().find(|l| l.starts_with("carol")).unwrap();
+    assert_eq!(header.len(), bob.len(), "{}", r.stdout);
+    assert_eq!(header.len(), carol.len(), "{}", r.stdout);
+    let j = status(true).json();
+    assert_eq!(j["lead"]["alive"], false, "{j}");
+    assert_eq!(j["members"][1]["alive"], false, "{j}");
+}

@@ -245,6 +245,85 @@ fn the_demo_finishes_every_task_in_order_and_down_leaves_nothing() {
     assert!(t.tmux.canary_alive(), "the canary session survived");
 }
 
+/// Stops the lead politely (SIGTERM: its panes die with it), then surely.
+struct Reap(std::process::Child);
+impl Drop for Reap {
+    fn drop(&mut self) {
+        // SAFETY: signalling the child we started, by its pid.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let deadline = timeouts::Deadline::after(Duration::from_secs(5));
+        while !deadline.passed() && matches!(self.0.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `swarm ARGS` as an in-process lead with no terminal (it prints its plain
+/// status view and hosts the PTYs), stopped when dropped.
+fn hosted_lead(s: &Sandbox, args: &[&str]) -> Reap {
+    Reap(
+        s.cmd(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn an_in_process_team_comes_back_with_its_teammates_running() {
+    let s = Sandbox::new();
+    let spec = s.path("swarm.toml");
+    std::fs::write(
+        &spec,
+        "team = \"back\"\nbackend = \"in-process\"\n[[teammate]]\nname = \"solo\"\nagent = \"shell\"\n\
+         [[task]]\nsubject = \"first\"\ncommand = \"echo first\"\n",
+    )
+    .unwrap();
+    let done = |id: &str| {
+        s.run(&["task", "get", id, "--team", "back", "--json"])
+            .stdout
+            .contains("\"completed\"")
+    };
+    let lead = hosted_lead(&s, &["up", spec.to_str().unwrap()]);
+    wait_until(
+        "the first lead's teammate completes task 1",
+        Duration::from_secs(30),
+        || done("1"),
+        || format!("{:?}", s.tree()),
+    );
+    drop(lead);
+    // The lead quit: its hosted teammate ended with it. The next `up`
+    // starts it again, and it works.
+    s.ok(&[
+        "task",
+        "create",
+        "second",
+        "--command",
+        "echo second",
+        "--team",
+        "back",
+    ]);
+    let _lead = hosted_lead(&s, &["up", "--team", "back", "--backend", "in-process"]);
+    wait_until(
+        "the teammate is running again and completes task 2",
+        Duration::from_secs(30),
+        || done("2"),
+        || {
+            format!(
+                "{}\n{:?}",
+                s.run(&["status", "--team", "back"]).stdout,
+                s.tree()
+            )
+        },
+    );
+    let st = s.ok(&["status", "--team", "back", "--json"]).json();
+    assert_eq!(st["members"][1]["name"], "solo");
+    assert_eq!(st["members"][1]["alive"], true, "{st}");
+}
+
 #[test]
 fn an_in_process_lead_hosts_the_teammates_and_their_output_is_readable() {
     let s = Sandbox::new();
@@ -255,28 +334,7 @@ fn an_in_process_lead_hosts_the_teammates_and_their_output_is_readable() {
          [[task]]\nsubject = \"count\"\ncommand = \"for i in $(seq 1 40); do echo line-$i; done\"\n",
     )
     .unwrap();
-    // No terminal: the lead prints its plain status view and hosts the PTYs.
-    let lead = s
-        .cmd(&["up", spec.to_str().unwrap()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    /// Stops the lead politely (SIGTERM: its panes die with it), then surely.
-    struct Reap(std::process::Child);
-    impl Drop for Reap {
-        fn drop(&mut self) {
-            // SAFETY: signalling the child we started, by its pid.
-            unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-            let deadline = timeouts::Deadline::after(Duration::from_secs(5));
-            while !deadline.passed() && matches!(self.0.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _lead = Reap(lead);
+    let _lead = hosted_lead(&s, &["up", spec.to_str().unwrap()]);
     wait_until(
         "the in-process teammate completes its task",
         Duration::from_secs(30),

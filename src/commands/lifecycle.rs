@@ -258,6 +258,9 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
     start_lead_logging(&team)?;
     opened.record.save(&ctx.root, &name)?;
     let lead_lock = crate::lead::lock::LeadLock::acquire(&team, Duration::ZERO).await?;
+    if !opened.caps().panes_outlive_lead {
+        respawn_hosted(&team)?;
+    }
     complete_team(&team, &mut opened).await?;
     drop(lifecycle);
     eprintln!("{}", come_back_hint(&name));
@@ -342,6 +345,42 @@ fn already_running(team: &str, pid: u32) -> String {
     } else {
         format!("the lead of team {team} is already running (pid {pid})")
     }
+}
+
+/// A lead that hosts its teammates' panes (in-process) takes over a team
+/// whose previous lead ended: those panes ended with it, so its in-process
+/// members are put back to "no pane yet" (pane, pid, mark and exit record
+/// cleared) and [`spawn_reserved`] starts them again. Called holding the
+/// lead lock, so no other lead hosts them.
+fn respawn_hosted(team: &Team) -> Result<()> {
+    use crate::team::SwarmField;
+    let (_, again) = team.roster().update(|tf| {
+        let mut again = Vec::new();
+        for m in tf.members.iter_mut().filter(|m| !m.is_lead()) {
+            if m.backend_type.as_deref() != Some("in-process") || m.tmux_pane_id.is_empty() {
+                continue;
+            }
+            m.tmux_pane_id.clear();
+            m.is_active = Some(false);
+            for f in [
+                SwarmField::Exit,
+                SwarmField::Pid,
+                SwarmField::PidStart,
+                SwarmField::Nonce,
+            ] {
+                m.set_swarm_field(f, serde_json::Value::Null);
+            }
+            again.push(m.name.clone());
+        }
+        Ok(again)
+    })?;
+    if !again.is_empty() {
+        eprintln!(
+            "{} ended with the previous lead; starting them again",
+            again.join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// Under the lifecycle lock: adopts, recovers or closes what an earlier
