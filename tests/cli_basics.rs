@@ -758,3 +758,37 @@ fn status_shows_the_lead_where_panes_live_dead_hosted_members_and_aligned_column
     assert_eq!(j["lead"]["alive"], false, "{j}");
     assert_eq!(j["members"][1]["alive"], false, "{j}");
 }
+
+#[test]
+fn doctor_names_where_the_root_came_from_and_a_dead_member_in_words() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &["bob"]);
+    let root = swarm::paths::Root::new(s.root());
+    swarm::team::Roster::new(&root, "alpha")
+        .update_member("bob", |m| {
+            m.set_swarm_field(
+                swarm::team::SwarmField::Exit,
+                serde_json::json!({"code": 3, "at": 1}),
+            );
+        })
+        .unwrap();
+    let sock = s.path("no-server.sock");
+    let sock = sock.to_str().unwrap();
+    // The sandbox sets SWARM_HOME.
+    let r = s.ok(&["doctor", "--tmux-socket", sock]);
+    assert!(r.stdout.contains("(from SWARM_HOME)"), "{}", r.explain());
+    assert!(
+        r.stdout
+            .contains("problem: team alpha: bob is dead (exited with code 3)"),
+        "{}",
+        r.explain()
+    );
+    assert!(
+        !r.stdout.contains("\"code\""),
+        "no raw JSON: {}",
+        r.explain()
+    );
+    let home = s.root().to_str().unwrap();
+    let r = s.ok(&["doctor", "--home", home, "--tmux-socket", sock]);
+    assert!(r.stdout.contains("(from --home)"), "{}", r.explain());
+}

@@ -303,18 +303,24 @@ fn prepare(
 /// as printed: `swarm` when that is this executable on PATH, else its full
 /// path (`cargo run` puts nothing on PATH).
 fn come_back_hint(team: &str) -> String {
+    let exe = self_command();
+    let team = esc(team);
+    format!("come back: {exe} up --team {team}   end the team: {exe} down --team {team}")
+}
+
+/// This executable as the user can run it: `swarm` when that is what PATH
+/// finds, else its full path, quoted for a shell.
+fn self_command() -> String {
     let me = std::env::current_exe().ok();
     let on_path = which::which("swarm").ok();
     let same = match (&me, &on_path) {
         (Some(a), Some(b)) => std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok(),
         _ => false,
     };
-    let exe = match (&me, same) {
+    match (&me, same) {
         (Some(p), false) => shell_quoted(&p.display().to_string()),
         _ => "swarm".to_string(),
-    };
-    let team = esc(team);
-    format!("come back: {exe} up --team {team}   end the team: {exe} down --team {team}")
+    }
 }
 
 /// How long a new lead's pane may take to start the lead.
@@ -497,7 +503,11 @@ async fn reattach(team: &Team, opened: &Opened, no_attach: bool) -> Result<Exit>
     };
     use std::io::IsTerminal;
     if no_attach || !std::io::stdin().is_terminal() {
-        eprintln!("attach with: swarm attach --team {}", team.name);
+        eprintln!(
+            "attach with: {} attach --team {}",
+            self_command(),
+            esc(&team.name)
+        );
         return Ok(Exit::Ok);
     }
     super::attach::exec_attach(opened.backend.attach_argv(&session)?)
