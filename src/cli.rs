@@ -24,7 +24,8 @@ use swarm_backends::BackendKind;
         swarm send --to rev \"look at #1\"    swarm status    swarm down\n\n\
         Inside tmux the panes open in your window; outside, swarm starts a tmux session (or \
         hosts the panes itself: --backend in-process).\n\n\
-        Exit codes: 0 ok, 1 the answer is no (nothing to claim, no such task), 2 error, \
+        Exit codes: 0 ok, 1 the answer is no (nothing to claim, a plan rejected, or no such \
+        team, task or member), 2 error, \
         3 a send is still pending (its inbox's writer stopped; it will land once: do not resend).",
     propagate_version = true
 )]
@@ -68,6 +69,8 @@ pub enum Command {
     /// Work with the shared task list
     #[command(subcommand)]
     Task(TaskCmd),
+    /// Ask the lead to approve a plan and wait: exit 0 approved, 1 rejected
+    Ask(AskArgs),
     /// Start the team (or come back to it): the lead in a pane, one pane per teammate
     Up(UpArgs),
     /// Shut every teammate down gracefully, then delete the team
@@ -214,7 +217,10 @@ pub struct SpawnArgs {
     /// shell, claude, codex, gemini, aider, claude-print, or command (with -- CMD ARGS)
     #[arg(long)]
     pub agent: Option<String>,
-    /// The teammate's first instructions (delivered through its inbox)
+    /// The teammate's first instructions. claude and shell teammates get them
+    /// in their inbox (a shell teammate runs them as a command and sends the
+    /// output to the lead); other agents take them as their role prompt, put
+    /// before each unit of work
     #[arg(long)]
     pub prompt: Option<String>,
     /// The model the agent runs with (passed to claude, codex, gemini and
@@ -392,6 +398,16 @@ pub struct SendArgs {
     /// Print the sent entry as JSON
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The plan, as the lead will read it in its approval queue
+    #[arg(long)]
+    pub plan: String,
+    /// Seconds to wait for the answer
+    #[arg(long, default_value_t = 900, value_name = "SECS")]
+    pub timeout: u64,
 }
 
 #[derive(Debug, Args)]

@@ -32,7 +32,7 @@
 
 use crate::agents::{Agent, PermissionMode};
 use crate::cli::BackendChoice;
-use crate::tasks::{NewTask, Task};
+use crate::tasks::{NewTask, Status, Task};
 use crate::team::{Member, SwarmField, Team, colors, names};
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
@@ -130,8 +130,8 @@ impl TeamSpec {
     }
 
     fn parse(text: &str) -> Result<TeamSpec> {
-        let mut spec: TeamSpec = toml::from_str(text)
-            .map_err(|e| anyhow::anyhow!("invalid team spec: {}", e.to_string().trim_end()))?;
+        let mut spec: TeamSpec =
+            toml::from_str(text).map_err(|e| anyhow::anyhow!(toml_error(text, &e)))?;
         spec.dir = PathBuf::from(".");
         spec.validate()?;
         Ok(spec)
@@ -247,6 +247,29 @@ impl TeamSpec {
         if existing > 0 {
             return Ok(Applied::AlreadyHadTasks(existing));
         }
+        self.create_tasks(team)
+    }
+
+    /// As [`TeamSpec::apply`], but a board whose every task is completed
+    /// is cleared first (ids are never reused), so the spec's tasks run
+    /// again: what `swarm up --demo` does on a finished demo. A board with
+    /// work still open is left alone.
+    pub fn apply_again(&self, team: &Team) -> Result<Applied> {
+        let store = team.tasks();
+        let tasks = store.list()?.tasks;
+        if tasks.iter().any(|t| t.status != Status::Completed) {
+            return Ok(Applied::AlreadyHadTasks(tasks.len()));
+        }
+        for t in &tasks {
+            store
+                .delete(&t.id)
+                .with_context(|| format!("clearing finished task {}", t.id))?;
+        }
+        self.create_tasks(team)
+    }
+
+    fn create_tasks(&self, team: &Team) -> Result<Applied> {
+        let store = team.tasks();
         let mut ids: Vec<Option<String>> = vec![None; self.tasks.len()];
         let mut created = Vec::new();
         for i in self.creation_order()? {
@@ -274,6 +297,23 @@ impl TeamSpec {
             created.push(task);
         }
         Ok(Applied::Created(created))
+    }
+}
+
+/// A TOML error as one line: where (line and column, from the error's
+/// span) and what. toml's own text draws the line with a caret over
+/// several lines, which an error line (escaped for the terminal) would show
+/// as literal `\n`s.
+fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let message = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+            format!("invalid team spec at line {line}, column {column}: {message}")
+        }
+        None => format!("invalid team spec: {message}"),
     }
 }
 
@@ -392,6 +432,57 @@ mod tests {
         let b = spec.teammates[1].member("web", 1, Path::new("/p"));
         assert_eq!(b.agent(), Some("shell"));
         assert_eq!(b.color.as_deref(), Some(colors::for_teammate(1)));
+    }
+
+    #[test]
+    fn apply_again_runs_a_finished_board_again_and_leaves_open_work_alone() {
+        let t = tempfile::tempdir().unwrap();
+        let root = crate::paths::Root::new(t.path());
+        crate::team::Roster::new(&root, "d")
+            .create(None, "/w")
+            .unwrap();
+        let team = Team::new(&root, "d");
+        let spec = TeamSpec::from_str(
+            "team = \"d\"\n[[task]]\nsubject = \"a\"\n[[task]]\nsubject = \"b\"\nblocked_by = [1]\n",
+        )
+        .unwrap();
+        spec.apply(&team).unwrap();
+        let done = |id: &str| {
+            let upd = crate::tasks::TaskUpdate {
+                status: Some(Status::Completed),
+                ..Default::default()
+            };
+            team.tasks().update(id, upd, "x").unwrap();
+        };
+        done("1");
+        assert_eq!(
+            spec.apply_again(&team).unwrap(),
+            Applied::AlreadyHadTasks(2)
+        );
+        done("2");
+        let Applied::Created(again) = spec.apply_again(&team).unwrap() else {
+            panic!("a finished board runs again");
+        };
+        let ids: Vec<&str> = again.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["3", "4"], "new ids");
+        assert_eq!(again[1].blocked_by, ["3"]);
+        assert_eq!(
+            team.tasks().list().unwrap().tasks.len(),
+            2,
+            "the old ones are gone"
+        );
+    }
+
+    #[test]
+    fn a_toml_error_is_one_line_with_its_place() {
+        let e = err("team = \"x\"\n[[teammate]]\nname = \"a\"\nbogus = 1\n");
+        assert!(!e.contains('\n'), "one line: {e}");
+        assert!(
+            e.starts_with("invalid team spec at line 4, column 1: unknown field `bogus`"),
+            "{e}"
+        );
+        let e = err("team = \"x\"\nname = = 2\n");
+        assert!(!e.contains('\n') && e.contains("line 2"), "{e}");
     }
 
     fn err(text: &str) -> String {

@@ -11,6 +11,7 @@
 //!                                                  logs/, keys/, output/, scratchpad/,
 //!                                                  spool/<S2(name)>/ (sends waiting
 //!                                                  for an inbox's group commit)
+//! <root>/swarm-results/<S2(team)>-<time>/          a scratchpad `swarm down` kept
 //! ```
 //!
 //! Root = `--home` / `$SWARM_HOME`, else `$CLAUDE_CONFIG_DIR`, else
@@ -205,6 +206,14 @@ impl Root {
 
     pub fn scratchpad(&self, team: &str) -> Result<PathBuf, NameError> {
         Ok(self.state_dir(team)?.join("scratchpad"))
+    }
+
+    /// Where `swarm down` moves a team's scratchpad, so the results its
+    /// teammates left outlive the team: one directory per `down`, named by
+    /// the team and `stamp` (a UTC time); the user deletes it.
+    pub fn kept_scratchpad(&self, team: &str, stamp: &str) -> Result<PathBuf, NameError> {
+        let t = component("team", team, sanitize_s2(team))?;
+        Ok(self.dir.join("swarm-results").join(format!("{t}-{stamp}")))
     }
 
     /// The team's session record: which backend, server and session it

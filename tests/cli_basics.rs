@@ -1,7 +1,7 @@
 //! The command line over the coordination core: teams, messages, tasks,
 //! identity, exit codes and errors.
 
-use crate::util::{Sandbox, json_keys};
+use crate::util::{Run, Sandbox, json_keys};
 use serde_json::Value;
 
 #[test]
@@ -71,8 +71,10 @@ fn hostile_names_get_one_clear_line_and_create_nothing() {
     s.team_with("alpha", &["bob"]);
     let before = s.tree();
     for bad in ["../x", "a/b", "..", "a;b", "ünï", &long] {
-        s.run(&["send", "--team", "alpha", "--to", bad, "hi"])
-            .assert_error("not a member");
+        assert_no(
+            &s.run(&["send", "--team", "alpha", "--to", bad, "hi"]),
+            "not a member",
+        );
         s.run(&["send", "--team", "alpha", "--as", bad, "--to", "bob", "hi"])
             .assert_error("--as");
         s.run(&["task", "get", bad, "--team", "alpha"])
@@ -107,7 +109,7 @@ fn a_send_to_a_name_off_the_roster_lists_the_members_unless_forced() {
     let s = Sandbox::new();
     s.team_with("alpha", &["bob", "carol"]);
     let r = s.run(&["send", "--team", "alpha", "--to", "bbo", "hi"]);
-    r.assert_error("members: team-lead, bob, carol");
+    assert_no(&r, "members: team-lead, bob, carol");
     assert!(
         !s.path("teams/alpha/inboxes/bbo.json").exists(),
         "no phantom inbox"
@@ -316,7 +318,7 @@ fn tasks_are_created_claimed_updated_and_deleted_with_the_right_exit_codes() {
     let last = inbox.as_array().unwrap().last().unwrap();
     assert_eq!(last["from"], "carol");
     assert!(last["text"].as_str().unwrap().contains("\"taskId\":\"3\""));
-    t(&["update", "3", "--owner", "nobody"]).assert_error("not a member");
+    assert_no(&t(&["update", "3", "--owner", "nobody"]), "not a member");
 
     t(&["update", "3", "--metadata", r#"{"k":1,"j":2}"#]).assert_code(0);
     t(&["update", "3", "--metadata", r#"{"k":null}"#]).assert_code(0);
@@ -450,4 +452,343 @@ fn help_teaches_the_commands() {
         assert!(h.stdout.contains(word), "--help lacks {word}\n{}", h.stdout);
     }
     s.run(&["frobnicate"]).assert_code(2);
+}
+
+/// Exit 1 ("ran fine, the answer is no") with one line on stderr holding
+/// `needle`.
+fn assert_no(r: &Run, needle: &str) {
+    r.assert_code(1);
+    assert_eq!(
+        r.stderr.trim_end().lines().count(),
+        1,
+        "one line\n{}",
+        r.explain()
+    );
+    assert!(
+        r.stderr.starts_with("swarm: ") && r.stderr.contains(needle),
+        "{needle:?}\n{}",
+        r.explain()
+    );
+}
+
+#[test]
+fn not_found_is_exit_1_with_one_wording_in_every_command() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &["bob"]);
+    s.ok(&["task", "create", "--team", "alpha", "a"]);
+    let root = s.root().display().to_string();
+    let no_team = format!("team \"nope\" not found under {root}");
+    let no_task = "no task 99 in team alpha";
+    let no_member = "\"ghost\" is not a member of team \"alpha\"";
+    let cases: &[(&[&str], &str)] = &[
+        // A missing team, whatever the command.
+        (&["status", "--team", "nope"], &no_team),
+        (&["send", "--team", "nope", "--to", "bob", "hi"], &no_team),
+        (&["inbox", "--team", "nope"], &no_team),
+        (&["task", "list", "--team", "nope"], &no_team),
+        (&["task", "get", "1", "--team", "nope"], &no_team),
+        (&["task", "create", "x", "--team", "nope"], &no_team),
+        (&["output", "bob", "--team", "nope"], &no_team),
+        (&["team", "delete", "nope"], &no_team),
+        // A missing task.
+        (&["task", "get", "99", "--team", "alpha"], no_task),
+        (
+            &[
+                "task",
+                "update",
+                "99",
+                "--status",
+                "completed",
+                "--team",
+                "alpha",
+            ],
+            no_task,
+        ),
+        (&["task", "delete", "99", "--team", "alpha"], no_task),
+        (
+            &[
+                "task",
+                "update",
+                "1",
+                "--add-blocked-by",
+                "99",
+                "--team",
+                "alpha",
+            ],
+            no_task,
+        ),
+        // A missing member.
+        (
+            &["send", "--to", "ghost", "hi", "--team", "alpha"],
+            no_member,
+        ),
+        (
+            &[
+                "send", "--as", "ghost", "--to", "bob", "hi", "--team", "alpha",
+            ],
+            no_member,
+        ),
+        (
+            &["task", "update", "1", "--owner", "ghost", "--team", "alpha"],
+            no_member,
+        ),
+        (&["output", "ghost", "--team", "alpha"], no_member),
+    ];
+    for (args, needle) in cases {
+        assert_no(&s.run(args), needle);
+    }
+    // Not a lookup: an id that is no task id at all is an error (exit 2).
+    s.run(&["task", "get", "abc", "--team", "alpha"])
+        .assert_error("invalid task id");
+}
+
+#[test]
+fn a_send_as_someone_off_the_roster_is_refused_and_writes_nothing() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &["bob"]);
+    let before = s.tree();
+    let r = s.run(&[
+        "send", "--team", "alpha", "--as", "ghost", "--to", "bob", "boo",
+    ]);
+    assert_no(&r, "--as");
+    assert_eq!(s.tree(), before, "nothing written");
+    // A member, and the lead, still send.
+    s.ok(&[
+        "send",
+        "--team",
+        "alpha",
+        "--as",
+        "bob",
+        "--to",
+        "team-lead",
+        "hi",
+    ]);
+    s.ok(&["send", "--team", "alpha", "--to", "bob", "hi"]);
+}
+
+#[test]
+fn a_dependency_cycle_is_refused_as_the_spec_loader_refuses_it() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &[]);
+    let t = |args: &[&str]| {
+        let mut a = vec!["task"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["--team", "alpha"]);
+        s.run(&a)
+    };
+    t(&["create", "a"]).assert_code(0);
+    t(&["create", "b", "--blocked-by", "1"]).assert_code(0);
+    t(&["create", "c", "--blocked-by", "2"]).assert_code(0);
+    t(&["update", "1", "--add-blocked-by", "2"])
+        .assert_error("task 1 would wait for itself (1 waits for 2 waits for 1)");
+    t(&["update", "3", "--add-blocks", "1"]).assert_error("would wait for itself");
+    t(&["update", "1", "--add-blocked-by", "3"]).assert_error("would wait for itself");
+    // Nothing was written: 1 is still claimable, on both sides unchanged.
+    let one = t(&["get", "1", "--json"]).json();
+    assert_eq!(one["blockedBy"], serde_json::json!([]));
+    assert_eq!(one["blocks"], serde_json::json!(["2"]));
+    assert_eq!(t(&["claim", "--as", "team-lead"]).stdout.trim(), "1");
+    // A dependency that closes no cycle is still fine.
+    t(&["update", "3", "--add-blocked-by", "1"]).assert_code(0);
+}
+
+#[test]
+fn a_failed_up_leaves_no_team_behind() {
+    let s = Sandbox::new();
+    let spec = s.path("bad.toml");
+    std::fs::write(
+        &spec,
+        "team = \"bad\"\nbackend = \"in-process\"\n[[teammate]]\nname = \"a\"\n\
+         agent = \"command\"\ncommand = [\"/nonexistent/swarm-test-agent\"]\n",
+    )
+    .unwrap();
+    let r = s.run(&["up", spec.to_str().unwrap()]);
+    r.assert_error("not installed");
+    assert!(!r.stderr.contains("created team"), "{}", r.explain());
+    assert!(
+        !s.path("teams/bad").exists() && !s.path("tasks/bad").exists(),
+        "{:?}",
+        s.tree()
+    );
+    // A TOML error is one line with its place, not a literal "\n".
+    std::fs::write(&spec, "team = \"bad\"\nbogus = 1\n").unwrap();
+    let r = s.run(&["up", spec.to_str().unwrap()]);
+    r.assert_error("at line 2, column 1: unknown field `bogus`");
+    assert!(!r.stderr.contains("\\n"), "{}", r.explain());
+}
+
+#[test]
+fn ask_puts_a_plan_in_the_leads_queue_and_waits_for_the_answer() {
+    use std::process::Stdio;
+    let s = Sandbox::new();
+    s.team_with("alpha", &["bob"]);
+    // The request the lead's queue shows (the lead's inbox).
+    let request = || -> Option<String> {
+        let all: Vec<Value> =
+            serde_json::from_str(&s.run(&["inbox", "--team", "alpha", "--json"]).stdout).ok()?;
+        all.iter().rev().find_map(|e| {
+            let f: Value = serde_json::from_str(e["text"].as_str()?).ok()?;
+            (f["type"] == "plan_approval_request" && f["planContent"] == "scan the tree")
+                .then(|| f["requestId"].as_str().unwrap_or("").to_string())
+        })
+    };
+    for (answer, code, said) in [
+        ("--approve", 0, "approved"),
+        ("--reject", 1, "the lead rejected the plan: not now"),
+    ] {
+        let child = s
+            .cmd(&[
+                "ask",
+                "--team",
+                "alpha",
+                "--as",
+                "bob",
+                "--plan",
+                "scan the tree",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut id = None;
+        let before: Vec<String> = Vec::new();
+        crate::util::wait_until(
+            "the plan request reaches the lead",
+            std::time::Duration::from_secs(10),
+            || {
+                id = request().filter(|i| !before.contains(i));
+                id.is_some()
+            },
+            || format!("{:?}", s.tree()),
+        );
+        let id = id.unwrap();
+        let mut args = vec![
+            "send",
+            "--team",
+            "alpha",
+            "--to",
+            "bob",
+            "--plan-response",
+            &id,
+            answer,
+        ];
+        if answer == "--reject" {
+            args.extend(["--feedback", "not now"]);
+        }
+        s.ok(&args);
+        let out = crate::util::wait_for_exit(
+            "swarm ask returns once answered",
+            std::time::Duration::from_secs(10),
+            child,
+            || format!("{:?}", s.tree()),
+        );
+        let r = Run::from_output(out, &["ask"]);
+        r.assert_code(code);
+        assert!(
+            r.stdout.contains(said) || r.stderr.contains(said),
+            "{said:?}\n{}",
+            r.explain()
+        );
+        // The answer was consumed from bob's inbox.
+        let inbox = s.run(&["inbox", "bob", "--team", "alpha", "--json"]).stdout;
+        assert!(!inbox.contains(&id), "{inbox}");
+        s.ok(&["inbox", "--team", "alpha", "--mark-read"]);
+    }
+    // No answer in time: an error, not a yes or a no.
+    s.run(&[
+        "ask",
+        "--team",
+        "alpha",
+        "--as",
+        "bob",
+        "--plan",
+        "p",
+        "--timeout",
+        "0",
+    ])
+    .assert_error("no answer to plan request");
+}
+
+#[test]
+fn status_shows_the_lead_where_panes_live_dead_hosted_members_and_aligned_columns() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &["bob", "carol"]);
+    let root = swarm::paths::Root::new(s.root());
+    swarm::team::Roster::new(&root, "alpha")
+        .update_member("bob", |m| {
+            m.backend_type = Some("in-process".into());
+            m.tmux_pane_id = "in-process-1".into();
+        })
+        .unwrap();
+    let status = |json: bool| {
+        let mut args = vec!["status", "--team", "alpha"];
+        if json {
+            args.push("--json");
+        }
+        // A socket with no server: nothing here reaches a real tmux.
+        let mut c = s.cmd(&args);
+        c.env("SWARM_TMUX_SOCKET", s.path("no-server.sock"));
+        let r = Run::of(c, &args);
+        r.assert_code(0);
+        r
+    };
+    let r = status(false);
+    assert!(
+        r.stdout
+            .contains("lead: not running (`swarm up --team alpha` takes the team back)"),
+        "{}",
+        r.explain()
+    );
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    let header = lines.iter().find(|l| l.starts_with("MEMBER")).unwrap();
+    let bob = lines.iter().find(|l| l.starts_with("bob")).unwrap();
+    // The lead gone, its in-process teammate cannot be alive.
+    assert!(bob.contains("dead"), "{}", r.explain());
+    // Columns line up, `in-process` included; UNREAD ends at one edge.
+    assert_eq!(
+        header.find("BACKEND"),
+        bob.rfind("in-process"),
+        "{}",
+        r.stdout
+    );
+    let carol = lines.iter().find(|l| l.starts_with("carol")).unwrap();
+    assert_eq!(header.len(), bob.len(), "{}", r.stdout);
+    assert_eq!(header.len(), carol.len(), "{}", r.stdout);
+    let j = status(true).json();
+    assert_eq!(j["lead"]["alive"], false, "{j}");
+    assert_eq!(j["members"][1]["alive"], false, "{j}");
+}
+
+#[test]
+fn doctor_names_where_the_root_came_from_and_a_dead_member_in_words() {
+    let s = Sandbox::new();
+    s.team_with("alpha", &["bob"]);
+    let root = swarm::paths::Root::new(s.root());
+    swarm::team::Roster::new(&root, "alpha")
+        .update_member("bob", |m| {
+            m.set_swarm_field(
+                swarm::team::SwarmField::Exit,
+                serde_json::json!({"code": 3, "at": 1}),
+            );
+        })
+        .unwrap();
+    let sock = s.path("no-server.sock");
+    let sock = sock.to_str().unwrap();
+    // The sandbox sets SWARM_HOME.
+    let r = s.ok(&["doctor", "--tmux-socket", sock]);
+    assert!(r.stdout.contains("(from SWARM_HOME)"), "{}", r.explain());
+    assert!(
+        r.stdout
+            .contains("problem: team alpha: bob is dead (exited with code 3)"),
+        "{}",
+        r.explain()
+    );
+    assert!(
+        !r.stdout.contains("\"code\""),
+        "no raw JSON: {}",
+        r.explain()
+    );
+    let home = s.root().to_str().unwrap();
+    let r = s.ok(&["doctor", "--home", home, "--tmux-socket", sock]);
+    assert!(r.stdout.contains("(from --home)"), "{}", r.explain());
 }

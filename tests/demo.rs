@@ -11,6 +11,51 @@ use std::time::Duration;
 
 const DEMO_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The demo's pauses scaled down (SWARM_DEMO_PACE, passed by name to its
+/// teammates): the same commands, streaming the same way, in a fifth of
+/// the time.
+const PACE: &str = "0.2";
+
+/// Waits for the demo's plan approval request in the lead's inbox (or its
+/// history, once the lead took it into its queue), approves it as the
+/// TeamsDialog's `a` would, and returns the plan's text.
+fn approve_the_plan(t: &TmuxTeam, already: &[String]) -> String {
+    let mut found: Option<(String, String, String)> = None;
+    wait_until(
+        "the demo asks the lead to approve a plan",
+        DEMO_TIMEOUT,
+        || {
+            let r = t.run(&["inbox", "--all", "--json"]);
+            let all: Vec<Value> = serde_json::from_str(&r.stdout).unwrap_or_default();
+            found = all.iter().find_map(|e| {
+                let frame: Value = serde_json::from_str(e["text"].as_str()?).ok()?;
+                let id = frame["requestId"].as_str()?.to_string();
+                (frame["type"] == "plan_approval_request" && !already.contains(&id)).then(|| {
+                    let plan = frame["planContent"].as_str().unwrap_or("").to_string();
+                    (id, frame["from"].as_str().unwrap_or("").to_string(), plan)
+                })
+            });
+            found.is_some()
+        },
+        || format!("{:#?}\n{}", tasks(t), t.explain()),
+    );
+    let (id, from, plan) = found.expect("found above");
+    t.ok(&["send", "--to", &from, "--plan-response", &id, "--approve"]);
+    format!("{id}\n{plan}")
+}
+
+fn wait_all_completed(t: &TmuxTeam, what: &str) {
+    wait_until(
+        what,
+        DEMO_TIMEOUT,
+        || {
+            let ts = tasks(t);
+            !ts.is_empty() && ts.iter().all(|x| x["status"] == "completed")
+        },
+        || format!("{:#?}\n{}", tasks(t), t.explain()),
+    );
+}
+
 fn tasks(t: &TmuxTeam) -> Vec<Value> {
     let r = t.run(&["task", "list", "--json"]);
     serde_json::from_str::<Value>(&r.stdout)
@@ -24,17 +69,46 @@ fn the_demo_finishes_every_task_in_order_and_down_leaves_nothing() {
     let Some(t) = TmuxTeam::new("the_demo_finishes_every_task", "demo") else {
         return;
     };
-    t.ok(&["up", "--demo", "--no-attach"]);
-    let lead = t.wait_lead();
-    wait_until(
-        "every demo task is completed",
-        DEMO_TIMEOUT,
-        || {
-            let ts = tasks(&t);
-            !ts.is_empty() && ts.iter().all(|x| x["status"] == "completed")
-        },
-        || format!("{:#?}\n{}", tasks(&t), t.explain()),
+    let up = |t: &TmuxTeam| {
+        let mut c = t.cmd(&["up", "--demo", "--no-attach"]);
+        c.env("SWARM_DEMO_PACE", PACE);
+        let r = crate::util::Run::of(c, &["up", "--demo"]);
+        r.assert_code(0);
+        r
+    };
+    // Something to look over: words, a marker, two identical files.
+    let w = |rel: &str, text: &str| {
+        let p = t.work.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    w(
+        "README.md",
+        "swarmdemo words: teammates teammates teammates panes panes\n",
     );
+    w(
+        "src/main.rs",
+        "// TODO: a marker the demo finds\nfn main() {}\n",
+    );
+    w("src/copy.txt", "the same bytes\n");
+    w("docs/copy.txt", "the same bytes\n");
+    let first = up(&t);
+    // `swarm` is not on PATH here: the hint names this executable.
+    let exe = crate::util::swarm_bin();
+    assert!(
+        first
+            .stderr
+            .contains(&format!("end the team: {exe} down --team demo")),
+        "{}",
+        first.explain()
+    );
+    let lead = t.wait_lead();
+    let asked = approve_the_plan(&t, &[]);
+    assert!(
+        asked.contains("TODO"),
+        "the plan says what it will do: {asked}"
+    );
+    wait_all_completed(&t, "every demo task is completed");
     let ts = tasks(&t);
     assert!(ts.len() >= 8, "about ten tasks: {}", ts.len());
     let finished = |id: &str| -> (u64, u64) {
@@ -84,15 +158,53 @@ fn the_demo_finishes_every_task_in_order_and_down_leaves_nothing() {
         );
     }
     // The summary reached the lead (the lead consumes its inbox into history).
+    let mut summary = String::new();
     wait_until(
         "the demo summary is in the lead's inbox or history",
         Duration::from_secs(10),
         || {
-            t.run(&["inbox", "--all", "--json"])
-                .stdout
-                .contains("demo summary")
+            let all: Vec<Value> =
+                serde_json::from_str(&t.run(&["inbox", "--all", "--json"]).stdout)
+                    .unwrap_or_default();
+            summary = all
+                .iter()
+                .find(|e| e["summary"] == "demo summary")
+                .and_then(|e| e["text"].as_str())
+                .unwrap_or("")
+                .to_string();
+            !summary.is_empty()
         },
         || t.explain(),
+    );
+    for fact in [
+        "TODO/FIXME markers: 1",
+        "2 copies of",
+        "teammates",
+        "files  .rs",
+    ] {
+        assert!(
+            summary.contains(fact),
+            "the summary has {fact:?}:\n{summary}"
+        );
+    }
+
+    // A second `up --demo` on the finished board runs the demo again.
+    let again = up(&t);
+    assert!(
+        again
+            .stderr
+            .contains(&format!("created {} task(s)", ts.len())),
+        "{}",
+        again.explain()
+    );
+    approve_the_plan(&t, &[asked.lines().next().unwrap_or("").to_string()]);
+    wait_all_completed(&t, "every task of the second run is completed");
+    let second = tasks(&t);
+    assert!(
+        second
+            .iter()
+            .all(|x| !ts.iter().any(|y| y["id"] == x["id"])),
+        "new tasks, new ids"
     );
 
     let pids: Vec<u32> = ["alpha", "bravo", "charlie"]
@@ -133,6 +245,85 @@ fn the_demo_finishes_every_task_in_order_and_down_leaves_nothing() {
     assert!(t.tmux.canary_alive(), "the canary session survived");
 }
 
+/// Stops the lead politely (SIGTERM: its panes die with it), then surely.
+struct Reap(std::process::Child);
+impl Drop for Reap {
+    fn drop(&mut self) {
+        // SAFETY: signalling the child we started, by its pid.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let deadline = timeouts::Deadline::after(Duration::from_secs(5));
+        while !deadline.passed() && matches!(self.0.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `swarm ARGS` as an in-process lead with no terminal (it prints its plain
+/// status view and hosts the PTYs), stopped when dropped.
+fn hosted_lead(s: &Sandbox, args: &[&str]) -> Reap {
+    Reap(
+        s.cmd(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn an_in_process_team_comes_back_with_its_teammates_running() {
+    let s = Sandbox::new();
+    let spec = s.path("swarm.toml");
+    std::fs::write(
+        &spec,
+        "team = \"back\"\nbackend = \"in-process\"\n[[teammate]]\nname = \"solo\"\nagent = \"shell\"\n\
+         [[task]]\nsubject = \"first\"\ncommand = \"echo first\"\n",
+    )
+    .unwrap();
+    let done = |id: &str| {
+        s.run(&["task", "get", id, "--team", "back", "--json"])
+            .stdout
+            .contains("\"completed\"")
+    };
+    let lead = hosted_lead(&s, &["up", spec.to_str().unwrap()]);
+    wait_until(
+        "the first lead's teammate completes task 1",
+        Duration::from_secs(30),
+        || done("1"),
+        || format!("{:?}", s.tree()),
+    );
+    drop(lead);
+    // The lead quit: its hosted teammate ended with it. The next `up`
+    // starts it again, and it works.
+    s.ok(&[
+        "task",
+        "create",
+        "second",
+        "--command",
+        "echo second",
+        "--team",
+        "back",
+    ]);
+    let _lead = hosted_lead(&s, &["up", "--team", "back", "--backend", "in-process"]);
+    wait_until(
+        "the teammate is running again and completes task 2",
+        Duration::from_secs(30),
+        || done("2"),
+        || {
+            format!(
+                "{}\n{:?}",
+                s.run(&["status", "--team", "back"]).stdout,
+                s.tree()
+            )
+        },
+    );
+    let st = s.ok(&["status", "--team", "back", "--json"]).json();
+    assert_eq!(st["members"][1]["name"], "solo");
+    assert_eq!(st["members"][1]["alive"], true, "{st}");
+}
+
 #[test]
 fn an_in_process_lead_hosts_the_teammates_and_their_output_is_readable() {
     let s = Sandbox::new();
@@ -143,28 +334,7 @@ fn an_in_process_lead_hosts_the_teammates_and_their_output_is_readable() {
          [[task]]\nsubject = \"count\"\ncommand = \"for i in $(seq 1 40); do echo line-$i; done\"\n",
     )
     .unwrap();
-    // No terminal: the lead prints its plain status view and hosts the PTYs.
-    let lead = s
-        .cmd(&["up", spec.to_str().unwrap()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    /// Stops the lead politely (SIGTERM: its panes die with it), then surely.
-    struct Reap(std::process::Child);
-    impl Drop for Reap {
-        fn drop(&mut self) {
-            // SAFETY: signalling the child we started, by its pid.
-            unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-            let deadline = timeouts::Deadline::after(Duration::from_secs(5));
-            while !deadline.passed() && matches!(self.0.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _lead = Reap(lead);
+    let _lead = hosted_lead(&s, &["up", spec.to_str().unwrap()]);
     wait_until(
         "the in-process teammate completes its task",
         Duration::from_secs(30),
@@ -176,9 +346,13 @@ fn an_in_process_lead_hosts_the_teammates_and_their_output_is_readable() {
         || format!("{:?}", s.tree()),
     );
     let out = s.ok(&["output", "solo", "--team", "hosted"]).stdout;
+    assert!(
+        !out.contains('\r'),
+        "LF line ends, not the PTY's CRLF: {out:?}"
+    );
     let lines: Vec<&str> = out
         .lines()
-        .filter_map(|l| l.trim_end_matches('\r').strip_prefix("line-"))
+        .filter_map(|l| l.strip_prefix("line-"))
         .collect();
     let expect: Vec<String> = (1..=40).map(|i| i.to_string()).collect();
     assert_eq!(

@@ -773,6 +773,64 @@ fn down_leaves_nothing_of_the_team() {
     assert_canary(&t, "down");
 }
 
+#[test]
+fn down_names_every_teammate_and_keeps_the_scratchpad() {
+    let Some(t) = TmuxTeam::new("down_report", "dk") else {
+        return;
+    };
+    t.ok(&["team", "create", "dk"]);
+    t.spawn("polite", &[&agent("answerer"), "approve"]);
+    t.spawn("early", &["sh", "-c", "exit 0"]);
+    t.wait_ready("polite");
+    let status_of = |name: &str| -> String {
+        let st = t.run(&["status", "--json"]).stdout;
+        serde_json::from_str::<serde_json::Value>(&st)
+            .ok()
+            .and_then(|v| {
+                v["members"]
+                    .as_array()?
+                    .iter()
+                    .find(|m| m["name"] == name)
+                    .map(|m| m["status"].as_str().unwrap_or("").to_string())
+            })
+            .unwrap_or_default()
+    };
+    wait_until(
+        "early's process has ended",
+        WAIT,
+        || status_of("early").starts_with("dead"),
+        || t.explain(),
+    );
+    let scratch = t.sb.path("swarm/dk/scratchpad");
+    std::fs::create_dir_all(scratch.join("demo")).unwrap();
+    std::fs::write(scratch.join("demo/summary.txt"), "the results\n").unwrap();
+    let r = t.ok(&["down", "--wait", "5"]);
+    // Every teammate is in the report: the one that had already ended too.
+    for line in [
+        "polite shut down",
+        "early had already stopped",
+        "team dk deleted",
+    ] {
+        assert!(r.stdout.contains(line), "{line:?}\n{}", r.explain());
+    }
+    // The scratchpad outlives the team, where the report says.
+    let kept = r
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("its scratchpad is kept in "))
+        .and_then(|l| l.split(" (remove it with").next())
+        .unwrap_or_else(|| panic!("no kept scratchpad\n{}", r.explain()));
+    assert!(
+        kept.starts_with(&t.sb.path("swarm-results/dk-").display().to_string()),
+        "{kept}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(std::path::Path::new(kept).join("demo/summary.txt")).unwrap(),
+        "the results\n"
+    );
+    assert!(!t.sb.path("swarm/dk").exists(), "the team's state is gone");
+}
+
 // ----------------------------------------------------------- supervision
 
 /// Polls until `name` is marked dead on the roster and its `task` (if any)
@@ -934,6 +992,11 @@ fn output_follow_shows_what_the_agent_prints_in_order() {
         .collect();
     let want: Vec<String> = (1..=300).map(|i| format!("line {i}")).collect();
     assert_eq!(numbered, want, "every line, in order");
+    let crlf: Vec<&String> = lines.iter().filter(|l| l.ends_with('\r')).collect();
+    assert!(
+        crlf.is_empty(),
+        "plain LF line ends, not the pane's CRLF: {crlf:?}"
+    );
     // Once the member is gone, --follow ends by itself.
     t.ok(&["kill", "talker"]);
     let mut exit = None;
@@ -950,6 +1013,31 @@ fn output_follow_shows_what_the_agent_prints_in_order() {
         exit.is_some_and(|st| st.success()),
         "output --follow exit {exit:?}"
     );
+}
+
+#[test]
+fn a_shell_teammate_runs_its_spawn_prompt_and_its_output_has_plain_line_ends() {
+    let Some(t) = TmuxTeam::new("spawn_prompt", "sp") else {
+        return;
+    };
+    t.ok(&["team", "create", "sp"]);
+    t.ok(&[
+        "spawn",
+        "helper",
+        "--agent",
+        "shell",
+        "--prompt",
+        "echo prompt-ran-$((6 * 7))",
+    ]);
+    wait_until(
+        "the prompt ran and its output reached the lead",
+        WAIT,
+        || t.run(&["inbox", "--json"]).stdout.contains("prompt-ran-42"),
+        || t.explain(),
+    );
+    let out = t.ok(&["output", "helper"]).stdout;
+    assert!(out.contains("prompt-ran-42\n"), "{out:?}");
+    assert!(!out.contains("\r\n"), "LF line ends, not CRLF: {out:?}");
 }
 
 // ---------------------------------------------------------- hostile input
@@ -976,7 +1064,8 @@ fn hostile_names_and_unknown_members_get_one_clear_error() {
     let again = t.run(&["spawn", "real", "--", "true"]);
     again.assert_error("real is already running");
     let nobody = t.run(&["kill", "nobody"]);
-    nobody.assert_error("nobody");
+    nobody.assert_code(1);
+    assert!(nobody.stderr.contains("nobody"), "{}", nobody.explain());
     assert!(
         nobody.stderr.contains("real"),
         "lists the members: {}",

@@ -1,82 +1,34 @@
-//! `swarm doctor`: the state root, the backends and why one is chosen,
-//! tmux's version, and the problems found (unsafe directories, dead
-//! members, teams without a lead).
+//! `swarm doctor`: the state root and where it came from, the backends and
+//! why one is chosen, tmux's version, and the problems found (unsafe
+//! directories, dead members, teams without a lead).
 
 use super::lifecycle::esc;
 use super::{Context, Exit, print_json};
 use crate::cli::DoctorArgs;
 use crate::lead::lead_pid_alive;
 use crate::lead::lock::lead_holder;
+use crate::paths::RootSource;
 use crate::team::Team;
+use crate::team::status::recorded_exit;
 use anyhow::Result;
-use swarm_backends::BackendKind;
+use swarm_backends::{BackendKind, EnvFacts};
 
 pub(super) async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
-    let facts = swarm_backends::EnvFacts::from_process_env();
-    let detection = swarm_backends::detect(&facts);
-    let tmux_version = if facts.tmux_on_path {
-        let server = match &args.backend.tmux_socket {
-            Some(s) => swarm_backends::tmux::TmuxServer::socket(s),
-            None => swarm_backends::tmux::TmuxServer::default_server(),
-        };
-        swarm_backends::tmux::TmuxBackend::new(server)
-            .check_version()
-            .await
-            .map(|(a, b)| format!("{a}.{b}"))
-            .map_err(|e| e.to_string())
-    } else {
-        Err("tmux is not on PATH".to_string())
-    };
+    let facts = EnvFacts::from_process_env();
+    let tmux_version = tmux_version(&facts, &args).await;
+    let teams = crate::team::list_teams(&ctx.root).unwrap_or_default();
     // Links and directories others can write, where swarm refuses to work.
     let mut problems: Vec<String> = ctx.root.problems().iter().map(|p| p.to_string()).collect();
-    let teams = crate::team::list_teams(&ctx.root).unwrap_or_default();
-    for t in &teams {
-        let team = Team::new(&ctx.root, t);
-        problems.extend(crate::teammate::wake::report(&team));
-        if let Ok(tf) = team.roster().read() {
-            for m in tf.teammates() {
-                if let Some(exit) = m.swarm_field(crate::team::SwarmField::Exit) {
-                    problems.push(format!(
-                        "team {t}: {} is dead ({exit}); `swarm kill {}` removes it",
-                        m.name, m.name
-                    ));
-                }
-            }
-            if tf.teammates().count() > 0
-                && lead_holder(&team).ok().flatten().is_none()
-                && lead_pid_alive(&team).ok().flatten().is_none()
-            {
-                problems.push(format!(
-                    "team {t}: no live lead; `swarm up --team {t}` takes the team back"
-                ));
-            }
-        }
-    }
-    let kinds = [
-        BackendKind::Tmux,
-        BackendKind::ITerm2,
-        BackendKind::WindowsTerminal,
-        BackendKind::InProcess,
-    ];
-    let available: Vec<(String, String)> = kinds
-        .iter()
-        .map(|k| {
-            let mut f = facts.clone();
-            f.requested = Some(*k);
-            let why = match swarm_backends::detect(&f) {
-                Ok(_) => "available".to_string(),
-                Err(e) => e.to_string(),
-            };
-            (k.as_str().to_string(), why)
-        })
-        .collect();
-    let (chosen, reason) = match &detection {
+    problems.extend(team_problems(ctx, &teams));
+    let available = backends(&facts);
+    let (chosen, reason) = match swarm_backends::detect(&facts) {
         Ok(d) => (d.kind.as_str().to_string(), d.reason.clone()),
         Err(e) => ("none".to_string(), e.to_string()),
     };
+    let source = root_source(ctx);
     if args.json {
         print_json(&serde_json::json!({
-            "root": ctx.root.dir(), "rootSource": format!("{:?}", ctx.root_source),
+            "root": ctx.root.dir(), "rootSource": source,
             "backend": chosen, "reason": reason,
             "backends": available.iter().map(|(k, w)| serde_json::json!({"name": k, "status": w})).collect::<Vec<_>>(),
             "tmuxVersion": tmux_version.as_ref().ok(), "teams": teams, "problems": problems,
@@ -84,9 +36,8 @@ pub(super) async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
         return Ok(Exit::Ok);
     }
     println!(
-        "state root: {} (from {:?})",
-        ctx.root.dir().display(),
-        ctx.root_source
+        "state root: {} (from {source})",
+        esc(&ctx.root.dir().display().to_string())
     );
     println!("backend (auto): {chosen}: {reason}");
     for (k, w) in &available {
@@ -101,7 +52,7 @@ pub(super) async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
         if teams.is_empty() {
             "none".to_string()
         } else {
-            teams.join(", ")
+            esc(&teams.join(", ")).into_owned()
         }
     );
     if problems.is_empty() {
@@ -112,4 +63,86 @@ pub(super) async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
         }
     }
     Ok(Exit::Ok)
+}
+
+/// Where the state root came from, as the user would name it: `--home`,
+/// `SWARM_HOME` (clap fills the same field from either), `CLAUDE_CONFIG_DIR`
+/// or `~/.claude`.
+fn root_source(ctx: &Context) -> &'static str {
+    match ctx.root_source {
+        RootSource::Flag => {
+            let env = std::env::var_os("SWARM_HOME");
+            let from_env = env
+                .is_some_and(|e| Some(std::path::Path::new(&e)) == ctx.global.home.as_deref())
+                && !std::env::args_os()
+                    .any(|a| a == "--home" || a.to_string_lossy().starts_with("--home="));
+            if from_env { "SWARM_HOME" } else { "--home" }
+        }
+        RootSource::ClaudeConfigDir => "CLAUDE_CONFIG_DIR",
+        RootSource::Home => "~/.claude",
+    }
+}
+
+/// tmux's version on the server doctor would use, or why there is none.
+async fn tmux_version(facts: &EnvFacts, args: &DoctorArgs) -> Result<String, String> {
+    if !facts.tmux_on_path {
+        return Err("tmux is not on PATH".to_string());
+    }
+    let server = match &args.backend.tmux_socket {
+        Some(s) => swarm_backends::tmux::TmuxServer::socket(s),
+        None => swarm_backends::tmux::TmuxServer::default_server(),
+    };
+    swarm_backends::tmux::TmuxBackend::new(server)
+        .check_version()
+        .await
+        .map(|(a, b)| format!("{a}.{b}"))
+        .map_err(|e| e.to_string())
+}
+
+/// Each backend and whether it would work here (or why not).
+fn backends(facts: &EnvFacts) -> Vec<(String, String)> {
+    BackendKind::ALL
+        .iter()
+    .map(|k| {
+        let mut f = facts.clone();
+        f.requested = Some(*k);
+        let why = match swarm_backends::detect(&f) {
+            Ok(_) => "available".to_string(),
+            Err(e) => e.to_string(),
+        };
+        (k.as_str().to_string(), why)
+    })
+    .collect()
+}
+
+/// Dead members and teams with teammates but no live lead.
+fn team_problems(ctx: &Context, teams: &[String]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for t in teams {
+        let team = Team::new(&ctx.root, t);
+        problems.extend(crate::teammate::wake::report(&team));
+        let Ok(tf) = team.roster().read() else {
+            continue;
+        };
+        for m in tf.teammates() {
+            let how = match recorded_exit(m) {
+                None => continue,
+                Some(Some(code)) => format!("exited with code {code}"),
+                Some(None) => "ended by a signal".to_string(),
+            };
+            problems.push(format!(
+                "team {t}: {} is dead ({how}); `swarm kill {}` removes it",
+                m.name, m.name
+            ));
+        }
+        if tf.teammates().count() > 0
+            && lead_holder(&team).ok().flatten().is_none()
+            && lead_pid_alive(&team).ok().flatten().is_none()
+        {
+            problems.push(format!(
+                "team {t}: no live lead; `swarm up --team {t}` takes the team back"
+            ));
+        }
+    }
+    problems
 }

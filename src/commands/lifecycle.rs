@@ -106,6 +106,18 @@ fn not_ours(r: &teardown::Released) -> String {
     }
 }
 
+/// `text` quoted for a POSIX shell, for a command the user copies.
+fn shell_quoted(text: &str) -> String {
+    if text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c))
+    {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
 /// Outside text (names, paths) as one line safe for the terminal.
 pub(super) fn esc(text: &str) -> std::borrow::Cow<'_, str> {
     crate::text::escape_line(text)
@@ -162,24 +174,28 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
             .context("swarm up needs a team: pass --team NAME, a spec file, or --demo")?,
     };
     let team = Team::new(&ctx.root, &name);
-    if !team.roster().exists() {
+    let created = !team.roster().exists();
+    if created {
         names::validate_team(&name)?;
         Roster::new(&ctx.root, &name).create(None, &cwd.to_string_lossy())?;
+    }
+    // Until a pane opens, a failure (a teammate whose agent is not
+    // installed, a bad backend) leaves nothing behind: a team this `up`
+    // created is deleted again, so the error is the whole story.
+    let prepared = prepare(ctx, &team, spec.as_ref(), args);
+    let (args, mut opened) = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            if created && let Err(d) = team.roster().delete(true) {
+                tracing::warn!("could not delete the half-made team {name}: {d:#}");
+            }
+            return Err(e);
+        }
+    };
+    if created {
         eprintln!("created team {name}");
     }
     crate::teammate::wake::preflight(&team);
-    let mut backend_args = args.backend.clone();
-    if let Some(spec) = &spec {
-        apply_spec(&team, spec)?;
-        if backend_args.backend.is_none() {
-            backend_args.backend = spec.backend_choice()?;
-        }
-    }
-    let args = UpArgs {
-        backend: backend_args,
-        ..args
-    };
-    let mut opened = session::open(&ctx.root, &name, &args.backend)?;
     // One `up` or `spawn` of the team at a time: a second `up` waits here,
     // then finds the lead this one started.
     let lifecycle = LifecycleLock::acquire(&team).await?;
@@ -227,6 +243,7 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
             lead_pane.id,
             started.elapsed().as_secs_f64() * 1000.0
         );
+        eprintln!("{}", come_back_hint(&name));
         return reattach(&team, &opened, args.no_attach)
             .await
             .map(Next::Done);
@@ -242,11 +259,62 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
     start_lead_logging(&team)?;
     opened.record.save(&ctx.root, &name)?;
     let lead_lock = crate::lead::lock::LeadLock::acquire(&team, Duration::ZERO).await?;
+    if !opened.caps().panes_outlive_lead {
+        respawn_hosted(&team)?;
+    }
     complete_team(&team, &mut opened).await?;
     drop(lifecycle);
+    eprintln!("{}", come_back_hint(&name));
     Ok(Next::RunLead(Box::new(
         Lead::new(team, opened).with_lock(lead_lock),
     )))
+}
+
+/// The part of `up` that opens no pane: the spec's teammates and tasks on
+/// the roster and board, the backend chosen and opened.
+fn prepare(
+    ctx: &Context,
+    team: &Team,
+    spec: Option<&crate::config::TeamSpec>,
+    args: UpArgs,
+) -> Result<(UpArgs, Opened)> {
+    let mut backend_args = args.backend.clone();
+    if let Some(spec) = spec {
+        if backend_args.backend.is_none() {
+            backend_args.backend = spec.backend_choice()?;
+        }
+        apply_spec(team, spec, args.demo)?;
+    }
+    let args = UpArgs {
+        backend: backend_args,
+        ..args
+    };
+    let opened = session::open(&ctx.root, &team.name, &args.backend)?;
+    Ok((args, opened))
+}
+
+/// How to come back to the team and how to end it, as commands that work
+/// as printed: `swarm` when that is this executable on PATH, else its full
+/// path (`cargo run` puts nothing on PATH).
+fn come_back_hint(team: &str) -> String {
+    let exe = self_command();
+    let team = esc(team);
+    format!("come back: {exe} up --team {team}   end the team: {exe} down --team {team}")
+}
+
+/// This executable as the user can run it: `swarm` when that is what PATH
+/// finds, else its full path, quoted for a shell.
+fn self_command() -> String {
+    let me = std::env::current_exe().ok();
+    let on_path = which::which("swarm").ok();
+    let same = match (&me, &on_path) {
+        (Some(a), Some(b)) => std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok(),
+        _ => false,
+    };
+    match (&me, same) {
+        (Some(p), false) => shell_quoted(&p.display().to_string()),
+        _ => "swarm".to_string(),
+    }
 }
 
 /// How long a new lead's pane may take to start the lead.
@@ -279,6 +347,42 @@ fn already_running(team: &str, pid: u32) -> String {
     }
 }
 
+/// A lead that hosts its teammates' panes (in-process) takes over a team
+/// whose previous lead ended: those panes ended with it, so its in-process
+/// members are put back to "no pane yet" (pane, pid, mark and exit record
+/// cleared) and [`spawn_reserved`] starts them again. Called holding the
+/// lead lock, so no other lead hosts them.
+fn respawn_hosted(team: &Team) -> Result<()> {
+    use crate::team::SwarmField;
+    let (_, again) = team.roster().update(|tf| {
+        let mut again = Vec::new();
+        for m in tf.members.iter_mut().filter(|m| !m.is_lead()) {
+            if m.backend_type.as_deref() != Some("in-process") || m.tmux_pane_id.is_empty() {
+                continue;
+            }
+            m.tmux_pane_id.clear();
+            m.is_active = Some(false);
+            for f in [
+                SwarmField::Exit,
+                SwarmField::Pid,
+                SwarmField::PidStart,
+                SwarmField::Nonce,
+            ] {
+                m.set_swarm_field(f, serde_json::Value::Null);
+            }
+            again.push(m.name.clone());
+        }
+        Ok(again)
+    })?;
+    if !again.is_empty() {
+        eprintln!(
+            "{} ended with the previous lead; starting them again",
+            again.join(", ")
+        );
+    }
+    Ok(())
+}
+
 /// Under the lifecycle lock: adopts, recovers or closes what an earlier
 /// interrupted `up`/`spawn` left (see `lead::recover`), then spawns every
 /// member that still has no pane.
@@ -293,7 +397,7 @@ async fn complete_team(team: &Team, opened: &mut Opened) -> Result<()> {
 /// Puts the spec's teammates on the roster (reserved: no pane yet) and its
 /// tasks on an empty board. What already exists is kept, so `up` again on a
 /// running team creates nothing twice.
-fn apply_spec(team: &Team, spec: &crate::config::TeamSpec) -> Result<()> {
+fn apply_spec(team: &Team, spec: &crate::config::TeamSpec, demo: bool) -> Result<()> {
     let tf = team.roster().read()?;
     let mut new = Vec::new();
     for (i, t) in spec.teammates.iter().enumerate() {
@@ -309,7 +413,13 @@ fn apply_spec(team: &Team, spec: &crate::config::TeamSpec) -> Result<()> {
         // One roster write for the whole spec.
         team.roster().add_members(new)?;
     }
-    match spec.apply(team)? {
+    // The demo runs again on a finished board; a spec's tasks run once.
+    let applied = if demo {
+        spec.apply_again(team)?
+    } else {
+        spec.apply(team)?
+    };
+    match applied {
         crate::config::Applied::Created(tasks) => eprintln!("created {} task(s)", tasks.len()),
         crate::config::Applied::AlreadyHadTasks(n) => {
             eprintln!("the task board already has {n} task(s); none added")
@@ -382,7 +492,11 @@ async fn reattach(team: &Team, opened: &Opened, no_attach: bool) -> Result<Exit>
     };
     use std::io::IsTerminal;
     if no_attach || !std::io::stdin().is_terminal() {
-        eprintln!("attach with: swarm attach --team {}", team.name);
+        eprintln!(
+            "attach with: {} attach --team {}",
+            self_command(),
+            esc(&team.name)
+        );
         return Ok(Exit::Ok);
     }
     super::attach::exec_attach(opened.backend.attach_argv(&session)?)
@@ -425,6 +539,16 @@ async fn down(ctx: &Context, args: DownArgs) -> Result<Exit> {
     for n in &r.killed {
         println!("{} killed (no answer in time)", esc(n));
     }
+    for n in &r.gone {
+        println!("{} had already stopped", esc(n));
+    }
     println!("team {} deleted", team.name);
+    if let Some(kept) = &r.kept {
+        println!(
+            "its scratchpad is kept in {} (remove it with: rm -r {})",
+            esc(&kept.display().to_string()),
+            esc(&shell_quoted(&kept.display().to_string()))
+        );
+    }
     Ok(Exit::Ok)
 }

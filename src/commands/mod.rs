@@ -2,9 +2,19 @@
 //! acting member once, then hands off to one module per command group.
 //!
 //! A command returns [`Exit::Ok`] or [`Exit::No`] ("ran fine, the answer is
-//! no": nothing to claim, no such task, team not found by `status`); any
-//! error becomes exit code 2 in `main`.
+//! no"); any error becomes exit code 2 in `main`.
+//!
+//! One rule for "not found", in every command: the team, task or member a
+//! command names does not exist → exit 1, with the one wording of the typed
+//! error (`team "x" not found under ROOT`, `no task 9 in team t`, `"x" is
+//! not a member of team "t" (members: …)`). The command ran and the answer
+//! is "there is no such thing", which a script wants to tell apart from a
+//! failure (exit 2: a refusal, an I/O error, an id that is not a task id
+//! at all, like `abc`) without parsing text: `swarm task get 9 || swarm
+//! task create …`. A name is looked up as given: no member by that name is
+//! exit 1 whatever the name looks like.
 
+mod ask;
 mod attach;
 mod doctor;
 mod inbox;
@@ -17,23 +27,67 @@ mod task;
 mod team;
 
 use crate::cli::{Cli, Command};
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 
 pub use crate::context::{Context, Exit};
 
 /// Runs one parsed command line.
 pub fn run(cli: Cli) -> Result<Exit> {
     let ctx = Context::from_global(cli.global)?;
-    match cli.command {
+    let outcome = match cli.command {
         Command::Team(cmd) => team::run(&ctx, cmd),
         Command::Status(args) => status::run(&ctx, args),
-        Command::Send(args) => send::run(&ctx, args),
+        Command::Send(args) => acting_member(&ctx).and_then(|()| send::run(&ctx, args)),
         Command::Inbox(args) => inbox::run(&ctx, args),
+        Command::Ask(args) => acting_member(&ctx).and_then(|()| ask::run(&ctx, args)),
         Command::Task(cmd) => task::run(&ctx, cmd),
-        Command::Teammate(args) => crate::teammate::run(&ctx, args),
-        Command::PaneExec(args) => crate::lead::spawn::pane_exec(args),
+        // The long-lived processes keep their own exit codes.
+        Command::Teammate(args) => return crate::teammate::run(&ctx, args),
+        Command::PaneExec(args) => return crate::lead::spawn::pane_exec(args),
+        cmd @ (Command::Up(_) | Command::Lead(_)) => return lifecycle::run(&ctx, cmd),
         other => lifecycle::run(&ctx, other),
+    };
+    not_found_is_no(outcome)
+}
+
+/// The module rule: a named team, task or member that does not exist is
+/// [`Exit::No`] (exit 1), whichever command looked it up.
+fn not_found_is_no(outcome: Result<Exit>) -> Result<Exit> {
+    match outcome {
+        Err(e) if is_not_found(&e) => Ok(Exit::No(format!("{e:#}"))),
+        other => other,
     }
+}
+
+fn is_not_found(e: &anyhow::Error) -> bool {
+    use crate::tasks::TaskError;
+    use crate::team::RosterError;
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<RosterError>(),
+            Some(RosterError::NotFound { .. } | RosterError::NoSuchMember { .. })
+        ) || matches!(
+            c.downcast_ref::<TaskError>(),
+            Some(TaskError::NotFound { .. })
+        )
+    })
+}
+
+/// `--as NAME` must be a member of the team: a message signed by a name
+/// nobody answers to would mislead its reader and its replies would go
+/// nowhere.
+fn acting_member(ctx: &Context) -> Result<()> {
+    let me = ctx.me()?;
+    let roster = ctx.team()?.roster().read()?;
+    if roster.member(me).is_none() {
+        return Err(crate::team::RosterError::NoSuchMember {
+            team: roster.name.clone(),
+            name: me.to_string(),
+            members: roster.member_names(),
+        })
+        .context("--as");
+    }
+    Ok(())
 }
 
 /// Prints a value as pretty JSON on stdout.

@@ -3,7 +3,6 @@
 
 use super::{Context, Exit};
 use crate::cli::OutputArgs;
-use crate::team::names;
 use anyhow::{Context as _, Result, bail};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::time::{Duration, Instant};
@@ -14,12 +13,12 @@ pub(super) fn output(ctx: &Context, args: OutputArgs) -> Result<Exit> {
     let path = ctx.root.output(&team.name, &args.name)?;
     if !path.exists() {
         if tf.member(&args.name).is_none() {
-            bail!(
-                "{} is not a member of team {} (members: {})",
-                names::shown(&args.name),
-                team.name,
-                tf.member_names().join(", ")
-            );
+            return Err(crate::team::RosterError::NoSuchMember {
+                team: team.name.clone(),
+                name: args.name.clone(),
+                members: tf.member_names(),
+            }
+            .into());
         }
         bail!(
             "no output recorded for {} yet ({})",
@@ -36,14 +35,22 @@ pub(super) fn output(ctx: &Context, args: OutputArgs) -> Result<Exit> {
     loop {
         f.seek(SeekFrom::Start(offset))?;
         let n = f.read(&mut buf)?;
-        if n > 0 {
-            out.write_all(&buf[..n])?;
+        // A pane is a terminal: its output ends lines with CRLF. A `\r` at
+        // the end of a read waits for the next one, so a CRLF split across
+        // two reads still loses its CR.
+        let (text, held) = lf_lines(&buf[..n]);
+        if n > held {
+            out.write_all(&text)?;
             out.flush()?;
-            offset += n as u64;
+            offset += (n - held) as u64;
             quiet_since = None;
             continue;
         }
         if !args.follow {
+            // A lone `\r` held back at the very end is output too.
+            if f.seek(SeekFrom::Start(offset))? < f.metadata()?.len() {
+                out.write_all(b"\r")?;
+            }
             return Ok(Exit::Ok);
         }
         // Stop following once the member is gone and its output drained.
@@ -60,5 +67,33 @@ pub(super) fn output(ctx: &Context, args: OutputArgs) -> Result<Exit> {
             return Ok(Exit::Ok);
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `bytes` with every CRLF turned into LF, and how many trailing bytes were
+/// held back (1 when `bytes` ends in `\r`, whose `\n` may come next).
+fn lf_lines(bytes: &[u8]) -> (Vec<u8>, usize) {
+    let held = usize::from(bytes.last() == Some(&b'\r'));
+    let body = &bytes[..bytes.len() - held];
+    let mut out = Vec::with_capacity(body.len());
+    for (i, &b) in body.iter().enumerate() {
+        if b == b'\r' && body.get(i + 1) == Some(&b'\n') {
+            continue;
+        }
+        out.push(b);
+    }
+    (out, held)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lf_lines;
+
+    #[test]
+    fn crlf_becomes_lf_and_a_trailing_cr_waits() {
+        assert_eq!(lf_lines(b"a\r\nb\r\n"), (b"a\nb\n".to_vec(), 0));
+        assert_eq!(lf_lines(b"50%\r60%\r\n"), (b"50%\r60%\n".to_vec(), 0));
+        assert_eq!(lf_lines(b"a\r"), (b"a".to_vec(), 1));
+        assert_eq!(lf_lines(b"\r"), (Vec::new(), 1));
     }
 }

@@ -38,7 +38,21 @@ fn member_statuses(
                         .collect(),
                 )
             })
-            .unwrap_or_else(|| vec![PaneSeen::Unknown; members.len()]);
+            .unwrap_or_else(|| {
+                // In-process panes live inside the lead: with no lead
+                // running, none of them can be alive.
+                let lead_gone = crate::lead::lead_pid_alive(team).ok().flatten().is_none();
+                members
+                    .iter()
+                    .map(|m| {
+                        if lead_gone && m.backend_kind() == Some(swarm_backends::BackendKind::InProcess) {
+                            PaneSeen::Dead(None)
+                        } else {
+                            PaneSeen::Unknown
+                        }
+                    })
+                    .collect()
+            });
     let waiting = crate::lead::teardown::waiting_for_approval(team).unwrap_or_default();
     members
         .iter()
@@ -89,10 +103,10 @@ fn member_extras(
 }
 
 /// The ATTENTION and PROGRESS cells: `! task #3 failed`, `12s › compiling`.
-fn extras_cells((attention, progress): &(Option<Attention>, Option<Progress>)) -> String {
+fn extras_cells((attention, progress): &(Option<Attention>, Option<Progress>)) -> [String; 2] {
     let attention = attention
         .as_ref()
-        .map_or_else(|| "-".to_owned(), |a| format!("! {}", a.label()));
+        .map_or_else(|| "-".to_owned(), |a| format!("! {}", escape_line(&a.label())));
     let progress = progress.as_ref().map_or_else(
         || "-".to_owned(),
         |p| {
@@ -103,7 +117,116 @@ fn extras_cells((attention, progress): &(Option<Attention>, Option<Progress>)) -
             }
         },
     );
-    format!("{:<18} {progress}", escape_line(&attention))
+    [attention, progress]
+}
+
+/// The lead's liveness and where the team's panes live, for the header.
+struct Where {
+    lead_pid: Option<u32>,
+    record: crate::lead::session::SessionRecord,
+}
+
+impl Where {
+    fn of(ctx: &Context, team: &crate::team::Team) -> Where {
+        Where {
+            lead_pid: crate::lead::lead_pid_alive(team).ok().flatten(),
+            record: crate::lead::session::SessionRecord::load(&ctx.root, &team.name)
+                .unwrap_or_default(),
+        }
+    }
+
+    /// "lead: running (pid 12) · tmux session swarm-t on /tmp/sock", or
+    /// how to take the team back.
+    fn line(&self, team: &str) -> String {
+        let lead = match self.lead_pid {
+            Some(0) => "lead: running".to_string(),
+            Some(pid) => format!("lead: running (pid {pid})"),
+            None => format!("lead: not running (`swarm up --team {team}` takes the team back)"),
+        };
+        let mut parts = vec![lead];
+        if let Some(b) = self.record.backend {
+            parts.push(format!("backend {}", b.as_str()));
+        }
+        if let Some(s) = &self.record.session {
+            parts.push(format!("tmux session {s}"));
+        }
+        if let Some(sock) = &self.record.tmux_socket {
+            parts.push(format!("socket {}", sock.display()));
+        }
+        parts.join(" · ")
+    }
+
+    fn json(&self) -> serde_json::Value {
+        json!({
+            "lead": {"alive": self.lead_pid.is_some(), "pid": self.lead_pid.filter(|p| *p != 0)},
+            "backend": self.record.backend.map(|b| b.as_str()),
+            "tmuxSession": self.record.session, "tmuxSocket": self.record.tmux_socket,
+        })
+    }
+}
+
+/// The member table: a header row and one row per member, each cell
+/// already escaped; columns are as wide as their widest cell. A new column
+/// is one more header and one more cell in [`member_row`].
+const HEADER: [&str; 8] = [
+    "MEMBER",
+    "COLOR",
+    "STATUS",
+    "PANE",
+    "BACKEND",
+    "UNREAD",
+    "ATTENTION",
+    "PROGRESS",
+];
+
+/// The columns aligned to the right (numbers).
+const NUMERIC: [&str; 1] = ["UNREAD"];
+
+fn member_row(
+    m: &crate::team::Member,
+    status: Option<&MemberStatus>,
+    unread: usize,
+    extras: &(Option<Attention>, Option<Progress>),
+) -> Vec<String> {
+    let [attention, progress] = extras_cells(extras);
+    let or_dash =
+        |v: Option<&str>| escape_line(v.filter(|s| !s.is_empty()).unwrap_or("-")).into_owned();
+    vec![
+        escape_line(&m.name).into_owned(),
+        or_dash(m.color.as_deref()),
+        status.map(|s| s.label()).unwrap_or_else(|| "-".to_string()),
+        or_dash(Some(m.tmux_pane_id.as_str())),
+        or_dash(m.backend_type.as_deref()),
+        unread.to_string(),
+        attention,
+        progress,
+    ]
+}
+
+/// Lines of a table, left-aligned but for the [`NUMERIC`] columns.
+fn table(header: &[&str], rows: &[Vec<String>]) -> Vec<String> {
+    let head: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    let all: Vec<&Vec<String>> = std::iter::once(&head).chain(rows).collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| all.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    all.iter()
+        .map(|r| {
+            r.iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    if NUMERIC.contains(&header[i]) {
+                        format!("{c:>w$}", w = widths[i])
+                    } else {
+                        format!("{c:<w$}", w = widths[i])
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("  ")
+                .trim_end()
+                .to_string()
+        })
+        .collect()
 }
 
 pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
@@ -137,13 +260,14 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
     }
     let list = team.tasks().list()?;
     let statuses = member_statuses(ctx, &team, &roster.members, &list.tasks);
+    let extras = member_extras(&team, &roster.members, &statuses, &list.tasks);
+    let place = Where::of(ctx, &team);
     for q in &list.quarantined {
         eprintln!(
             "swarm: warning: a corrupt task file was copied to {}",
             q.display()
         );
     }
-    let extras = member_extras(&team, &roster.members, &statuses, &list.tasks);
     let count = |s: Status| list.tasks.iter().filter(|t| t.status == s).count();
     let (pending, in_progress, completed) = (
         count(Status::Pending),
@@ -162,6 +286,7 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
                     "paneId": m.tmux_pane_id, "backendType": m.backend_type,
                     "isActive": m.is_active, "mode": m.mode, "model": m.model, "unread": unread,
                     "status": status.as_ref().map(|s| s.label()),
+                    "alive": status.as_ref().map(|s| s.is_alive()),
                     "attention": attention.as_ref().map(Attention::label),
                     "progress": progress.as_ref().map(|p| json!({
                         "elapsedSecs": p.elapsed.map(|e| e.as_secs()),
@@ -170,11 +295,15 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
                 })
             })
             .collect();
-        print_json(&json!({
+        let mut out = json!({
             "team": roster.name, "root": ctx.root.dir(), "members": ms,
             "tasks": {"pending": pending, "in_progress": in_progress, "completed": completed,
                       "total": list.tasks.len()},
-        }));
+        });
+        if let (Some(o), serde_json::Value::Object(w)) = (out.as_object_mut(), place.json()) {
+            o.extend(w);
+        }
+        print_json(&out);
         return Ok(Exit::Ok);
     }
     // Everything below comes from files anyone may have written.
@@ -183,33 +312,44 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
         escape_line(&roster.name),
         escape_line(&ctx.root.dir().display().to_string())
     );
-    println!(
-        "{:<24} {:<8} {:<16} {:<10} {:<8} {:>6}  {:<18} PROGRESS",
-        "MEMBER", "COLOR", "STATUS", "PANE", "BACKEND", "UNREAD", "ATTENTION"
-    );
-    for (((m, unread), status), extra) in members.iter().zip(&statuses).zip(&extras) {
-        let status = status
-            .as_ref()
-            .map(|s| s.label())
-            .unwrap_or_else(|| "-".to_string());
-        println!(
-            "{:<24} {:<8} {:<16} {:<10} {:<8} {:>6}  {}",
-            escape_line(&m.name),
-            escape_line(m.color.as_deref().unwrap_or("-")),
-            status,
-            escape_line(if m.tmux_pane_id.is_empty() {
-                "-"
-            } else {
-                &m.tmux_pane_id
-            }),
-            escape_line(m.backend_type.as_deref().unwrap_or("-")),
-            unread,
-            extras_cells(extra)
-        );
+    println!("{}", escape_line(&place.line(&roster.name)));
+    let rows: Vec<Vec<String>> = members
+        .iter()
+        .zip(&statuses)
+        .zip(&extras)
+        .map(|(((m, unread), status), extra)| member_row(m, status.as_ref(), *unread, extra))
+        .collect();
+    for line in table(&HEADER, &rows) {
+        println!("{line}");
     }
     println!(
         "tasks: {completed}/{} completed · {in_progress} in progress · {pending} pending",
         list.tasks.len()
     );
     Ok(Exit::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::table;
+
+    #[test]
+    fn columns_are_as_wide_as_their_widest_cell() {
+        let rows = vec![
+            vec![
+                "alpha".to_string(),
+                "in-process".to_string(),
+                "3".to_string(),
+            ],
+            vec!["b".to_string(), "tmux".to_string(), "12".to_string()],
+        ];
+        assert_eq!(
+            table(&["MEMBER", "BACKEND", "UNREAD"], &rows),
+            [
+                "MEMBER  BACKEND     UNREAD",
+                "alpha   in-process       3",
+                "b       tmux            12",
+            ]
+        );
+    }
 }

@@ -68,7 +68,7 @@ pub fn run(ctx: &Context, cmd: TaskCmd) -> Result<Exit> {
             Ok(Exit::Ok)
         }
         TaskCmd::Get { id, json } => match store.get(&id)? {
-            None => Ok(Exit::No(format!("no task {id:?} in team {}", team.name))),
+            None => Ok(Exit::No(no_task(&team, &id))),
             Some(t) => {
                 if json {
                     print_json(&t);
@@ -84,7 +84,7 @@ pub fn run(ctx: &Context, cmd: TaskCmd) -> Result<Exit> {
                 println!("deleted task {}", escape_line(&id));
                 Ok(Exit::Ok)
             } else {
-                Ok(Exit::No(format!("no task {id:?} in team {}", team.name)))
+                Ok(Exit::No(no_task(&team, &id)))
             }
         }
         TaskCmd::Claim {
@@ -143,6 +143,15 @@ fn update(ctx: &Context, team: &Team, args: TaskUpdateArgs) -> Result<Exit> {
         print_task(&updated.task);
     }
     Ok(Exit::Ok)
+}
+
+/// The one wording of a missing task (the store's [`TaskError::NotFound`]).
+fn no_task(team: &Team, id: &str) -> String {
+    crate::tasks::TaskError::NotFound {
+        team: team.name.clone(),
+        id: id.to_string(),
+    }
+    .to_string()
 }
 
 fn parse_object(text: Option<&str>) -> Result<Option<Map<String, Value>>> {

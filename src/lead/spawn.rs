@@ -398,6 +398,22 @@ async fn open_pane(
         crate::agents::write_initial_prompt(team, &req.name, prompt)
             .with_context(|| format!("writing the first prompt of {}", req.name))?;
     }
+    // A shell teammate's instructions are commands: `swarm spawn --prompt`
+    // puts them in its inbox as the lead's first message, so it runs them
+    // at once and its output comes back to the lead (a spec's role prompt,
+    // `req.prompt` being `None`, is never run).
+    if agent == Agent::Shell
+        && let Some(prompt) = &req.prompt
+    {
+        team.send_text(
+            crate::team::names::LEAD_NAME,
+            &req.name,
+            prompt,
+            None,
+            false,
+        )
+        .with_context(|| format!("writing the first prompt of {}", req.name))?;
+    }
     let pane_env = crate::pane_env::member_pane(team, member)?;
     let passed = pane_env.passed_names();
     let env = pane_env.set;

@@ -369,6 +369,11 @@ pub struct DownReport {
     /// Answered `shutdown_rejected` (and `force` was off): kept at once,
     /// without waiting out `wait`.
     pub declined: Vec<String>,
+    /// Were no longer running when `down` looked (their pane had exited or
+    /// was gone): released without a request.
+    pub gone: Vec<String>,
+    /// Where the team's scratchpad was kept (see [`keep_scratchpad`]).
+    pub kept: Option<std::path::PathBuf>,
 }
 
 /// How long a teammate that approved its shutdown has to end by itself
@@ -459,16 +464,19 @@ pub async fn down(team: &Team, opened: &Opened, wait: Duration, force: bool) -> 
     let tf = team.roster().read()?;
     let members: Vec<Member> = tf.teammates().cloned().collect();
     let statuses = pane_statuses(opened, &members).await?;
+    let mut report = DownReport::default();
     let mut done: Vec<Member> = Vec::new();
     let mut asking: Vec<Member> = Vec::new();
     for (m, status) in members.into_iter().zip(statuses) {
         match status {
             PaneStatus::Running { .. } => asking.push(m),
-            _ => done.push(m),
+            _ => {
+                report.gone.push(m.name.clone());
+                done.push(m);
+            }
         }
     }
     let pending = ask_all(team, asking)?;
-    let mut report = DownReport::default();
     let answered = await_answers(team, opened, pending, wait, force, &mut report).await?;
     done.extend(answered.done);
     let mut killed: Vec<Member> = Vec::new();
@@ -491,6 +499,7 @@ pub async fn down(team: &Team, opened: &Opened, wait: Duration, force: bool) -> 
         return Ok(report);
     }
     stop_lead(team, opened).await?;
+    report.kept = keep_scratchpad(team)?;
     team.roster().delete(true)?;
     Ok(report)
 }
@@ -608,6 +617,31 @@ async fn await_answers(
     }
     let pending = pending.into_iter().map(|a| a.member).collect();
     Ok(Answered { done, pending })
+}
+
+/// Moves a scratchpad that holds anything out of the team's state, which
+/// `down` deletes, to [`crate::paths::Root::kept_scratchpad`]: what the
+/// teammates left there (the demo's results) is the user's to read. Once
+/// every teammate and the lead have stopped, so nothing writes to it.
+fn keep_scratchpad(team: &Team) -> Result<Option<std::path::PathBuf>> {
+    let from = team.root.scratchpad(&team.name)?;
+    let empty = match std::fs::read_dir(&from) {
+        Ok(mut d) => d.next().is_none(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) => return Err(e).with_context(|| format!("reading {}", from.display())),
+    };
+    if empty {
+        return Ok(None);
+    }
+    let stamp = crate::clock::now_iso().replace([':', '.'], "-");
+    let to = team.root.kept_scratchpad(&team.name, &stamp)?;
+    if let Some(parent) = to.parent() {
+        crate::atomic_file::ensure_dir(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    std::fs::rename(&from, &to)
+        .with_context(|| format!("keeping {} as {}", from.display(), to.display()))?;
+    Ok(Some(to))
 }
 
 /// Ends the team's lead and what swarm made for it: SIGTERM to the lead

@@ -26,15 +26,22 @@ pub enum TaskError {
     #[error("team {team}: no task list can live there: {source}")]
     Name { team: String, source: NameError },
 
-    #[error("team {team}: task {id} not found ({path})")]
-    NotFound {
-        team: String,
-        id: String,
-        path: PathBuf,
-    },
+    #[error("no task {id} in team {team}")]
+    NotFound { team: String, id: String },
 
     #[error("team {team}: task {id} cannot block itself")]
     SelfBlock { team: String, id: String },
+
+    #[error(
+        "team {team}: refused: task {id} would wait for itself ({}), so none of them could \
+         ever be claimed",
+        cycle.join(" waits for ")
+    )]
+    Cycle {
+        team: String,
+        id: String,
+        cycle: Vec<String>,
+    },
 
     #[error(
         "team {team}: task {id} ({path}) is unreadable ({reason}); its bytes were copied to \

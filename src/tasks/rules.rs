@@ -129,6 +129,61 @@ pub fn is_claimable(task: &Task, status_of: impl Fn(&str) -> Option<Status>) -> 
         && open_blockers(task, status_of).is_empty()
 }
 
+/// The cycle that new dependencies of task `id` would close, if any:
+/// `id` waiting (through `blockedBy`, transitively) for itself. The ids
+/// start and end with `id` (`["1", "2", "1"]`: 1 waits for 2, which waits
+/// for 1). `tasks` is the whole list as it is now; `add_blocked_by` are
+/// the tasks `id` is to wait for, `add_blocks` those to wait for `id`.
+/// Such a cycle leaves every task on it blocked forever, so the update is
+/// refused, as the spec loader refuses the same cycle.
+pub fn dependency_cycle(
+    tasks: &[Task],
+    id: &str,
+    add_blocks: &[String],
+    add_blocked_by: &[String],
+) -> Option<Vec<String>> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut waits: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for t in tasks {
+        waits
+            .entry(t.id.as_str())
+            .or_default()
+            .extend(t.blocked_by.iter().map(String::as_str));
+    }
+    for b in add_blocked_by {
+        waits.entry(id).or_default().insert(b);
+    }
+    for b in add_blocks {
+        waits.entry(b.as_str()).or_default().insert(id);
+    }
+    // Depth-first from `id` along "waits for"; a path back to `id` is the cycle.
+    let mut path = vec![id];
+    let mut seen = BTreeSet::new();
+    fn walk<'a>(
+        waits: &BTreeMap<&'a str, BTreeSet<&'a str>>,
+        start: &str,
+        path: &mut Vec<&'a str>,
+        seen: &mut BTreeSet<&'a str>,
+    ) -> bool {
+        let here = *path.last().expect("the path starts with the task");
+        for &next in waits.get(here).into_iter().flatten() {
+            if next == start {
+                path.push(next);
+                return true;
+            }
+            if seen.insert(next) {
+                path.push(next);
+                if walk(waits, start, path, seen) {
+                    return true;
+                }
+                path.pop();
+            }
+        }
+        false
+    }
+    walk(&waits, id, &mut path, &mut seen).then(|| path.iter().map(|s| s.to_string()).collect())
+}
+
 /// A successful claim: owner = claimant, status = in_progress.
 pub fn claim(task: &mut Task, claimant: &str) {
     task.owner = Some(claimant.to_string());
@@ -424,6 +479,34 @@ mod tests {
             (0, &["6".to_string()][..])
         );
         assert!(!strip_id(&mut t, "5"));
+    }
+
+    #[test]
+    fn a_dependency_that_closes_a_cycle_is_found_with_its_path() {
+        let tasks = [
+            task("1", Status::Pending, None, &[]),
+            task("2", Status::Pending, None, &["1"]),
+            task("3", Status::Pending, None, &["2"]),
+        ];
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // 1 waiting for 2 (which waits for 1): the case.
+        assert_eq!(
+            dependency_cycle(&tasks, "1", &[], &ids(&["2"])),
+            Some(ids(&["1", "2", "1"]))
+        );
+        // Transitively: 1 waiting for 3 (3 → 2 → 1).
+        assert_eq!(
+            dependency_cycle(&tasks, "1", &[], &ids(&["3"])),
+            Some(ids(&["1", "3", "2", "1"]))
+        );
+        // The other side: 3 blocks 1, i.e. 1 waits for 3.
+        assert_eq!(
+            dependency_cycle(&tasks, "3", &ids(&["1"]), &[]),
+            Some(ids(&["3", "2", "1", "3"]))
+        );
+        // No cycle: 3 waits for 1 as well, or 1 blocks 3.
+        assert_eq!(dependency_cycle(&tasks, "3", &[], &ids(&["1"])), None);
+        assert_eq!(dependency_cycle(&tasks, "1", &ids(&["3"]), &[]), None);
     }
 
     #[test]

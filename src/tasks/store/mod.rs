@@ -224,6 +224,20 @@ impl TaskStore {
             self.require(o)?;
         }
         self.require(id)?;
+        if let Some(list) = &list {
+            // Under the list lock, so no other update can close the same
+            // cycle from the other side meanwhile.
+            let all = self.scan(Some(list))?.tasks;
+            if let Some(cycle) =
+                rules::dependency_cycle(&all, id, &upd.add_blocks, &upd.add_blocked_by)
+            {
+                return Err(TaskError::Cycle {
+                    team: self.team.clone(),
+                    id: id.to_string(),
+                    cycle,
+                });
+            }
+        }
         let (lock, task) = self.locked_read(id, list.as_ref())?;
         let mut task = match task {
             Some(t) => t,
@@ -688,10 +702,10 @@ impl TaskStore {
     }
 
     fn not_found(&self, id: &str) -> Result<TaskError, TaskError> {
+        self.path(id)?;
         Ok(TaskError::NotFound {
             team: self.team.clone(),
             id: id.to_string(),
-            path: self.path(id)?,
         })
     }
 
