@@ -47,8 +47,12 @@ fn run_other(ctx: &Context, rt: &tokio::runtime::Runtime, cmd: Command) -> Resul
         Command::Kill(args) => rt.block_on(async {
             let (team, opened) = open(ctx, &args.backend)?;
             let grace = Duration::from_secs_f64(args.grace.max(0.0));
+            let before = team.roster().read()?.member(&args.name).cloned();
             let r = teardown::kill_member(&team, &opened, &args.name, grace).await?;
             println!("killed {}{}{}", esc(&args.name), returned(&r.returned), not_ours(&r));
+            for line in crate::worktree::retire(&team, before.as_slice(), false) {
+                println!("{}", esc(&line));
+            }
             Ok(Exit::Ok)
         }),
         Command::Shutdown(args) => rt.block_on(async {
@@ -190,6 +194,10 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
     // then finds the lead this one started.
     let lifecycle = LifecycleLock::acquire(&team).await?;
     if let Some(pid) = lead_pid_alive(&team)? {
+        if args.resume || args.fresh {
+            // The lead came back without its teammates: they come now.
+            complete_team(&team, &mut opened, comeback(&args)).await?;
+        }
         drop(lifecycle);
         eprintln!("{}", already_running(&name, pid));
         return reattach(&team, &opened, args.no_attach)
@@ -223,7 +231,7 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
             lead: lead_pane.id.clone(),
         });
         opened.record.save(&ctx.root, &name)?;
-        complete_team(&team, &mut opened).await?;
+        complete_team(&team, &mut opened, comeback(&args)).await?;
         // The lifecycle lock is let go only once the new lead holds its
         // own: a second `up` waiting for it then finds the lead running.
         wait_for_lead_lock(&team, &lead_pane).await?;
@@ -248,7 +256,7 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
     start_lead_logging(&team)?;
     opened.record.save(&ctx.root, &name)?;
     let lead_lock = crate::lead::lock::LeadLock::acquire(&team, Duration::ZERO).await?;
-    complete_team(&team, &mut opened).await?;
+    complete_team(&team, &mut opened, comeback(&args)).await?;
     drop(lifecycle);
     Ok(Next::RunLead(Box::new(
         Lead::new(team, opened).with_lock(lead_lock),
@@ -288,12 +296,29 @@ fn already_running(team: &str, pid: u32) -> String {
 /// Under the lifecycle lock: adopts, recovers or closes what an earlier
 /// interrupted `up`/`spawn` left (see `lead::recover`), then spawns every
 /// member that still has no pane.
-async fn complete_team(team: &Team, opened: &mut Opened) -> Result<()> {
+async fn complete_team(
+    team: &Team,
+    opened: &mut Opened,
+    how: crate::resume::Comeback,
+) -> Result<()> {
     let done = crate::lead::recover::reconcile(team, opened).await?;
     for line in done.lines() {
         eprintln!("{line}");
     }
+    for line in crate::resume::comeback(team, opened, how).await? {
+        eprintln!("{}", esc(&line));
+    }
     spawn_reserved(team, opened).await
+}
+
+/// What `up` does with a team whose panes are all gone (see `resume`).
+fn comeback(args: &UpArgs) -> crate::resume::Comeback {
+    use crate::resume::Comeback;
+    match (args.resume, args.fresh) {
+        (true, _) => Comeback::Resume,
+        (_, true) => Comeback::Fresh,
+        _ => Comeback::Ask,
+    }
 }
 
 /// Puts the spec's teammates on the roster (reserved: no pane yet) and its
@@ -306,7 +331,10 @@ fn apply_spec(team: &Team, spec: &crate::config::TeamSpec) -> Result<()> {
         if tf.member(&t.name).is_some() {
             continue;
         }
-        let m = t.member(&team.name, i, &spec.dir);
+        let mut m = t.member(&team.name, i, &spec.dir);
+        if t.worktree.unwrap_or(spec.worktree) {
+            crate::worktree::want(&mut m);
+        }
         let agent = m.agent().unwrap_or("shell");
         // A "process" teammate's program is checked when it starts, as
         // with `swarm spawn NAME -- CMD` (a relative path means its cwd).
@@ -361,6 +389,7 @@ async fn spawn_reserved(team: &Team, opened: &mut Opened) -> Result<()> {
             command: swarm_command(m)?,
             env: crate::pane_env::swarm_env(m)?,
             pass_env: crate::pane_env::pass_env(m)?,
+            worktree: crate::worktree::wanted(m),
         });
     }
     if reqs.is_empty() {
@@ -413,6 +442,9 @@ async fn lead(ctx: &Context, args: BackendArgs) -> Result<Next> {
 async fn down(ctx: &Context, args: DownArgs) -> Result<Exit> {
     let (team, opened) = open(ctx, &args.backend)?;
     let r = teardown::down(&team, &opened, Duration::from_secs(args.wait), args.force).await?;
+    for line in &r.worktrees {
+        println!("{}", esc(line));
+    }
     if !r.stayed.is_empty() || !r.declined.is_empty() {
         let mut why = Vec::new();
         if !r.declined.is_empty() {
@@ -436,6 +468,7 @@ async fn down(ctx: &Context, args: DownArgs) -> Result<Exit> {
     for n in &r.killed {
         println!("{} killed (no answer in time)", esc(n));
     }
+
     println!("team {} deleted", team.name);
     Ok(Exit::Ok)
 }

@@ -6,9 +6,11 @@
 //! error becomes exit code 2 in `main`.
 
 mod attach;
+mod diff;
 mod doctor;
 mod inbox;
 mod lifecycle;
+mod merge;
 mod output;
 mod send;
 mod spawn;
@@ -30,6 +32,8 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Send(args) => send::run(&ctx, args),
         Command::Inbox(args) => inbox::run(&ctx, args),
         Command::Task(cmd) => task::run(&ctx, cmd),
+        Command::Diff(args) => diff::run(&ctx, args),
+        Command::Merge(args) => merge::run(&ctx, args),
         Command::Teammate(args) => crate::teammate::run(&ctx, args),
         Command::PaneExec(args) => crate::lead::spawn::pane_exec(args),
         other => lifecycle::run(&ctx, other),

@@ -121,6 +121,7 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
                     "paneId": m.tmux_pane_id, "backendType": m.backend_type,
                     "isActive": m.is_active, "mode": m.mode, "model": m.model, "unread": unread,
                     "status": status.as_ref().map(|s| s.label()),
+                    "worktree": crate::worktree::member_json(m),
                 })
             })
             .collect();
@@ -138,7 +139,7 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
         escape_line(&ctx.root.dir().display().to_string())
     );
     println!(
-        "{:<24} {:<8} {:<16} {:<10} {:<8} {:>6}",
+        "{:<24} {:<8} {:<16} {:<10} {:<8} {:>6}  WORKTREE",
         "MEMBER", "COLOR", "STATUS", "PANE", "BACKEND", "UNREAD"
     );
     for ((m, unread), status) in members.iter().zip(&statuses) {
@@ -147,7 +148,7 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
             .map(|s| s.label())
             .unwrap_or_else(|| "-".to_string());
         println!(
-            "{:<24} {:<8} {:<16} {:<10} {:<8} {:>6}",
+            "{:<24} {:<8} {:<16} {:<10} {:<8} {:>6}  {}",
             escape_line(&m.name),
             escape_line(m.color.as_deref().unwrap_or("-")),
             status,
@@ -157,7 +158,8 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
                 &m.tmux_pane_id
             }),
             escape_line(m.backend_type.as_deref().unwrap_or("-")),
-            unread
+            unread,
+            escape_line(&crate::worktree::member_line(m).unwrap_or_else(|| "-".into()))
         );
     }
     println!(

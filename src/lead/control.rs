@@ -405,6 +405,7 @@ fn build_view(ui: &LeadUi) -> Result<TeamView> {
         row.unread = unread;
         row.hidden = m.swarm_field(SwarmField::Hidden).is_some();
         row.mode = m.mode.clone();
+        row.worktree = crate::worktree::member_line_cached(m);
         members.push(row);
     }
     let requests = sh

@@ -60,6 +60,8 @@ pub struct SpawnRequest {
     /// Names whose values are taken from the spawner's environment and
     /// passed by name (kept in the roster as names only).
     pub pass_env: Vec<String>,
+    /// Work in a git worktree of its own (see [`crate::worktree`]).
+    pub worktree: bool,
 }
 
 /// A spawned teammate.
@@ -254,7 +256,7 @@ pub async fn spawn_members_locked(
     let mut tf = roster.read()?;
     let mut prepared = Vec::with_capacity(reqs.len());
     for req in reqs {
-        let p = prepare(opened, &tf, req).await?;
+        let p = prepare(team, opened, &tf, req).await?;
         match tf.member_mut(&p.member.name) {
             Some(m) => *m = p.member.clone(),
             None => tf.members.push(p.member.clone()),
@@ -319,6 +321,7 @@ pub async fn spawn_members_locked(
 /// Checks `req` against the roster as it will be (`tf` holds the members
 /// prepared before it) and builds its record.
 async fn prepare(
+    team: &Team,
     opened: &Opened,
     tf: &crate::team::TeamFile,
     req: &SpawnRequest,
@@ -392,6 +395,13 @@ async fn prepare(
     if !req.pass_env.is_empty() {
         member.set_swarm_field(SwarmField::PassEnv, serde_json::json!(req.pass_env));
     }
+    if req.worktree {
+        crate::worktree::want(&mut member);
+    }
+    if crate::worktree::wanted(&member) {
+        crate::worktree::ensure(team, &mut member, &req.cwd)?;
+    }
+    crate::resume::record_at_spawn(&mut member, &agent);
     Ok(Prepared {
         agent,
         member,

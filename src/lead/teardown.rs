@@ -357,6 +357,8 @@ pub struct DownReport {
     /// Answered `shutdown_rejected` (and `force` was off): kept at once,
     /// without waiting out `wait`.
     pub declined: Vec<String>,
+    /// What became of the released teammates' worktrees, one line each.
+    pub worktrees: Vec<String>,
 }
 
 /// How long a teammate that approved its shutdown has to end by itself
@@ -535,6 +537,7 @@ pub async fn down(team: &Team, opened: &Opened, wait: Duration, force: bool) -> 
     close_panes(opened, &done, Duration::from_millis(200)).await?;
     close_panes(opened, &killed, Duration::from_secs(1)).await?;
     let released: Vec<String> = done.iter().chain(&killed).map(|m| m.name.clone()).collect();
+    report.worktrees = crate::worktree::retire(team, &[done.as_slice(), &killed].concat(), force);
     release_members(team, &released)?;
     if !report.stayed.is_empty() || !report.declined.is_empty() {
         return Ok(report);

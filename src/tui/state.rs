@@ -51,6 +51,9 @@ pub struct MemberRow {
     pub hidden: bool,
     /// Permission mode (`default`, `acceptEdits`, `plan`, `bypassPermissions`).
     pub mode: Option<String>,
+    /// Its worktree's branch, ahead/behind the lead's and changed files
+    /// (`crate::worktree::Progress::line`), when it has one.
+    pub worktree: Option<String>,
 }
 
 impl MemberRow {
@@ -68,6 +71,7 @@ impl MemberRow {
             unread: 0,
             hidden: false,
             mode: None,
+            worktree: None,
         }
     }
 }

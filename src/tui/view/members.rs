@@ -188,13 +188,19 @@ fn member_row<'a>(
             Col::Model => Span::raw(escape_line(m.model.as_deref().unwrap_or(""))).into(),
             Col::Mode => Span::raw(escape_line(m.mode.as_deref().unwrap_or(""))).into(),
             Col::Status => Span::styled(m.status.label(), theme.status(&m.status)).into(),
-            Col::Task => Span::raw(match &m.current_task {
-                Some((id, subject)) => {
-                    format!("#{} {}", escape_line(id), escape_line(subject))
+            Col::Task => {
+                let mut text = match &m.current_task {
+                    Some((id, subject)) => {
+                        format!("#{} {}", escape_line(id), escape_line(subject))
+                    }
+                    None => String::new(),
+                };
+                if let Some(wt) = &m.worktree {
+                    let sep = if text.is_empty() { "" } else { " · " };
+                    text.push_str(&format!("{sep}⎇ {}", escape_line(wt)));
                 }
-                None => String::new(),
-            })
-            .into(),
+                Span::raw(text).into()
+            }
             Col::Act => {
                 Span::styled(m.last_activity.map(age).unwrap_or_default(), theme.dim()).into()
             }
