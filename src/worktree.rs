@@ -230,7 +230,11 @@ pub fn ensure(team: &Team, m: &mut Member, cwd: &Path) -> Result<Worktree> {
                     )
                 })
                 .unwrap_or_default();
-            m.cwd = Some(path.join(sub).to_string_lossy().into_owned());
+            let dir = match sub.as_os_str().is_empty() {
+                true => path.clone(),
+                false => path.join(sub),
+            };
+            m.cwd = Some(dir.to_string_lossy().into_owned());
             Worktree {
                 path,
                 branch,

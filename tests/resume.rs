@@ -1,0 +1,116 @@
+//! A team that survives the end of its tmux server: `tmux kill-server`,
+//! then `swarm up --resume` brings the same three shell teammates back, in
+//! new panes, in their worktrees, with the mail that came meanwhile and
+//! their claimed tasks; `--fresh` hands the claimed tasks back instead.
+
+use crate::util::tmux::{TmuxTeam, WAIT};
+use crate::util::wait_until;
+use crate::worktrees::{repo, spec, worktree_of};
+
+/// Ends the private tmux server and waits until the panes' processes
+/// (the teammates' runtimes) are gone.
+fn kill_server(t: &TmuxTeam, names: &[&str]) {
+    let pids: Vec<u32> = names.iter().map(|n| t.pid_of(n)).collect();
+    t.tmux.run(&["kill-server"]);
+    wait_until(
+        "every teammate's process ended with the tmux server",
+        WAIT,
+        || pids.iter().all(|p| !crate::util::pid_alive(*p)),
+        || t.explain(),
+    );
+}
+
+fn task_id(out: &str) -> String {
+    out.trim()
+        .rsplit(|c: char| !c.is_ascii_digit())
+        .find(|s| !s.is_empty())
+        .expect("a task id")
+        .to_string()
+}
+
+#[test]
+fn up_resume_after_kill_server_brings_the_same_three_back_with_mail_and_tasks() {
+    let Some(t) = TmuxTeam::new("up_resume_after_kill_server", "rs") else {
+        return;
+    };
+    repo(&t);
+    let names = ["alice", "bob", "carol"];
+    t.ok(&["up", "--no-attach", &spec(&t, &names).to_string_lossy()]);
+    let before: Vec<(String, std::path::PathBuf)> = names
+        .iter()
+        .map(|n| (t.pane_of(n), worktree_of(&t, n)))
+        .collect();
+    kill_server(&t, &names);
+
+    // While nothing runs: mail for each, and a task carol has claimed.
+    for n in names {
+        t.ok(&["send", "--to", n, &format!("echo {n} > back-{n}.txt")]);
+    }
+    // (Its command outlasts the test: carol is still on it at --fresh.)
+    let id = task_id(
+        &t.ok(&[
+            "task",
+            "create",
+            "carol's task",
+            "--description",
+            "sleep 60",
+        ])
+        .stdout,
+    );
+    t.ok(&["task", "update", &id, "--owner", "carol"]);
+
+    // Without a terminal and without --resume, `up` only says how.
+    let asked = t.ok(&["up", "--no-attach"]);
+    assert!(
+        asked
+            .stderr
+            .contains("are gone; `swarm up --team rs --resume` brings them back"),
+        "{}",
+        asked.explain()
+    );
+    let up = t.ok(&["up", "--resume", "--no-attach"]);
+    for n in names {
+        assert!(
+            up.stderr
+                .contains(&format!("{n}: back; the shell agent keeps no conversation")),
+            "what was resumed is said per teammate\n{}",
+            up.explain()
+        );
+    }
+    for (n, (old_pane, wt)) in names.iter().zip(&before) {
+        assert_eq!(worktree_of(&t, n), *wt, "{n} keeps its worktree");
+        // Its unread mail was waiting: run in its worktree by its new runtime.
+        wait_until(
+            &format!("{n} reads the mail that came while it was gone"),
+            WAIT,
+            || wt.join(format!("back-{n}.txt")).exists(),
+            || t.explain(),
+        );
+        let pane = t.pane_of(n);
+        assert!(
+            t.tmux.pane(&pane).is_some_and(|p| !p.dead),
+            "{n} runs in a new pane (was {old_pane}, now {pane})\n{}",
+            t.explain()
+        );
+    }
+    let task = t.ok(&["task", "get", &id, "--json"]).json();
+    assert_eq!(task["owner"], "carol", "carol's claim is intact: {task}");
+
+    // --fresh: the claim goes back to the board.
+    kill_server(&t, &names);
+    let fresh = t.ok(&["up", "--fresh", "--no-attach"]);
+    assert!(
+        fresh.stderr.contains(&format!(
+            "carol: started fresh; task(s) #{id} back on the board"
+        )),
+        "{}",
+        fresh.explain()
+    );
+    let task = t.ok(&["task", "get", &id, "--json"]).json();
+    // Back on the board, so anyone (a fresh teammate, at once) may claim it.
+    assert_ne!(
+        task["owner"], "carol",
+        "carol's task went back to the board: {task}"
+    );
+    t.ok(&["down", "--force"]);
+}
