@@ -50,14 +50,21 @@ pub enum Conversation {
 
 /// Records, on a member about to be spawned, what a later resume needs.
 /// A Claude Code teammate gets its session id now (kept across respawns
-/// until `--fresh` clears it).
-pub fn record_at_spawn(m: &mut Member, agent: &str) {
-    if agent == "claude" && session_id(m).is_none() {
-        m.extra.insert(
-            SESSION_KEY.into(),
-            Value::String(uuid::Uuid::new_v4().to_string()),
-        );
+/// until `--fresh` clears it). True when it already had one: it continues
+/// that conversation, which holds its first prompt already (so the prompt
+/// is not sent again, and its unread mail is not swept aside for it).
+pub fn record_at_spawn(m: &mut Member, agent: &str) -> bool {
+    if agent != "claude" {
+        return false;
     }
+    if session_id(m).is_some() {
+        return true;
+    }
+    m.extra.insert(
+        SESSION_KEY.into(),
+        Value::String(uuid::Uuid::new_v4().to_string()),
+    );
+    false
 }
 
 /// The member's recorded Claude Code session id.
@@ -225,11 +232,11 @@ mod tests {
     fn a_claude_teammate_starts_with_its_recorded_session_then_resumes_it() {
         let dir = tempfile::tempdir().unwrap();
         let mut m = Member::teammate("t", "alice", "blue", "/tmp");
-        record_at_spawn(&mut m, "shell");
+        assert!(!record_at_spawn(&mut m, "shell"));
         assert_eq!(session_id(&m), None);
-        record_at_spawn(&mut m, "claude");
+        assert!(!record_at_spawn(&mut m, "claude"), "a new conversation");
         let id = session_id(&m).unwrap().to_string();
-        record_at_spawn(&mut m, "claude");
+        assert!(record_at_spawn(&mut m, "claude"), "the same one continues");
         assert_eq!(session_id(&m), Some(id.as_str()), "kept across respawns");
         assert_eq!(
             claude_session_args(&m, Some(dir.path())),

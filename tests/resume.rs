@@ -59,15 +59,6 @@ fn up_resume_after_kill_server_brings_the_same_three_back_with_mail_and_tasks() 
     );
     t.ok(&["task", "update", &id, "--owner", "carol"]);
 
-    // Without a terminal and without --resume, `up` only says how.
-    let asked = t.ok(&["up", "--no-attach"]);
-    assert!(
-        asked
-            .stderr
-            .contains("are gone; `swarm up --team rs --resume` brings them back"),
-        "{}",
-        asked.explain()
-    );
     let up = t.ok(&["up", "--resume", "--no-attach"]);
     for n in names {
         assert!(
@@ -111,6 +102,17 @@ fn up_resume_after_kill_server_brings_the_same_three_back_with_mail_and_tasks() 
     assert_ne!(
         task["owner"], "carol",
         "carol's task went back to the board: {task}"
+    );
+
+    // Without a terminal and without a flag, `up` only says how.
+    kill_server(&t, &names);
+    let asked = t.ok(&["up", "--no-attach"]);
+    assert!(
+        asked
+            .stderr
+            .contains("are gone; `swarm up --team rs --resume` brings them back"),
+        "{}",
+        asked.explain()
     );
     t.ok(&["down", "--force"]);
 }

@@ -196,7 +196,8 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
     if let Some(pid) = lead_pid_alive(&team)? {
         if args.resume || args.fresh {
             // The lead came back without its teammates: they come now.
-            complete_team(&team, &mut opened, comeback(&args)).await?;
+            bring_back(&team, &opened, &args).await?;
+            complete_team(&team, &mut opened).await?;
         }
         drop(lifecycle);
         eprintln!("{}", already_running(&name, pid));
@@ -204,6 +205,9 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
             .await
             .map(Next::Done);
     }
+    // Before the lead starts: it would take their gone panes for deaths
+    // and hand their tasks back.
+    bring_back(&team, &opened, &args).await?;
     let home = opened.caps().home_sessions && opened.own_pane.is_none();
     if home {
         let session = opened
@@ -231,7 +235,7 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
             lead: lead_pane.id.clone(),
         });
         opened.record.save(&ctx.root, &name)?;
-        complete_team(&team, &mut opened, comeback(&args)).await?;
+        complete_team(&team, &mut opened).await?;
         // The lifecycle lock is let go only once the new lead holds its
         // own: a second `up` waiting for it then finds the lead running.
         wait_for_lead_lock(&team, &lead_pane).await?;
@@ -256,7 +260,7 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
     start_lead_logging(&team)?;
     opened.record.save(&ctx.root, &name)?;
     let lead_lock = crate::lead::lock::LeadLock::acquire(&team, Duration::ZERO).await?;
-    complete_team(&team, &mut opened, comeback(&args)).await?;
+    complete_team(&team, &mut opened).await?;
     drop(lifecycle);
     Ok(Next::RunLead(Box::new(
         Lead::new(team, opened).with_lock(lead_lock),
@@ -296,29 +300,28 @@ fn already_running(team: &str, pid: u32) -> String {
 /// Under the lifecycle lock: adopts, recovers or closes what an earlier
 /// interrupted `up`/`spawn` left (see `lead::recover`), then spawns every
 /// member that still has no pane.
-async fn complete_team(
-    team: &Team,
-    opened: &mut Opened,
-    how: crate::resume::Comeback,
-) -> Result<()> {
+async fn complete_team(team: &Team, opened: &mut Opened) -> Result<()> {
     let done = crate::lead::recover::reconcile(team, opened).await?;
     for line in done.lines() {
         eprintln!("{line}");
     }
-    for line in crate::resume::comeback(team, opened, how).await? {
-        eprintln!("{}", esc(&line));
-    }
     spawn_reserved(team, opened).await
 }
 
-/// What `up` does with a team whose panes are all gone (see `resume`).
-fn comeback(args: &UpArgs) -> crate::resume::Comeback {
+/// A team whose panes are all gone: its teammates brought back, or
+/// started anew, as `--resume` / `--fresh` or the user's answer says (see
+/// `resume`); `spawn_reserved` then opens their panes.
+async fn bring_back(team: &Team, opened: &Opened, args: &UpArgs) -> Result<()> {
     use crate::resume::Comeback;
-    match (args.resume, args.fresh) {
+    let how = match (args.resume, args.fresh) {
         (true, _) => Comeback::Resume,
         (_, true) => Comeback::Fresh,
         _ => Comeback::Ask,
+    };
+    for line in crate::resume::comeback(team, opened, how).await? {
+        eprintln!("{}", esc(&line));
     }
+    Ok(())
 }
 
 /// Puts the spec's teammates on the roster (reserved: no pane yet) and its

@@ -223,6 +223,9 @@ struct Prepared {
     /// It was on the roster before this spawn (a reserved spec member, or a
     /// teammate spawned again).
     existed: bool,
+    /// It continues a recorded conversation, which already holds its
+    /// first prompt (see [`crate::resume`]).
+    resumed: bool,
 }
 
 /// Adds every request's member to the team and opens their panes, in order:
@@ -401,11 +404,12 @@ async fn prepare(
     if crate::worktree::wanted(&member) {
         crate::worktree::ensure(team, &mut member, &req.cwd)?;
     }
-    crate::resume::record_at_spawn(&mut member, &agent);
+    let resumed = crate::resume::record_at_spawn(&mut member, &agent);
     Ok(Prepared {
         agent,
         member,
         existed: existing.is_some(),
+        resumed,
     })
 }
 
@@ -420,6 +424,7 @@ async fn open_pane(
     // Claude Code reads its first prompt from its inbox (signed by the lead);
     // the runtime's other presets take the role prompt from the roster.
     if agent == "claude"
+        && (!p.resumed || req.prompt.is_some())
         && let Some(prompt) = &member.prompt
     {
         crate::agents::write_initial_prompt(team, &req.name, prompt)
