@@ -487,3 +487,19 @@ fn hostile_names_subjects_and_messages_are_shown_escaped_in_the_dialog() {
         .collect();
     assert!(raw.is_empty(), "raw controls reach the screen: {raw:?}");
 }
+
+#[test]
+fn a_teammate_in_a_worktree_shows_its_branch_and_progress() {
+    let mut v = busy_team();
+    v.members[1].worktree = Some("swarm/demo/bob +2 -1, 3 changed".into());
+    v.members[2].worktree = Some("swarm/demo/carol +0 -0, 0 changed".into());
+    let out = render(&v, &UiState::new(&v), (160, 30));
+    assert!(
+        out.contains("#3 Run the test suite · ⎇ swarm/demo/bob +2 -1, 3 changed"),
+        "beside its task:\n{out}"
+    );
+    assert!(
+        out.contains("⎇ swarm/demo/carol +0 -0, 0 changed"),
+        "no task:\n{out}"
+    );
+}
