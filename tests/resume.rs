@@ -114,5 +114,56 @@ fn up_resume_after_kill_server_brings_the_same_three_back_with_mail_and_tasks() 
         "{}",
         asked.explain()
     );
+    // On a terminal it asks; "y" brings them back.
+    let lead = t.wait_lead();
+    t.tmux.run(&["kill-server"]);
+    wait_until(
+        "the lead ends with the server",
+        WAIT,
+        || !crate::util::pid_alive(lead),
+        || t.explain(),
+    );
+    let answered = on_a_terminal(&t, "up --no-attach", "y\n");
+    assert!(
+        answered.contains("the panes of alice, bob, carol are gone. Bring them back?")
+            && answered.contains("alice: back;"),
+        "{answered}\n{}",
+        t.explain()
+    );
+    for n in names {
+        let pane = t.pane_of(n);
+        assert!(
+            t.tmux.pane(&pane).is_some_and(|p| !p.dead),
+            "{n} is back\n{}",
+            t.explain()
+        );
+    }
     t.ok(&["down", "--force"]);
+}
+
+/// Runs `swarm ARGS` (space-separated, no quoting) on a terminal of its
+/// own (`script`), typing `input`; returns what the terminal showed.
+fn on_a_terminal(t: &TmuxTeam, args: &str, input: &str) -> String {
+    use std::io::Write;
+    let c = t.cmd(&[]);
+    let line = format!("{} {args}", crate::util::swarm_bin());
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env_clear()
+        .envs(c.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .current_dir(c.get_current_dir().expect("a work dir"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("running script(1)");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(input.as_bytes()).expect("typing");
+    // Kept open until it exits: an end of input could end the terminal.
+    let out =
+        crate::util::wait_for_exit(&format!("swarm {args} on a terminal"), WAIT, child, || {
+            t.explain()
+        });
+    drop(stdin);
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
 }
