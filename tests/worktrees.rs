@@ -215,6 +215,20 @@ fn down_force_saves_the_work_on_a_branch_before_removing_the_worktree() {
     t.ok(&["spawn", "dana", "--agent", "shell", "--worktree"]);
     let wt = worktree_of(&t, "dana");
     std::fs::write(wt.join("notes.txt"), "unsaved\n").unwrap();
+    // Killed, a teammate keeps its worktree's work too (a clean one goes).
+    t.ok(&["spawn", "fay", "--agent", "shell", "--worktree"]);
+    t.ok(&["spawn", "gus", "--agent", "shell", "--worktree"]);
+    let (fay, gus) = (worktree_of(&t, "fay"), worktree_of(&t, "gus"));
+    std::fs::write(fay.join("draft.txt"), "draft\n").unwrap();
+    let killed = t.ok(&["kill", "fay"]).stdout;
+    assert!(
+        killed.contains("kept worktree of fay: 1 uncommitted files, 0 unmerged commits"),
+        "{killed}"
+    );
+    assert!(fay.join("draft.txt").exists());
+    let pruned = t.ok(&["shutdown", "gus"]).stdout;
+    assert!(pruned.contains("removed the worktree of gus"), "{pruned}");
+    assert!(!gus.exists());
     let down = t.ok(&["down", "--force"]).stdout;
     let saved = down
         .lines()

@@ -50,18 +50,18 @@ fn run_other(ctx: &Context, rt: &tokio::runtime::Runtime, cmd: Command) -> Resul
             let before = team.roster().read()?.member(&args.name).cloned();
             let r = teardown::kill_member(&team, &opened, &args.name, grace).await?;
             println!("killed {}{}{}", esc(&args.name), returned(&r.returned), not_ours(&r));
-            for line in crate::worktree::retire(&team, before.as_slice(), false) {
-                println!("{}", esc(&line));
-            }
+            retire_worktree(&team, before);
             Ok(Exit::Ok)
         }),
         Command::Shutdown(args) => rt.block_on(async {
             let (team, opened) = open(ctx, &args.backend)?;
             let wait = Duration::from_secs(args.wait);
             let force = args.force_after.map(Duration::from_secs);
+            let before = team.roster().read()?.member(&args.name).cloned();
             match teardown::shutdown_member(&team, &opened, &args.name, args.reason, wait, force).await? {
                 ShutdownOutcome::Approved(r) => {
                     println!("{} shut down{}", esc(&args.name), returned(&r.returned));
+                    retire_worktree(&team, before);
                     Ok(Exit::Ok)
                 }
                 ShutdownOutcome::Rejected(reason) => {
@@ -69,6 +69,7 @@ fn run_other(ctx: &Context, rt: &tokio::runtime::Runtime, cmd: Command) -> Resul
                 }
                 ShutdownOutcome::Killed(r) => {
                     println!("{} did not approve in time and was killed{}", esc(&args.name), returned(&r.returned));
+                    retire_worktree(&team, before);
                     Ok(Exit::Ok)
                 }
                 ShutdownOutcome::NoAnswer => bail!(
@@ -89,8 +90,10 @@ fn run_other(ctx: &Context, rt: &tokio::runtime::Runtime, cmd: Command) -> Resul
                 if args.dry_run {
                     println!("would prune {}", esc(name));
                 } else {
+                    let before = team.roster().read()?.member(name).cloned();
                     let r = teardown::kill_member(&team, &opened, name, Duration::from_secs(1)).await?;
                     println!("pruned {}{}", esc(name), returned(&r.returned));
+                    retire_worktree(&team, before);
                 }
             }
             Ok(Exit::Ok)
@@ -99,6 +102,14 @@ fn run_other(ctx: &Context, rt: &tokio::runtime::Runtime, cmd: Command) -> Resul
         Command::Attach(args) => rt.block_on(super::attach::attach(ctx, args)),
         Command::Doctor(args) => rt.block_on(super::doctor::doctor(ctx, args)),
         other => bail!("{other:?} is not a lifecycle command"),
+    }
+}
+
+/// A teammate that left: its worktree removed if it held nothing
+/// unmerged, else kept, and said either way (see `worktree::retire`).
+fn retire_worktree(team: &Team, left: Option<crate::team::Member>) {
+    for line in crate::worktree::retire(team, left.as_slice(), false) {
+        println!("{}", esc(&line));
     }
 }
 
