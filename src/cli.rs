@@ -87,6 +87,10 @@ pub enum Command {
     Output(OutputArgs),
     /// Attach to the team's tmux session
     Attach(BackendArgs),
+    /// Show what a teammate changed in its worktree since it left the lead's branch
+    Diff(DiffArgs),
+    /// Merge (or rebase) a teammate's worktree branch into the lead's branch
+    Merge(MergeArgs),
     /// Check which backends work here, the tmux version and the state root
     Doctor(DoctorArgs),
     /// The lead process (run by `swarm up` inside its pane)
@@ -195,6 +199,28 @@ pub struct UpArgs {
     /// Outside tmux: create the session but do not attach to it
     #[arg(long)]
     pub no_attach: bool,
+    /// Panes all gone (tmux ended, reboot): bring every teammate back without asking
+    #[arg(long, conflicts_with = "fresh")]
+    pub resume: bool,
+    /// Panes all gone: start the teammates anew, their claimed tasks back on the board
+    #[arg(long)]
+    pub fresh: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    pub name: String,
+    /// Only the summary of changed files
+    #[arg(long)]
+    pub stat: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    pub name: String,
+    /// Rebase the teammate's branch onto the lead's, then fast-forward
+    #[arg(long)]
+    pub rebase: bool,
 }
 
 #[derive(Debug, Args)]
@@ -249,6 +275,9 @@ pub struct SpawnArgs {
     #[command(flatten)]
     pub backend: BackendArgs,
     /// Run this command in the pane instead of the teammate runtime
+    /// Work in a git worktree of its own, on branch swarm/<team>/<name>
+    #[arg(long)]
+    pub worktree: bool,
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }

@@ -4,6 +4,7 @@
 //! ```toml
 //! team = "demo"
 //! backend = "auto"            # optional: auto, tmux, iterm2, windows-terminal, in-process
+//! worktree = false            # optional: every teammate in a git worktree of its own
 //!
 //! [[teammate]]
 //! name = "alice"              # required; ^[a-z0-9][a-z0-9-]{0,63}$
@@ -18,6 +19,7 @@
 //! env = { K = "V" }           # optional: variables written for the teammate (kept in the roster)
 //! pass_env = ["K"]            # optional: variables passed by name from the environment of
 //!                             # whoever opens the pane (`swarm up`); never written anywhere
+//! worktree = true             # optional: this teammate in a git worktree (default: the team's)
 //!
 //! [[task]]
 //! subject = "count lines"     # required
@@ -47,6 +49,9 @@ pub struct TeamSpec {
     pub team: String,
     #[serde(default)]
     pub backend: Option<String>,
+    /// Every teammate works in a git worktree of its own (see `worktree`).
+    #[serde(default)]
+    pub worktree: bool,
     #[serde(default, rename = "teammate")]
     pub teammates: Vec<TeammateSpec>,
     #[serde(default, rename = "task")]
@@ -84,6 +89,9 @@ pub struct TeammateSpec {
     /// opens the pane (see `pane_env`).
     #[serde(default)]
     pub pass_env: Vec<String>,
+    /// A git worktree of its own (`None`: the team's `worktree`).
+    #[serde(default)]
+    pub worktree: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]

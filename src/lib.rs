@@ -27,6 +27,11 @@
 //! - [`config`]: the team spec (`swarm.toml`) and the embedded demo.
 //! - [`tui`]: the lead's TeamsDialog: snapshot, pure view, keymap, terminal
 //!   guard, event loop.
+//! - [`worktree`]: a git worktree per teammate: made at spawn, its progress
+//!   against the lead's branch, diff, merge, kept or saved when it leaves.
+//! - [`resume`]: a team whose panes are all gone brought back (`up
+//!   --resume` / `--fresh`), each teammate's conversation where its CLI
+//!   can resume one.
 //!
 //! The design lives in `DESIGN.md` of the project's shared folder; the
 //! byte-level formats in its `reference/claude-code-teams.md`.
@@ -45,8 +50,10 @@ pub mod mailbox;
 pub mod pane_env;
 pub mod paths;
 pub mod protocol;
+pub mod resume;
 pub mod tasks;
 pub mod team;
 pub mod teammate;
 pub mod text;
 pub mod tui;
+pub mod worktree;

@@ -12,6 +12,8 @@
 //!                                                  spool/<S2(name)>/ (sends waiting
 //!                                                  for an inbox's group commit)
 //! <root>/swarm-results/<S2(team)>-<time>/          a scratchpad `swarm down` kept
+//! <root>/worktrees/<team>/<name>/                  a teammate's git worktree (kept
+//!                                                  when its team is deleted)
 //! ```
 //!
 //! Root = `--home` / `$SWARM_HOME`, else `$CLAUDE_CONFIG_DIR`, else
@@ -171,6 +173,15 @@ impl Root {
     pub fn state_dir(&self, team: &str) -> Result<PathBuf, NameError> {
         let t = component("team", team, sanitize_s2(team))?;
         Ok(self.dir.join("swarm").join(t))
+    }
+
+    /// A teammate's git worktree: outside the team's state, which `swarm
+    /// down` deletes, because a worktree holding work outlives its team.
+    /// Only names that pass the member and team rules become components.
+    pub fn worktree(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {
+        crate::team::names::validate_team(team)?;
+        crate::team::names::validate_member(member)?;
+        Ok(self.dir.join("worktrees").join(team).join(member))
     }
 
     /// Bounded history of messages a member has consumed.

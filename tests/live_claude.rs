@@ -839,6 +839,70 @@ fn a_value_passed_by_name_reaches_the_program_and_is_written_nowhere() {
 }
 
 /// Medians over a few runs (not part of the suite: `-- --ignored`).
+/// Issue 15: the tmux server ends under a Claude Code teammate; `swarm up
+/// --resume` starts it again with `--resume <its sessionId>`, so its next
+/// model request carries the conversation it had before.
+#[test]
+fn a_claude_teammate_resumes_its_conversation_after_the_tmux_server_ends() {
+    let Some(l) = Live::new(
+        "live_claude_resume",
+        "resumed",
+        UserSetup::OwnHome,
+        vec![approve_shutdown()],
+    ) else {
+        return;
+    };
+    l.up();
+    l.spawn("keeper", "You keep things (ROLE-rz).", &[]);
+    l.wait_request("keeper's first request", 0, "ROLE-rz");
+    l.ok(&["send", "--to", "keeper", "FIRST-77 remember this"]);
+    l.wait_request("keeper hears FIRST-77", 0, "FIRST-77");
+    // (Claude Code rewrites config.json in place: a read may land mid-write.)
+    let mut session = String::new();
+    wait_until(
+        "keeper's sessionId is on the roster (recorded at spawn)",
+        WAIT,
+        || {
+            session =
+                l.t.member("keeper")
+                    .and_then(|m| m["sessionId"].as_str().map(str::to_string))
+                    .unwrap_or_default();
+            !session.is_empty()
+        },
+        || l.explain(),
+    );
+    let pid = l.claude_pid("keeper");
+    let argv = cmdline(pid).join(" ");
+    assert!(argv.contains(&format!("--session-id {session}")), "{argv}");
+    l.t.tmux.run(&["kill-server"]);
+    wait_until(
+        "keeper's Claude Code ends with the server",
+        WAIT,
+        || !alive(pid),
+        || l.explain(),
+    );
+
+    l.ok(&["send", "--to", "keeper", "SECOND-88 what came first?"]);
+    let seen = l.server.main_requests().len();
+    let up = l.ok(&["up", "--resume", "--no-attach"]);
+    assert!(
+        up.stderr.contains(&format!(
+            "keeper: back; its Claude Code conversation {session} resumes"
+        )),
+        "{}",
+        up.explain()
+    );
+    let req = l.wait_request("keeper's request after the resume", seen, "SECOND-88");
+    assert!(
+        conversation(&req["body"]).contains("FIRST-77"),
+        "the resumed request carries the earlier conversation\n{}",
+        l.explain()
+    );
+    let argv = cmdline(l.claude_pid("keeper")).join(" ");
+    assert!(argv.contains(&format!("--resume {session}")), "{argv}");
+    l.ok(&["down", "--force", "--wait", "5"]);
+}
+
 #[test]
 #[ignore = "a measurement, run with --ignored --nocapture"]
 fn measure_claude_latencies() {

@@ -310,12 +310,21 @@ pub fn claude_launch_for(
     if let Some(model) = member.model.as_deref().filter(|m| !m.is_empty()) {
         argv.extend(["--model".into(), model.to_string()]);
     }
+    let home = ConfigHome::prepare(team, user)?;
+    let config_dir = match &home {
+        ConfigHome::Users => user.config_dir(),
+        ConfigHome::Linked { dir, .. } => Some(dir.clone()),
+    };
+    argv.extend(crate::resume::claude_session_args(
+        member,
+        config_dir.as_deref(),
+    ));
     let mut env: Vec<(String, String)> = vec![
         ("CLAUDECODE".into(), "1".into()),
         ("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS".into(), "1".into()),
         ("CLAUDE_CODE_ENABLE_TODO_TOOLS".into(), "1".into()),
     ];
-    env.extend(ConfigHome::prepare(team, user)?.env());
+    env.extend(home.env());
     Ok(ClaudeLaunch { argv, env })
 }
 

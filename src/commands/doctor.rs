@@ -103,16 +103,16 @@ async fn tmux_version(facts: &EnvFacts, args: &DoctorArgs) -> Result<String, Str
 fn backends(facts: &EnvFacts) -> Vec<(String, String)> {
     BackendKind::ALL
         .iter()
-    .map(|k| {
-        let mut f = facts.clone();
-        f.requested = Some(*k);
-        let why = match swarm_backends::detect(&f) {
-            Ok(_) => "available".to_string(),
-            Err(e) => e.to_string(),
-        };
-        (k.as_str().to_string(), why)
-    })
-    .collect()
+        .map(|k| {
+            let mut f = facts.clone();
+            f.requested = Some(*k);
+            let why = match swarm_backends::detect(&f) {
+                Ok(_) => "available".to_string(),
+                Err(e) => e.to_string(),
+            };
+            (k.as_str().to_string(), why)
+        })
+        .collect()
 }
 
 /// Dead members and teams with teammates but no live lead.

@@ -47,17 +47,21 @@ fn run_other(ctx: &Context, rt: &tokio::runtime::Runtime, cmd: Command) -> Resul
         Command::Kill(args) => rt.block_on(async {
             let (team, opened) = open(ctx, &args.backend)?;
             let grace = Duration::from_secs_f64(args.grace.max(0.0));
+            let before = team.roster().read()?.member(&args.name).cloned();
             let r = teardown::kill_member(&team, &opened, &args.name, grace).await?;
             println!("killed {}{}{}", esc(&args.name), returned(&r.returned), not_ours(&r));
+            retire_worktree(&team, before);
             Ok(Exit::Ok)
         }),
         Command::Shutdown(args) => rt.block_on(async {
             let (team, opened) = open(ctx, &args.backend)?;
             let wait = Duration::from_secs(args.wait);
             let force = args.force_after.map(Duration::from_secs);
+            let before = team.roster().read()?.member(&args.name).cloned();
             match teardown::shutdown_member(&team, &opened, &args.name, args.reason, wait, force).await? {
                 ShutdownOutcome::Approved(r) => {
                     println!("{} shut down{}", esc(&args.name), returned(&r.returned));
+                    retire_worktree(&team, before);
                     Ok(Exit::Ok)
                 }
                 ShutdownOutcome::Rejected(reason) => {
@@ -65,6 +69,7 @@ fn run_other(ctx: &Context, rt: &tokio::runtime::Runtime, cmd: Command) -> Resul
                 }
                 ShutdownOutcome::Killed(r) => {
                     println!("{} did not approve in time and was killed{}", esc(&args.name), returned(&r.returned));
+                    retire_worktree(&team, before);
                     Ok(Exit::Ok)
                 }
                 ShutdownOutcome::NoAnswer => bail!(
@@ -85,8 +90,10 @@ fn run_other(ctx: &Context, rt: &tokio::runtime::Runtime, cmd: Command) -> Resul
                 if args.dry_run {
                     println!("would prune {}", esc(name));
                 } else {
+                    let before = team.roster().read()?.member(name).cloned();
                     let r = teardown::kill_member(&team, &opened, name, Duration::from_secs(1)).await?;
                     println!("pruned {}{}", esc(name), returned(&r.returned));
+                    retire_worktree(&team, before);
                 }
             }
             Ok(Exit::Ok)
@@ -95,6 +102,14 @@ fn run_other(ctx: &Context, rt: &tokio::runtime::Runtime, cmd: Command) -> Resul
         Command::Attach(args) => rt.block_on(super::attach::attach(ctx, args)),
         Command::Doctor(args) => rt.block_on(super::doctor::doctor(ctx, args)),
         other => bail!("{other:?} is not a lifecycle command"),
+    }
+}
+
+/// A teammate that left: its worktree removed if it held nothing
+/// unmerged, else kept, and said either way (see `worktree::retire`).
+fn retire_worktree(team: &Team, left: Option<crate::team::Member>) {
+    for line in crate::worktree::retire(team, left.as_slice(), false) {
+        println!("{}", esc(&line));
     }
 }
 
@@ -200,12 +215,20 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
     // then finds the lead this one started.
     let lifecycle = LifecycleLock::acquire(&team).await?;
     if let Some(pid) = lead_pid_alive(&team)? {
+        if args.resume || args.fresh {
+            // The lead came back without its teammates: they come now.
+            bring_back(&team, &opened, &args).await?;
+            complete_team(&team, &mut opened).await?;
+        }
         drop(lifecycle);
         eprintln!("{}", already_running(&name, pid));
         return reattach(&team, &opened, args.no_attach)
             .await
             .map(Next::Done);
     }
+    // Before the lead starts: it would take their gone panes for deaths
+    // and hand their tasks back.
+    bring_back(&team, &opened, &args).await?;
     let home = opened.caps().home_sessions && opened.own_pane.is_none();
     if home {
         let session = opened
@@ -394,6 +417,22 @@ async fn complete_team(team: &Team, opened: &mut Opened) -> Result<()> {
     spawn_reserved(team, opened).await
 }
 
+/// A team whose panes are all gone: its teammates brought back, or
+/// started anew, as `--resume` / `--fresh` or the user's answer says (see
+/// `resume`); `spawn_reserved` then opens their panes.
+async fn bring_back(team: &Team, opened: &Opened, args: &UpArgs) -> Result<()> {
+    use crate::resume::Comeback;
+    let how = match (args.resume, args.fresh) {
+        (true, _) => Comeback::Resume,
+        (_, true) => Comeback::Fresh,
+        _ => Comeback::Ask,
+    };
+    for line in crate::resume::comeback(team, opened, how).await? {
+        eprintln!("{}", esc(&line));
+    }
+    Ok(())
+}
+
 /// Puts the spec's teammates on the roster (reserved: no pane yet) and its
 /// tasks on an empty board. What already exists is kept, so `up` again on a
 /// running team creates nothing twice.
@@ -404,7 +443,10 @@ fn apply_spec(team: &Team, spec: &crate::config::TeamSpec, demo: bool) -> Result
         if tf.member(&t.name).is_some() {
             continue;
         }
-        let m = t.member(&team.name, i, &spec.dir);
+        let mut m = t.member(&team.name, i, &spec.dir);
+        if t.worktree.unwrap_or(spec.worktree) {
+            crate::worktree::want(&mut m);
+        }
         crate::agents::check_available(t.agent()?, t.command.as_deref())
             .with_context(|| format!("teammate {}", t.name))?;
         new.push(m);
@@ -460,6 +502,7 @@ async fn spawn_reserved(team: &Team, opened: &mut Opened) -> Result<()> {
             command: swarm_command(m)?,
             env: crate::pane_env::swarm_env(m)?,
             pass_env: crate::pane_env::pass_env(m)?,
+            worktree: crate::worktree::wanted(m),
         });
     }
     if reqs.is_empty() {
@@ -516,6 +559,9 @@ async fn lead(ctx: &Context, args: BackendArgs) -> Result<Next> {
 async fn down(ctx: &Context, args: DownArgs) -> Result<Exit> {
     let (team, opened) = open(ctx, &args.backend)?;
     let r = teardown::down(&team, &opened, Duration::from_secs(args.wait), args.force).await?;
+    for line in &r.worktrees {
+        println!("{}", esc(line));
+    }
     if !r.stayed.is_empty() || !r.declined.is_empty() {
         let mut why = Vec::new();
         if !r.declined.is_empty() {

@@ -16,9 +16,11 @@
 
 mod ask;
 mod attach;
+mod diff;
 mod doctor;
 mod inbox;
 mod lifecycle;
+mod merge;
 mod output;
 mod send;
 mod spawn;
@@ -41,6 +43,8 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Inbox(args) => inbox::run(&ctx, args),
         Command::Ask(args) => acting_member(&ctx).and_then(|()| ask::run(&ctx, args)),
         Command::Task(cmd) => task::run(&ctx, cmd),
+        Command::Diff(args) => diff::run(&ctx, args),
+        Command::Merge(args) => merge::run(&ctx, args),
         // The long-lived processes keep their own exit codes.
         Command::Teammate(args) => return crate::teammate::run(&ctx, args),
         Command::PaneExec(args) => return crate::lead::spawn::pane_exec(args),

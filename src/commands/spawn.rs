@@ -34,6 +34,7 @@ pub(super) async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
         command: args.command,
         env,
         pass_env,
+        worktree: args.worktree,
     };
     let s = spawn_member(&team, &mut opened, &req).await?;
     match s.pid {

@@ -45,7 +45,9 @@ fn member_statuses(
                 members
                     .iter()
                     .map(|m| {
-                        if lead_gone && m.backend_kind() == Some(swarm_backends::BackendKind::InProcess) {
+                        if lead_gone
+                            && m.backend_kind() == Some(swarm_backends::BackendKind::InProcess)
+                        {
                             PaneSeen::Dead(None)
                         } else {
                             PaneSeen::Unknown
@@ -104,9 +106,10 @@ fn member_extras(
 
 /// The ATTENTION and PROGRESS cells: `! task #3 failed`, `12s › compiling`.
 fn extras_cells((attention, progress): &(Option<Attention>, Option<Progress>)) -> [String; 2] {
-    let attention = attention
-        .as_ref()
-        .map_or_else(|| "-".to_owned(), |a| format!("! {}", escape_line(&a.label())));
+    let attention = attention.as_ref().map_or_else(
+        || "-".to_owned(),
+        |a| format!("! {}", escape_line(&a.label())),
+    );
     let progress = progress.as_ref().map_or_else(
         || "-".to_owned(),
         |p| {
@@ -168,13 +171,14 @@ impl Where {
 /// The member table: a header row and one row per member, each cell
 /// already escaped; columns are as wide as their widest cell. A new column
 /// is one more header and one more cell in [`member_row`].
-const HEADER: [&str; 8] = [
+const HEADER: [&str; 9] = [
     "MEMBER",
     "COLOR",
     "STATUS",
     "PANE",
     "BACKEND",
     "UNREAD",
+    "WORKTREE",
     "ATTENTION",
     "PROGRESS",
 ];
@@ -198,6 +202,7 @@ fn member_row(
         or_dash(Some(m.tmux_pane_id.as_str())),
         or_dash(m.backend_type.as_deref()),
         unread.to_string(),
+        escape_line(&crate::worktree::member_line(m).unwrap_or_else(|| "-".into())).into_owned(),
         attention,
         progress,
     ]
@@ -292,6 +297,7 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
                         "elapsedSecs": p.elapsed.map(|e| e.as_secs()),
                         "lastLine": p.last_line,
                     })),
+                    "worktree": crate::worktree::member_json(m),
                 })
             })
             .collect();

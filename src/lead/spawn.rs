@@ -48,6 +48,8 @@ pub struct SpawnRequest {
     /// Names whose values are taken from the spawner's environment and
     /// passed by name (kept in the roster as names only).
     pub pass_env: Vec<String>,
+    /// Work in a git worktree of its own (see [`crate::worktree`]).
+    pub worktree: bool,
 }
 
 /// A spawned teammate.
@@ -204,6 +206,9 @@ struct Prepared {
     /// It was on the roster before this spawn (a reserved spec member, or a
     /// teammate spawned again).
     existed: bool,
+    /// It continues a recorded conversation, which already holds its
+    /// first prompt (see [`crate::resume`]).
+    resumed: bool,
 }
 
 /// Adds every request's member to the team and opens their panes, in order:
@@ -237,7 +242,7 @@ pub async fn spawn_members_locked(
     let mut tf = roster.read()?;
     let mut prepared = Vec::with_capacity(reqs.len());
     for req in reqs {
-        let p = prepare(opened, &tf, req).await?;
+        let p = prepare(team, opened, &tf, req).await?;
         match tf.member_mut(&p.member.name) {
             Some(m) => *m = p.member.clone(),
             None => tf.members.push(p.member.clone()),
@@ -302,6 +307,7 @@ pub async fn spawn_members_locked(
 /// Checks `req` against the roster as it will be (`tf` holds the members
 /// prepared before it) and builds its record.
 async fn prepare(
+    team: &Team,
     opened: &Opened,
     tf: &crate::team::TeamFile,
     req: &SpawnRequest,
@@ -375,10 +381,18 @@ async fn prepare(
     if !req.pass_env.is_empty() {
         member.set_swarm_field(SwarmField::PassEnv, serde_json::json!(req.pass_env));
     }
+    if req.worktree {
+        crate::worktree::want(&mut member);
+    }
+    if crate::worktree::wanted(&member) {
+        crate::worktree::ensure(team, &mut member, &req.cwd)?;
+    }
+    let resumed = crate::resume::record_at_spawn(&mut member, agent);
     Ok(Prepared {
         agent,
         member,
         existed: existing.is_some(),
+        resumed,
     })
 }
 
@@ -393,6 +407,7 @@ async fn open_pane(
     // Claude Code reads its first prompt from its inbox (signed by the lead);
     // the runtime's other presets take the role prompt from the roster.
     if agent == Agent::Claude
+        && (!p.resumed || req.prompt.is_some())
         && let Some(prompt) = &member.prompt
     {
         crate::agents::write_initial_prompt(team, &req.name, prompt)

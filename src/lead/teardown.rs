@@ -374,6 +374,8 @@ pub struct DownReport {
     pub gone: Vec<String>,
     /// Where the team's scratchpad was kept (see [`keep_scratchpad`]).
     pub kept: Option<std::path::PathBuf>,
+    /// What became of the released teammates' worktrees, one line each.
+    pub worktrees: Vec<String>,
 }
 
 /// How long a teammate that approved its shutdown has to end by itself
@@ -494,6 +496,7 @@ pub async fn down(team: &Team, opened: &Opened, wait: Duration, force: bool) -> 
     close_panes(opened, &done, Duration::from_millis(200)).await?;
     close_panes(opened, &killed, Duration::from_secs(1)).await?;
     let released: Vec<String> = done.iter().chain(&killed).map(|m| m.name.clone()).collect();
+    report.worktrees = crate::worktree::retire(team, &[done.as_slice(), &killed].concat(), force);
     release_members(team, &released)?;
     if !report.stayed.is_empty() || !report.declined.is_empty() {
         return Ok(report);

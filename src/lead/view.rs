@@ -400,6 +400,7 @@ pub fn member_row(m: &Member, sh: &Shared, unread: usize, current: Option<&Task>
     row.unread = unread;
     row.hidden = m.swarm_field(SwarmField::Hidden).is_some();
     row.mode = m.mode.clone();
+    row.worktree = crate::worktree::member_line_cached(m);
     row
 }
 

@@ -674,3 +674,19 @@ fn a_kill_ladder_in_flight_shows_on_its_row() {
         assert!(row.contains("killing 2s…"), "{size:?}: {row}");
     }
 }
+
+#[test]
+fn a_teammate_in_a_worktree_shows_its_branch_and_progress() {
+    let mut v = busy_team();
+    v.members[1].worktree = Some("swarm/demo/bob +2 -1, 3 changed".into());
+    v.members[2].worktree = Some("swarm/demo/carol +0 -0, 0 changed".into());
+    let out = render(&v, &UiState::new(&v), (160, 30));
+    assert!(
+        out.contains("#3 Run the test suite · ⎇ swarm/demo/bob +2 -1, 3 changed"),
+        "beside its task:\n{out}"
+    );
+    assert!(
+        out.contains("⎇ swarm/demo/carol +0 -0, 0 changed"),
+        "no task:\n{out}"
+    );
+}

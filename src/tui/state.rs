@@ -56,6 +56,9 @@ pub struct MemberRow {
     pub attention: Option<Attention>,
     /// How its task in progress is going ([`Progress::of`]).
     pub progress: Option<Progress>,
+    /// Its worktree's branch, ahead/behind the lead's and changed files
+    /// (`crate::worktree::Progress::line`), when it has one.
+    pub worktree: Option<String>,
 }
 
 impl MemberRow {
@@ -75,6 +78,7 @@ impl MemberRow {
             mode: None,
             attention: None,
             progress: None,
+            worktree: None,
         }
     }
 }

@@ -229,6 +229,18 @@ fn member_row<'a>(
 /// last line of output (`#2 Parse · 12s › compiling foo`), or a failed
 /// task in red.
 fn task_cell(m: &MemberRow, theme: Theme) -> Line<'static> {
+    let mut line = task_progress(m, theme);
+    if let Some(wt) = &m.worktree {
+        let sep = if line.spans.is_empty() { "" } else { " · " };
+        line.spans
+            .push(Span::raw(format!("{sep}⎇ {}", escape_line(wt))));
+    }
+    line
+}
+
+/// The task in progress with its elapsed time and last output line, or a
+/// failed task that needs the user.
+fn task_progress(m: &MemberRow, theme: Theme) -> Line<'static> {
     let Some((id, subject)) = &m.current_task else {
         return match &m.attention {
             Some(a @ crate::team::status::Attention::FailedTask(_)) => {

@@ -1,0 +1,169 @@
+//! A team that survives the end of its tmux server: `tmux kill-server`,
+//! then `swarm up --resume` brings the same three shell teammates back, in
+//! new panes, in their worktrees, with the mail that came meanwhile and
+//! their claimed tasks; `--fresh` hands the claimed tasks back instead.
+
+use crate::util::tmux::{TmuxTeam, WAIT};
+use crate::util::wait_until;
+use crate::worktrees::{repo, spec, worktree_of};
+
+/// Ends the private tmux server and waits until the panes' processes
+/// (the teammates' runtimes) are gone.
+fn kill_server(t: &TmuxTeam, names: &[&str]) {
+    let pids: Vec<u32> = names.iter().map(|n| t.pid_of(n)).collect();
+    t.tmux.run(&["kill-server"]);
+    wait_until(
+        "every teammate's process ended with the tmux server",
+        WAIT,
+        || pids.iter().all(|p| !crate::util::pid_alive(*p)),
+        || t.explain(),
+    );
+}
+
+fn task_id(out: &str) -> String {
+    out.trim()
+        .rsplit(|c: char| !c.is_ascii_digit())
+        .find(|s| !s.is_empty())
+        .expect("a task id")
+        .to_string()
+}
+
+#[test]
+fn up_resume_after_kill_server_brings_the_same_three_back_with_mail_and_tasks() {
+    let Some(t) = TmuxTeam::new("up_resume_after_kill_server", "rs") else {
+        return;
+    };
+    repo(&t);
+    let names = ["alice", "bob", "carol"];
+    t.ok(&["up", "--no-attach", &spec(&t, &names).to_string_lossy()]);
+    let before: Vec<(String, std::path::PathBuf)> = names
+        .iter()
+        .map(|n| (t.pane_of(n), worktree_of(&t, n)))
+        .collect();
+    kill_server(&t, &names);
+
+    // While nothing runs: mail for each, and a task carol has claimed.
+    for n in names {
+        t.ok(&["send", "--to", n, &format!("echo {n} > back-{n}.txt")]);
+    }
+    // (Its command outlasts the test: carol is still on it at --fresh.)
+    let id = task_id(
+        &t.ok(&[
+            "task",
+            "create",
+            "carol's task",
+            "--description",
+            "sleep 60",
+        ])
+        .stdout,
+    );
+    t.ok(&["task", "update", &id, "--owner", "carol"]);
+
+    let up = t.ok(&["up", "--resume", "--no-attach"]);
+    for n in names {
+        assert!(
+            up.stderr
+                .contains(&format!("{n}: back; the shell agent keeps no conversation")),
+            "what was resumed is said per teammate\n{}",
+            up.explain()
+        );
+    }
+    for (n, (old_pane, wt)) in names.iter().zip(&before) {
+        assert_eq!(worktree_of(&t, n), *wt, "{n} keeps its worktree");
+        // Its unread mail was waiting: run in its worktree by its new runtime.
+        wait_until(
+            &format!("{n} reads the mail that came while it was gone"),
+            WAIT,
+            || wt.join(format!("back-{n}.txt")).exists(),
+            || t.explain(),
+        );
+        let pane = t.pane_of(n);
+        assert!(
+            t.tmux.pane(&pane).is_some_and(|p| !p.dead),
+            "{n} runs in a new pane (was {old_pane}, now {pane})\n{}",
+            t.explain()
+        );
+    }
+    let task = t.ok(&["task", "get", &id, "--json"]).json();
+    assert_eq!(task["owner"], "carol", "carol's claim is intact: {task}");
+
+    // --fresh: the claim goes back to the board.
+    kill_server(&t, &names);
+    let fresh = t.ok(&["up", "--fresh", "--no-attach"]);
+    assert!(
+        fresh.stderr.contains(&format!(
+            "carol: started fresh; task(s) #{id} back on the board"
+        )),
+        "{}",
+        fresh.explain()
+    );
+    let task = t.ok(&["task", "get", &id, "--json"]).json();
+    // Back on the board, so anyone (a fresh teammate, at once) may claim it.
+    assert_ne!(
+        task["owner"], "carol",
+        "carol's task went back to the board: {task}"
+    );
+
+    // Without a terminal and without a flag, `up` only says how.
+    kill_server(&t, &names);
+    let asked = t.ok(&["up", "--no-attach"]);
+    assert!(
+        asked
+            .stderr
+            .contains("are gone; `swarm up --team rs --resume` brings them back"),
+        "{}",
+        asked.explain()
+    );
+    // On a terminal it asks; "y" brings them back.
+    let lead = t.wait_lead();
+    t.tmux.run(&["kill-server"]);
+    wait_until(
+        "the lead ends with the server",
+        WAIT,
+        || !crate::util::pid_alive(lead),
+        || t.explain(),
+    );
+    let answered = on_a_terminal(&t, "up --no-attach", "y\n");
+    assert!(
+        answered.contains("the panes of alice, bob, carol are gone. Bring them back?")
+            && answered.contains("alice: back;"),
+        "{answered}\n{}",
+        t.explain()
+    );
+    for n in names {
+        let pane = t.pane_of(n);
+        assert!(
+            t.tmux.pane(&pane).is_some_and(|p| !p.dead),
+            "{n} is back\n{}",
+            t.explain()
+        );
+    }
+    t.ok(&["down", "--force"]);
+}
+
+/// Runs `swarm ARGS` (space-separated, no quoting) on a terminal of its
+/// own (`script`), typing `input`; returns what the terminal showed.
+fn on_a_terminal(t: &TmuxTeam, args: &str, input: &str) -> String {
+    use std::io::Write;
+    let c = t.cmd(&[]);
+    let line = format!("{} {args}", crate::util::swarm_bin());
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env_clear()
+        .envs(c.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .current_dir(c.get_current_dir().expect("a work dir"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("running script(1)");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(input.as_bytes()).expect("typing");
+    // Kept open until it exits: an end of input could end the terminal.
+    let out =
+        crate::util::wait_for_exit(&format!("swarm {args} on a terminal"), WAIT, child, || {
+            t.explain()
+        });
+    drop(stdin);
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
