@@ -229,32 +229,27 @@ fn member_row<'a>(
 /// last line of output (`#2 Parse · 12s › compiling foo`), or a failed
 /// task in red.
 fn task_cell(m: &MemberRow, theme: Theme) -> Line<'static> {
-    let mut line = task_progress(m, theme);
-    if let Some(wt) = &m.worktree {
-        let sep = if line.spans.is_empty() { "" } else { " · " };
-        line.spans
-            .push(Span::raw(format!("{sep}⎇ {}", escape_line(wt))));
-    }
-    line
-}
-
-/// The task in progress with its elapsed time and last output line, or a
-/// failed task that needs the user.
-fn task_progress(m: &MemberRow, theme: Theme) -> Line<'static> {
-    let Some((id, subject)) = &m.current_task else {
-        return match &m.attention {
-            Some(a @ crate::team::status::Attention::FailedTask(_)) => {
-                Line::styled(escape_line(&a.label()).into_owned(), theme.fg(Color::Red))
-            }
-            _ => Line::default(),
-        };
+    let mut spans = match &m.current_task {
+        Some((id, subject)) => vec![Span::raw(format!(
+            "#{} {}",
+            escape_line(id),
+            escape_line(subject)
+        ))],
+        None => match &m.attention {
+            Some(a @ crate::team::status::Attention::FailedTask(_)) => vec![Span::styled(
+                escape_line(&a.label()).into_owned(),
+                theme.fg(Color::Red),
+            )],
+            _ => Vec::new(),
+        },
     };
-    let mut spans = vec![Span::raw(format!(
-        "#{} {}",
-        escape_line(id),
-        escape_line(subject)
-    ))];
-    if let Some(p) = &m.progress {
+    // The worktree before the progress: the last output line is the
+    // longest part and the one a narrow column may cut.
+    if let Some(wt) = &m.worktree {
+        let sep = if spans.is_empty() { "" } else { " · " };
+        spans.push(Span::raw(format!("{sep}⎇ {}", escape_line(wt))));
+    }
+    if let (Some(_), Some(p)) = (&m.current_task, &m.progress) {
         if let Some(e) = p.elapsed {
             spans.push(Span::styled(format!(" · {}", age(e)), theme.dim()));
         }
