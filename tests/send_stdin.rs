@@ -80,3 +80,24 @@ fn send_stdin_stops_at_the_first_bad_line_after_sending_the_ones_before() {
     let r = send_stdin(&sb, &[], "no recipient\n");
     r.assert_error("line 1: no recipient");
 }
+
+#[test]
+fn send_stdin_sends_a_long_stream_in_order_each_message_once() {
+    let sb = Sandbox::new();
+    sb.team_with(T, &["alice", "bob"]);
+    let mut input = String::new();
+    for i in 0..1200 {
+        let to = if i % 400 == 399 { "bob" } else { "alice" };
+        input += &format!("{{\"to\":\"{to}\",\"text\":\"m{i}\"}}\n");
+    }
+    let r = send_stdin(&sb, &[], &input);
+    r.assert_code(0);
+    assert_eq!(r.stdout.lines().count(), 1200, "{}", r.explain());
+    let alice: Vec<String> = texts(&sb, "alice").into_iter().map(|(t, _)| t).collect();
+    let want: Vec<String> = (0..1200)
+        .filter(|i| i % 400 != 399)
+        .map(|i| format!("m{i}"))
+        .collect();
+    assert_eq!(alice, want);
+    assert_eq!(texts(&sb, "bob").len(), 3);
+}

@@ -8,13 +8,14 @@ use crate::protocol::{self, Message};
 use crate::team::names::LEAD_NAME;
 use crate::text::escape_line;
 use anyhow::{Context as _, Result, bail};
-use std::io::Read;
+use std::io::{BufRead, Read};
 
 pub fn run(ctx: &Context, args: SendArgs) -> Result<Exit> {
     let team = ctx.team()?;
     let me = ctx.me()?;
     if args.stdin {
-        return send_lines(&team, me, &args, std::io::stdin().lock());
+        let input = std::io::BufReader::with_capacity(1 << 16, std::io::stdin());
+        return send_lines(&team, me, &args, input);
     }
     let to = args.to.as_deref().context("--to NAME is needed")?;
     if let Some(msg) = protocol_message(ctx, &args, me, to)? {
@@ -60,44 +61,125 @@ struct Line {
     summary: Option<String>,
 }
 
+/// Most messages `swarm send --stdin` puts in one inbox write.
+const MAX_BATCH: usize = 500;
+
 /// `swarm send --stdin`: one message per line of `input` (see the flag's
-/// help), each sent and reported as it is read, so a long stream needs one
-/// process; the first failure ends it, naming its line.
-fn send_lines(
+/// help). Consecutive lines to the same one recipient that are already
+/// buffered go in one inbox write; each message is reported once on disk,
+/// and a line still to come is never waited for before sending what was
+/// read. The first failure ends it, naming its line.
+fn send_lines<R: Read>(
     team: &crate::team::Team,
     me: &str,
     args: &SendArgs,
-    input: impl std::io::BufRead,
+    mut input: std::io::BufReader<R>,
 ) -> Result<Exit> {
-    for (i, line) in input.lines().enumerate() {
-        let n = i + 1;
-        let line = line.with_context(|| format!("reading line {n} of standard input"))?;
+    let mut batch = Batch::default();
+    let mut n = 0;
+    loop {
+        let mut line = String::new();
+        let read = input
+            .read_line(&mut line)
+            .with_context(|| format!("reading line {} of standard input", n + 1))?;
+        if read == 0 {
+            break;
+        }
+        n += 1;
+        let line = line.trim_end_matches(['\n', '\r']);
         if line.trim().is_empty() {
             continue;
         }
-        let msg = if line.trim_start().starts_with('{') {
-            serde_json::from_str::<Line>(&line).with_context(|| {
-                format!("line {n}: not a message object {{\"to\", \"text\", \"summary\"}}")
-            })?
-        } else {
-            Line {
-                to: None,
-                text: line,
-                summary: None,
+        // A bad line ends the stream, after the lines before it are sent.
+        let (msg, to) = match checked(line, n, args) {
+            Ok(ok) => ok,
+            Err(e) => {
+                batch.flush(team, me, args)?;
+                return Err(e);
             }
         };
-        let to = msg
-            .to
-            .as_deref()
-            .or(args.to.as_deref())
-            .with_context(|| format!("line {n}: no recipient (give \"to\" or --to)"))?;
-        check_length(&msg.text).with_context(|| format!("line {n}"))?;
-        let delivered = team
-            .send_text(me, to, &msg.text, msg.summary.as_deref(), args.force)
-            .with_context(|| format!("line {n}"))?;
-        report(args, &delivered)?;
+        if to == "*" {
+            batch.flush(team, me, args)?;
+            let delivered = team
+                .send_text(me, &to, &msg.text, msg.summary.as_deref(), args.force)
+                .with_context(|| format!("line {n}"))?;
+            report(args, &delivered)?;
+            continue;
+        }
+        if batch.to.as_deref() != Some(to.as_str()) {
+            batch.flush(team, me, args)?;
+            batch.to = Some(to);
+        }
+        batch.lines.push(n);
+        batch.texts.push((msg.text, msg.summary));
+        if input.buffer().is_empty() || batch.texts.len() >= MAX_BATCH {
+            batch.flush(team, me, args)?;
+        }
     }
+    batch.flush(team, me, args)?;
     Ok(Exit::Ok)
+}
+
+/// Line `n`, read and checked, with its recipient.
+fn checked(line: &str, n: usize, args: &SendArgs) -> Result<(Line, String)> {
+    let mut msg = parse_line(line, n)?;
+    let to = msg
+        .to
+        .take()
+        .or_else(|| args.to.clone())
+        .with_context(|| format!("line {n}: no recipient (give \"to\" or --to)"))?;
+    check_length(&msg.text).with_context(|| format!("line {n}"))?;
+    Ok((msg, to))
+}
+
+fn parse_line(line: &str, n: usize) -> Result<Line> {
+    if !line.trim_start().starts_with('{') {
+        return Ok(Line {
+            to: None,
+            text: line.to_owned(),
+            summary: None,
+        });
+    }
+    serde_json::from_str::<Line>(line).with_context(|| {
+        format!("line {n}: not a message object {{\"to\", \"text\", \"summary\"}}")
+    })
+}
+
+/// Lines of `swarm send --stdin` waiting to go to one recipient together.
+#[derive(Default)]
+struct Batch {
+    to: Option<String>,
+    lines: Vec<usize>,
+    texts: Vec<(String, Option<String>)>,
+}
+
+impl Batch {
+    /// Sends what waits; reports each message sent, and fails with the
+    /// first line that was not.
+    fn flush(&mut self, team: &crate::team::Team, me: &str, args: &SendArgs) -> Result<()> {
+        let (Some(to), false) = (self.to.take(), self.texts.is_empty()) else {
+            return Ok(());
+        };
+        let texts = std::mem::take(&mut self.texts);
+        let lines = std::mem::take(&mut self.lines);
+        let first = lines[0];
+        let sent = team
+            .send_texts(me, &to, &texts, args.force)
+            .with_context(|| format!("line {first}"))?;
+        let mut failed = None;
+        for (r, n) in sent.into_iter().zip(lines) {
+            match r {
+                Ok(d) => report(args, std::slice::from_ref(&d))?,
+                Err(e) => {
+                    failed.get_or_insert((n, e));
+                }
+            }
+        }
+        match failed {
+            Some((n, e)) => Err(e.context(format!("line {n}"))),
+            None => Ok(()),
+        }
+    }
 }
 
 fn report(args: &SendArgs, delivered: &[crate::team::post::Delivered]) -> Result<()> {

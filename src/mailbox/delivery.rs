@@ -121,32 +121,53 @@ impl Mailbox {
         Ok(sent)
     }
 
-    fn append_quietly(&self, to: &str, mut entry: Entry) -> Result<Appended, MailboxError> {
-        let path = self.inbox_path(to)?;
-        if entry.text.len() > MAX_TEXT_BYTES {
-            return Err(MailboxError::TextTooLong {
-                inbox: path,
-                bytes: entry.text.len(),
-                limit: MAX_TEXT_BYTES,
-            });
+    /// Sends `entries` to `to`'s inbox, in order, in one durable write (with
+    /// whatever other sends wait), and returns how each fared once they are
+    /// on disk: each as [`Mailbox::append`] would (the envelope completed, a
+    /// refusal per entry). Waits for the lock instead of spooling: one
+    /// process's batch (`swarm send --stdin`) costs one write, not one each.
+    pub fn append_all(
+        &self,
+        to: &str,
+        entries: Vec<Entry>,
+    ) -> Result<Vec<Result<Appended, MailboxError>>, MailboxError> {
+        if entries.is_empty() {
+            return Ok(Vec::new());
         }
-        let msg_id = entry
-            .msg_id
-            .get_or_insert_with(|| uuid::Uuid::new_v4().to_string())
-            .clone();
-        entry.msg_v.get_or_insert(1);
-        entry.kind.get_or_insert_with(|| "message".to_owned());
-        entry.read = Some(false);
+        let path = self.inbox_path(to)?;
+        let entries = entries
+            .into_iter()
+            .map(|e| envelope(&path, e))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.ensure_inbox(&path)?;
+        let mut lock = FileLock::acquire(&path, self.lock_timeout)?;
+        let sent = self.commit_holding(to, &path, &mut lock, &entries)?;
+        drop(lock);
+        self.ring(to);
+        Ok(sent)
+    }
 
+    fn ensure_inbox(&self, path: &Path) -> Result<(), MailboxError> {
         let dir = self.root.inboxes_dir(&self.team)?;
         atomic_file::ensure_dir(&dir).map_err(|e| MailboxError::io(&dir, e))?;
-        atomic_file::create_new(&path, b"[]").map_err(|e| MailboxError::io(&path, e))?;
+        atomic_file::create_new(path, b"[]").map_err(|e| MailboxError::io(path, e))?;
+        Ok(())
+    }
+
+    fn append_quietly(&self, to: &str, entry: Entry) -> Result<Appended, MailboxError> {
+        let path = self.inbox_path(to)?;
+        let entry = envelope(&path, entry)?;
+        let msg_id = entry.msg_id.clone().unwrap_or_default();
+        self.ensure_inbox(&path)?;
 
         // Nobody holds the lock: commit this entry, and any waiting ones.
         if let Some(os) = FileLock::try_os_lock(&path)? {
             let mut lock = os.take_dir(self.lock_timeout)?;
-            let own = self.commit_holding(to, &path, &mut lock, Some(&entry))?;
-            return own.expect("a commit with an entry of its own reports on it");
+            let mut own =
+                self.commit_holding(to, &path, &mut lock, std::slice::from_ref(&entry))?;
+            return own
+                .pop()
+                .expect("a commit with an entry of its own reports on it");
         }
         // Someone does: hand the entry over and wait for its commit.
         let spool = Spool::new(self.root.spool(&self.team, to)?);
@@ -218,7 +239,7 @@ impl Mailbox {
                 }
                 match os.take_dir(left) {
                     Ok(mut lock) => {
-                        if let Err(e) = self.commit_holding(to, path, &mut lock, None) {
+                        if let Err(e) = self.commit_holding(to, path, &mut lock, &[]) {
                             drop(lock);
                             if spool.withdraw(key).map_err(spool_err)? {
                                 return Err(e);
@@ -300,8 +321,8 @@ impl Mailbox {
         to: &str,
         path: &Path,
         lock: &mut FileLock,
-        own: Option<&Entry>,
-    ) -> Result<Option<Result<Appended, MailboxError>>, MailboxError> {
+        own: &[Entry],
+    ) -> Result<Vec<Result<Appended, MailboxError>>, MailboxError> {
         loop {
             match self.commit(to, path, lock, own) {
                 Err(MailboxError::Lock(LockError::Lost { .. })) => {
@@ -314,8 +335,8 @@ impl Mailbox {
     }
 
     /// The holder's work: merges every waiting entry of `to`'s spool and
-    /// `own` (last) into the inbox in one durable write, then settles the
-    /// spool. Returns how `own` fared. See [`spool`] for the protocol and
+    /// `own` (last, in order) into the inbox in one durable write, then
+    /// settles the spool. Returns how each of `own` fared. See [`spool`] for the protocol and
     /// why each step comes where it does. The lock is verified just before
     /// the rename; a lost one fails the commit with [`LockError::Lost`]
     /// before anything was written (the claims go back to pending).
@@ -324,8 +345,8 @@ impl Mailbox {
         to: &str,
         path: &Path,
         lock: &FileLock,
-        own: Option<&Entry>,
-    ) -> Result<Option<Result<Appended, MailboxError>>, MailboxError> {
+        own: &[Entry],
+    ) -> Result<Vec<Result<Appended, MailboxError>>, MailboxError> {
         let spool = Spool::new(self.root.spool(&self.team, to)?);
         let spool_err = |e| MailboxError::io(spool_dir(&spool), e);
         let listing = spool.list().map_err(spool_err)?;
@@ -399,10 +420,8 @@ impl Mailbox {
                 }
             }
         }
-        let own_at = own.map(|e| {
-            batch.push((None, e.clone()));
-            batch.len() - 1
-        });
+        let own_from = batch.len();
+        batch.extend(own.iter().map(|e| (None, e.clone())));
 
         let (mut stored, quarantined) = load_locked(path, inbox::parse_lazy)?;
         let mut ids: HashSet<Box<str>> = stored
@@ -413,7 +432,7 @@ impl Mailbox {
         let mut fates: Vec<Option<Refusal>> = Vec::with_capacity(batch.len());
         let mut added: Vec<String> = Vec::new();
         let mut dropped: Vec<Stored> = Vec::new();
-        let mut own_dropped = 0;
+        let mut own_dropped = vec![0; own.len()];
         for (_, entry) in &batch {
             let msg_id = entry.msg_id.clone().unwrap_or_default();
             if ids.contains(msg_id.as_str())
@@ -427,8 +446,8 @@ impl Mailbox {
             stored.push(Stored::new(entry.clone()));
             match inbox::compact(&mut stored, Limits::INBOX) {
                 Ok(d) => {
-                    if fates.len() == own_at.unwrap_or(usize::MAX) {
-                        own_dropped = d.len();
+                    if let Some(i) = fates.len().checked_sub(own_from) {
+                        own_dropped[i] = d.len();
                     }
                     dropped.extend(d);
                     ids.insert(msg_id.clone().into());
@@ -510,21 +529,42 @@ impl Mailbox {
         spool.remove_batch(tmp.tag()).map_err(spool_err)?;
         drop(tmp);
 
-        Ok(own_at.map(|i| {
-            let msg_id = batch[i].1.msg_id.clone().unwrap_or_default();
-            match &fates[i] {
-                Some(why) => Err(why.clone().into_error(path, &msg_id)),
-                None if not_persisted.contains(&msg_id) => {
-                    Err(Refusal::NotPersisted.into_error(path, &msg_id))
+        Ok((own_from..batch.len())
+            .map(|i| {
+                let msg_id = batch[i].1.msg_id.clone().unwrap_or_default();
+                match &fates[i] {
+                    Some(why) => Err(why.clone().into_error(path, &msg_id)),
+                    None if not_persisted.contains(&msg_id) => {
+                        Err(Refusal::NotPersisted.into_error(path, &msg_id))
+                    }
+                    None => Ok(Appended {
+                        msg_id,
+                        quarantined: quarantined.clone(),
+                        dropped: own_dropped[i - own_from],
+                    }),
                 }
-                None => Ok(Appended {
-                    msg_id,
-                    quarantined,
-                    dropped: own_dropped,
-                }),
-            }
-        }))
+            })
+            .collect())
     }
+}
+
+/// `entry` completed as Claude Code 2.1.328 writes it (see
+/// [`Mailbox::append`]), or refused for its length.
+fn envelope(inbox: &Path, mut entry: Entry) -> Result<Entry, MailboxError> {
+    if entry.text.len() > MAX_TEXT_BYTES {
+        return Err(MailboxError::TextTooLong {
+            inbox: inbox.to_path_buf(),
+            bytes: entry.text.len(),
+            limit: MAX_TEXT_BYTES,
+        });
+    }
+    entry
+        .msg_id
+        .get_or_insert_with(|| uuid::Uuid::new_v4().to_string());
+    entry.msg_v.get_or_insert(1);
+    entry.kind.get_or_insert_with(|| "message".to_owned());
+    entry.read = Some(false);
+    Ok(entry)
 }
 
 /// Renames the claims it still holds back to pending when a commit fails

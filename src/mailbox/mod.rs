@@ -14,7 +14,10 @@
 //! * [`Mailbox::consume`] removes entries by identity only, after copying
 //!   them to the member's bounded history ([`Mailbox::history`]).
 //! * [`Mailbox::watch`], [`Mailbox::poll_new`], [`Mailbox::follow`]: wake-ups
-//!   and "each new entry exactly once".
+//!   and "each new entry exactly once"; [`Mailbox::read_since`] parses only
+//!   what was appended since a reader's previous read (`tail.rs`).
+//! * Every send rings the recipient's doorbell ([`doorbell`]), a FIFO its
+//!   teammate runtime sleeps on, so a message wakes its recipient only.
 //!
 //! Nothing is lost silently: a corrupt inbox is copied aside
 //! (`<file>.corrupt-<ms>`) and reported, never read as empty; entries that

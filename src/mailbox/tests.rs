@@ -677,6 +677,40 @@ fn a_send_wakes_the_team_watcher_promptly() {
 }
 
 #[test]
+fn append_all_writes_a_batch_in_order_and_refuses_entry_by_entry() {
+    let s = Sandbox::new();
+    let mut taken = Entry::new("a", "first".into(), None, None);
+    taken.msg_id = Some("same-id".into());
+    s.mailbox.append("bob", taken.clone()).unwrap();
+    let mut clash = Entry::new("a", "another text".into(), None, None);
+    clash.msg_id = Some("same-id".into());
+    let batch = vec![
+        Entry::new("a", "b1".into(), None, None),
+        clash,
+        taken, // a retried send: already there, a no-op
+        Entry::new("a", "b2".into(), None, None),
+    ];
+    let sent = s.mailbox.append_all("bob", batch).unwrap();
+    assert!(
+        sent[0].is_ok() && sent[2].is_ok() && sent[3].is_ok(),
+        "{sent:?}"
+    );
+    assert!(
+        matches!(sent[1], Err(MailboxError::DuplicateMsgId { .. })),
+        "{sent:?}"
+    );
+    let texts: Vec<String> = s
+        .mailbox
+        .read("bob")
+        .unwrap()
+        .entries
+        .into_iter()
+        .map(|e| e.text)
+        .collect();
+    assert_eq!(texts, ["first", "b1", "b2"]);
+}
+
+#[test]
 fn read_since_on_a_10k_inbox_parses_appends_only_and_loses_nothing() {
     use super::{Since, Tail};
     let s = Sandbox::new();
@@ -977,8 +1011,8 @@ fn a_waiter_whose_deadline_passes_while_its_entry_is_merged_answers_still_pendin
             std::thread::sleep(Duration::from_millis(1200));
         }
     });
-    let own = holder.commit("bob", &path, &lock, None).unwrap();
-    assert!(own.is_none());
+    let own = holder.commit("bob", &path, &lock, &[]).unwrap();
+    assert!(own.is_empty());
     drop(lock);
     let (r, waited) = waiter.join().unwrap();
     match r {
@@ -1073,7 +1107,7 @@ fn a_spooled_send_refused_by_the_holder_reports_why_and_is_not_written() {
         })
     };
     s.wait_for_pending("bob", 1);
-    s.mailbox.commit("bob", &path, &lock, None).unwrap();
+    s.mailbox.commit("bob", &path, &lock, &[]).unwrap();
     drop(lock);
     let err = waiter.join().unwrap().unwrap_err();
     assert!(matches!(err, MailboxError::DuplicateMsgId { .. }), "{err}");

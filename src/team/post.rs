@@ -98,13 +98,67 @@ impl Team {
         self.deliver(to, entry)
     }
 
-    fn deliver(&self, to: &str, mut entry: Entry) -> Result<Delivered> {
-        // A Claude Code teammate started with --lead-verify-key obeys lead
-        // entries only when signed with its key (reference §4).
-        if crate::agents::signing::is_signed_sender(&entry.from)
+    /// Sends plain messages `(text, summary)` from `from` to the one member
+    /// `to`, in order and in one inbox write (`Mailbox::append_all`): the
+    /// batches of `swarm send --stdin`. One result per message.
+    pub fn send_texts(
+        &self,
+        from: &str,
+        to: &str,
+        texts: &[(String, Option<String>)],
+        force: bool,
+    ) -> Result<Vec<Result<Delivered>>> {
+        if to == "*" {
+            bail!("a batch goes to one recipient, not '*'");
+        }
+        let roster = self.roster().read()?;
+        recipients(&roster, from, to, force)?;
+        let color = roster.member(from).and_then(|m| m.color.clone());
+        let key = self.lead_key(from, to)?;
+        let entries: Vec<Entry> = texts
+            .iter()
+            .map(|(text, summary)| {
+                let summary = summary_for(text, summary.as_deref());
+                let mut e = Entry::new(from, text.clone(), Some(summary), color.clone());
+                if let Some(k) = &key {
+                    k.sign_entry(&mut e);
+                }
+                e
+            })
+            .collect();
+        let context = || format!("sending to {to:?} in team {:?}", self.name);
+        let sent = self
+            .mailbox()
+            .append_all(to, entries.clone())
+            .with_context(context)?;
+        Ok(entries
+            .into_iter()
+            .zip(sent)
+            .map(|(entry, r)| {
+                let appended = r.with_context(context)?;
+                Ok(Delivered {
+                    to: to.to_string(),
+                    entry,
+                    appended,
+                })
+            })
+            .collect())
+    }
+
+    /// A Claude Code teammate started with --lead-verify-key obeys lead
+    /// entries only when signed with its key (reference §4): the key that
+    /// entries from `from` to `to` are signed with, if any.
+    fn lead_key(&self, from: &str, to: &str) -> Result<Option<crate::agents::signing::LeadKey>> {
+        if crate::agents::signing::is_signed_sender(from)
             && crate::team::names::validate_member(to).is_ok()
-            && let Some(key) = crate::agents::signing::LeadKey::load(&self.root, &self.name, to)?
         {
+            return crate::agents::signing::LeadKey::load(&self.root, &self.name, to);
+        }
+        Ok(None)
+    }
+
+    fn deliver(&self, to: &str, mut entry: Entry) -> Result<Delivered> {
+        if let Some(key) = self.lead_key(&entry.from, to)? {
             key.sign_entry(&mut entry);
         }
         let mailbox: Mailbox = self.mailbox();
