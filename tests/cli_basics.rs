@@ -752,8 +752,16 @@ fn status_shows_the_lead_where_panes_live_dead_hosted_members_and_aligned_column
         r.stdout
     );
     let carol = lines.iter().find(|l| l.starts_with("carol")).unwrap();
-    assert_eq!(header.len(), bob.len(), "{}", r.stdout);
-    assert_eq!(header.len(), carol.len(), "{}", r.stdout);
+    // UNREAD is right-aligned under its header, and the next column starts
+    // where its header does, in every row.
+    let unread_end = header.find("UNREAD").unwrap() + "UNREAD".len() - 1;
+    let next = header.find("WORKTREE").unwrap();
+    for row in [bob, carol] {
+        let cells: Vec<char> = row.chars().collect();
+        assert_eq!(cells.get(unread_end), Some(&'0'), "{}", r.stdout);
+        assert_eq!(cells.get(next - 1), Some(&' '), "{}", r.stdout);
+        assert_ne!(cells.get(next), Some(&' '), "{}", r.stdout);
+    }
     let j = status(true).json();
     assert_eq!(j["lead"]["alive"], false, "{j}");
     assert_eq!(j["members"][1]["alive"], false, "{j}");

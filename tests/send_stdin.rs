@@ -75,8 +75,10 @@ fn send_stdin_stops_at_the_first_bad_line_after_sending_the_ones_before() {
     assert_eq!(r.stdout.lines().count(), 1, "{}", r.explain());
     assert_eq!(texts(&sb, "alice").len(), 1);
 
+    // No such member: exit 1, as for every command that names one.
     let r = send_stdin(&sb, &[], "{\"to\":\"nobody\",\"text\":\"x\"}\n");
-    r.assert_error("line 1");
+    r.assert_code(1);
+    assert!(r.stderr.contains("line 1: "), "{}", r.explain());
     let r = send_stdin(&sb, &[], "no recipient\n");
     r.assert_error("line 1: no recipient");
 }
