@@ -272,10 +272,7 @@ impl LeadControl for LeadUi {
             Action::ShowAll => {
                 self.in_background(async move {
                     let tf = team.roster().read()?;
-                    for m in tf
-                        .teammates()
-                        .filter(|m| m.swarm_field(SwarmField::Hidden).is_some())
-                    {
+                    for m in tf.teammates().filter(|m| m.hidden()) {
                         if let Some(pane) = member_pane(m) {
                             opened.backend.show(&pane).await?;
                         }

@@ -78,10 +78,7 @@ pub async fn reconcile(team: &Team, opened: &Opened) -> Result<Reconciled> {
     let mut close: Vec<(PaneRef, PaneMark)> = Vec::new();
     for (pane, mark, _) in marked {
         match tf.member(&mark.member) {
-            Some(m)
-                if m.swarm_field(SwarmField::Nonce).and_then(Value::as_str)
-                    == Some(&mark.nonce) =>
-            {
+            Some(m) if m.nonce()?.as_ref() == Some(&mark.nonce) => {
                 if m.tmux_pane_id != pane.id.as_str() {
                     adopt.push((pane, mark));
                 }
@@ -103,7 +100,7 @@ pub async fn reconcile(team: &Team, opened: &Opened) -> Result<Reconciled> {
                 match tf.member_mut(&mark.member) {
                     Some(m) => {
                         m.tmux_pane_id = pane.id.as_str().to_string();
-                        m.set_swarm_field(SwarmField::Exit, Value::Null);
+                        m.set_exit(None);
                     }
                     None => {
                         let color = crate::team::colors::for_teammate(tf.members.len());

@@ -316,7 +316,7 @@ async fn prepare(
             bail!("{:?} is the lead", req.name);
         }
         if let Some(pane) = member_pane(m)
-            && m.swarm_field(SwarmField::Exit).is_none()
+            && m.exit()?.is_none()
         {
             let st = opened.backend.status(std::slice::from_ref(&pane)).await?;
             if matches!(st.first(), Some((_, PaneStatus::Running { .. }))) {
@@ -353,7 +353,7 @@ async fn prepare(
     member.backend_type = Some(opened.kind().as_str().to_string());
     member.is_active = Some(false);
     member.set_swarm_field(SwarmField::Agent, Value::from(agent.name()));
-    member.set_swarm_field(SwarmField::Exit, Value::Null);
+    member.set_exit(None);
     member.set_swarm_field(SwarmField::Pid, Value::Null);
     member.set_swarm_field(SwarmField::PidStart, Value::Null);
     // The pane's mark, on the roster before the pane exists.
@@ -431,11 +431,7 @@ async fn open_pane(
         Some(p) => (p.clone(), false),
         None => (placement(opened, &team.name).await?, true),
     };
-    let nonce = member
-        .swarm_field(SwarmField::Nonce)
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .unwrap_or_else(swarm_backends::new_nonce);
+    let nonce = member.nonce()?.unwrap_or_else(swarm_backends::new_nonce);
     let mark = PaneMark {
         team: team.name.clone(),
         member: req.name.clone(),

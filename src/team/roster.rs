@@ -82,77 +82,10 @@ impl Member {
         self.name == LEAD_NAME
     }
 
-    /// A swarm-only field (kept in `extra` under a `swarm…` key, which
-    /// Claude Code preserves and ignores).
-    pub fn swarm_field(&self, key: SwarmField) -> Option<&Value> {
-        self.extra.get(key.as_str())
-    }
-
-    /// Sets (or with `Value::Null`, removes) a swarm-only field.
-    pub fn set_swarm_field(&mut self, key: SwarmField, value: Value) {
-        if value.is_null() {
-            self.extra.remove(key.as_str());
-        } else {
-            self.extra.insert(key.as_str().to_string(), value);
-        }
-    }
-
     /// The backend its pane lives in, when `backendType` names one swarm
     /// knows (Claude Code's own values are kept as written, never refused).
     pub fn backend_kind(&self) -> Option<swarm_backends::BackendKind> {
         self.backend_type.as_deref()?.parse().ok()
-    }
-
-    /// The agent preset this member runs (`shell`, `claude`, `codex`, …).
-    pub fn agent(&self) -> Option<&str> {
-        self.swarm_field(SwarmField::Agent).and_then(Value::as_str)
-    }
-}
-
-/// swarm's own per-member fields in `config.json`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SwarmField {
-    /// Agent preset name (string).
-    Agent,
-    /// Command argv for `command` agents or an override (array of strings).
-    Command,
-    /// Variables the spec names for the pane (object of strings).
-    Env,
-    /// The member's pane process exited: `{"code": n|null, "at": ms}`.
-    Exit,
-    /// tmux socket the member's pane lives on (string), when not the default.
-    TmuxSocket,
-    /// The pane is hidden (bool).
-    Hidden,
-    /// Pid of the pane's first process (number), for backends whose panes
-    /// another process cannot list (in-process, Windows Terminal).
-    Pid,
-    /// Start time of that process (`/proc/<pid>/stat` field 22, string), so
-    /// a recycled pid is never taken for it.
-    PidStart,
-    /// The nonce the member's pane was marked with (string), recorded
-    /// before the pane opens: only a pane carrying it is this member's.
-    Nonce,
-    /// Names of variables whose values the member's pane takes from the
-    /// environment of whoever opens it (`swarm spawn --env K`, the spec's
-    /// `pass_env`): an array of strings. Values are never stored.
-    PassEnv,
-}
-
-impl SwarmField {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SwarmField::Agent => "swarmAgent",
-            SwarmField::Command => "swarmCommand",
-            SwarmField::Env => "swarmEnv",
-            SwarmField::Exit => "swarmExit",
-            SwarmField::TmuxSocket => "swarmTmuxSocket",
-            SwarmField::Hidden => "swarmHidden",
-            SwarmField::Pid => "swarmPid",
-            SwarmField::PidStart => "swarmPidStart",
-            SwarmField::Nonce => "swarmNonce",
-            SwarmField::PassEnv => "swarmPassEnv",
-        }
     }
 }
 
