@@ -114,7 +114,9 @@ pub fn pane_exec(args: crate::cli::PaneExecArgs) -> Result<crate::context::Exit>
         std::thread::sleep(pause);
         pause = (pause * 2).min(std::time::Duration::from_millis(20));
     }
-    let _ = std::fs::remove_file(&args.ready);
+    // The backend's signal, read: a file left behind is removed at the
+    // next spawn of this member (which insists on it).
+    crate::logging::ignore(std::fs::remove_file(&args.ready), "removing the ready file");
     let mut cmd = std::process::Command::new(&args.command[0]);
     cmd.args(&args.command[1..]);
     if let Some(file) = &args.env_file {
@@ -156,8 +158,11 @@ impl Handoff {
 
 impl Drop for Handoff {
     fn drop(&mut self) {
-        if self.armed {
-            let _ = std::fs::remove_file(&self.path);
+        if self.armed
+            && let Err(e) = crate::logging::remove_if_there(&self.path)
+        {
+            // It holds values passed by name: say where they are left.
+            tracing::warn!(path = %self.path.display(), error = %e, "cannot remove a failed spawn's hand-off file");
         }
     }
 }
@@ -168,7 +173,8 @@ impl Drop for Handoff {
 fn take_handoff(file: &Path) -> Result<Vec<(String, String)>> {
     let bytes = std::fs::read(file)
         .with_context(|| format!("reading the pane's hand-off file {}", file.display()))?;
-    let _ = std::fs::remove_file(file);
+    crate::logging::remove_if_there(file)
+        .with_context(|| format!("removing the pane's hand-off file {}", file.display()))?;
     let map: serde_json::Map<String, Value> = serde_json::from_slice(&bytes)
         .with_context(|| format!("the hand-off file {} is not a JSON object", file.display()))?;
     Ok(map
@@ -414,14 +420,16 @@ async fn open_pane(
     // The program first waits (swarm pane-exec) until the backend has set
     // the pane up (marked, output piped), then replaces that process.
     let ready = team.root.ready_file(&team.name, &req.name)?;
-    let _ = std::fs::remove_file(&ready);
+    crate::logging::remove_if_there(&ready)
+        .with_context(|| format!("removing a stale ready file {}", ready.display()))?;
     let mut gate = vec![
         "pane-exec".to_string(),
         "--ready".into(),
         ready.to_string_lossy().into_owned(),
     ];
     let handoff = team.root.runtime_file(&team.name, &req.name, "env")?;
-    let _ = std::fs::remove_file(&handoff);
+    crate::logging::remove_if_there(&handoff)
+        .with_context(|| format!("removing a stale hand-off file {}", handoff.display()))?;
     if !pane_env.passed.is_empty() {
         gate.extend(["--env-file".into(), handoff.to_string_lossy().into_owned()]);
     }

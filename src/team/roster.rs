@@ -248,7 +248,11 @@ impl Roster {
                 self.remove_new_team_dir(&team_dir);
             }
             if new_tasks_dir {
-                let _ = std::fs::remove_dir(&tasks_dir);
+                // Only if empty: not empty, another process wrote there.
+                crate::logging::ignore(
+                    std::fs::remove_dir(&tasks_dir),
+                    "removing the task directory of a team whose creation failed",
+                );
             }
         }
         created
@@ -259,10 +263,16 @@ impl Roster {
     /// each only if empty, so nothing another process wrote meanwhile goes.
     fn remove_new_team_dir(&self, dir: &std::path::Path) {
         if let Ok(inboxes) = self.root.inboxes_dir(&self.team) {
-            let _ = std::fs::remove_dir(inboxes);
+            crate::logging::ignore(
+                std::fs::remove_dir(inboxes),
+                "removing the inbox directory of a team whose creation failed",
+            );
         }
         if let Ok(lock) = self.root.config_lock(&self.team) {
-            let _ = std::fs::remove_file(crate::paths::sidecar_for(&lock));
+            crate::logging::ignore(
+                std::fs::remove_file(crate::paths::sidecar_for(&lock)),
+                "removing the roster lock's sidecar of a team whose creation failed",
+            );
         }
         if let Err(e) = std::fs::remove_dir(dir) {
             tracing::warn!(dir = %dir.display(), error = %e, "cannot remove the directory of a team whose creation failed");
@@ -388,8 +398,11 @@ impl Roster {
         let mut tf = match json_text::parse_lenient::<TeamFile>(&bytes) {
             Ok(tf) => tf,
             Err(err) => {
-                let quarantined = atomic_file::quarantine(&path).map_err(Self::io(&path))?;
+                // Rebuilt first: a rebuild that fails leaves the file where
+                // it is (the next read tries again), never a team without
+                // a roster.
                 let tf = self.rebuild_from_inboxes()?;
+                let quarantined = atomic_file::quarantine(&path).map_err(Self::io(&path))?;
                 tracing::warn!(
                     config = %path.display(),
                     copy = %quarantined.display(),
@@ -436,15 +449,20 @@ impl Roster {
         lead.cwd = None;
         tf.members.push(lead);
         let dir = self.root.inboxes_dir(&self.team)?;
-        let mut found: Vec<String> = match std::fs::read_dir(&dir) {
-            Ok(rd) => rd
-                .filter_map(|e| e.ok())
-                .filter_map(|e| e.file_name().to_str().map(str::to_string))
-                .filter_map(|n| n.strip_suffix(".json").map(str::to_string))
-                .filter(|n| n != LEAD_NAME && names::validate_member(n).is_ok())
-                .collect(),
-            Err(_) => Vec::new(),
+        // An inbox directory that cannot be listed fails the rebuild: a
+        // roster rebuilt without the members it holds would lose them.
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(rd) => rd.collect::<std::io::Result<Vec<_>>>(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e),
         };
+        let mut found: Vec<String> = entries
+            .map_err(Self::io(&dir))?
+            .into_iter()
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter_map(|n| n.strip_suffix(".json").map(str::to_string))
+            .filter(|n| n != LEAD_NAME && names::validate_member(n).is_ok())
+            .collect();
         found.sort();
         for (i, name) in found.iter().enumerate() {
             let mut m =
@@ -770,6 +788,33 @@ mod tests {
             roster.load().unwrap().1.is_none(),
             "repaired once, readable after"
         );
+    }
+
+    #[test]
+    fn a_roster_is_not_rebuilt_without_the_members_an_unlistable_inbox_dir_holds() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::new(t.path());
+        let roster = Roster::new(&root, "alpha");
+        roster.create(None, "/w").unwrap();
+        let inboxes = root.inboxes_dir("alpha").unwrap();
+        std::fs::write(inboxes.join("bob.json"), "[]").unwrap();
+        let path = root.config("alpha").unwrap();
+        std::fs::write(&path, b"{\"name\": \"alpha\", \"members\": [").unwrap();
+        // The inbox directory cannot be listed (here: it is a file now).
+        let aside = t.path().join("inboxes-aside");
+        std::fs::rename(&inboxes, &aside).unwrap();
+        std::fs::write(&inboxes, b"").unwrap();
+        let err = roster.load().unwrap_err().to_string();
+        assert!(err.contains("inboxes"), "{err}");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            b"{\"name\": \"alpha\", \"members\": ["
+        );
+        // Listable again: rebuilt with bob, not without him.
+        std::fs::remove_file(&inboxes).unwrap();
+        std::fs::rename(&aside, &inboxes).unwrap();
+        let (tf, _) = roster.load().unwrap();
+        assert_eq!(tf.member_names(), vec!["team-lead", "bob"]);
     }
 
     #[test]
