@@ -766,8 +766,8 @@ mod tests {
         assert!(matches!(roster.read(), Err(RosterError::NotFound { .. })));
     }
 
-    #[test]
-    fn a_corrupt_roster_is_quarantined_and_rebuilt_not_lost() {
+    /// Team alpha with bob's inbox and a roster cut off mid-write.
+    fn corrupt_roster_with_bobs_inbox() -> (tempfile::TempDir, Root, Roster, PathBuf) {
         let t = tempfile::tempdir().unwrap();
         let root = Root::new(t.path());
         let roster = Roster::new(&root, "alpha");
@@ -776,6 +776,12 @@ mod tests {
         std::fs::write(inboxes.join("bob.json"), "[]").unwrap();
         let path = root.config("alpha").unwrap();
         std::fs::write(&path, b"{\"name\": \"alpha\", \"members\": [").unwrap();
+        (t, root, roster, path)
+    }
+
+    #[test]
+    fn a_corrupt_roster_is_quarantined_and_rebuilt_not_lost() {
+        let (_t, _root, roster, _path) = corrupt_roster_with_bobs_inbox();
         let (tf, repaired) = roster.load().unwrap();
         let repaired = repaired.expect("repair reported");
         assert_eq!(
@@ -792,14 +798,8 @@ mod tests {
 
     #[test]
     fn a_roster_is_not_rebuilt_without_the_members_an_unlistable_inbox_dir_holds() {
-        let t = tempfile::tempdir().unwrap();
-        let root = Root::new(t.path());
-        let roster = Roster::new(&root, "alpha");
-        roster.create(None, "/w").unwrap();
+        let (t, root, roster, path) = corrupt_roster_with_bobs_inbox();
         let inboxes = root.inboxes_dir("alpha").unwrap();
-        std::fs::write(inboxes.join("bob.json"), "[]").unwrap();
-        let path = root.config("alpha").unwrap();
-        std::fs::write(&path, b"{\"name\": \"alpha\", \"members\": [").unwrap();
         // The inbox directory cannot be listed (here: it is a file now).
         let aside = t.path().join("inboxes-aside");
         std::fs::rename(&inboxes, &aside).unwrap();
