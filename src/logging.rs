@@ -192,6 +192,20 @@ mod tests {
     }
 
     #[test]
+    fn an_ignored_error_is_dropped_and_a_missing_file_is_no_error() {
+        assert_eq!(ignore(Ok::<_, String>(3), "counting"), Some(3));
+        assert_eq!(ignore(Err::<u8, _>("gone"), "counting"), None);
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("f");
+        remove_if_there(&f).unwrap();
+        std::fs::write(&f, b"").unwrap();
+        remove_if_there(&f).unwrap();
+        assert!(!f.exists());
+        // A directory is there and is not a file to remove: an error.
+        assert!(remove_if_there(d.path()).is_err());
+    }
+
+    #[test]
     fn a_malformed_filter_is_refused() {
         assert!(parse_filter("swarm=loud").is_none());
         assert!(parse_filter("a=b=c").is_none());
