@@ -240,7 +240,8 @@ pub struct SpawnArgs {
     /// Member name: lowercase letters, digits and '-'
     #[arg(allow_hyphen_values = true)]
     pub name: String,
-    /// shell, claude, codex, gemini, aider, claude-print, or command (with -- CMD ARGS)
+    /// shell, claude, codex, gemini, aider, claude-print, command (with -- CMD ARGS),
+    /// or process (the default with -- CMD ARGS: CMD is the teammate's program)
     #[arg(long)]
     pub agent: Option<String>,
     /// The teammate's first instructions. claude and shell teammates get them
@@ -408,7 +409,8 @@ pub struct SendArgs {
     /// Answer a shutdown request by its id (with --approve or --reject --reason)
     #[arg(long, value_name = "REQUEST_ID")]
     pub shutdown_response: Option<String>,
-    /// Ask a teammate to switch permission mode (lead only): default, acceptEdits, plan, bypassPermissions
+    /// Ask a teammate to switch permission mode (lead only): default, acceptEdits,
+    /// plan, bypassPermissions, dontAsk, auto
     #[arg(long, value_name = "MODE")]
     pub mode_set: Option<String>,
     /// Answer a plan approval request by its id (with --approve or --reject [--feedback])

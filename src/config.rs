@@ -8,7 +8,8 @@
 //!
 //! [[teammate]]
 //! name = "alice"              # required; ^[a-z0-9][a-z0-9-]{0,63}$
-//! agent = "shell"             # optional: shell (default), claude, codex, gemini, aider, claude-print, command
+//! agent = "shell"             # optional: shell (default), claude, codex, gemini, aider, claude-print, command,
+//!                             # process (the default when `command` is given: the command is the program)
 //! prompt = "You count lines." # optional role prompt
 //! model = "o3"                # optional
 //! color = "blue"              # optional palette colour
@@ -78,7 +79,7 @@ pub struct TeammateSpec {
     pub cwd: Option<PathBuf>,
     #[serde(default)]
     pub plan_mode_required: bool,
-    /// Permission mode at launch (see `agents::MODES`).
+    /// Permission mode at launch (see `agents::PermissionMode`).
     #[serde(default)]
     pub mode: Option<String>,
     #[serde(default)]

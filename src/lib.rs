@@ -12,18 +12,21 @@
 //! - [`text`]: outside text escaped for a terminal (control and bidi
 //!   characters shown, never obeyed).
 //! - [`cli`]: the command line (clap derive, parsing only).
-//! - [`commands`]: what each command does; [`logging`]: tracing setup;
-//!   [`context`]: where and as whom a command runs, and how it ended.
+//! - [`commands`]: what each command does; [`logging`]: tracing setup, the
+//!   panic hook of every process, and `ignore` for a deliberately dropped
+//!   error; [`context`]: where and as whom a command runs, and how it ended.
 //! - [`lead`]: the lead process, pane backends per team, spawn and teardown.
 //! - [`pane_env`]: the exact environment of every process swarm starts in
 //!   a pane (one builder for teammates, their agents and the lead).
-//! - [`team`]: names, colours and the roster (`config.json`).
+//! - [`team`]: names, colours, the roster (`config.json`) and the typed
+//!   view of swarm's own fields in it, member status.
 //! - [`mailbox`]: inboxes: append (group-committed under contention), read,
 //!   consume by identity, history, follow.
 //! - [`protocol`]: typed structured messages carried in inbox entries.
 //! - [`tasks`]: the shared task list: ids, claims, dependencies.
 //! - [`teammate`]: the runtime in every teammate pane.
-//! - [`agents`]: shell, exec presets and Claude Code: how work reaches a CLI.
+//! - [`agents`]: the agent kinds and permission modes (one enum each), shell,
+//!   exec presets and Claude Code: how work reaches a CLI.
 //! - [`config`]: the team spec (`swarm.toml`) and the embedded demo.
 //! - [`tui`]: the lead's TeamsDialog: snapshot, pure view, keymap, terminal
 //!   guard, event loop.

@@ -52,7 +52,8 @@ fn main() -> ExitCode {
 /// what happened.
 fn say(line: &str) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{line}");
+    // A stderr that is gone has no one to tell.
+    swarm::logging::ignore(writeln!(std::io::stderr(), "{line}"), "writing to stderr");
 }
 
 fn still_pending(err: &anyhow::Error) -> bool {

@@ -52,7 +52,7 @@
 //! | `shell`, `command`, a plain program | nothing (name what it needs with `--env K`) |
 
 use crate::agents::{Agent, Preset};
-use crate::team::{Member, SwarmField, Team};
+use crate::team::{Member, Team};
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 
@@ -388,20 +388,8 @@ pub fn check_name(name: &str) -> Result<()> {
 
 /// The member's `swarmEnv`, checked: an object of strings with valid names.
 pub fn swarm_env(member: &Member) -> Result<Vec<(String, String)>> {
-    let Some(v) = member.swarm_field(SwarmField::Env) else {
-        return Ok(Vec::new());
-    };
-    if v.is_null() {
-        return Ok(Vec::new());
-    }
-    let Some(obj) = v.as_object() else {
-        bail!("{}'s swarmEnv is not an object: {v}", member.name);
-    };
-    let mut out = Vec::with_capacity(obj.len());
-    for (k, v) in obj {
-        let Some(s) = v.as_str() else {
-            bail!("{}'s swarmEnv.{k} is not a string: {v}", member.name);
-        };
+    let env = member.env()?;
+    for (k, s) in &env {
         if k.is_empty() || k.contains('=') || k.contains('\0') || s.contains('\0') {
             bail!(
                 "{}'s swarmEnv has an invalid variable {:?}",
@@ -409,25 +397,13 @@ pub fn swarm_env(member: &Member) -> Result<Vec<(String, String)>> {
                 crate::text::escape_line(k)
             );
         }
-        out.push((k.clone(), s.to_string()));
     }
-    Ok(out)
+    Ok(env)
 }
 
 /// The member's `swarmPassEnv`, checked: an array of variable names.
 pub fn pass_env(member: &Member) -> Result<Vec<String>> {
-    let Some(v) = member.swarm_field(SwarmField::PassEnv) else {
-        return Ok(Vec::new());
-    };
-    if v.is_null() {
-        return Ok(Vec::new());
-    }
-    let names: Vec<String> = serde_json::from_value(v.clone()).map_err(|_| {
-        anyhow::anyhow!(
-            "{}'s swarmPassEnv is not an array of names: {v}",
-            member.name
-        )
-    })?;
+    let names = member.pass_env()?;
     for n in &names {
         if n.is_empty() || n.contains('=') || n.contains('\0') {
             bail!(
@@ -443,6 +419,7 @@ pub fn pass_env(member: &Member) -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::team::SwarmField;
     use serde_json::json;
 
     fn a(name: &str) -> Agent {
@@ -494,7 +471,10 @@ mod tests {
         assert!(env.contains(&("EXTRA".into(), "1".into())));
         m.set_swarm_field(SwarmField::Env, json!({"N": 3}));
         let err = member(&team, &m).unwrap_err().to_string();
-        assert!(err.contains("swarmEnv.N is not a string"), "{err}");
+        assert_eq!(
+            err,
+            "alice's swarmEnv is not an object of strings: {\"N\":3}"
+        );
         m.set_swarm_field(SwarmField::Env, json!(["x"]));
         assert!(member(&team, &m).is_err());
         m.set_swarm_field(SwarmField::Env, json!({"A=B": "x"}));

@@ -204,6 +204,27 @@ mod tests {
         );
     }
 
+    /// The command line's help names them by hand (clap doc comments):
+    /// every name must be there.
+    #[test]
+    fn the_help_names_every_agent_and_mode() {
+        use clap::CommandFactory;
+        let mut cli = crate::cli::Cli::command();
+        let help = |cli: &mut clap::Command, sub: &str| {
+            let sub = cli.find_subcommand_mut(sub).expect("a subcommand");
+            sub.render_long_help().to_string()
+        };
+        let spawn = help(&mut cli, "spawn");
+        let send = help(&mut cli, "send");
+        for a in Agent::ALL {
+            assert!(spawn.contains(a.name()), "spawn --help lacks {a}:\n{spawn}");
+        }
+        for m in PermissionMode::ALL {
+            assert!(spawn.contains(m.name()), "spawn --help lacks {m}:\n{spawn}");
+            assert!(send.contains(m.name()), "send --help lacks {m}:\n{send}");
+        }
+    }
+
     #[test]
     fn the_mode_key_cycles_in_claude_codes_order() {
         let next = |m: Option<&str>| PermissionMode::next(m).name();

@@ -29,8 +29,8 @@ pub use process::{Ended, Finished, Invocation};
 
 use crate::mailbox::Entry;
 use crate::tasks::Task;
-use crate::team::{Member, SwarmField};
-use anyhow::{Context, Result, bail};
+use crate::team::Member;
+use anyhow::{Result, bail};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -38,7 +38,7 @@ use std::sync::{Arc, Mutex};
 impl Agent {
     /// The member's `swarmAgent` (absent: `shell`).
     pub fn of(member: &Member) -> Result<Agent> {
-        Agent::from_name(member.agent()).with_context(|| format!("{}'s swarmAgent", member.name))
+        Ok(member.agent_kind()?)
     }
 }
 
@@ -79,16 +79,7 @@ pub fn mode_change(member: &Member) -> ModeChange {
 
 /// The member's `swarmCommand` (an array of strings), if any.
 pub fn member_command(member: &Member) -> Result<Option<Vec<String>>> {
-    let Some(v) = member.swarm_field(SwarmField::Command) else {
-        return Ok(None);
-    };
-    match serde_json::from_value::<Vec<String>>(v.clone()) {
-        Ok(c) => Ok(Some(c)),
-        Err(_) => bail!(
-            "{}'s swarmCommand is not an array of strings: {v}",
-            member.name
-        ),
-    }
+    Ok(member.command()?)
 }
 
 /// Checks that `agent`'s program can be found before a pane is created for
@@ -329,6 +320,7 @@ pub fn shown_argv(argv: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::team::SwarmField;
 
     #[test]
     fn a_missing_cli_is_a_clear_error() {
@@ -344,6 +336,21 @@ mod tests {
         let sh = vec!["sh".to_string()];
         assert!(check_available(Agent::Exec(Preset::Command), Some(&sh)).is_ok());
         assert!(check_available(Agent::Exec(Preset::Command), None).is_err());
+    }
+
+    #[test]
+    fn a_bad_swarm_agent_is_named_not_taken_for_shell() {
+        let mut m = Member::teammate("t", "bob", "blue", "/");
+        m.set_swarm_field(SwarmField::Agent, serde_json::json!(["codex"]));
+        let err = Agent::of(&m).unwrap_err().to_string();
+        assert!(
+            err.starts_with("bob's swarmAgent is not one of shell"),
+            "{err}"
+        );
+        let ModeChange::Unsupported(why) = mode_change(&m) else {
+            panic!("a bad agent is no mode change")
+        };
+        assert_eq!(why, err);
     }
 
     #[test]

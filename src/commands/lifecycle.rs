@@ -473,12 +473,7 @@ fn apply_spec(team: &Team, spec: &crate::config::TeamSpec, demo: bool) -> Result
 /// The member's `swarmCommand`: absent, or an array of strings (anything
 /// else is an error naming the member, never an empty command).
 fn swarm_command(m: &crate::team::Member) -> Result<Vec<String>> {
-    match m.swarm_field(crate::team::SwarmField::Command) {
-        None | Some(serde_json::Value::Null) => Ok(Vec::new()),
-        Some(v) => serde_json::from_value(v.clone()).map_err(|_| {
-            anyhow::anyhow!("{}'s swarmCommand is not an array of strings: {v}", m.name)
-        }),
-    }
+    Ok(m.command()?.unwrap_or_default())
 }
 
 /// Spawns members that are on the roster but were never given a pane.

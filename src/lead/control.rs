@@ -168,6 +168,97 @@ impl ScreenSource for LeadUi {
     }
 }
 
+impl LeadUi {
+    /// Kills `name` in the background; the notice shown meanwhile.
+    fn kill(&self, team: Team, opened: Arc<Opened>, name: String) -> String {
+        let shown = format!("killing @{name}…");
+        let shared = self.shared.clone();
+        self.in_background(async move {
+            let r = teardown::kill_member(&team, &opened, &name, Duration::from_secs(2)).await?;
+            shared
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .seen
+                .remove(&name);
+            Ok(format!(
+                "killed @{name}; {} task(s) back on the board{}",
+                r.returned.len(),
+                not_ours(&r)
+            ))
+        });
+        shown
+    }
+
+    /// Kills `names` in the background; the notice shown meanwhile.
+    fn prune(&self, team: Team, opened: Arc<Opened>, names: Vec<String>) -> String {
+        let shown = names
+            .iter()
+            .map(|n| format!("@{n}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let done = shown.clone();
+        self.in_background(async move {
+            for n in &names {
+                teardown::kill_member(&team, &opened, n, Duration::from_secs(1)).await?;
+            }
+            Ok(format!("pruned {done}"))
+        });
+        format!("pruning {shown}…")
+    }
+
+    /// Shows every hidden pane, in the background.
+    fn show_all(&self, team: Team, opened: Arc<Opened>) {
+        self.in_background(async move {
+            let tf = team.roster().read()?;
+            for m in tf.teammates().filter(|m| m.hidden()) {
+                if let Some(pane) = member_pane(m) {
+                    opened.backend.show(&pane).await?;
+                }
+                set_hidden(&team, &m.name, Value::Null).await?;
+            }
+            Ok("showing every pane".to_string())
+        });
+    }
+}
+
+/// Asks `target` (or every teammate) to switch to `mode`: only those whose
+/// agent applies it (Claude Code drops `mode_set_request` from its inbox);
+/// the others are named with the reason, never reported as changed.
+fn cycle_mode(team: &Team, target: Option<String>, mode: &str) -> Result<String> {
+    let tf = team.roster().read()?;
+    let targets: Vec<String> = match target {
+        Some(t) => vec![t],
+        None => tf.teammates().map(|m| m.name.clone()).collect(),
+    };
+    let msg = Message::ModeSetRequest(protocol::ModeSetRequest {
+        mode: mode.to_string(),
+        from: LEAD_NAME.into(),
+    });
+    let mut sent = Vec::new();
+    let mut not = Vec::new();
+    for t in &targets {
+        match tf.member(t).map(crate::agents::mode_change) {
+            Some(crate::agents::ModeChange::Unsupported(why)) => not.push(why),
+            _ => {
+                team.send_protocol(LEAD_NAME, t, &msg, false)?;
+                sent.push(t.clone());
+            }
+        }
+    }
+    let mut text = if sent.is_empty() {
+        format!("mode {mode} not requested")
+    } else {
+        format!("mode {mode} requested for {}", sent.join(", "))
+    };
+    if let Some(first) = not.first() {
+        text.push_str(&format!("; not for {first}"));
+        if not.len() > 1 {
+            text.push_str(&format!(" (and {} more)", not.len() - 1));
+        }
+    }
+    Ok(text)
+}
+
 impl LeadControl for LeadUi {
     fn snapshot(&mut self) -> TeamView {
         let cx = view::Context {
@@ -220,25 +311,7 @@ impl LeadControl for LeadUi {
                 }
                 Ok(None)
             }
-            Action::Kill(name) => {
-                let shown = format!("killing @{name}…");
-                let shared = self.shared.clone();
-                self.in_background(async move {
-                    let r = teardown::kill_member(&team, &opened, &name, Duration::from_secs(2))
-                        .await?;
-                    shared
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .seen
-                        .remove(&name);
-                    Ok(format!(
-                        "killed @{name}; {} task(s) back on the board{}",
-                        r.returned.len(),
-                        not_ours(&r)
-                    ))
-                });
-                Ok(Some(shown))
-            }
+            Action::Kill(name) => Ok(Some(self.kill(team, opened, name))),
             Action::Shutdown(name) => {
                 teardown::send_shutdown_request(
                     &team,
@@ -248,21 +321,7 @@ impl LeadControl for LeadUi {
                 self.shared().stopping.insert(name.clone(), Instant::now());
                 Ok(Some(format!("asked @{name} to shut down")))
             }
-            Action::Prune(names) => {
-                let shown = names
-                    .iter()
-                    .map(|n| format!("@{n}"))
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                let done = shown.clone();
-                self.in_background(async move {
-                    for n in &names {
-                        teardown::kill_member(&team, &opened, n, Duration::from_secs(1)).await?;
-                    }
-                    Ok(format!("pruned {done}"))
-                });
-                Ok(Some(format!("pruning {shown}…")))
-            }
+            Action::Prune(names) => Ok(Some(self.prune(team, opened, names))),
             Action::Hide(name) => {
                 let pane = self.pane_of(&name)?;
                 self.in_background(async move {
@@ -273,58 +332,10 @@ impl LeadControl for LeadUi {
                 Ok(None)
             }
             Action::ShowAll => {
-                self.in_background(async move {
-                    let tf = team.roster().read()?;
-                    for m in tf
-                        .teammates()
-                        .filter(|m| m.swarm_field(SwarmField::Hidden).is_some())
-                    {
-                        if let Some(pane) = member_pane(m) {
-                            opened.backend.show(&pane).await?;
-                        }
-                        set_hidden(&team, &m.name, Value::Null).await?;
-                    }
-                    Ok("showing every pane".to_string())
-                });
+                self.show_all(team, opened);
                 Ok(None)
             }
-            Action::CycleMode { target, mode } => {
-                let tf = team.roster().read()?;
-                let targets: Vec<String> = match target {
-                    Some(t) => vec![t],
-                    None => tf.teammates().map(|m| m.name.clone()).collect(),
-                };
-                let msg = Message::ModeSetRequest(protocol::ModeSetRequest {
-                    mode: mode.clone(),
-                    from: LEAD_NAME.into(),
-                });
-                // Only to those whose agent applies it (Claude Code drops
-                // mode_set_request from its inbox): the others are named
-                // with the reason, never reported as changed.
-                let mut sent = Vec::new();
-                let mut not = Vec::new();
-                for t in &targets {
-                    match tf.member(t).map(crate::agents::mode_change) {
-                        Some(crate::agents::ModeChange::Unsupported(why)) => not.push(why),
-                        _ => {
-                            team.send_protocol(LEAD_NAME, t, &msg, false)?;
-                            sent.push(t.clone());
-                        }
-                    }
-                }
-                let mut text = if sent.is_empty() {
-                    format!("mode {mode} not requested")
-                } else {
-                    format!("mode {mode} requested for {}", sent.join(", "))
-                };
-                if let Some(first) = not.first() {
-                    text.push_str(&format!("; not for {first}"));
-                    if not.len() > 1 {
-                        text.push_str(&format!(" (and {} more)", not.len() - 1));
-                    }
-                }
-                Ok(Some(text))
-            }
+            Action::CycleMode { target, mode } => cycle_mode(&team, target, &mode).map(Some),
             Action::Send { to, text } => {
                 let d = team.send_text(LEAD_NAME, &to, &text, None, false)?;
                 Ok(Some(format!(

@@ -52,6 +52,43 @@ impl Reconciled {
     }
 }
 
+/// Puts adopted panes on the roster: a member's pane id (its recorded end
+/// forgotten), or a member the roster lost, rebuilt from its pane's mark.
+fn record_adopted(
+    team: &Team,
+    opened: &Opened,
+    tf: &crate::team::TeamFile,
+    adopt: &[(PaneRef, PaneMark)],
+) -> Result<()> {
+    let kind = opened.kind().as_str().to_string();
+    let cwd = tf
+        .members
+        .first()
+        .and_then(|m| m.cwd.clone())
+        .unwrap_or_default();
+    team.roster().update(|tf| {
+        for (pane, mark) in adopt {
+            let nonce = Value::String(mark.nonce.clone());
+            match tf.member_mut(&mark.member) {
+                Some(m) => {
+                    m.tmux_pane_id = pane.id.as_str().to_string();
+                    m.set_exit(None);
+                }
+                None => {
+                    let color = crate::team::colors::for_teammate(tf.members.len());
+                    let mut m = Member::teammate(&tf.name, &mark.member, color, &cwd);
+                    m.tmux_pane_id = pane.id.as_str().to_string();
+                    m.backend_type = Some(kind.clone());
+                    m.set_swarm_field(SwarmField::Nonce, nonce);
+                    tf.members.push(m);
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok(())
+}
+
 /// Adopts, recovers or closes this team's marked panes (see the module).
 pub async fn reconcile(team: &Team, opened: &Opened) -> Result<Reconciled> {
     let mut done = Reconciled::default();
@@ -78,10 +115,7 @@ pub async fn reconcile(team: &Team, opened: &Opened) -> Result<Reconciled> {
     let mut close: Vec<(PaneRef, PaneMark)> = Vec::new();
     for (pane, mark, _) in marked {
         match tf.member(&mark.member) {
-            Some(m)
-                if m.swarm_field(SwarmField::Nonce).and_then(Value::as_str)
-                    == Some(&mark.nonce) =>
-            {
+            Some(m) if m.nonce()?.as_ref() == Some(&mark.nonce) => {
                 if m.tmux_pane_id != pane.id.as_str() {
                     adopt.push((pane, mark));
                 }
@@ -91,32 +125,7 @@ pub async fn reconcile(team: &Team, opened: &Opened) -> Result<Reconciled> {
         }
     }
     if !adopt.is_empty() {
-        let kind = opened.kind().as_str().to_string();
-        let cwd = tf
-            .members
-            .first()
-            .and_then(|m| m.cwd.clone())
-            .unwrap_or_default();
-        team.roster().update(|tf| {
-            for (pane, mark) in &adopt {
-                let nonce = Value::String(mark.nonce.clone());
-                match tf.member_mut(&mark.member) {
-                    Some(m) => {
-                        m.tmux_pane_id = pane.id.as_str().to_string();
-                        m.set_swarm_field(SwarmField::Exit, Value::Null);
-                    }
-                    None => {
-                        let color = crate::team::colors::for_teammate(tf.members.len());
-                        let mut m = Member::teammate(&tf.name, &mark.member, color, &cwd);
-                        m.tmux_pane_id = pane.id.as_str().to_string();
-                        m.backend_type = Some(kind.clone());
-                        m.set_swarm_field(SwarmField::Nonce, nonce.clone());
-                        tf.members.push(m);
-                    }
-                }
-            }
-            Ok(())
-        })?;
+        record_adopted(team, opened, &tf, &adopt)?;
         for (pane, mark) in &adopt {
             let line = format!("{} (pane {})", mark.member, pane.id);
             if tf.member(&mark.member).is_some() {

@@ -15,7 +15,7 @@ use crate::atomic_file;
 use crate::cli::{BackendArgs, BackendChoice};
 use crate::json_text;
 use crate::paths::Root;
-use crate::team::{Member, SwarmField};
+use crate::team::Member;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -134,11 +134,17 @@ pub fn member_pane(m: &Member) -> Option<PaneRef> {
     if m.tmux_pane_id.is_empty() || m.tmux_pane_id == "leader" {
         return None;
     }
-    let nonce = m
-        .swarm_field(SwarmField::Nonce)
-        .and_then(|v| v.as_str())
-        .unwrap_or("");
-    Some(PaneRef::new(PaneId::new(m.tmux_pane_id.clone()), nonce))
+    // A nonce that is not a string is no nonce: every reader of a pane's
+    // identity then leaves the pane alone (it is reported, never touched),
+    // so the roster's error is logged here rather than stopping them all.
+    let nonce = m.nonce().unwrap_or_else(|e| {
+        tracing::warn!("{e}; its pane is left alone");
+        None
+    });
+    Some(PaneRef::new(
+        PaneId::new(m.tmux_pane_id.clone()),
+        nonce.unwrap_or_default(),
+    ))
 }
 
 /// The socket of the tmux server this process runs inside (`$TMUX` is

@@ -116,7 +116,9 @@ pub fn pane_exec(args: crate::cli::PaneExecArgs) -> Result<crate::context::Exit>
         std::thread::sleep(pause);
         pause = (pause * 2).min(std::time::Duration::from_millis(20));
     }
-    let _ = std::fs::remove_file(&args.ready);
+    // The backend's signal, read: a file left behind is removed at the
+    // next spawn of this member (which insists on it).
+    crate::logging::ignore(std::fs::remove_file(&args.ready), "removing the ready file");
     let mut cmd = std::process::Command::new(&args.command[0]);
     cmd.args(&args.command[1..]);
     if let Some(file) = &args.env_file {
@@ -158,8 +160,11 @@ impl Handoff {
 
 impl Drop for Handoff {
     fn drop(&mut self) {
-        if self.armed {
-            let _ = std::fs::remove_file(&self.path);
+        if self.armed
+            && let Err(e) = crate::logging::remove_if_there(&self.path)
+        {
+            // It holds values passed by name: say where they are left.
+            tracing::warn!(path = %self.path.display(), error = %e, "cannot remove a failed spawn's hand-off file");
         }
     }
 }
@@ -170,7 +175,8 @@ impl Drop for Handoff {
 fn take_handoff(file: &Path) -> Result<Vec<(String, String)>> {
     let bytes = std::fs::read(file)
         .with_context(|| format!("reading the pane's hand-off file {}", file.display()))?;
-    let _ = std::fs::remove_file(file);
+    crate::logging::remove_if_there(file)
+        .with_context(|| format!("removing the pane's hand-off file {}", file.display()))?;
     let map: serde_json::Map<String, Value> = serde_json::from_slice(&bytes)
         .with_context(|| format!("the hand-off file {} is not a JSON object", file.display()))?;
     Ok(map
@@ -322,7 +328,7 @@ async fn prepare(
             bail!("{:?} is the lead", req.name);
         }
         if let Some(pane) = member_pane(m)
-            && m.swarm_field(SwarmField::Exit).is_none()
+            && m.exit()?.is_none()
         {
             let st = opened.backend.status(std::slice::from_ref(&pane)).await?;
             if matches!(st.first(), Some((_, PaneStatus::Running { .. }))) {
@@ -359,7 +365,7 @@ async fn prepare(
     member.backend_type = Some(opened.kind().as_str().to_string());
     member.is_active = Some(false);
     member.set_swarm_field(SwarmField::Agent, Value::from(agent.name()));
-    member.set_swarm_field(SwarmField::Exit, Value::Null);
+    member.set_exit(None);
     member.set_swarm_field(SwarmField::Pid, Value::Null);
     member.set_swarm_field(SwarmField::PidStart, Value::Null);
     // The pane's mark, on the roster before the pane exists.
@@ -403,10 +409,10 @@ async fn open_pane(
     req: &SpawnRequest,
     p: &Prepared,
 ) -> Result<(PaneRef, Option<u32>, Vec<String>)> {
-    let (agent, member) = (p.agent, &p.member);
+    let member = &p.member;
     // Claude Code reads its first prompt from its inbox (signed by the lead);
     // the runtime's other presets take the role prompt from the roster.
-    if agent == Agent::Claude
+    if p.agent == Agent::Claude
         && (!p.resumed || req.prompt.is_some())
         && let Some(prompt) = &member.prompt
     {
@@ -417,7 +423,7 @@ async fn open_pane(
     // puts them in its inbox as the lead's first message, so it runs them
     // at once and its output comes back to the lead (a spec's role prompt,
     // `req.prompt` being `None`, is never run).
-    if agent == Agent::Shell
+    if p.agent == Agent::Shell
         && let Some(prompt) = &req.prompt
     {
         team.send_text(
@@ -431,54 +437,109 @@ async fn open_pane(
     }
     let pane_env = crate::pane_env::member_pane(team, member)?;
     let passed = pane_env.passed_names();
-    let env = pane_env.set;
     let cwd = PathBuf::from(member.cwd.clone().unwrap_or_default());
-    let exe = std::env::current_exe().context("locating the swarm executable")?;
-    let exe = exe.to_string_lossy().into_owned();
-    let (program, args) = if agent == Agent::Process {
-        check_startable(&req.command[0], &cwd, &env)?;
-        (req.command[0].clone(), req.command[1..].to_vec())
-    } else {
-        let args = ["teammate", "--name", &req.name].map(String::from).to_vec();
-        (exe.clone(), args)
-    };
-    // The program first waits (swarm pane-exec) until the backend has set
-    // the pane up (marked, output piped), then replaces that process.
-    let ready = team.root.ready_file(&team.name, &req.name)?;
-    let _ = std::fs::remove_file(&ready);
-    let mut gate = vec![
-        "pane-exec".to_string(),
-        "--ready".into(),
-        ready.to_string_lossy().into_owned(),
-    ];
-    let handoff = team.root.runtime_file(&team.name, &req.name, "env")?;
-    let _ = std::fs::remove_file(&handoff);
-    if !pane_env.passed.is_empty() {
-        gate.extend(["--env-file".into(), handoff.to_string_lossy().into_owned()]);
-    }
-    gate.extend(["--".into(), program]);
-    gate.extend(args);
-    let (mut place, guessed) = match &opened.placement {
+    let gate = Gate::build(team, req, p.agent, &cwd, &pane_env)?;
+    let (place, guessed) = match &opened.placement {
         Some(p) => (p.clone(), false),
         None => (placement(opened, &team.name).await?, true),
     };
-    let nonce = member
-        .swarm_field(SwarmField::Nonce)
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .unwrap_or_else(swarm_backends::new_nonce);
+    let mut spec = pane_spec(team, opened, req, member, &gate, cwd, place)?;
+    spec.env = pane_env.set;
+    // Written last, and removed again unless the pane opens (its
+    // pane-exec then takes it).
+    let handoff = match pane_env.passed.is_empty() {
+        true => None,
+        false => {
+            tracing::info!(member = %req.name, names = ?passed, "passing variables by name");
+            Some(Handoff::write(gate.handoff, &pane_env.passed)?)
+        }
+    };
+    let pane = spawn_placed(team, opened, &mut spec, guessed)
+        .await
+        .with_context(|| format!("opening a pane for {}", req.name))?;
+    if let Some(h) = handoff {
+        h.taken_by_pane();
+    }
+    let pid = opened_pane(team, opened, &spec.placement, &pane).await?;
+    Ok((pane, pid, passed))
+}
+
+/// The argv a member's pane starts with: `swarm pane-exec`, which waits
+/// until the backend has set the pane up (marked, output piped), then
+/// replaces itself with the member's program (a `process` member's
+/// command, else `swarm teammate`).
+struct Gate {
+    exe: String,
+    argv: Vec<String>,
+    ready: PathBuf,
+    handoff: PathBuf,
+}
+
+impl Gate {
+    fn build(
+        team: &Team,
+        req: &SpawnRequest,
+        agent: Agent,
+        cwd: &Path,
+        pane_env: &crate::pane_env::PaneEnv,
+    ) -> Result<Gate> {
+        let exe = std::env::current_exe().context("locating the swarm executable")?;
+        let exe = exe.to_string_lossy().into_owned();
+        let (program, args) = if agent == Agent::Process {
+            check_startable(&req.command[0], cwd, &pane_env.set)?;
+            (req.command[0].clone(), req.command[1..].to_vec())
+        } else {
+            let args = ["teammate", "--name", &req.name].map(String::from).to_vec();
+            (exe.clone(), args)
+        };
+        let ready = team.root.ready_file(&team.name, &req.name)?;
+        crate::logging::remove_if_there(&ready)
+            .with_context(|| format!("removing a stale ready file {}", ready.display()))?;
+        let mut argv = vec![
+            "pane-exec".to_string(),
+            "--ready".into(),
+            ready.to_string_lossy().into_owned(),
+        ];
+        let handoff = team.root.runtime_file(&team.name, &req.name, "env")?;
+        crate::logging::remove_if_there(&handoff)
+            .with_context(|| format!("removing a stale hand-off file {}", handoff.display()))?;
+        if !pane_env.passed.is_empty() {
+            argv.extend(["--env-file".into(), handoff.to_string_lossy().into_owned()]);
+        }
+        argv.extend(["--".into(), program]);
+        argv.extend(args);
+        Ok(Gate {
+            exe,
+            argv,
+            ready,
+            handoff,
+        })
+    }
+}
+
+/// What the backend is asked to open (its environment aside): the gate,
+/// the pane's mark, title, colour and place, its pid and output files.
+fn pane_spec(
+    team: &Team,
+    opened: &Opened,
+    req: &SpawnRequest,
+    member: &Member,
+    gate: &Gate,
+    cwd: PathBuf,
+    place: swarm_backends::Placement,
+) -> Result<SpawnSpec> {
+    let nonce = member.nonce()?.unwrap_or_else(swarm_backends::new_nonce);
     let mark = PaneMark {
         team: team.name.clone(),
         member: req.name.clone(),
         nonce,
     };
-    let mut spec = SpawnSpec::new(exe, gate, cwd)
+    let mut spec = SpawnSpec::new(gate.exe.clone(), gate.argv.clone(), cwd)
         .title(req.name.clone())
         .color(member.color.clone().unwrap_or_default())
-        .placement(place.clone())
+        .placement(place)
         .mark(mark)
-        .ready_file(&ready);
-    spec.env = env;
+        .ready_file(&gate.ready);
     let pid_file = team.root.pid_file(&team.name, &req.name)?;
     if let Some(dir) = pid_file.parent() {
         atomic_file::ensure_dir(dir)?;
@@ -492,40 +553,52 @@ async fn open_pane(
     if opened.caps().output_file {
         spec = spec.output(&out_file);
     }
+    Ok(spec)
+}
+
+/// Opens `spec`'s pane where it was placed; a place guessed beside a
+/// recorded lead that is gone (its pane closes with it) is given up for
+/// the team's session, as when no lead was ever recorded.
+async fn spawn_placed(
+    team: &Team,
+    opened: &Opened,
+    spec: &mut SpawnSpec,
+    guessed: bool,
+) -> Result<PaneRef> {
     let backend = opened.backend.clone();
-    // Written last, and removed again unless the pane opens (its
-    // pane-exec then takes it).
-    let handoff = match pane_env.passed.is_empty() {
-        true => None,
-        false => {
-            tracing::info!(member = %req.name, names = ?passed, "passing variables by name");
-            Some(Handoff::write(handoff, &pane_env.passed)?)
-        }
-    };
-    let pane = match backend.spawn(&spec).await {
+    match backend.spawn(spec).await {
         Ok(p) => Ok(p),
-        // The recorded lead is gone (its pane closes with it): the team's
-        // session then, as when no lead was ever recorded.
         Err(_)
             if guessed
-                && matches!(place, swarm_backends::Placement::RightOfLead { .. })
+                && matches!(
+                    spec.placement,
+                    swarm_backends::Placement::RightOfLead { .. }
+                )
                 && !lead_running(opened).await? =>
         {
-            place = placement_apart(opened, &team.name).await?;
-            spec.placement = place.clone();
-            backend.spawn(&spec).await
+            spec.placement = placement_apart(opened, &team.name).await?;
+            Ok(backend.spawn(spec).await?)
         }
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
     }
-    .with_context(|| format!("opening a pane for {}", req.name))?;
-    if let Some(h) = handoff {
-        h.taken_by_pane();
-    }
+}
+
+/// After a pane opened at `place`: the session record (its session, the
+/// checked tmux version) kept up to date, and the pane's pid when others
+/// reach it by pid (panes that live inside this process); the other
+/// backends answer liveness by pane id.
+async fn opened_pane(
+    team: &Team,
+    opened: &mut Opened,
+    place: &swarm_backends::Placement,
+    pane: &PaneRef,
+) -> Result<Option<u32>> {
+    let backend = opened.backend.clone();
     let before = opened.record.clone();
     if let swarm_backends::Placement::Session { name }
     | swarm_backends::Placement::NewWindow {
         session: Some(name),
-    } = &place
+    } = place
     {
         opened.record.session = Some(name.clone());
     }
@@ -535,17 +608,15 @@ async fn open_pane(
     if opened.record != before {
         opened.record.save(&team.root, &team.name)?;
     }
-    // Panes that live inside this process are reached by others through
-    // their pid; the other backends answer liveness by pane id.
-    let pid = if opened.caps().panes_outlive_lead {
-        None
-    } else {
-        match backend.status(std::slice::from_ref(&pane)).await?.first() {
+    if opened.caps().panes_outlive_lead {
+        return Ok(None);
+    }
+    Ok(
+        match backend.status(std::slice::from_ref(pane)).await?.first() {
             Some((_, PaneStatus::Running { pid })) => *pid,
             _ => None,
-        }
-    };
-    Ok((pane, pid, passed))
+        },
+    )
 }
 
 /// Refuses a program that cannot start, before a pane is opened for it:

@@ -1,14 +1,17 @@
-//! Teams: names, colours, the roster (`config.json`), and [`Team`], the
+//! Teams: names, colours, the roster (`config.json`) and the typed view of
+//! swarm's own fields in it ([`fields`]), member status ([`status`]), and [`Team`], the
 //! handle that ties a team's roster, mailbox and task list together with the
 //! policies that span them (see [`post`]).
 
 pub mod colors;
+pub mod fields;
 pub mod names;
 pub mod post;
 pub mod roster;
 pub mod status;
 
-pub use roster::{Member, Roster, RosterError, SwarmField, TeamFile, list_teams};
+pub use fields::{ExitRecord, FieldError, SwarmField};
+pub use roster::{Member, Roster, RosterError, TeamFile, list_teams};
 
 use crate::mailbox::Mailbox;
 use crate::paths::Root;

@@ -82,77 +82,10 @@ impl Member {
         self.name == LEAD_NAME
     }
 
-    /// A swarm-only field (kept in `extra` under a `swarm…` key, which
-    /// Claude Code preserves and ignores).
-    pub fn swarm_field(&self, key: SwarmField) -> Option<&Value> {
-        self.extra.get(key.as_str())
-    }
-
-    /// Sets (or with `Value::Null`, removes) a swarm-only field.
-    pub fn set_swarm_field(&mut self, key: SwarmField, value: Value) {
-        if value.is_null() {
-            self.extra.remove(key.as_str());
-        } else {
-            self.extra.insert(key.as_str().to_string(), value);
-        }
-    }
-
     /// The backend its pane lives in, when `backendType` names one swarm
     /// knows (Claude Code's own values are kept as written, never refused).
     pub fn backend_kind(&self) -> Option<swarm_backends::BackendKind> {
         self.backend_type.as_deref()?.parse().ok()
-    }
-
-    /// The agent preset this member runs (`shell`, `claude`, `codex`, …).
-    pub fn agent(&self) -> Option<&str> {
-        self.swarm_field(SwarmField::Agent).and_then(Value::as_str)
-    }
-}
-
-/// swarm's own per-member fields in `config.json`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SwarmField {
-    /// Agent preset name (string).
-    Agent,
-    /// Command argv for `command` agents or an override (array of strings).
-    Command,
-    /// Variables the spec names for the pane (object of strings).
-    Env,
-    /// The member's pane process exited: `{"code": n|null, "at": ms}`.
-    Exit,
-    /// tmux socket the member's pane lives on (string), when not the default.
-    TmuxSocket,
-    /// The pane is hidden (bool).
-    Hidden,
-    /// Pid of the pane's first process (number), for backends whose panes
-    /// another process cannot list (in-process, Windows Terminal).
-    Pid,
-    /// Start time of that process (`/proc/<pid>/stat` field 22, string), so
-    /// a recycled pid is never taken for it.
-    PidStart,
-    /// The nonce the member's pane was marked with (string), recorded
-    /// before the pane opens: only a pane carrying it is this member's.
-    Nonce,
-    /// Names of variables whose values the member's pane takes from the
-    /// environment of whoever opens it (`swarm spawn --env K`, the spec's
-    /// `pass_env`): an array of strings. Values are never stored.
-    PassEnv,
-}
-
-impl SwarmField {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SwarmField::Agent => "swarmAgent",
-            SwarmField::Command => "swarmCommand",
-            SwarmField::Env => "swarmEnv",
-            SwarmField::Exit => "swarmExit",
-            SwarmField::TmuxSocket => "swarmTmuxSocket",
-            SwarmField::Hidden => "swarmHidden",
-            SwarmField::Pid => "swarmPid",
-            SwarmField::PidStart => "swarmPidStart",
-            SwarmField::Nonce => "swarmNonce",
-            SwarmField::PassEnv => "swarmPassEnv",
-        }
     }
 }
 
@@ -315,7 +248,11 @@ impl Roster {
                 self.remove_new_team_dir(&team_dir);
             }
             if new_tasks_dir {
-                let _ = std::fs::remove_dir(&tasks_dir);
+                // Only if empty: not empty, another process wrote there.
+                crate::logging::ignore(
+                    std::fs::remove_dir(&tasks_dir),
+                    "removing the task directory of a team whose creation failed",
+                );
             }
         }
         created
@@ -326,10 +263,16 @@ impl Roster {
     /// each only if empty, so nothing another process wrote meanwhile goes.
     fn remove_new_team_dir(&self, dir: &std::path::Path) {
         if let Ok(inboxes) = self.root.inboxes_dir(&self.team) {
-            let _ = std::fs::remove_dir(inboxes);
+            crate::logging::ignore(
+                std::fs::remove_dir(inboxes),
+                "removing the inbox directory of a team whose creation failed",
+            );
         }
         if let Ok(lock) = self.root.config_lock(&self.team) {
-            let _ = std::fs::remove_file(crate::paths::sidecar_for(&lock));
+            crate::logging::ignore(
+                std::fs::remove_file(crate::paths::sidecar_for(&lock)),
+                "removing the roster lock's sidecar of a team whose creation failed",
+            );
         }
         if let Err(e) = std::fs::remove_dir(dir) {
             tracing::warn!(dir = %dir.display(), error = %e, "cannot remove the directory of a team whose creation failed");
@@ -455,8 +398,11 @@ impl Roster {
         let mut tf = match json_text::parse_lenient::<TeamFile>(&bytes) {
             Ok(tf) => tf,
             Err(err) => {
-                let quarantined = atomic_file::quarantine(&path).map_err(Self::io(&path))?;
+                // Rebuilt first: a rebuild that fails leaves the file where
+                // it is (the next read tries again), never a team without
+                // a roster.
                 let tf = self.rebuild_from_inboxes()?;
+                let quarantined = atomic_file::quarantine(&path).map_err(Self::io(&path))?;
                 tracing::warn!(
                     config = %path.display(),
                     copy = %quarantined.display(),
@@ -503,15 +449,20 @@ impl Roster {
         lead.cwd = None;
         tf.members.push(lead);
         let dir = self.root.inboxes_dir(&self.team)?;
-        let mut found: Vec<String> = match std::fs::read_dir(&dir) {
-            Ok(rd) => rd
-                .filter_map(|e| e.ok())
-                .filter_map(|e| e.file_name().to_str().map(str::to_string))
-                .filter_map(|n| n.strip_suffix(".json").map(str::to_string))
-                .filter(|n| n != LEAD_NAME && names::validate_member(n).is_ok())
-                .collect(),
-            Err(_) => Vec::new(),
+        // An inbox directory that cannot be listed fails the rebuild: a
+        // roster rebuilt without the members it holds would lose them.
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(rd) => rd.collect::<std::io::Result<Vec<_>>>(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e),
         };
+        let mut found: Vec<String> = entries
+            .map_err(Self::io(&dir))?
+            .into_iter()
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter_map(|n| n.strip_suffix(".json").map(str::to_string))
+            .filter(|n| n != LEAD_NAME && names::validate_member(n).is_ok())
+            .collect();
         found.sort();
         for (i, name) in found.iter().enumerate() {
             let mut m =
@@ -815,8 +766,8 @@ mod tests {
         assert!(matches!(roster.read(), Err(RosterError::NotFound { .. })));
     }
 
-    #[test]
-    fn a_corrupt_roster_is_quarantined_and_rebuilt_not_lost() {
+    /// Team alpha with bob's inbox and a roster cut off mid-write.
+    fn corrupt_roster_with_bobs_inbox() -> (tempfile::TempDir, Root, Roster, PathBuf) {
         let t = tempfile::tempdir().unwrap();
         let root = Root::new(t.path());
         let roster = Roster::new(&root, "alpha");
@@ -825,6 +776,12 @@ mod tests {
         std::fs::write(inboxes.join("bob.json"), "[]").unwrap();
         let path = root.config("alpha").unwrap();
         std::fs::write(&path, b"{\"name\": \"alpha\", \"members\": [").unwrap();
+        (t, root, roster, path)
+    }
+
+    #[test]
+    fn a_corrupt_roster_is_quarantined_and_rebuilt_not_lost() {
+        let (_t, _root, roster, _path) = corrupt_roster_with_bobs_inbox();
         let (tf, repaired) = roster.load().unwrap();
         let repaired = repaired.expect("repair reported");
         assert_eq!(
@@ -837,6 +794,27 @@ mod tests {
             roster.load().unwrap().1.is_none(),
             "repaired once, readable after"
         );
+    }
+
+    #[test]
+    fn a_roster_is_not_rebuilt_without_the_members_an_unlistable_inbox_dir_holds() {
+        let (t, root, roster, path) = corrupt_roster_with_bobs_inbox();
+        let inboxes = root.inboxes_dir("alpha").unwrap();
+        // The inbox directory cannot be listed (here: it is a file now).
+        let aside = t.path().join("inboxes-aside");
+        std::fs::rename(&inboxes, &aside).unwrap();
+        std::fs::write(&inboxes, b"").unwrap();
+        let err = roster.load().unwrap_err().to_string();
+        assert!(err.contains("inboxes"), "{err}");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            b"{\"name\": \"alpha\", \"members\": ["
+        );
+        // Listable again: rebuilt with bob, not without him.
+        std::fs::remove_file(&inboxes).unwrap();
+        std::fs::rename(&aside, &inboxes).unwrap();
+        let (tf, _) = roster.load().unwrap();
+        assert_eq!(tf.member_names(), vec!["team-lead", "bob"]);
     }
 
     #[test]

@@ -86,11 +86,18 @@ impl MemberStatus {
 }
 
 /// The exit code the roster records for `m` (`swarmExit.code`), if it
-/// records an end at all.
+/// records an end at all. A record that does not read as one
+/// ([`Member::exit`](super::Member::exit)'s error, logged) still says the
+/// pane ended, its code unknown: a status must not show a dead member
+/// alive because its record is damaged.
 pub fn recorded_exit(m: &super::Member) -> Option<Option<i32>> {
-    m.swarm_field(super::SwarmField::Exit)
-        .filter(|e| !e.is_null())
-        .map(|e| e.get("code").and_then(|c| c.as_i64()).map(|c| c as i32))
+    match m.exit() {
+        Ok(exit) => exit.map(|e| e.code),
+        Err(e) => {
+            tracing::warn!("{e}");
+            Some(None)
+        }
+    }
 }
 
 /// Whether `task` failed: its runtime leaves a task whose command failed
