@@ -105,6 +105,7 @@ fn up_resume_after_kill_server_brings_the_same_three_back_with_mail_and_tasks() 
     );
 
     // Without a terminal and without a flag, `up` only says how.
+    let old_lead = t.wait_lead();
     kill_server(&t, &names);
     let asked = t.ok(&["up", "--no-attach"]);
     assert!(
@@ -115,7 +116,7 @@ fn up_resume_after_kill_server_brings_the_same_three_back_with_mail_and_tasks() 
         asked.explain()
     );
     // On a terminal it asks; "y" brings them back.
-    let lead = t.wait_lead();
+    let lead = t.wait_new_lead(old_lead);
     t.tmux.run(&["kill-server"]);
     wait_until(
         "the lead ends with the server",

@@ -259,4 +259,11 @@ fn a_worktree_outside_a_git_repository_is_a_clear_error() {
         "nothing half made: {}",
         t.explain()
     );
+    let empty = t.work.join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    git(&t, &empty, &["init", "-q"]);
+    let cwd = empty.to_string_lossy();
+    t.run(&["spawn", "eve", "--worktree", "--cwd", &cwd])
+        .assert_code(2)
+        .assert_error("has no commit yet for eve's branch to start from");
 }
