@@ -267,3 +267,44 @@ fn a_worktree_outside_a_git_repository_is_a_clear_error() {
         .assert_code(2)
         .assert_error("has no commit yet for eve's branch to start from");
 }
+
+#[test]
+fn the_dialog_shows_a_worktree_and_its_kill_keeps_the_work() {
+    let Some(d) = crate::util::dialog::Dialog::open("tui_worktree", "tw", &[]) else {
+        return;
+    };
+    repo(&d.t);
+    d.t.ok(&["spawn", "wes", "--agent", "shell", "--worktree"]);
+    d.roomy();
+    d.wait_screen("the dialog shows wes's branch and progress", |s| {
+        s.contains("⎇ swarm/tw/wes +0 -0, 0 changed")
+    });
+    std::fs::write(worktree_of(&d.t, "wes").join("draft.txt"), "draft\n").unwrap();
+    // The dialog redraws on team events (a message here), not on file
+    // changes in a worktree.
+    d.t.ok(&["send", "--to", "wes", "true"]);
+    d.wait_screen("the dialog sees wes's uncommitted file", |s| {
+        s.contains("⎇ swarm/tw/wes +0 -0, 1 changed")
+    });
+    d.select("wes");
+    d.keys(&["k"]);
+    d.wait_screen("the kill confirmation names @wes", |s| {
+        s.contains("Kill @wes? y/N")
+    });
+    d.keys(&["y"]);
+    // The kill's outcome is one of the lead's events (its log has them all).
+    d.wait("the kill says the worktree was kept", || {
+        std::fs::read_to_string(d.t.lead_log())
+            .is_ok_and(|l| l.contains("kept worktree of wes: 1 uncommitted files"))
+    });
+    assert!(
+        worktree_of_path(&d.t, "tw", "wes")
+            .join("draft.txt")
+            .exists()
+    );
+}
+
+/// Where `name`'s worktree is, once its roster entry is gone.
+fn worktree_of_path(t: &TmuxTeam, team: &str, name: &str) -> PathBuf {
+    t.sb.path(&format!("worktrees/{team}/{name}"))
+}
