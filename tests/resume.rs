@@ -8,9 +8,10 @@ use crate::util::wait_until;
 use crate::worktrees::{repo, spec, worktree_of};
 
 /// Ends the private tmux server and waits until the panes' processes
-/// (the teammates' runtimes) are gone.
+/// (the teammates' runtimes, and the lead) are gone.
 fn kill_server(t: &TmuxTeam, names: &[&str]) {
-    let pids: Vec<u32> = names.iter().map(|n| t.pid_of(n)).collect();
+    let mut pids: Vec<u32> = names.iter().map(|n| t.pid_of(n)).collect();
+    pids.push(t.wait_lead());
     t.tmux.run(&["kill-server"]);
     wait_until(
         "every teammate's process ended with the tmux server",

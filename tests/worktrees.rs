@@ -270,21 +270,36 @@ fn a_worktree_outside_a_git_repository_is_a_clear_error() {
 
 #[test]
 fn the_dialog_shows_a_worktree_and_its_kill_keeps_the_work() {
-    let Some(d) = crate::util::dialog::Dialog::open("tui_worktree", "tw", &[]) else {
+    use crate::util::dialog::{Dialog, lead_pane_of};
+    let Some(t) = TmuxTeam::new("tui_worktree", "tw") else {
         return;
     };
-    repo(&d.t);
-    d.t.ok(&["spawn", "wes", "--agent", "shell", "--worktree"]);
+    repo(&t);
+    let up = t.up();
+    let pane = lead_pane_of(&t, &up.stderr);
+    t.ok(&["spawn", "wes", "--agent", "shell", "--worktree"]);
+    // As `Dialog::open` does: every pane open before the lead's is zoomed.
+    let d = Dialog { t, pane };
     d.roomy();
+    // The dialog redraws on team events (a message here), not on file
+    // changes in a worktree.
+    d.t.ok(&["send", "--to", "wes", "true"]);
     d.wait_screen("the dialog shows wes's branch and progress", |s| {
         s.contains("⎇ swarm/tw/wes +0 -0, 0 changed")
     });
     std::fs::write(worktree_of(&d.t, "wes").join("draft.txt"), "draft\n").unwrap();
-    // The dialog redraws on team events (a message here), not on file
-    // changes in a worktree.
-    d.t.ok(&["send", "--to", "wes", "true"]);
-    d.wait_screen("the dialog sees wes's uncommitted file", |s| {
-        s.contains("⎇ swarm/tw/wes +0 -0, 1 changed")
+    // Its line is asked of git at most every 2 s: a message a second
+    // until a redraw comes after that.
+    let mut nudged = std::time::Instant::now() - std::time::Duration::from_secs(1);
+    d.wait("the dialog sees wes's uncommitted file", || {
+        if d.screen().contains("⎇ swarm/tw/wes +0 -0, 1 changed") {
+            return true;
+        }
+        if nudged.elapsed() >= std::time::Duration::from_secs(1) {
+            d.t.ok(&["send", "--to", "wes", "true"]);
+            nudged = std::time::Instant::now();
+        }
+        false
     });
     d.select("wes");
     d.keys(&["k"]);
