@@ -143,9 +143,12 @@ fn exec_preset_session(_team: &Team, _m: &Member, preset: &str) -> Conversation 
 /// the lines to show, one per teammate.
 pub async fn comeback(team: &Team, opened: &Opened, how: Comeback) -> Result<Vec<String>> {
     let tf = team.roster().read()?;
+    // Those that ran: a pane recorded, or an end (a lead that saw a pane
+    // go to another program forgets its id but records the end). The
+    // others were never started: `up` spawns them as it always does.
     let gone: Vec<Member> = tf
         .teammates()
-        .filter(|m| !m.tmux_pane_id.is_empty())
+        .filter(|m| !m.tmux_pane_id.is_empty() || m.swarm_field(SwarmField::Exit).is_some())
         .cloned()
         .collect();
     if gone.is_empty() {

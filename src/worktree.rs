@@ -202,6 +202,13 @@ pub fn ensure(team: &Team, m: &mut Member, cwd: &Path) -> Result<Worktree> {
                 cwd,
                 &["rev-parse", "--show-toplevel", "--abbrev-ref", "HEAD"],
             )?;
+            if !found.ok && git_out(cwd, &["rev-parse", "--show-toplevel"])?.ok {
+                bail!(
+                    "the git repository at {} has no commit yet for {}'s branch to start from",
+                    cwd.display(),
+                    m.name
+                );
+            }
             if !found.ok {
                 bail!(
                     "{} is not inside a git repository, so {} cannot have a worktree \
@@ -277,6 +284,8 @@ fn add(wt: &Worktree) -> Result<()> {
     )?
     .ok;
     if exists {
+        // A worktree whose directory went is still registered until pruned.
+        git(&wt.repo, &["worktree", "prune"])?;
         git(&wt.repo, &["worktree", "add", "--quiet", &path, &wt.branch])?;
     } else {
         git(
@@ -306,19 +315,24 @@ fn changed_files(wt: &Worktree) -> Result<Vec<String>> {
 /// the lead's branch: its branch, uncommitted files, commits ahead and behind.
 pub fn progress(wt: &Worktree) -> Result<Progress> {
     let changed = changed_files(wt)?.len();
-    let range = format!("{}...{}", wt.base, wt.branch);
-    let counts = git(&wt.repo, &["rev-list", "--left-right", "--count", &range])?;
-    let mut it = counts
-        .split_whitespace()
-        .map(|n| n.parse::<usize>().unwrap_or(0));
-    let behind = it.next().unwrap_or(0);
-    let ahead = it.next().unwrap_or(0);
+    let (ahead, behind) = ahead_behind(wt)?;
     Ok(Progress {
         branch: wt.branch.clone(),
         changed,
         ahead,
         behind,
     })
+}
+
+/// Commits on the teammate's branch not on the lead's, and the reverse.
+fn ahead_behind(wt: &Worktree) -> Result<(usize, usize)> {
+    let range = format!("{}...{}", wt.base, wt.branch);
+    let counts = git(&wt.repo, &["rev-list", "--left-right", "--count", &range])?;
+    let mut it = counts
+        .split_whitespace()
+        .map(|n| n.parse::<usize>().unwrap_or(0));
+    let behind = it.next().unwrap_or(0);
+    Ok((it.next().unwrap_or(0), behind))
 }
 
 /// [`progress`] of a member, or `None` when it has no worktree; a git
@@ -565,11 +579,20 @@ pub fn retire(team: &Team, members: &[Member], force: bool) -> Vec<String> {
 }
 
 fn retire_one(team: &Team, wt: &Worktree, name: &str, force: bool) -> Result<Retired> {
+    let unmerged = ahead_behind(wt)?.0;
     if !wt.path.exists() {
+        // Its directory went by other hands: its branch alone holds work.
+        let _ = git_out(&wt.repo, &["worktree", "prune"]);
+        if unmerged > 0 {
+            return Ok(Retired::Kept {
+                changed: 0,
+                unmerged,
+            });
+        }
+        let _ = git_out(&wt.repo, &["branch", "-D", &wt.branch]);
         return Ok(Retired::Removed);
     }
     let changed = changed_files(wt)?.len();
-    let unmerged = progress(wt)?.ahead;
     if changed == 0 && unmerged == 0 {
         remove(wt)?;
         return Ok(Retired::Removed);

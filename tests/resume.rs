@@ -8,9 +8,10 @@ use crate::util::wait_until;
 use crate::worktrees::{repo, spec, worktree_of};
 
 /// Ends the private tmux server and waits until the panes' processes
-/// (the teammates' runtimes) are gone.
+/// (the teammates' runtimes, and the lead) are gone.
 fn kill_server(t: &TmuxTeam, names: &[&str]) {
-    let pids: Vec<u32> = names.iter().map(|n| t.pid_of(n)).collect();
+    let mut pids: Vec<u32> = names.iter().map(|n| t.pid_of(n)).collect();
+    pids.push(t.wait_lead());
     t.tmux.run(&["kill-server"]);
     wait_until(
         "every teammate's process ended with the tmux server",
@@ -105,6 +106,7 @@ fn up_resume_after_kill_server_brings_the_same_three_back_with_mail_and_tasks() 
     );
 
     // Without a terminal and without a flag, `up` only says how.
+    let old_lead = t.wait_lead();
     kill_server(&t, &names);
     let asked = t.ok(&["up", "--no-attach"]);
     assert!(
@@ -115,7 +117,7 @@ fn up_resume_after_kill_server_brings_the_same_three_back_with_mail_and_tasks() 
         asked.explain()
     );
     // On a terminal it asks; "y" brings them back.
-    let lead = t.wait_lead();
+    let lead = t.wait_new_lead(old_lead);
     t.tmux.run(&["kill-server"]);
     wait_until(
         "the lead ends with the server",

@@ -259,4 +259,67 @@ fn a_worktree_outside_a_git_repository_is_a_clear_error() {
         "nothing half made: {}",
         t.explain()
     );
+    let empty = t.work.join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    git(&t, &empty, &["init", "-q"]);
+    let cwd = empty.to_string_lossy();
+    t.run(&["spawn", "eve", "--worktree", "--cwd", &cwd])
+        .assert_code(2)
+        .assert_error("has no commit yet for eve's branch to start from");
+}
+
+#[test]
+fn the_dialog_shows_a_worktree_and_its_kill_keeps_the_work() {
+    use crate::util::dialog::{Dialog, lead_pane_of};
+    let Some(t) = TmuxTeam::new("tui_worktree", "tw") else {
+        return;
+    };
+    repo(&t);
+    let up = t.up();
+    let pane = lead_pane_of(&t, &up.stderr);
+    t.ok(&["spawn", "wes", "--agent", "shell", "--worktree"]);
+    // As `Dialog::open` does: every pane open before the lead's is zoomed.
+    let d = Dialog { t, pane };
+    d.roomy();
+    // The dialog redraws on team events (a message here), not on file
+    // changes in a worktree.
+    d.t.ok(&["send", "--to", "wes", "true"]);
+    d.wait_screen("the dialog shows wes's branch and progress", |s| {
+        s.contains("⎇ swarm/tw/wes +0 -0, 0 changed")
+    });
+    std::fs::write(worktree_of(&d.t, "wes").join("draft.txt"), "draft\n").unwrap();
+    // Its line is asked of git at most every 2 s: a message a second
+    // until a redraw comes after that.
+    let mut nudged = std::time::Instant::now() - std::time::Duration::from_secs(1);
+    d.wait("the dialog sees wes's uncommitted file", || {
+        if d.screen().contains("⎇ swarm/tw/wes +0 -0, 1 changed") {
+            return true;
+        }
+        if nudged.elapsed() >= std::time::Duration::from_secs(1) {
+            d.t.ok(&["send", "--to", "wes", "true"]);
+            nudged = std::time::Instant::now();
+        }
+        false
+    });
+    d.select("wes");
+    d.keys(&["k"]);
+    d.wait_screen("the kill confirmation names @wes", |s| {
+        s.contains("Kill @wes? y/N")
+    });
+    d.keys(&["y"]);
+    // The kill's outcome is one of the lead's events (its log has them all).
+    d.wait("the kill says the worktree was kept", || {
+        std::fs::read_to_string(d.t.lead_log())
+            .is_ok_and(|l| l.contains("kept worktree of wes: 1 uncommitted files"))
+    });
+    assert!(
+        worktree_of_path(&d.t, "tw", "wes")
+            .join("draft.txt")
+            .exists()
+    );
+}
+
+/// Where `name`'s worktree is, once its roster entry is gone.
+fn worktree_of_path(t: &TmuxTeam, team: &str, name: &str) -> PathBuf {
+    t.sb.path(&format!("worktrees/{team}/{name}"))
 }

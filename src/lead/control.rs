@@ -174,16 +174,28 @@ impl LeadUi {
         let shown = format!("killing @{name}…");
         let shared = self.shared.clone();
         self.in_background(async move {
+            let before = team.roster().read()?.member(&name).cloned();
             let r = teardown::kill_member(&team, &opened, &name, Duration::from_secs(2)).await?;
             shared
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .seen
                 .remove(&name);
+            // A worktree holding work is kept and named, never lost.
+            let t = team.clone();
+            let worktree = tokio::task::spawn_blocking(move || {
+                crate::worktree::retire(&t, before.as_slice(), false)
+            })
+            .await
+            .unwrap_or_default();
             Ok(format!(
-                "killed @{name}; {} task(s) back on the board{}",
+                "killed @{name}; {} task(s) back on the board{}{}",
                 r.returned.len(),
-                not_ours(&r)
+                not_ours(&r),
+                worktree
+                    .iter()
+                    .map(|l| format!("; {l}"))
+                    .collect::<String>()
             ))
         });
         shown
