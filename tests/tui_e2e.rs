@@ -467,3 +467,79 @@ fn in_process_grid_zoom_forwards_keys_and_q_asks_before_ending_teammates() {
         });
     }
 }
+
+// ------------------------------------------------------ layout (issue 14)
+
+/// `(left, top, width, height)` of `pane`, the lead's window unzoomed
+/// first so the layout is the real one.
+fn geometry(d: &Dialog, pane: &str) -> (u32, u32, u32, u32) {
+    if d.t.tmux.display(&d.pane, "#{window_zoomed_flag}") == "1" {
+        d.t.tmux.ok(&["resize-pane", "-Z", "-t", &d.pane]);
+    }
+    let g = d.t.tmux.display(
+        pane,
+        "#{pane_left} #{pane_top} #{pane_width} #{pane_height}",
+    );
+    let n: Vec<u32> = g
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    assert_eq!(n.len(), 4, "geometry of {pane}: {g:?}\n{}", d.explain());
+    (n[0], n[1], n[2], n[3])
+}
+
+/// Issue 14, item 7: `h` then `H` once brought the pane back under the
+/// lead (the lead's own column) instead of into the teammates' column.
+#[test]
+fn h_then_shift_h_puts_the_pane_back_in_the_teammates_column() {
+    let rec = agent("recorder");
+    let rec = rec.as_str();
+    let Some(d) = Dialog::open("tui_hide_show", "th", &[("ann", &[rec])]) else {
+        return;
+    };
+    let ann = d.t.pane_of("ann");
+    let window = |p: &str| d.t.tmux.display(p, "#{window_id}");
+    d.select("ann");
+    d.keys(&["h"]);
+    d.wait("ann's pane is parked in a window of its own", || {
+        window(&ann) != window(&d.pane)
+    });
+    d.keys(&["H"]);
+    d.wait("ann's pane is back in the lead's window", || {
+        window(&ann) == window(&d.pane)
+    });
+    let (lead_left, _, lead_w, _) = geometry(&d, &d.pane);
+    let (ann_left, _, _, _) = geometry(&d, &ann);
+    assert!(
+        ann_left > lead_left + lead_w - 1,
+        "ann at x={ann_left}, the lead spans {lead_left}..{}\n{}",
+        lead_left + lead_w,
+        d.explain()
+    );
+}
+
+/// Issue 14, item 7: after a kill the teammates' column was left uneven
+/// (129×9 beside 129×39); it is rebalanced.
+#[test]
+fn a_kill_rebalances_the_teammates_column() {
+    let rec = agent("recorder");
+    let rec = rec.as_str();
+    let Some(d) = Dialog::open(
+        "tui_kill_rebalance",
+        "tr",
+        &[("ann", &[rec]), ("bob", &[rec]), ("cat", &[rec])],
+    ) else {
+        return;
+    };
+    let (ann, bob, cat) = (d.t.pane_of("ann"), d.t.pane_of("bob"), d.t.pane_of("cat"));
+    d.select("bob");
+    d.keys(&["k"]);
+    d.wait_screen("the kill confirmation", |s| s.contains("Kill @bob? y/N"));
+    d.keys(&["y"]);
+    d.wait("bob's pane is closed", || d.t.tmux.pane(&bob).is_none());
+    d.wait("ann and cat share the column evenly", || {
+        let (_, _, _, a) = geometry(&d, &ann);
+        let (_, _, _, c) = geometry(&d, &cat);
+        a.abs_diff(c) <= 1
+    });
+}
