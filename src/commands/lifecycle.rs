@@ -396,7 +396,7 @@ async fn reattach(team: &Team, opened: &Opened, no_attach: bool) -> Result<Exit>
         eprintln!("attach with: swarm attach --team {}", team.name);
         return Ok(Exit::Ok);
     }
-    super::attach::exec_attach(opened.backend.attach_argv(&session)?)
+    super::attach::attach_home(team, opened, &session).await
 }
 
 fn start_lead_logging(team: &Team) -> Result<()> {
