@@ -467,3 +467,186 @@ fn in_process_grid_zoom_forwards_keys_and_q_asks_before_ending_teammates() {
         });
     }
 }
+
+// ------------------------------------------------------ layout (issue 14)
+
+/// `(left, top, width, height)` of `pane`, the lead's window unzoomed
+/// first so the layout is the real one.
+fn geometry(d: &Dialog, pane: &str) -> (u32, u32, u32, u32) {
+    if d.t.tmux.display(&d.pane, "#{window_zoomed_flag}") == "1" {
+        d.t.tmux.ok(&["resize-pane", "-Z", "-t", &d.pane]);
+    }
+    let g = d.t.tmux.display(
+        pane,
+        "#{pane_left} #{pane_top} #{pane_width} #{pane_height}",
+    );
+    let n: Vec<u32> = g
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    assert_eq!(n.len(), 4, "geometry of {pane}: {g:?}\n{}", d.explain());
+    (n[0], n[1], n[2], n[3])
+}
+
+/// Issue 14, item 7: `h` then `H` once brought the pane back under the
+/// lead (the lead's own column) instead of into the teammates' column.
+#[test]
+fn h_then_shift_h_puts_the_pane_back_in_the_teammates_column() {
+    let rec = agent("recorder");
+    let rec = rec.as_str();
+    let Some(d) = Dialog::open("tui_hide_show", "th", &[("ann", &[rec])]) else {
+        return;
+    };
+    let ann = d.t.pane_of("ann");
+    let window = |p: &str| d.t.tmux.display(p, "#{window_id}");
+    d.select("ann");
+    d.keys(&["h"]);
+    d.wait("ann's pane is parked in a window of its own", || {
+        window(&ann) != window(&d.pane)
+    });
+    d.keys(&["H"]);
+    d.wait("ann's pane is back in the lead's window", || {
+        window(&ann) == window(&d.pane)
+    });
+    let (lead_left, _, lead_w, _) = geometry(&d, &d.pane);
+    let (ann_left, _, _, _) = geometry(&d, &ann);
+    assert!(
+        ann_left > lead_left + lead_w - 1,
+        "ann at x={ann_left}, the lead spans {lead_left}..{}\n{}",
+        lead_left + lead_w,
+        d.explain()
+    );
+}
+
+/// Issue 14, item 7: after a kill the teammates' column was left uneven
+/// (129×9 beside 129×39); it is rebalanced.
+#[test]
+fn a_kill_rebalances_the_teammates_column() {
+    let rec = agent("recorder");
+    let rec = rec.as_str();
+    let Some(d) = Dialog::open(
+        "tui_kill_rebalance",
+        "tr",
+        &[("ann", &[rec]), ("bob", &[rec]), ("cat", &[rec])],
+    ) else {
+        return;
+    };
+    let (ann, bob, cat) = (d.t.pane_of("ann"), d.t.pane_of("bob"), d.t.pane_of("cat"));
+    d.select("bob");
+    d.keys(&["k"]);
+    d.wait_screen("the kill confirmation", |s| s.contains("Kill @bob? y/N"));
+    d.keys(&["y"]);
+    d.wait("bob's pane is closed", || d.t.tmux.pane(&bob).is_none());
+    d.wait("ann and cat share the column evenly", || {
+        let (_, _, _, a) = geometry(&d, &ann);
+        let (_, _, _, c) = geometry(&d, &cat);
+        a.abs_diff(c) <= 1
+    });
+}
+
+// ---------------------------------------------- outside tmux (issue 14)
+
+/// Issue 14, item 11: attached from outside tmux, `q` left the user on the
+/// teammates' panes with no shell and no hint, and coming back showed the
+/// teammates' pane, not the dialog. `swarm attach` now makes the lead's
+/// pane current, and ends its client when the lead quits, with a hint.
+#[test]
+fn attached_from_outside_q_returns_the_user_to_their_shell_with_a_hint() {
+    let rec = agent("recorder");
+    let Some(d) = Dialog::open("tui_q_outside", "tz", &[("ann", &[rec.as_str()])]) else {
+        return;
+    };
+    let ann = d.t.pane_of("ann");
+    d.t.tmux.ok(&["select-pane", "-t", &ann]);
+    let env = |k: &str, v: &std::path::Path| format!("{k}={}", v.display());
+    let home = env("SWARM_HOME", d.t.sb.root());
+    let sock = env("SWARM_TMUX_SOCKET", &d.t.tmux.sock);
+    let path = format!("PATH={}", std::env::var("PATH").unwrap_or_default());
+    let user = d.t.tmux.new_session(
+        "user",
+        (120, 40),
+        &[
+            "env",
+            "-u",
+            "TMUX",
+            "-u",
+            "TMUX_PANE",
+            &home,
+            &sock,
+            &path,
+            "SWARM_TEAM=tz",
+            "TERM=xterm",
+            crate::util::swarm_bin(),
+            "attach",
+        ],
+    );
+    d.t.tmux
+        .ok(&["set-option", "-p", "-t", &user, "remain-on-exit", "on"]);
+    d.wait("a client is attached to the team's session", || {
+        !d.t.tmux
+            .ok(&["list-clients", "-t", "=swarm-tz"])
+            .trim()
+            .is_empty()
+    });
+    assert_eq!(
+        d.t.tmux.display("=swarm-tz:", "#{pane_id}"),
+        d.pane,
+        "the dialog's pane is current\n{}",
+        d.explain()
+    );
+    d.keys(&["q"]);
+    d.wait("the user is back at their shell with a hint", || {
+        d.t.tmux
+            .capture(&user)
+            .contains("`swarm attach --team tz` comes back")
+    });
+    assert!(d.pane_alive(&ann), "ann runs on\n{}", d.explain());
+}
+
+/// Issue 14, item 11: `swarm attach` for a team started inside tmux said
+/// "no tmux session swarm-…": the lead runs in the user's own pane. From
+/// outside tmux it now names the command that attaches there (and that
+/// command works); the lead's pane is made current.
+#[test]
+fn attach_to_a_team_started_inside_tmux_names_the_leads_pane() {
+    let Some(t) = crate::util::tmux::TmuxTeam::new("tui_attach_inside", "ti") else {
+        return;
+    };
+    let root = t.sb.root().to_string_lossy().into_owned();
+    let sock = t.tmux.sock.to_string_lossy().into_owned();
+    let user = t.tmux.new_session_in(
+        "outer",
+        (160, 48),
+        &t.work,
+        &[
+            "/usr/bin/env",
+            "-u",
+            "SWARM_TEAM",
+            &format!("HOME={root}"),
+            &format!("SWARM_HOME={root}"),
+            &format!("SWARM_TMUX_SOCKET={sock}"),
+            crate::util::swarm_bin(),
+            "up",
+            "--team",
+            "ti",
+        ],
+    );
+    t.wait_lead();
+    t.tmux
+        .ok(&["new-window", "-d", "-t", "=outer", "sleep 600"]);
+    t.tmux.ok(&["select-window", "-t", "=outer:1"]);
+    let r = t.run(&["attach"]);
+    r.assert_code(2);
+    let hint = format!("attach -t {user}");
+    assert!(
+        r.stderr.contains(&hint) && !r.stderr.contains("no tmux session"),
+        "{}",
+        r.explain()
+    );
+    assert_eq!(
+        t.tmux.display("=outer:", "#{pane_id}"),
+        user,
+        "the lead's pane is current\n{}",
+        t.explain()
+    );
+}

@@ -1,9 +1,16 @@
-//! `swarm attach`: the user's terminal onto the team's home session.
+//! `swarm attach`: the user's terminal onto the team's home session, the
+//! lead's pane (the TeamsDialog) current. While attached, the lead quitting
+//! (`q`) ends the tmux client too, so the user is back at their own shell
+//! with a hint, not left on the teammates' panes with no shell. A team
+//! started inside tmux has no home session: its lead's pane is focused.
+
+use std::time::{Duration, Instant};
 
 use super::lifecycle::open;
 use super::{Context, Exit};
 use crate::cli::BackendArgs;
-use crate::lead::session;
+use crate::lead::session::{self, Opened};
+use crate::team::Team;
 use anyhow::{Context as _, Result, bail};
 
 pub(super) async fn attach(ctx: &Context, args: BackendArgs) -> Result<Exit> {
@@ -15,11 +22,17 @@ pub(super) async fn attach(ctx: &Context, args: BackendArgs) -> Result<Exit> {
             opened.kind()
         );
     }
-    let session = opened
-        .record
-        .session
-        .clone()
-        .unwrap_or_else(|| session::session_name(&team.name));
+    let Some(session) = opened.record.session.clone() else {
+        if let Some(lead) = opened.record.lead_pane.clone() {
+            return focus_own_pane(&team, &opened, &lead).await;
+        }
+        let session = session::session_name(&team.name);
+        bail!(
+            "no tmux session {session} for team {}; start it with `swarm up --team {}`",
+            team.name,
+            team.name
+        );
+    };
     if !opened.backend.home_exists(&session).await? {
         bail!(
             "no tmux session {session} for team {}; start it with `swarm up --team {}`",
@@ -27,11 +40,99 @@ pub(super) async fn attach(ctx: &Context, args: BackendArgs) -> Result<Exit> {
             team.name
         );
     }
-    exec_attach(opened.backend.attach_argv(&session)?)
+    attach_home(&team, &opened, &session).await
 }
 
-pub(super) fn exec_attach(argv: Vec<String>) -> Result<Exit> {
-    use std::os::unix::process::CommandExt;
-    let err = std::process::Command::new(&argv[0]).args(&argv[1..]).exec();
-    Err(err).with_context(|| format!("running {}", argv.join(" ")))
+/// A team whose lead runs in the user's own tmux pane (started inside
+/// tmux): that pane is made current; outside tmux, the command that
+/// attaches to it is named.
+async fn focus_own_pane(
+    team: &Team,
+    opened: &Opened,
+    lead: &swarm_backends::PaneId,
+) -> Result<Exit> {
+    if !session::lead_running(opened).await? {
+        bail!(
+            "the lead of team {} (pane {lead}) is not running; start it with `swarm up --team {}`",
+            team.name,
+            team.name
+        );
+    }
+    opened.backend.focus(lead).await?;
+    if std::env::var_os("TMUX").is_some_and(|v| !v.is_empty()) {
+        eprintln!(
+            "swarm: the lead of team {} is pane {lead}: focused",
+            team.name
+        );
+        return Ok(Exit::Ok);
+    }
+    let socket = opened
+        .record
+        .tmux_socket
+        .as_ref()
+        .map(|s| format!("-S {} ", s.display()))
+        .unwrap_or_default();
+    bail!(
+        "the lead of team {} runs in pane {lead} of your own tmux session (the team was started inside tmux); attach with `tmux {socket}attach -t {lead}`",
+        team.name
+    )
+}
+
+/// Attaches to `session` with the lead's pane current and waits for the
+/// client; ends the client when the lead exits meanwhile; then says how to
+/// come back if the team runs on.
+pub(super) async fn attach_home(team: &Team, opened: &Opened, session: &str) -> Result<Exit> {
+    if let Some(lead) = &opened.record.lead_pane
+        && let Err(e) = opened.backend.focus(lead).await
+    {
+        tracing::warn!("focus the lead's pane {lead} before attaching: {e}");
+    }
+    let argv = opened.backend.attach_argv(session)?;
+    let mut client = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .spawn()
+        .with_context(|| format!("running {}", argv.join(" ")))?;
+    let watched = crate::lead::lead_pid_alive(team)?.is_some();
+    let status = loop {
+        if let Some(st) = client.try_wait().context("waiting for tmux attach")? {
+            break Some(st);
+        }
+        if watched && crate::lead::lead_pid_alive(team).ok().flatten().is_none() {
+            end_client(&mut client)?;
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    if opened.backend.home_exists(session).await.unwrap_or(false) {
+        eprintln!(
+            "swarm: team {0} runs on in tmux session {session}: `swarm attach --team {0}` comes back, `swarm down --team {0}` ends it",
+            team.name
+        );
+    }
+    match status {
+        Some(st) if !st.success() => bail!("{} exited with {st}", argv.join(" ")),
+        _ => Ok(Exit::Ok),
+    }
+}
+
+/// Ends the tmux client this process started (SIGTERM: it restores the
+/// terminal; SIGKILL after 2 s) and reaps it.
+fn end_client(client: &mut std::process::Child) -> Result<()> {
+    // SAFETY: kill(2) on the pid of a child this process spawned and has
+    // not reaped yet, so the pid cannot have been reused.
+    unsafe { libc::kill(client.id() as libc::pid_t, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        if client
+            .try_wait()
+            .context("waiting for tmux attach")?
+            .is_some()
+        {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    client.kill().context("ending tmux attach")?;
+    client.wait().context("reaping tmux attach")?;
+    Ok(())
 }

@@ -537,7 +537,7 @@ async fn reattach(team: &Team, opened: &Opened, no_attach: bool) -> Result<Exit>
         );
         return Ok(Exit::Ok);
     }
-    super::attach::exec_attach(opened.backend.attach_argv(&session)?)
+    super::attach::attach_home(team, opened, &session).await
 }
 
 fn start_lead_logging(team: &Team) -> Result<()> {

@@ -186,7 +186,7 @@ pub fn open(root: &Root, team: &str, args: &BackendArgs) -> Result<Opened> {
                 Some(s) => TmuxServer::socket(s),
                 None => TmuxServer::default_server(),
             };
-            let mut backend = TmuxBackend::new(server);
+            let mut backend = TmuxBackend::new(server).with_lead(record.lead_pane.clone());
             if let Some(v) = record.tmux_version {
                 backend = backend.with_known_version(v);
             }

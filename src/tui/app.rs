@@ -292,27 +292,18 @@ impl Alerts {
     }
 }
 
-/// Rings the bell for fresh events (when `bell`) and sets the terminal's
-/// title to what needs the user. In tmux the bell marks the lead's window
-/// in the status line of a user looking at another window, and the title
-/// becomes the lead pane's title.
+/// Rings the terminal bell for fresh events (when `bell`). In tmux the
+/// bell marks the lead's window in the status line (`monitor-bell`), so a
+/// user looking at another window sees that the team needs them. The
+/// title is left alone: it is the pane's name swarm (or the user, when the
+/// lead runs in their own pane) gave it.
 fn signal_attention(alert: &Alert, bell: bool) -> std::io::Result<()> {
     use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    if bell && !alert.fresh.is_empty() {
-        out.write_all(b"\x07")?;
+    if !bell || alert.fresh.is_empty() {
+        return Ok(());
     }
-    let team = crate::text::escape_line(&alert.team);
-    let title = match alert.fresh.first() {
-        _ if alert.count == 0 => format!("swarm {team}"),
-        Some(first) => format!(
-            "swarm {team} ! {} · {}",
-            alert.count,
-            crate::text::escape_line(first)
-        ),
-        None => format!("swarm {team} ! {}", alert.count),
-    };
-    write!(out, "\x1b]2;{title}\x07")?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(b"\x07")?;
     out.flush()
 }
 

@@ -701,6 +701,18 @@ pub fn select_layout(target: &str, layout: &str) -> Vec<String> {
         .to_vec()
 }
 
+/// `select-layout -E -t PANE`: spread `pane` and the panes beside it in
+/// its column (or row) out evenly, leaving the rest of the layout as it is
+/// (the lead's width, a tiled overflow window's shape).
+pub fn select_layout_even(pane: &PaneId) -> Result<Vec<String>> {
+    Ok(vec![
+        "select-layout".to_string(),
+        "-E".to_string(),
+        "-t".to_string(),
+        check_pane_id(pane)?.to_string(),
+    ])
+}
+
 /// `resize-pane -t PANE -x COLS`.
 pub fn resize_pane_width(pane: &PaneId, cols: u32) -> Result<Vec<String>> {
     Ok(vec![
@@ -816,6 +828,15 @@ pub fn join_pane(pane: &PaneId, target: &PaneId) -> Result<Vec<String>> {
         "-t".to_string(),
         check_pane_id(target)?.to_string(),
     ])
+}
+
+/// `join-pane -d -h -s PANE -t TARGET_PANE`: bring a parked pane back to
+/// the right of `target` (the lead: a pane rejoining an empty teammate
+/// column goes beside the lead, not under it).
+pub fn join_pane_right(pane: &PaneId, target: &PaneId) -> Result<Vec<String>> {
+    let mut argv = join_pane(pane, target)?;
+    argv[2] = "-h".to_string();
+    Ok(argv)
 }
 
 /// True when a failed tmux call's stderr says there is no server (so every
@@ -1134,6 +1155,14 @@ mod tests {
         assert_eq!(
             join_pane(&p, &PaneId::new("%1")).unwrap(),
             s(&["join-pane", "-d", "-v", "-s", "%7", "-t", "%1"])
+        );
+        assert_eq!(
+            join_pane_right(&p, &PaneId::new("%1")).unwrap(),
+            s(&["join-pane", "-d", "-h", "-s", "%7", "-t", "%1"])
+        );
+        assert_eq!(
+            select_layout_even(&p).unwrap(),
+            s(&["select-layout", "-E", "-t", "%7"])
         );
         assert_eq!(
             list_panes_all(),

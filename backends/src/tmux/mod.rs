@@ -209,6 +209,41 @@ impl TmuxBackend {
         self
     }
 
+    /// A backend that knows the team's lead pane (from the session record)
+    /// before it spawns anything: a lead that re-attached, or a command run
+    /// from another process, then rejoins shown panes and rebalances the
+    /// lead's window as the spawning process would.
+    pub fn with_lead(self, lead: Option<PaneId>) -> Self {
+        if lead.is_some() {
+            self.state
+                .try_lock()
+                .expect("a new backend's state is not shared yet")
+                .lead = lead;
+        }
+        self
+    }
+
+    /// A pane that shares `pane`'s column, to even the column out through
+    /// once `pane` is closed (see [`rejoin_target`]: the window's first
+    /// pane, the lead, is not in the column). `None` when it was alone, or
+    /// the window cannot be listed.
+    async fn column_sibling(&self, pane: &PaneId) -> Option<PaneId> {
+        let window = self.window_of(pane).await.ok()?;
+        let target = rejoin_target(&window, pane)?;
+        (window.first().map(|p| &p.pane) != Some(&target)).then_some(target)
+    }
+
+    /// Spreads the column of `sibling` out evenly after a teammate's pane
+    /// in it closed (tmux gives the whole space to one neighbour). The
+    /// kill has succeeded whatever this does: a window that cannot be laid
+    /// out again (gone meanwhile) keeps tmux's layout, uneven but whole,
+    /// so the error is not the kill's.
+    async fn even_out(&self, sibling: Option<PaneId>) {
+        if let Some(Ok(argv)) = sibling.as_ref().map(commands::select_layout_even) {
+            let _uneven_at_worst = self.tmux(argv).await;
+        }
+    }
+
     /// The server this backend drives.
     pub fn server(&self) -> &TmuxServer {
         &self.server
@@ -687,6 +722,7 @@ impl PaneBackendExecutor for TmuxBackend {
                 reason: format!("{reason} ({})", process::describe(row.pid)),
             })?;
         }
+        let sibling = self.column_sibling(pane).await;
         let inv = self.invocation(commands::chain(vec![commands::kill_pane(pane)?])?);
         let out = inv.output().await?;
         if !out.success()
@@ -696,7 +732,9 @@ impl PaneBackendExecutor for TmuxBackend {
             return Err(inv.failed(&out));
         }
         self.state.lock().await.hidden.remove(pane);
-        self.verify_gone(pane, row.pid).await
+        self.verify_gone(pane, row.pid).await?;
+        self.even_out(sibling).await;
+        Ok(())
     }
 
     /// One ladder for all: one listing, every group signalled together,
@@ -955,10 +993,7 @@ impl PaneBackendExecutor for TmuxBackend {
         }
         let pane = &pane.id;
         let window = self.window_of(pane).await?;
-        let beside = window
-            .iter()
-            .find(|p| &p.pane != pane)
-            .map(|p| p.pane.clone());
+        let beside = rejoin_target(&window, pane);
         self.tmux(commands::break_pane(pane)?).await?;
         if let Some(beside) = beside {
             self.state.lock().await.hidden.insert(pane.clone(), beside);
@@ -989,9 +1024,26 @@ impl PaneBackendExecutor for TmuxBackend {
                 "was not hidden by this backend and no lead pane is known",
             ));
         };
-        self.tmux(commands::join_pane(pane, &target)?).await?;
+        // The first pane of a window is its main one (the lead): a pane
+        // rejoining it goes to its right, into the teammates' column.
+        let main = self
+            .window_of(&target)
+            .await?
+            .first()
+            .map(|p| p.pane.clone());
+        let join = if main.as_ref() == Some(&target) {
+            commands::join_pane_right(pane, &target)?
+        } else {
+            commands::join_pane(pane, &target)?
+        };
+        self.tmux(join).await?;
         self.state.lock().await.hidden.remove(pane);
-        self.rebalance().await
+        if self.state.lock().await.lead.is_some() {
+            return self.rebalance().await;
+        }
+        self.tmux(commands::select_layout_even(pane)?)
+            .await
+            .map(drop)
     }
 
     async fn set_title(&self, pane: &PaneId, title: &str) -> Result<()> {
@@ -1032,10 +1084,52 @@ impl PaneBackendExecutor for TmuxBackend {
     }
 }
 
+/// The pane a pane being hidden rejoins when shown: the last other
+/// teammate of its column (it goes back under it), or, when it was alone
+/// beside the lead, the lead (it goes back to the lead's right). The first
+/// pane of a window is its main one (the lead, split first).
+fn rejoin_target(window: &[WindowPane], hidden: &PaneId) -> Option<PaneId> {
+    let others: Vec<&WindowPane> = window.iter().filter(|p| &p.pane != hidden).collect();
+    match others.as_slice() {
+        [] => None,
+        [only] => Some(only.pane.clone()),
+        [.., last] => Some(last.pane.clone()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use commands::parse_window_panes;
+
+    #[test]
+    fn a_hidden_pane_rejoins_its_column_not_the_lead() {
+        let pane = |id: &str| WindowPane {
+            pane: PaneId::new(id),
+            width: 10,
+            height: 10,
+            window_id: "@1".into(),
+            window_width: 100,
+            window_height: 40,
+            window_index: 0,
+            session: "s".into(),
+        };
+        let window = [pane("%0"), pane("%1"), pane("%2")];
+        assert_eq!(
+            rejoin_target(&window, &PaneId::new("%1")),
+            Some(PaneId::new("%2"))
+        );
+        assert_eq!(
+            rejoin_target(&window, &PaneId::new("%2")),
+            Some(PaneId::new("%1"))
+        );
+        assert_eq!(
+            rejoin_target(&window[..2], &PaneId::new("%1")),
+            Some(PaneId::new("%0")),
+            "alone beside the lead: back beside the lead"
+        );
+        assert_eq!(rejoin_target(&window[..1], &PaneId::new("%0")), None);
+    }
 
     #[test]
     fn a_lone_lead_is_split_side_by_side() {
