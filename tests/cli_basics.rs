@@ -490,6 +490,15 @@ fn not_found_is_exit_1_with_one_wording_in_every_command() {
         (&["task", "create", "x", "--team", "nope"], &no_team),
         (&["output", "bob", "--team", "nope"], &no_team),
         (&["team", "delete", "nope"], &no_team),
+        (&["kill", "bob", "--team", "nope"], &no_team),
+        (&["shutdown", "bob", "--team", "nope"], &no_team),
+        (&["prune", "--team", "nope"], &no_team),
+        (&["down", "--team", "nope"], &no_team),
+        (&["spawn", "x", "--team", "nope", "--", "true"], &no_team),
+        (
+            &["ask", "--plan", "p", "--as", "bob", "--team", "nope"],
+            &no_team,
+        ),
         // A missing task.
         (&["task", "get", "99", "--team", "alpha"], no_task),
         (
@@ -533,9 +542,14 @@ fn not_found_is_exit_1_with_one_wording_in_every_command() {
             no_member,
         ),
         (&["output", "ghost", "--team", "alpha"], no_member),
+        (&["kill", "ghost", "--team", "alpha"], no_member),
+        (&["shutdown", "ghost", "--team", "alpha"], no_member),
     ];
     for (args, needle) in cases {
-        assert_no(&s.run(args), needle);
+        // A socket with no server: nothing here reaches a real tmux.
+        let mut c = s.cmd(args);
+        c.env("SWARM_TMUX_SOCKET", s.path("no-server.sock"));
+        assert_no(&Run::of(c, args), needle);
     }
     // Not a lookup: an id that is no task id at all is an error (exit 2).
     s.run(&["task", "get", "abc", "--team", "alpha"])

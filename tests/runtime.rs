@@ -855,9 +855,33 @@ fn the_demo_runs_every_task_once_in_dependency_order_and_reports_to_the_lead() {
         swarm::config::Applied::AlreadyHadTasks(tasks.len())
     );
     let mut panes = Panes::new(&sb, "demo");
+    // The demo's pauses, a fifth as long (passed by name in a real pane).
+    panes.env.push(("SWARM_DEMO_PACE".into(), "0.2".into()));
     for m in &spec.teammates {
         panes.start(&m.name);
     }
+    // One demo task waits for the lead to approve its plan: approve it as
+    // the TeamsDialog's `a` does.
+    let mut approved: Vec<String> = Vec::new();
+    let mut approve = || {
+        for e in inbox(&sb, "demo", "team-lead") {
+            if let Some(swarm::protocol::Message::PlanApprovalRequest(p)) = e.protocol()
+                && !approved.contains(&p.request_id)
+            {
+                sb.ok(&[
+                    "send",
+                    "--team",
+                    "demo",
+                    "--to",
+                    &p.from,
+                    "--plan-response",
+                    &p.request_id,
+                    "--approve",
+                ]);
+                approved.push(p.request_id);
+            }
+        }
+    };
     let done = |t: &Team| {
         t.tasks()
             .list()
@@ -870,7 +894,10 @@ fn the_demo_runs_every_task_once_in_dependency_order_and_reports_to_the_lead() {
     wait_until(
         "every demo task is completed",
         Duration::from_secs(60),
-        || done(&t) == tasks.len(),
+        || {
+            approve();
+            done(&t) == tasks.len()
+        },
         || panes.explain(),
     );
     let summary = wait_for_summary(&sb, &panes);

@@ -150,6 +150,7 @@ fn no_task(team: &Team, id: &str) -> String {
     crate::tasks::TaskError::NotFound {
         team: team.name.clone(),
         id: id.to_string(),
+        path: team.root.task(&team.name, id).unwrap_or_default(),
     }
     .to_string()
 }

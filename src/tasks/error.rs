@@ -27,7 +27,13 @@ pub enum TaskError {
     Name { team: String, source: NameError },
 
     #[error("no task {id} in team {team}")]
-    NotFound { team: String, id: String },
+    NotFound {
+        team: String,
+        id: String,
+        /// Where its file would be (not shown: the one wording of a
+        /// missing task, in every command, is the line above).
+        path: PathBuf,
+    },
 
     #[error("team {team}: task {id} cannot block itself")]
     SelfBlock { team: String, id: String },

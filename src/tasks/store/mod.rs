@@ -702,10 +702,10 @@ impl TaskStore {
     }
 
     fn not_found(&self, id: &str) -> Result<TaskError, TaskError> {
-        self.path(id)?;
         Ok(TaskError::NotFound {
             team: self.team.clone(),
             id: id.to_string(),
+            path: self.path(id)?,
         })
     }
 
