@@ -30,11 +30,11 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// The pinned version `scripts/install-agents` installs.
-const CLAUDE_VERSION: &str = "2.1.332";
+pub(crate) const CLAUDE_VERSION: &str = "2.1.332";
 
 /// The API key the user has; Claude Code accepts it without asking
 /// because `.claude.json` approves its last 20 characters.
-const KEY: &str = "sk-ant-api03-swarm-live-0123456789abcdefghijKLMNOP";
+pub(crate) const KEY: &str = "sk-ant-api03-swarm-live-0123456789abcdefghijKLMNOP";
 
 /// The model the user's own `settings.json` names: seen in a request, it
 /// proves the teammate read the user's settings.
@@ -116,7 +116,7 @@ fn approve_shutdown() -> Value {
 /// approved, `work` trusted, and `settings.json` naming [`USER_MODEL`] in
 /// `config_dir` (`~/.claude` or the user's `CLAUDE_CONFIG_DIR`), with the
 /// global config in `global_dir` (`~` or `CLAUDE_CONFIG_DIR`).
-fn set_up_claude_user(global_dir: &Path, config_dir: &Path, work: &Path) {
+pub(crate) fn set_up_claude_user(global_dir: &Path, config_dir: &Path, work: &Path) {
     std::fs::create_dir_all(config_dir).unwrap();
     let tail = &KEY[KEY.len() - 20..];
     let work = work.to_string_lossy().into_owned();

@@ -43,6 +43,9 @@ struct Cli {
     bin: &'static str,
     /// The scripted server under `tests/models/`.
     server: &'static str,
+    /// The permission mode it is spawned in (`swarm spawn --mode`): one
+    /// that lets the model's shell commands run.
+    mode: &'static str,
     /// The model's shell tool, and its input for a command line; `None`
     /// when the CLI offers the model no tools (Aider).
     shell: Option<ShellTool>,
@@ -59,6 +62,7 @@ const CODEX: Cli = Cli {
     shown: "Codex 0.171.0",
     bin: "codex-0.171.0/node_modules/.bin/codex",
     server: "openai.py",
+    mode: "bypassPermissions",
     shell: Some(("exec_command", |cmd| json!({"cmd": cmd}))),
     user: codex_user,
 };
@@ -86,6 +90,7 @@ const GEMINI: Cli = Cli {
     shown: "Gemini CLI 0.61.0",
     bin: "gemini-cli-0.61.0/node_modules/.bin/gemini",
     server: "gemini.py",
+    mode: "bypassPermissions",
     shell: Some(("run_shell_command", |cmd| json!({"command": cmd}))),
     user: gemini_user,
 };
@@ -116,6 +121,7 @@ const AIDER: Cli = Cli {
     shown: "Aider 0.86.2",
     bin: "aider-chat-0.86.2/bin/aider",
     server: "openai.py",
+    mode: "default",
     shell: None,
     user: aider_user,
 };
@@ -132,6 +138,39 @@ fn aider_user(home: &Path, _work: &Path, server: &ModelServer) -> Vec<(String, S
     );
     std::fs::write(home.join(".aider.conf.yml"), config).unwrap();
     vec![("OPENAI_API_KEY".into(), KEY.into())]
+}
+
+const CLAUDE_PRINT: Cli = Cli {
+    agent: "claude-print",
+    shown: "Claude Code 2.1.332 (claude -p)",
+    bin: "claude-code-2.1.332/node_modules/.bin/claude",
+    server: "anthropic.py",
+    mode: "default",
+    shell: Some((
+        "Bash",
+        |cmd| json!({"command": cmd, "description": "run it"}),
+    )),
+    user: claude_print_user,
+};
+
+/// Claude Code set up as for `live_claude` (onboarding done, the key
+/// approved, the work dir trusted), its `settings.json` allowing the
+/// team's commands (`swarm …`) and the test's long command without asking: swarm starts it
+/// in `default` mode, and `bypassPermissions` is refused to root.
+fn claude_print_user(home: &Path, work: &Path, server: &ModelServer) -> Vec<(String, String)> {
+    let config = home.join(".claude");
+    crate::live_claude::set_up_claude_user(home, &config, work);
+    let settings =
+        json!({"permissions": {"allow": ["Bash(swarm:*)", "Bash(python3:*)", "Bash(echo:*)"]}});
+    std::fs::write(config.join("settings.json"), settings.to_string()).unwrap();
+    vec![
+        ("ANTHROPIC_BASE_URL".into(), server.base_url()),
+        ("ANTHROPIC_API_KEY".into(), crate::live_claude::KEY.into()),
+        (
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
+            "1".into(),
+        ),
+    ]
 }
 
 /// A team on a private tmux server, a scripted model, and a user set up
@@ -328,7 +367,11 @@ fn works_the_team(test: &str, cli: &Cli) {
         rule(
             "slow",
             &["SLOW-x1"],
-            shell_then(cli, "sleep 300; echo SLEEPER-x1", "never"),
+            shell_then(
+                cli,
+                "python3 -c 'import time; time.sleep(300)'; echo SLEEPER-x1",
+                "never",
+            ),
         ),
     ];
     let Some(l) = Live::new(test, cli, rules) else {
@@ -339,14 +382,7 @@ fn works_the_team(test: &str, cli: &Cli) {
     let role = "You are worker, the team's reviewer (ROLE-x1).";
     let t0 = now();
     l.ok(&[
-        "spawn",
-        "worker",
-        "--agent",
-        cli.agent,
-        "--mode",
-        "bypassPermissions",
-        "--prompt",
-        role,
+        "spawn", "worker", "--agent", cli.agent, "--mode", cli.mode, "--prompt", role,
     ]);
     l.ok(&["send", "--to", "worker", "HELLO-x1: say hello"]);
 
@@ -436,14 +472,7 @@ fn works_the_team(test: &str, cli: &Cli) {
     );
 
     // Kill while the CLI runs a tool: nothing of it is left.
-    l.ok(&[
-        "spawn",
-        "sleeper",
-        "--agent",
-        cli.agent,
-        "--mode",
-        "bypassPermissions",
-    ]);
+    l.ok(&["spawn", "sleeper", "--agent", cli.agent, "--mode", cli.mode]);
     l.ok(&["send", "--to", "sleeper", "SLOW-x1"]);
     let runtime = l.t.pid_of("sleeper");
     let mut tree = Vec::new();
@@ -500,4 +529,9 @@ fn a_gemini_teammate_works_the_team_and_keeps_its_conversation() {
 #[test]
 fn an_aider_teammate_works_the_team_and_keeps_its_conversation() {
     works_the_team("live_exec_aider", &AIDER);
+}
+
+#[test]
+fn a_claude_print_teammate_works_the_team_and_keeps_its_conversation() {
+    works_the_team("live_exec_claude_print", &CLAUDE_PRINT);
 }

@@ -214,7 +214,8 @@ class Handler(BaseHTTPRequestHandler):
         blocks = blocks_with_ids(blocks)
         self.record({
             "method": "POST", "path": self.path, "headers": self.interesting_headers(),
-            "main": bool(body.get("tools")), "rule": rule, "reply": blocks, "body": body,
+            "main": bool(body.get("tools")), "rule": rule, "reply": blocks,
+            "text": conversation_text(body), "body": body,
         })
         model = body.get("model", "claude-scripted")
         if body.get("stream"):
