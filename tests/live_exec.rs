@@ -535,3 +535,74 @@ fn an_aider_teammate_works_the_team_and_keeps_its_conversation() {
 fn a_claude_print_teammate_works_the_team_and_keeps_its_conversation() {
     works_the_team("live_exec_claude_print", &CLAUDE_PRINT);
 }
+
+/// Every process whose command line contains `needle`, anywhere.
+fn processes_with(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| alive(*p) && cmdline(*p).join(" ").contains(needle))
+        .collect()
+}
+
+/// Not live: a `command` agent stands in for a CLI that runs its tools in
+/// sessions of their own (as Codex does), out of reach of a signal to the
+/// pane's process group. What a finished run left behind and what the
+/// running one started are both ended by `swarm kill`.
+#[test]
+fn kill_ends_what_an_agent_started_in_sessions_of_its_own() {
+    let Some(t) = TmuxTeam::new("kill_ends_setsid_children", "t") else {
+        return;
+    };
+    let token = format!(
+        "ESCAPED-{}",
+        t.sb.root().file_name().unwrap().to_string_lossy()
+    );
+    // Reads its prompt; on "leave" it leaves a process behind and exits,
+    // on "stay" it waits for the one it started.
+    let script = format!(
+        "case \"$(cat)\" in *stay*) m=stay;; *) m=leave;; esac; \
+         setsid sh -c 'sleep 300; echo {token}' & \
+         if [ $m = stay ]; then wait; fi; echo ran-$m"
+    );
+    t.up();
+    t.ok(&[
+        "spawn", "w", "--agent", "command", "--", "sh", "-c", &script,
+    ]);
+    let lead_has = |text: &str| {
+        let r = t.run(&["inbox", "--all", "--json"]);
+        r.stdout.contains(text)
+    };
+    t.ok(&["send", "--to", "w", "leave"]);
+    wait_until(
+        "w ran the first unit",
+        WAIT,
+        || lead_has("ran-leave"),
+        || t.explain(),
+    );
+    t.ok(&["send", "--to", "w", "stay"]);
+    // Each escaped `sh -c 'sleep …; echo TOKEN'` and its sleep... the sh
+    // only: `sleep 300` does not hold the token.
+    wait_until(
+        "two escaped processes run",
+        WAIT,
+        || processes_with(&token).len() >= 2,
+        || format!("{:?}\n{}", processes_with(&token), t.explain()),
+    );
+    let runtime = t.pid_of("w");
+    t.ok(&["kill", "w"]);
+    wait_until(
+        "nothing w's agent started is left",
+        WAIT,
+        || !alive(runtime) && processes_with(&token).is_empty(),
+        || {
+            let left: Vec<String> = processes_with(&token)
+                .iter()
+                .map(|p| format!("{p}: {}", cmdline(*p).join(" ")))
+                .collect();
+            format!("left: {left:?}\n{}", t.explain())
+        },
+    );
+}
