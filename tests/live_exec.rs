@@ -22,10 +22,11 @@
 //! lead) are printed as `FIGURE …` lines.
 
 use crate::util::live::{
-    LIVE_WAIT, ModelServer, agent_cache, alive, at, cmdline, descendants, installed, now, serial,
+    LIVE_WAIT, LiveTeam, ModelServer, agent_cache, alive, at, cmdline, descendants, installed, now,
+    serial, user_command,
 };
 use crate::util::tmux::{TmuxTeam, WAIT, group_alive};
-use crate::util::{Run, wait_until};
+use crate::util::wait_until;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -208,89 +209,6 @@ impl Live {
         })
     }
 
-    /// `swarm ARGS` as the user would run it: their home and settings, the
-    /// CLI on `PATH`, everything but loopback to a closed proxy port.
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = self.t.cmd(args);
-        let path = format!(
-            "{}:{}",
-            self.bin_dir.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        c.env("HOME", self.home.path())
-            .env("PATH", path)
-            .env("USER", "swarm-live")
-            .env("TERM", "xterm-256color")
-            .env("HTTPS_PROXY", "http://127.0.0.1:9")
-            .env("HTTP_PROXY", "http://127.0.0.1:9")
-            .env("NO_PROXY", "127.0.0.1,localhost");
-        for (k, v) in &self.env {
-            c.env(k, v);
-        }
-        c
-    }
-
-    fn ok(&self, args: &[&str]) -> Run {
-        let r = Run::of(self.cmd(args), args);
-        if r.code != Some(0) {
-            panic!(
-                "swarm {args:?} should succeed\n{}\n{}",
-                r.explain(),
-                self.explain()
-            );
-        }
-        r
-    }
-
-    /// Waits for the first agent-loop request after the first `after`
-    /// ones whose text contains `needle`.
-    fn wait_request(&self, what: &str, after: usize, needle: &str) -> Value {
-        let mut found = None;
-        wait_until(
-            what,
-            LIVE_WAIT,
-            || {
-                found = self
-                    .server
-                    .main_requests()
-                    .into_iter()
-                    .skip(after)
-                    .find(|r| r["text"].as_str().is_some_and(|t| t.contains(needle)));
-                found.is_some()
-            },
-            || self.explain(),
-        );
-        found.expect("found")
-    }
-
-    /// Every entry the lead received (consumed ones included).
-    fn lead_entries(&self) -> Vec<Value> {
-        let args = ["inbox", "--all", "--json"];
-        let r = Run::of(self.cmd(&args), &args);
-        serde_json::from_str::<Value>(&r.stdout)
-            .ok()
-            .and_then(|v| v.as_array().cloned())
-            .unwrap_or_default()
-    }
-
-    /// Waits until the lead has an entry from `from` whose text contains
-    /// `needle`; returns it and when it was seen.
-    fn wait_lead_entry(&self, what: &str, from: &str, needle: &str) -> (Value, f64) {
-        let mut found = None;
-        wait_until(
-            what,
-            LIVE_WAIT,
-            || {
-                found = self.lead_entries().into_iter().find(|e| {
-                    e["from"] == from && e["text"].as_str().is_some_and(|t| t.contains(needle))
-                });
-                found.is_some()
-            },
-            || self.explain(),
-        );
-        (found.expect("found"), now())
-    }
-
     /// The first request answered by `rule`'s `n`th reply.
     fn answered(&self, rule: &str, n: usize) -> Value {
         self.server
@@ -300,30 +218,29 @@ impl Live {
             .nth(n)
             .unwrap_or_else(|| panic!("no reply {n} of rule {rule}\n{}", self.explain()))
     }
+}
 
-    fn explain(&self) -> String {
-        let mut s = self.t.explain();
-        s.push_str("=== model requests ===\n");
-        s.push_str(
-            &self
-                .server
-                .summary(|r| r["text"].as_str().unwrap_or("").to_string()),
-        );
-        let out = self.t.sb.path(&format!("swarm/{}/output", self.t.team));
-        for e in std::fs::read_dir(&out).into_iter().flatten().flatten() {
-            let text =
-                String::from_utf8_lossy(&std::fs::read(e.path()).unwrap_or_default()).into_owned();
-            let tail: String = text
-                .chars()
-                .rev()
-                .take(2000)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
-            s.push_str(&format!("=== {} (tail) ===\n{tail}\n", e.path().display()));
+impl LiveTeam for Live {
+    fn team(&self) -> &TmuxTeam {
+        &self.t
+    }
+
+    fn server(&self) -> &ModelServer {
+        &self.server
+    }
+
+    /// `swarm ARGS` as the user would run it: their home and settings, the
+    /// CLI on `PATH`, everything but loopback to a closed proxy port.
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = user_command(&self.t, args, self.home.path(), &self.bin_dir);
+        for (k, v) in &self.env {
+            c.env(k, v);
         }
-        s
+        c
+    }
+
+    fn request_text(&self, r: &Value) -> String {
+        r["text"].as_str().unwrap_or("").to_string()
     }
 }
 
