@@ -83,21 +83,8 @@ def choose(body):
     if not tools:
         return None, default
     text = conversation_text(body)
-    for i, rule in enumerate(script.get("rules", [])):
-        name = rule.get("name", f"rule{i}")
-        replies = rule.get("replies") or []
-        used = STATE["used"].get(name, 0)
-        if used >= len(replies):
-            continue
-        when = rule.get("when", {})
-        needles = when.get("contains")
-        needles = [needles] if isinstance(needles, str) else (needles or [])
-        if not all(n in text for n in needles):
-            continue
-        absent = when.get("absent")
-        absent = [absent] if isinstance(absent, str) else (absent or [])
-        if any(n in text for n in absent):
-            continue
+    for name, rule, used in scripted.open_rules(text):
+        replies = rule["replies"]
         capture = None
         if rule.get("capture"):
             found = re.findall(rule["capture"], text)
