@@ -20,7 +20,8 @@
 //! medians over several runs.
 
 use crate::util::live::{
-    LIVE_WAIT, ModelServer, agent_cache, alive, at, children, cmdline, installed, now, serial,
+    LIVE_WAIT, LiveTeam, ModelServer, agent_cache, alive, at, children, cmdline, installed, now,
+    serial, user_command,
 };
 use crate::util::tmux::{TmuxTeam, WAIT, group_alive};
 use crate::util::{Run, wait_until};
@@ -30,11 +31,11 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// The pinned version `scripts/install-agents` installs.
-const CLAUDE_VERSION: &str = "2.1.332";
+pub(crate) const CLAUDE_VERSION: &str = "2.1.332";
 
 /// The API key the user has; Claude Code accepts it without asking
 /// because `.claude.json` approves its last 20 characters.
-const KEY: &str = "sk-ant-api03-swarm-live-0123456789abcdefghijKLMNOP";
+pub(crate) const KEY: &str = "sk-ant-api03-swarm-live-0123456789abcdefghijKLMNOP";
 
 /// The model the user's own `settings.json` names: seen in a request, it
 /// proves the teammate read the user's settings.
@@ -56,17 +57,6 @@ fn live_claude(test: &str) -> Option<PathBuf> {
 /// The scripted Anthropic Messages API server.
 fn anthropic(script: &Value) -> ModelServer {
     ModelServer::start("anthropic.py", script)
-}
-
-/// One line per request, for failure messages.
-fn summary(server: &ModelServer) -> String {
-    server.summary(|r| {
-        r.pointer("/body/messages")
-            .and_then(Value::as_array)
-            .and_then(|m| m.last())
-            .map(|m| conversation(&json!({"messages": [m]})))
-            .unwrap_or_default()
-    })
 }
 
 /// Every piece of text in a request's messages.
@@ -116,7 +106,7 @@ fn approve_shutdown() -> Value {
 /// approved, `work` trusted, and `settings.json` naming [`USER_MODEL`] in
 /// `config_dir` (`~/.claude` or the user's `CLAUDE_CONFIG_DIR`), with the
 /// global config in `global_dir` (`~` or `CLAUDE_CONFIG_DIR`).
-fn set_up_claude_user(global_dir: &Path, config_dir: &Path, work: &Path) {
+pub(crate) fn set_up_claude_user(global_dir: &Path, config_dir: &Path, work: &Path) {
     std::fs::create_dir_all(config_dir).unwrap();
     let tail = &KEY[KEY.len() - 20..];
     let work = work.to_string_lossy().into_owned();
@@ -186,45 +176,6 @@ impl Live {
         })
     }
 
-    /// `swarm ARGS` as the user would run it: their home, `claude` on
-    /// `PATH`, the API at the scripted server, everything else to a closed
-    /// proxy port.
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = self.t.cmd(args);
-        let path = format!(
-            "{}:{}",
-            self.claude_dir.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        c.env("HOME", self.home.path())
-            .env("PATH", path)
-            .env("USER", "swarm-live")
-            .env("TERM", "xterm-256color")
-            .env("ANTHROPIC_BASE_URL", self.server.base_url())
-            .env("ANTHROPIC_API_KEY", KEY)
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("HTTPS_PROXY", "http://127.0.0.1:9")
-            .env("HTTP_PROXY", "http://127.0.0.1:9")
-            .env("NO_PROXY", "127.0.0.1,localhost");
-        if let UserSetup::ConfigDirIsRoot = self.setup {
-            c.env_remove("SWARM_HOME")
-                .env("CLAUDE_CONFIG_DIR", self.t.sb.root());
-        }
-        c
-    }
-
-    fn ok(&self, args: &[&str]) -> Run {
-        let r = Run::of(self.cmd(args), args);
-        if r.code != Some(0) {
-            panic!(
-                "swarm {args:?} should succeed\n{}\n{}",
-                r.explain(),
-                self.explain()
-            );
-        }
-        r
-    }
-
     fn up(&self) {
         self.ok(&["up", "--no-attach"]);
         self.t.wait_lead();
@@ -235,55 +186,6 @@ impl Live {
         let mut args = vec!["spawn", name, "--agent", "claude", "--prompt", prompt];
         args.extend_from_slice(extra);
         self.ok(&args)
-    }
-
-    /// Waits for the first agent-loop request after the first `after`
-    /// ones whose conversation contains `needle`.
-    fn wait_request(&self, what: &str, after: usize, needle: &str) -> Value {
-        let mut found = None;
-        wait_until(
-            what,
-            LIVE_WAIT,
-            || {
-                found = self
-                    .server
-                    .main_requests()
-                    .into_iter()
-                    .skip(after)
-                    .find(|r| conversation(&r["body"]).contains(needle));
-                found.is_some()
-            },
-            || self.explain(),
-        );
-        found.expect("found")
-    }
-
-    /// Every entry the lead received (consumed ones included).
-    fn lead_entries(&self) -> Vec<Value> {
-        let args = ["inbox", "--all", "--json"];
-        let r = Run::of(self.cmd(&args), &args);
-        serde_json::from_str::<Value>(&r.stdout)
-            .ok()
-            .and_then(|v| v.as_array().cloned())
-            .unwrap_or_default()
-    }
-
-    /// Waits until the lead has an entry from `from` whose text contains
-    /// `needle`; returns it and when it was seen.
-    fn wait_lead_entry(&self, what: &str, from: &str, needle: &str) -> (Value, f64) {
-        let mut found = None;
-        wait_until(
-            what,
-            LIVE_WAIT,
-            || {
-                found = self.lead_entries().into_iter().find(|e| {
-                    e["from"] == from && e["text"].as_str().is_some_and(|t| t.contains(needle))
-                });
-                found.is_some()
-            },
-            || self.explain(),
-        );
-        (found.expect("found"), now())
     }
 
     /// The pid of `name`'s Claude Code: the child of its pane's runtime.
@@ -309,28 +211,43 @@ impl Live {
             .sb
             .path(&format!("swarm/{}/output/{name}.log", self.t.team))
     }
+}
 
-    fn explain(&self) -> String {
-        let mut s = self.t.explain();
-        s.push_str("=== model requests ===\n");
-        s.push_str(&summary(&self.server));
-        let out = self.t.sb.path(&format!("swarm/{}/output", self.t.team));
-        if let Ok(rd) = std::fs::read_dir(&out) {
-            for e in rd.flatten() {
-                let text = String::from_utf8_lossy(&std::fs::read(e.path()).unwrap_or_default())
-                    .into_owned();
-                let tail: String = text
-                    .chars()
-                    .rev()
-                    .take(1500)
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev()
-                    .collect();
-                s.push_str(&format!("=== {} (tail) ===\n{tail}\n", e.path().display()));
-            }
+impl LiveTeam for Live {
+    fn team(&self) -> &TmuxTeam {
+        &self.t
+    }
+
+    fn server(&self) -> &ModelServer {
+        &self.server
+    }
+
+    /// `swarm ARGS` as the user would run it: their home, `claude` on
+    /// `PATH`, the API at the scripted server, everything else to a closed
+    /// proxy port.
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = user_command(&self.t, args, self.home.path(), &self.claude_dir);
+        c.env("ANTHROPIC_BASE_URL", self.server.base_url())
+            .env("ANTHROPIC_API_KEY", KEY)
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+        if let UserSetup::ConfigDirIsRoot = self.setup {
+            c.env_remove("SWARM_HOME")
+                .env("CLAUDE_CONFIG_DIR", self.t.sb.root());
         }
-        s
+        c
+    }
+
+    fn request_text(&self, r: &Value) -> String {
+        conversation(&r["body"])
+    }
+
+    /// The request's last message.
+    fn shown_text(&self, r: &Value) -> String {
+        r.pointer("/body/messages")
+            .and_then(Value::as_array)
+            .and_then(|m| m.last())
+            .map(|m| conversation(&json!({"messages": [m]})))
+            .unwrap_or_default()
     }
 }
 

@@ -22,10 +22,11 @@
 //! lead) are printed as `FIGURE …` lines.
 
 use crate::util::live::{
-    LIVE_WAIT, ModelServer, agent_cache, alive, at, cmdline, descendants, installed, now, serial,
+    LIVE_WAIT, LiveTeam, ModelServer, agent_cache, alive, at, cmdline, descendants, installed, now,
+    serial, user_command,
 };
 use crate::util::tmux::{TmuxTeam, WAIT, group_alive};
-use crate::util::{Run, wait_until};
+use crate::util::wait_until;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -43,6 +44,9 @@ struct Cli {
     bin: &'static str,
     /// The scripted server under `tests/models/`.
     server: &'static str,
+    /// The permission mode it is spawned in (`swarm spawn --mode`): one
+    /// that lets the model's shell commands run.
+    mode: &'static str,
     /// The model's shell tool, and its input for a command line; `None`
     /// when the CLI offers the model no tools (Aider).
     shell: Option<ShellTool>,
@@ -59,6 +63,7 @@ const CODEX: Cli = Cli {
     shown: "Codex 0.171.0",
     bin: "codex-0.171.0/node_modules/.bin/codex",
     server: "openai.py",
+    mode: "bypassPermissions",
     shell: Some(("exec_command", |cmd| json!({"cmd": cmd}))),
     user: codex_user,
 };
@@ -86,6 +91,7 @@ const GEMINI: Cli = Cli {
     shown: "Gemini CLI 0.61.0",
     bin: "gemini-cli-0.61.0/node_modules/.bin/gemini",
     server: "gemini.py",
+    mode: "bypassPermissions",
     shell: Some(("run_shell_command", |cmd| json!({"command": cmd}))),
     user: gemini_user,
 };
@@ -116,6 +122,7 @@ const AIDER: Cli = Cli {
     shown: "Aider 0.86.2",
     bin: "aider-chat-0.86.2/bin/aider",
     server: "openai.py",
+    mode: "default",
     shell: None,
     user: aider_user,
 };
@@ -132,6 +139,39 @@ fn aider_user(home: &Path, _work: &Path, server: &ModelServer) -> Vec<(String, S
     );
     std::fs::write(home.join(".aider.conf.yml"), config).unwrap();
     vec![("OPENAI_API_KEY".into(), KEY.into())]
+}
+
+const CLAUDE_PRINT: Cli = Cli {
+    agent: "claude-print",
+    shown: "Claude Code 2.1.332 (claude -p)",
+    bin: "claude-code-2.1.332/node_modules/.bin/claude",
+    server: "anthropic.py",
+    mode: "default",
+    shell: Some((
+        "Bash",
+        |cmd| json!({"command": cmd, "description": "run it"}),
+    )),
+    user: claude_print_user,
+};
+
+/// Claude Code set up as for `live_claude` (onboarding done, the key
+/// approved, the work dir trusted), its `settings.json` allowing the
+/// team's commands (`swarm …`) and the test's long command without asking: swarm starts it
+/// in `default` mode, and `bypassPermissions` is refused to root.
+fn claude_print_user(home: &Path, work: &Path, server: &ModelServer) -> Vec<(String, String)> {
+    let config = home.join(".claude");
+    crate::live_claude::set_up_claude_user(home, &config, work);
+    let settings =
+        json!({"permissions": {"allow": ["Bash(swarm:*)", "Bash(python3:*)", "Bash(echo:*)"]}});
+    std::fs::write(config.join("settings.json"), settings.to_string()).unwrap();
+    vec![
+        ("ANTHROPIC_BASE_URL".into(), server.base_url()),
+        ("ANTHROPIC_API_KEY".into(), crate::live_claude::KEY.into()),
+        (
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
+            "1".into(),
+        ),
+    ]
 }
 
 /// A team on a private tmux server, a scripted model, and a user set up
@@ -169,89 +209,6 @@ impl Live {
         })
     }
 
-    /// `swarm ARGS` as the user would run it: their home and settings, the
-    /// CLI on `PATH`, everything but loopback to a closed proxy port.
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = self.t.cmd(args);
-        let path = format!(
-            "{}:{}",
-            self.bin_dir.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        c.env("HOME", self.home.path())
-            .env("PATH", path)
-            .env("USER", "swarm-live")
-            .env("TERM", "xterm-256color")
-            .env("HTTPS_PROXY", "http://127.0.0.1:9")
-            .env("HTTP_PROXY", "http://127.0.0.1:9")
-            .env("NO_PROXY", "127.0.0.1,localhost");
-        for (k, v) in &self.env {
-            c.env(k, v);
-        }
-        c
-    }
-
-    fn ok(&self, args: &[&str]) -> Run {
-        let r = Run::of(self.cmd(args), args);
-        if r.code != Some(0) {
-            panic!(
-                "swarm {args:?} should succeed\n{}\n{}",
-                r.explain(),
-                self.explain()
-            );
-        }
-        r
-    }
-
-    /// Waits for the first agent-loop request after the first `after`
-    /// ones whose text contains `needle`.
-    fn wait_request(&self, what: &str, after: usize, needle: &str) -> Value {
-        let mut found = None;
-        wait_until(
-            what,
-            LIVE_WAIT,
-            || {
-                found = self
-                    .server
-                    .main_requests()
-                    .into_iter()
-                    .skip(after)
-                    .find(|r| r["text"].as_str().is_some_and(|t| t.contains(needle)));
-                found.is_some()
-            },
-            || self.explain(),
-        );
-        found.expect("found")
-    }
-
-    /// Every entry the lead received (consumed ones included).
-    fn lead_entries(&self) -> Vec<Value> {
-        let args = ["inbox", "--all", "--json"];
-        let r = Run::of(self.cmd(&args), &args);
-        serde_json::from_str::<Value>(&r.stdout)
-            .ok()
-            .and_then(|v| v.as_array().cloned())
-            .unwrap_or_default()
-    }
-
-    /// Waits until the lead has an entry from `from` whose text contains
-    /// `needle`; returns it and when it was seen.
-    fn wait_lead_entry(&self, what: &str, from: &str, needle: &str) -> (Value, f64) {
-        let mut found = None;
-        wait_until(
-            what,
-            LIVE_WAIT,
-            || {
-                found = self.lead_entries().into_iter().find(|e| {
-                    e["from"] == from && e["text"].as_str().is_some_and(|t| t.contains(needle))
-                });
-                found.is_some()
-            },
-            || self.explain(),
-        );
-        (found.expect("found"), now())
-    }
-
     /// The first request answered by `rule`'s `n`th reply.
     fn answered(&self, rule: &str, n: usize) -> Value {
         self.server
@@ -261,30 +218,29 @@ impl Live {
             .nth(n)
             .unwrap_or_else(|| panic!("no reply {n} of rule {rule}\n{}", self.explain()))
     }
+}
 
-    fn explain(&self) -> String {
-        let mut s = self.t.explain();
-        s.push_str("=== model requests ===\n");
-        s.push_str(
-            &self
-                .server
-                .summary(|r| r["text"].as_str().unwrap_or("").to_string()),
-        );
-        let out = self.t.sb.path(&format!("swarm/{}/output", self.t.team));
-        for e in std::fs::read_dir(&out).into_iter().flatten().flatten() {
-            let text =
-                String::from_utf8_lossy(&std::fs::read(e.path()).unwrap_or_default()).into_owned();
-            let tail: String = text
-                .chars()
-                .rev()
-                .take(2000)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
-            s.push_str(&format!("=== {} (tail) ===\n{tail}\n", e.path().display()));
+impl LiveTeam for Live {
+    fn team(&self) -> &TmuxTeam {
+        &self.t
+    }
+
+    fn server(&self) -> &ModelServer {
+        &self.server
+    }
+
+    /// `swarm ARGS` as the user would run it: their home and settings, the
+    /// CLI on `PATH`, everything but loopback to a closed proxy port.
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = user_command(&self.t, args, self.home.path(), &self.bin_dir);
+        for (k, v) in &self.env {
+            c.env(k, v);
         }
-        s
+        c
+    }
+
+    fn request_text(&self, r: &Value) -> String {
+        r["text"].as_str().unwrap_or("").to_string()
     }
 }
 
@@ -328,7 +284,11 @@ fn works_the_team(test: &str, cli: &Cli) {
         rule(
             "slow",
             &["SLOW-x1"],
-            shell_then(cli, "sleep 300; echo SLEEPER-x1", "never"),
+            shell_then(
+                cli,
+                "python3 -c 'import time; time.sleep(300)'; echo SLEEPER-x1",
+                "never",
+            ),
         ),
     ];
     let Some(l) = Live::new(test, cli, rules) else {
@@ -339,14 +299,7 @@ fn works_the_team(test: &str, cli: &Cli) {
     let role = "You are worker, the team's reviewer (ROLE-x1).";
     let t0 = now();
     l.ok(&[
-        "spawn",
-        "worker",
-        "--agent",
-        cli.agent,
-        "--mode",
-        "bypassPermissions",
-        "--prompt",
-        role,
+        "spawn", "worker", "--agent", cli.agent, "--mode", cli.mode, "--prompt", role,
     ]);
     l.ok(&["send", "--to", "worker", "HELLO-x1: say hello"]);
 
@@ -436,14 +389,7 @@ fn works_the_team(test: &str, cli: &Cli) {
     );
 
     // Kill while the CLI runs a tool: nothing of it is left.
-    l.ok(&[
-        "spawn",
-        "sleeper",
-        "--agent",
-        cli.agent,
-        "--mode",
-        "bypassPermissions",
-    ]);
+    l.ok(&["spawn", "sleeper", "--agent", cli.agent, "--mode", cli.mode]);
     l.ok(&["send", "--to", "sleeper", "SLOW-x1"]);
     let runtime = l.t.pid_of("sleeper");
     let mut tree = Vec::new();
@@ -500,4 +446,80 @@ fn a_gemini_teammate_works_the_team_and_keeps_its_conversation() {
 #[test]
 fn an_aider_teammate_works_the_team_and_keeps_its_conversation() {
     works_the_team("live_exec_aider", &AIDER);
+}
+
+#[test]
+fn a_claude_print_teammate_works_the_team_and_keeps_its_conversation() {
+    works_the_team("live_exec_claude_print", &CLAUDE_PRINT);
+}
+
+/// Every process whose command line contains `needle`, anywhere.
+fn processes_with(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| alive(*p) && cmdline(*p).join(" ").contains(needle))
+        .collect()
+}
+
+/// Not live: a `command` agent stands in for a CLI that runs its tools in
+/// sessions of their own (as Codex does), out of reach of a signal to the
+/// pane's process group. What a finished run left behind and what the
+/// running one started are both ended by `swarm kill`.
+#[test]
+fn kill_ends_what_an_agent_started_in_sessions_of_its_own() {
+    let Some(t) = TmuxTeam::new("kill_ends_setsid_children", "t") else {
+        return;
+    };
+    let token = format!(
+        "ESCAPED-{}",
+        t.sb.root().file_name().unwrap().to_string_lossy()
+    );
+    // Reads its prompt; on "leave" it leaves a process behind and exits,
+    // on "stay" it waits for the one it started.
+    let script = format!(
+        "case \"$(cat)\" in *stay*) m=stay;; *) m=leave;; esac; \
+         setsid sh -c 'sleep 300; echo {token}' & \
+         if [ $m = stay ]; then wait; fi; echo ran-$m"
+    );
+    t.up();
+    t.ok(&[
+        "spawn", "w", "--agent", "command", "--", "sh", "-c", &script,
+    ]);
+    let lead_has = |text: &str| {
+        let r = t.run(&["inbox", "--all", "--json"]);
+        r.stdout.contains(text)
+    };
+    t.ok(&["send", "--to", "w", "leave"]);
+    wait_until(
+        "w ran the first unit",
+        WAIT,
+        || lead_has("ran-leave"),
+        || t.explain(),
+    );
+    t.ok(&["send", "--to", "w", "stay"]);
+    // Each escaped `sh -c 'sleep …; echo TOKEN'` and its sleep... the sh
+    // only: `sleep 300` does not hold the token.
+    wait_until(
+        "two escaped processes run",
+        WAIT,
+        || processes_with(&token).len() >= 2,
+        || format!("{:?}\n{}", processes_with(&token), t.explain()),
+    );
+    let runtime = t.pid_of("w");
+    t.ok(&["kill", "w"]);
+    wait_until(
+        "nothing w's agent started is left",
+        WAIT,
+        || !alive(runtime) && processes_with(&token).is_empty(),
+        || {
+            let left: Vec<String> = processes_with(&token)
+                .iter()
+                .map(|p| format!("{p}: {}", cmdline(*p).join(" ")))
+                .collect();
+            format!("left: {left:?}\n{}", t.explain())
+        },
+    );
 }

@@ -615,7 +615,14 @@ fn exec_presets_get_exactly_the_documented_argv_and_their_output_is_the_reply() 
         let opening = exec::opening(preset, Some("You are a tester."), p, T).unwrap();
         format!("{opening}\n\n{}", message(&format!("ping {p}")))
     };
-    let gemini_session = session::recorded(&t, "gemini").unwrap().unwrap().id;
+    let gemini = t
+        .roster()
+        .read()
+        .unwrap()
+        .member("gemini")
+        .cloned()
+        .unwrap();
+    let gemini_session = session::recorded(&t, &gemini).unwrap().unwrap().id;
     let history = sb
         .path("swarm/t/runtime/aider.aider-chat.md")
         .to_string_lossy()

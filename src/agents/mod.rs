@@ -124,8 +124,8 @@ pub struct Runner {
     /// Where an exec preset's prompt is written when argv does not carry
     /// it (one run at a time, so one file per member).
     pub prompt_file: PathBuf,
-    /// Where the member's session is recorded ([`session::record_path`]).
-    pub session_file: PathBuf,
+    /// Where the member's session is recorded ([`session::Store::of`]).
+    pub session: session::Store,
 }
 
 /// Where a run's output goes live: the pane.
@@ -205,10 +205,12 @@ impl Runner {
     /// Whether the next run starts or resumes the member's session (an
     /// unreadable record: a fresh one, logged).
     fn turn(&self, p: Preset) -> session::Turn {
-        session::next_turn(p, self.command.as_deref(), &self.session_file).unwrap_or_else(|e| {
-            tracing::warn!(error = %format!("{e:#}"), "no session to resume");
-            session::Turn::Fresh { id: None }
-        })
+        self.session
+            .next_turn(p, self.command.as_deref())
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %format!("{e:#}"), "no session to resume");
+                session::Turn::Fresh { id: None }
+            })
     }
 
     /// What opens the prompt of a run that starts a session: the role
@@ -253,8 +255,9 @@ impl Runner {
             let second = self.launch(p, mode, &prompt, p.long_delivery(), &turn);
             f = self.run_launch(&second, &prompt, pane);
         }
-        if let Err(e) =
-            session::after_run(p, &self.session_file, &turn, f.ended.success(), &f.output)
+        if let Err(e) = self
+            .session
+            .after_run(p, &turn, f.ended.success(), &f.output)
         {
             tracing::warn!(error = %format!("{e:#}"), "could not record the session");
         }

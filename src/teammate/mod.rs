@@ -78,7 +78,7 @@ pub fn run(ctx: &Context, args: TeammateArgs) -> Result<Exit> {
         model: member.model.clone(),
         role_prompt: member.prompt.clone(),
         prompt_file: runtime_file(&team, &member.name, "prompt")?,
-        session_file: agents::session::record_path(&team, &member.name)?,
+        session: agents::session::Store::of(&team, &member)?,
     };
     let journal = inflight::Journal::new(runtime_file(&team, &member.name, "inflight.json")?);
     work::Runtime::new(team, member, runner, journal).run()

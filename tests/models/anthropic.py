@@ -28,38 +28,20 @@ tool the request does not offer, while the request offers ToolSearch, is
 preceded by a ToolSearch call that selects it (Claude Code defers its team
 tools), and the rule stays where it was. Everything else gets `default`.
 
-Standard library only; stops on SIGTERM or SIGINT.
+Standard library only, on `scripted.py` (the server, the record, the
+script's reloading); stops on SIGTERM or SIGINT.
 """
 
-import argparse
 import json
-import os
 import re
-import signal
-import sys
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-LOCK = threading.Lock()
-STATE = {"mtime": None, "script": {"rules": [], "default": []}, "used": {}, "searched": set()}
-COUNTER = {"n": 0}
+import scripted
 
-
-def load_script(path):
-    """Re-reads the script when its mtime changed (keeps each rule's progress)."""
-    try:
-        mtime = os.stat(path).st_mtime_ns
-    except FileNotFoundError:
-        return STATE["script"]
-    if mtime != STATE["mtime"]:
-        try:
-            with open(path, encoding="utf-8") as f:
-                STATE["script"] = json.load(f)
-            STATE["mtime"] = mtime
-        except (OSError, ValueError) as e:
-            sys.stderr.write(f"anthropic.py: bad script {path}: {e}\n")
-    return STATE["script"]
+LOCK = scripted.LOCK
+STATE = scripted.STATE
+STATE["searched"] = set()
+load_script = scripted.load_script
+next_id = scripted.next_id
 
 
 def text_of(content):
@@ -101,21 +83,8 @@ def choose(body):
     if not tools:
         return None, default
     text = conversation_text(body)
-    for i, rule in enumerate(script.get("rules", [])):
-        name = rule.get("name", f"rule{i}")
-        replies = rule.get("replies") or []
-        used = STATE["used"].get(name, 0)
-        if used >= len(replies):
-            continue
-        when = rule.get("when", {})
-        needles = when.get("contains")
-        needles = [needles] if isinstance(needles, str) else (needles or [])
-        if not all(n in text for n in needles):
-            continue
-        absent = when.get("absent")
-        absent = [absent] if isinstance(absent, str) else (absent or [])
-        if any(n in text for n in absent):
-            continue
+    for name, rule, used in scripted.open_rules(text):
+        replies = rule["replies"]
         capture = None
         if rule.get("capture"):
             found = re.findall(rule["capture"], text)
@@ -137,11 +106,6 @@ def choose(body):
     return None, default
 
 
-def next_id(prefix):
-    COUNTER["n"] += 1
-    return f"{prefix}_{os.getpid()}_{COUNTER['n']:06d}"
-
-
 def blocks_with_ids(blocks):
     out = []
     for b in blocks:
@@ -156,44 +120,10 @@ def stop_reason(blocks):
     return "tool_use" if any(b.get("type") == "tool_use" for b in blocks) else "end_turn"
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(scripted.Handler):
     server_version = "scripted-anthropic/1"
 
-    def log_message(self, fmt, *args):  # quiet: the record file is the log
-        pass
-
-    def record(self, entry):
-        entry["t"] = time.time()
-        line = json.dumps(entry) + "\n"
-        with LOCK:
-            with open(self.server.record_path, "a", encoding="utf-8") as f:
-                f.write(line)
-                f.flush()
-
-    def read_body(self):
-        n = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(n) if n else b""
-        try:
-            return json.loads(raw or b"{}")
-        except ValueError:
-            return {"_raw": raw.decode("utf-8", "replace")}
-
-    def send_json(self, code, obj):
-        data = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self):
-        self.record({"method": "GET", "path": self.path, "headers": self.interesting_headers()})
-        self.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": "scripted server"}})
-
-    do_HEAD = do_GET
-
-    def interesting_headers(self):
+    def headers_kept(self):
         keep = ("x-api-key", "authorization", "anthropic-version", "anthropic-beta", "user-agent", "x-app")
         return {k: v for k, v in self.headers.items() if k.lower() in keep}
 
@@ -201,11 +131,11 @@ class Handler(BaseHTTPRequestHandler):
         body = self.read_body()
         path = self.path.split("?")[0]
         if path.endswith("/v1/messages/count_tokens"):
-            self.record({"method": "POST", "path": self.path, "headers": self.interesting_headers(), "body": body})
+            self.record({"method": "POST", "path": self.path, "headers": self.headers_kept(), "body": body})
             self.send_json(200, {"input_tokens": 100})
             return
         if not path.endswith("/v1/messages"):
-            self.record({"method": "POST", "path": self.path, "headers": self.interesting_headers(), "body": body})
+            self.record({"method": "POST", "path": self.path, "headers": self.headers_kept(), "body": body})
             self.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": "scripted server"}})
             return
         with LOCK:
@@ -213,8 +143,9 @@ class Handler(BaseHTTPRequestHandler):
             rule, blocks = choose(body)
         blocks = blocks_with_ids(blocks)
         self.record({
-            "method": "POST", "path": self.path, "headers": self.interesting_headers(),
-            "main": bool(body.get("tools")), "rule": rule, "reply": blocks, "body": body,
+            "method": "POST", "path": self.path, "headers": self.headers_kept(),
+            "main": bool(body.get("tools")), "rule": rule, "reply": blocks,
+            "text": conversation_text(body), "body": body,
         })
         model = body.get("model", "claude-scripted")
         if body.get("stream"):
@@ -265,27 +196,5 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--script", required=True)
-    p.add_argument("--record", required=True)
-    p.add_argument("--port-file", required=True)
-    a = p.parse_args()
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
-    srv.script_path = a.script
-    srv.record_path = a.record
-    open(a.record, "a").close()
-    tmp = a.port_file + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(str(srv.server_address[1]))
-    os.replace(tmp, a.port_file)
-    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=srv.shutdown).start())
-    try:
-        srv.serve_forever(poll_interval=0.2)
-    except KeyboardInterrupt:
-        pass
-
-
 if __name__ == "__main__":
-    main()
+    scripted.serve(Handler, __doc__.splitlines()[0])

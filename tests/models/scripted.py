@@ -79,25 +79,30 @@ def as_list(v):
     return [v] if isinstance(v, str) else (v or [])
 
 
-def choose(text, tools):
-    """(rule name or None, blocks) for a request with this text and tools."""
-    script = STATE["script"]
-    default = script.get("default") or [{"type": "text", "text": "ok"}]
-    if not tools:
-        return None, default
-    for i, rule in enumerate(script.get("rules", [])):
+def open_rules(text):
+    """(name, rule, replies used) of each rule, in order, that has replies
+    left and whose `when` matches `text`."""
+    for i, rule in enumerate(STATE["script"].get("rules", [])):
         name = rule.get("name", f"rule{i}")
-        replies = rule.get("replies") or []
         used = STATE["used"].get(name, 0)
-        if used >= len(replies):
+        if used >= len(rule.get("replies") or []):
             continue
         when = rule.get("when", {})
         if not all(n in text for n in as_list(when.get("contains"))):
             continue
         if any(n in text for n in as_list(when.get("absent"))):
             continue
+        yield name, rule, used
+
+
+def choose(text, tools):
+    """(rule name or None, blocks) for a request with this text and tools."""
+    default = STATE["script"].get("default") or [{"type": "text", "text": "ok"}]
+    if not tools:
+        return None, default
+    for name, rule, used in open_rules(text):
         STATE["used"][name] = used + 1
-        return name, [with_tool_name(b, tools) for b in replies[used]]
+        return name, [with_tool_name(b, tools) for b in rule["replies"][used]]
     return None, default
 
 

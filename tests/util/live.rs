@@ -5,10 +5,11 @@
 //! `tests/models/` ([`ModelServer`]: started on 127.0.0.1, every request
 //! recorded, the script rewritten while the CLI runs) and the process
 //! probes that prove what a real CLI left behind ([`children`],
-//! [`cmdline`], [`alive`]).
+//! [`cmdline`], [`alive`]); [`LiveTeam`] gives a live team its waits and
+//! its failure report.
 
-use super::tmux::{WAIT, tmux_available};
-use super::wait_until;
+use super::tmux::{TmuxTeam, WAIT, tmux_available};
+use super::{Run, wait_until};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -252,4 +253,125 @@ pub fn alive(pid: u32) -> bool {
             .unwrap_or_default()
             .rsplit_once(')')
             .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+}
+
+/// `swarm ARGS` on `t` as a user whose home is `home` runs it: `bin_dir`
+/// (the CLI's) first on `PATH`, and every request but loopback sent to a
+/// closed proxy port, so nothing reaches the network.
+pub fn user_command(t: &TmuxTeam, args: &[&str], home: &Path, bin_dir: &Path) -> Command {
+    let mut c = t.cmd(args);
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    c.env("HOME", home)
+        .env("PATH", path)
+        .env("USER", "swarm-live")
+        .env("TERM", "xterm-256color")
+        .env("HTTPS_PROXY", "http://127.0.0.1:9")
+        .env("HTTP_PROXY", "http://127.0.0.1:9")
+        .env("NO_PROXY", "127.0.0.1,localhost");
+    c
+}
+
+/// A live team: a team on a private tmux server, a scripted model and the
+/// user's `swarm` command line; the waits and the failure report every
+/// live test uses come with it.
+pub trait LiveTeam {
+    fn team(&self) -> &TmuxTeam;
+    fn server(&self) -> &ModelServer;
+    /// `swarm ARGS` as the user runs it (their home, settings, `PATH`).
+    fn cmd(&self, args: &[&str]) -> Command;
+    /// A request's conversation, to match needles against.
+    fn request_text(&self, r: &Value) -> String;
+    /// What a failure report shows of a request (its last message).
+    fn shown_text(&self, r: &Value) -> String {
+        self.request_text(r)
+    }
+
+    /// Runs and insists on exit 0 (failing with the whole picture).
+    fn ok(&self, args: &[&str]) -> Run {
+        let r = Run::of(self.cmd(args), args);
+        if r.code != Some(0) {
+            panic!(
+                "swarm {args:?} should succeed\n{}\n{}",
+                r.explain(),
+                self.explain()
+            );
+        }
+        r
+    }
+
+    /// Waits for the first agent-loop request after the first `after`
+    /// ones whose conversation contains `needle`.
+    fn wait_request(&self, what: &str, after: usize, needle: &str) -> Value {
+        let mut found = None;
+        wait_until(
+            what,
+            LIVE_WAIT,
+            || {
+                found = self
+                    .server()
+                    .main_requests()
+                    .into_iter()
+                    .skip(after)
+                    .find(|r| self.request_text(r).contains(needle));
+                found.is_some()
+            },
+            || self.explain(),
+        );
+        found.expect("found")
+    }
+
+    /// Every entry the lead received (consumed ones included).
+    fn lead_entries(&self) -> Vec<Value> {
+        let args = ["inbox", "--all", "--json"];
+        let r = Run::of(self.cmd(&args), &args);
+        serde_json::from_str::<Value>(&r.stdout)
+            .ok()
+            .and_then(|v| v.as_array().cloned())
+            .unwrap_or_default()
+    }
+
+    /// Waits until the lead has an entry from `from` whose text contains
+    /// `needle`; returns it and when it was seen.
+    fn wait_lead_entry(&self, what: &str, from: &str, needle: &str) -> (Value, f64) {
+        let mut found = None;
+        wait_until(
+            what,
+            LIVE_WAIT,
+            || {
+                found = self.lead_entries().into_iter().find(|e| {
+                    e["from"] == from && e["text"].as_str().is_some_and(|t| t.contains(needle))
+                });
+                found.is_some()
+            },
+            || self.explain(),
+        );
+        (found.expect("found"), now())
+    }
+
+    /// The team's picture, every model request, the tail of every pane's output.
+    fn explain(&self) -> String {
+        let t = self.team();
+        let mut s = t.explain();
+        s.push_str("=== model requests ===\n");
+        s.push_str(&self.server().summary(|r| self.shown_text(r)));
+        let out = t.sb.path(&format!("swarm/{}/output", t.team));
+        for e in std::fs::read_dir(&out).into_iter().flatten().flatten() {
+            let text =
+                String::from_utf8_lossy(&std::fs::read(e.path()).unwrap_or_default()).into_owned();
+            let tail: String = text
+                .chars()
+                .rev()
+                .take(2000)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            s.push_str(&format!("=== {} (tail) ===\n{tail}\n", e.path().display()));
+        }
+        s
+    }
 }
