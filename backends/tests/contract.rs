@@ -420,9 +420,8 @@ async fn kill_escalates_past_a_sigterm_trap(h: &dyn Harness) {
     assert_eq!(status_of(h.backend(), &pane).await, PaneStatus::Gone);
 }
 
-/// A polite process goes at SIGTERM: the kill returns then, without
-/// sitting out its grace period (an hour here, far past the test's wait).
-async fn kill_is_quick_for_a_polite_process(h: &dyn Harness) {
+/// A pane running `sleep 1000`, once the backend reports it running.
+async fn running_sleep(h: &dyn Harness) -> PaneRef {
     let pane = h
         .backend()
         .spawn(&h.spec("sleep", &["1000"]))
@@ -432,6 +431,13 @@ async fn kill_is_quick_for_a_polite_process(h: &dyn Harness) {
         matches!(s, PaneStatus::Running { .. })
     })
     .await;
+    pane
+}
+
+/// A polite process goes at SIGTERM: the kill returns then, without
+/// sitting out its grace period (an hour here, far past the test's wait).
+async fn kill_is_quick_for_a_polite_process(h: &dyn Harness) {
+    let pane = running_sleep(h).await;
     let deadline = Deadline::after(WAIT);
     tokio::time::timeout(
         deadline.budget(),
@@ -459,16 +465,7 @@ async fn kill_is_quick_for_a_polite_process(h: &dyn Harness) {
 async fn kill_all_spares_a_pane_that_is_not_ours(h: &dyn Harness) {
     let mut mine = Vec::new();
     for _ in 0..3 {
-        let pane = h
-            .backend()
-            .spawn(&h.spec("sleep", &["1000"]))
-            .await
-            .expect("spawn");
-        wait_status(h.backend(), &pane, "running", |s| {
-            matches!(s, PaneStatus::Running { .. })
-        })
-        .await;
-        mine.push(pane);
+        mine.push(running_sleep(h).await);
     }
     let other = h
         .backend()
