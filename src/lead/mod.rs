@@ -707,7 +707,11 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
                     lead.event(format!("error checking panes: {e:#}"));
                 }
             }
-            _ = rx.recv() => lead.changed(),
+            _ = rx.recv() => {
+                // One refresh for a burst: a write is several events.
+                while rx.try_recv().is_ok() {}
+                lead.changed();
+            }
             Some(_) = async { term.as_mut()?.recv().await }, if term.is_some() => {
                 tracing::info!(uptime_s = started.elapsed().as_secs(), "SIGTERM: the lead exits; teammates keep running");
                 return Ok(());

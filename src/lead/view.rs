@@ -562,6 +562,46 @@ mod tests {
     }
 
     #[test]
+    fn only_events_about_task_files_count() {
+        use notify::event::{AccessKind, AccessMode, CreateKind, Flag, ModifyKind};
+        use notify::{Event, EventKind};
+        let dir = Path::new("/r/tasks/t");
+        let ev = |kind: EventKind, name: &str| Event::new(kind).add_path(dir.join(name));
+        let mut c = BoardChanges {
+            watched: true,
+            ..BoardChanges::default()
+        };
+        c.take();
+        let create = EventKind::Create(CreateKind::Any);
+        for name in [
+            "3.json.lock",
+            "3.json.tmp.0a1b2c3d",
+            ".highwatermark",
+            ".lock",
+        ] {
+            assert!(!c.note_event(dir, &ev(create, name)), "{name}");
+        }
+        let read = EventKind::Access(AccessKind::Close(AccessMode::Read));
+        assert!(!c.note_event(dir, &ev(read, "3.json")), "a read");
+        assert_eq!(c.take(), (false, BTreeSet::new()));
+        let written = EventKind::Access(AccessKind::Close(AccessMode::Write));
+        assert!(c.note_event(dir, &ev(written, "3.json")));
+        assert!(c.note_event(dir, &ev(EventKind::Modify(ModifyKind::Any), "12.json")));
+        assert_eq!(c.take(), (false, BTreeSet::from([3, 12])));
+        let overflow = Event::new(EventKind::Other).set_flag(Flag::Rescan);
+        assert!(c.note_event(dir, &overflow));
+        assert!(c.take().0, "an overflow reads everything again");
+        assert!(
+            c.note_event(
+                dir,
+                &Event::new(EventKind::Remove(notify::event::RemoveKind::Any))
+                    .add_path(dir.to_path_buf())
+            )
+        );
+        assert!(c.take().0, "the directory itself changed");
+    }
+
+    #[test]
     fn without_a_watcher_every_refresh_is_a_full_listing() {
         let t = tempfile::tempdir().unwrap();
         let store = TaskStore::new(&Root::new(t.path()), "demo");
