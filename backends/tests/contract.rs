@@ -14,7 +14,9 @@ use std::time::Duration;
 use swarm_backends::fake::{FakeBackend, FakeSignal};
 use swarm_backends::in_process::InProcessBackend;
 use swarm_backends::tmux::TmuxBackend;
-use swarm_backends::{PaneBackendExecutor, PaneId, PaneRef, PaneStatus, Placement, SpawnSpec};
+use swarm_backends::{
+    BackendError, PaneBackendExecutor, PaneId, PaneRef, PaneStatus, Placement, SpawnSpec,
+};
 
 // Test mechanics written once for both test crates, included from the
 // integration tests' util/ (each file is self-contained): the one timeout
@@ -418,9 +420,8 @@ async fn kill_escalates_past_a_sigterm_trap(h: &dyn Harness) {
     assert_eq!(status_of(h.backend(), &pane).await, PaneStatus::Gone);
 }
 
-/// A polite process goes at SIGTERM: the kill returns then, without
-/// sitting out its grace period (an hour here, far past the test's wait).
-async fn kill_is_quick_for_a_polite_process(h: &dyn Harness) {
+/// A pane running `sleep 1000`, once the backend reports it running.
+async fn running_sleep(h: &dyn Harness) -> PaneRef {
     let pane = h
         .backend()
         .spawn(&h.spec("sleep", &["1000"]))
@@ -430,6 +431,13 @@ async fn kill_is_quick_for_a_polite_process(h: &dyn Harness) {
         matches!(s, PaneStatus::Running { .. })
     })
     .await;
+    pane
+}
+
+/// A polite process goes at SIGTERM: the kill returns then, without
+/// sitting out its grace period (an hour here, far past the test's wait).
+async fn kill_is_quick_for_a_polite_process(h: &dyn Harness) {
+    let pane = running_sleep(h).await;
     let deadline = Deadline::after(WAIT);
     tokio::time::timeout(
         deadline.budget(),
@@ -449,6 +457,46 @@ async fn kill_is_quick_for_a_polite_process(h: &dyn Harness) {
         .kill(&pane, Duration::from_secs(1))
         .await
         .expect("kill again");
+}
+
+/// `kill_all` closes every pane it is given that is ours, each with its
+/// own result in order, and refuses one whose nonce is not the pane's
+/// (a pane that is not ours), leaving it running.
+async fn kill_all_spares_a_pane_that_is_not_ours(h: &dyn Harness) {
+    let mut mine = Vec::new();
+    for _ in 0..3 {
+        mine.push(running_sleep(h).await);
+    }
+    let other = h
+        .backend()
+        .spawn(&h.spec("sleep", &["1000"]))
+        .await
+        .expect("spawn");
+    let impostor = PaneRef::new(other.id.clone(), "0123456789abcdef");
+    let mut asked = mine.clone();
+    asked.insert(1, impostor);
+    let results = h.backend().kill_all(&asked, Duration::from_secs(1)).await;
+    assert_eq!(results.len(), asked.len(), "{results:?}");
+    assert!(
+        matches!(results[1], Err(BackendError::NotOurs { .. })),
+        "{:?}",
+        results[1]
+    );
+    for (i, pane) in asked.iter().enumerate().filter(|(i, _)| *i != 1) {
+        assert!(results[i].is_ok(), "{pane}: {:?}", results[i]);
+        assert_eq!(status_of(h.backend(), pane).await, PaneStatus::Gone);
+    }
+    assert!(
+        matches!(
+            status_of(h.backend(), &other).await,
+            PaneStatus::Running { .. }
+        ),
+        "the pane that was not ours still runs"
+    );
+    h.backend()
+        .kill(&other, Duration::from_secs(1))
+        .await
+        .expect("kill");
 }
 
 /// `capture` shows what the program printed.
@@ -596,6 +644,7 @@ contract!(
     status_running_then_exited_with_code,
     kill_escalates_past_a_sigterm_trap,
     kill_is_quick_for_a_polite_process,
+    kill_all_spares_a_pane_that_is_not_ours,
     capture_shows_printed_text,
     gone_after_kill_and_server_death,
     capabilities_are_honest,

@@ -644,7 +644,12 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
     let _board = match view::watch_board(&tasks_dir, lead.shared.clone(), move || {
         let _ = board_tx.send(());
     }) {
-        Ok(w) => Some(w),
+        Ok(w) => {
+            // The full listing the watch asks for is done now, not on the
+            // first change that follows.
+            let _ = tx.send(());
+            Some(w)
+        }
         Err(e) => {
             tracing::warn!(dir = %tasks_dir.display(), error = %e, "cannot watch the board; polling it");
             watchers.push(crate::mailbox::InboxWatcher::new(&tasks_dir));
@@ -707,7 +712,11 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
                     lead.event(format!("error checking panes: {e:#}"));
                 }
             }
-            _ = rx.recv() => lead.changed(),
+            _ = rx.recv() => {
+                // One refresh for a burst: a write is several events.
+                while rx.try_recv().is_ok() {}
+                lead.changed();
+            }
             Some(_) = async { term.as_mut()?.recv().await }, if term.is_some() => {
                 tracing::info!(uptime_s = started.elapsed().as_secs(), "SIGTERM: the lead exits; teammates keep running");
                 return Ok(());

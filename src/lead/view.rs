@@ -79,22 +79,26 @@ impl BoardChanges {
         (all, std::mem::take(&mut self.ids))
     }
 
-    /// Records what one file event on the task directory `dir` says.
-    pub fn note_event(&mut self, dir: &Path, event: &notify::Event) {
+    /// Records what one file event on the task directory `dir` says;
+    /// false when it concerns no task file (a lock, a temp file, a read).
+    pub fn note_event(&mut self, dir: &Path, event: &notify::Event) -> bool {
         use notify::EventKind;
         use notify::event::{AccessKind, AccessMode};
         match event.kind {
             // Reads (the view's own among them) change nothing.
             EventKind::Access(AccessKind::Close(AccessMode::Write)) => {}
-            EventKind::Access(_) => return,
+            EventKind::Access(_) => return false,
             _ => {}
         }
         if event.need_rescan() || event.paths.is_empty() {
-            return self.unsure();
+            self.unsure();
+            return true;
         }
+        let mut any = false;
         for p in &event.paths {
             if p == dir {
-                return self.unsure(); // the directory itself went or moved
+                self.unsure(); // the directory itself went or moved
+                return true;
             }
             if let Some(id) = p
                 .file_name()
@@ -102,13 +106,16 @@ impl BoardChanges {
                 .and_then(task_file_id)
             {
                 self.task(id);
+                any = true;
             }
         }
+        any
     }
 }
 
 /// Starts the watcher that feeds `shared`'s [`BoardChanges`] and calls
-/// `wake` after each event. Dropping the returned watcher stops it.
+/// `wake` after each event that concerns a task file. Dropping the returned
+/// watcher stops it.
 pub fn watch_board(
     dir: &Path,
     shared: std::sync::Arc<std::sync::Mutex<Shared>>,
@@ -118,14 +125,19 @@ pub fn watch_board(
     let owned = dir.to_path_buf();
     let feed = shared.clone();
     let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-        {
+        let relevant = {
             let mut sh = feed.lock().unwrap_or_else(|e| e.into_inner());
             match &res {
                 Ok(event) => sh.board.note_event(&owned, event),
-                Err(_) => sh.board.unsure(),
+                Err(_) => {
+                    sh.board.unsure();
+                    true
+                }
             }
+        };
+        if relevant {
+            wake();
         }
-        wake();
     })?;
     w.watch(dir, notify::RecursiveMode::NonRecursive)?;
     let mut sh = shared.lock().unwrap_or_else(|e| e.into_inner());
@@ -550,6 +562,46 @@ mod tests {
             left > 3,
             "the sequence left a board to compare: {left} task(s)"
         );
+    }
+
+    #[test]
+    fn only_events_about_task_files_count() {
+        use notify::event::{AccessKind, AccessMode, CreateKind, Flag, ModifyKind};
+        use notify::{Event, EventKind};
+        let dir = Path::new("/r/tasks/t");
+        let ev = |kind: EventKind, name: &str| Event::new(kind).add_path(dir.join(name));
+        let mut c = BoardChanges {
+            watched: true,
+            ..BoardChanges::default()
+        };
+        c.take();
+        let create = EventKind::Create(CreateKind::Any);
+        for name in [
+            "3.json.lock",
+            "3.json.tmp.0a1b2c3d",
+            ".highwatermark",
+            ".lock",
+        ] {
+            assert!(!c.note_event(dir, &ev(create, name)), "{name}");
+        }
+        let read = EventKind::Access(AccessKind::Close(AccessMode::Read));
+        assert!(!c.note_event(dir, &ev(read, "3.json")), "a read");
+        assert_eq!(c.take(), (false, BTreeSet::new()));
+        let written = EventKind::Access(AccessKind::Close(AccessMode::Write));
+        assert!(c.note_event(dir, &ev(written, "3.json")));
+        assert!(c.note_event(dir, &ev(EventKind::Modify(ModifyKind::Any), "12.json")));
+        assert_eq!(c.take(), (false, BTreeSet::from([3, 12])));
+        let overflow = Event::new(EventKind::Other).set_flag(Flag::Rescan);
+        assert!(c.note_event(dir, &overflow));
+        assert!(c.take().0, "an overflow reads everything again");
+        assert!(
+            c.note_event(
+                dir,
+                &Event::new(EventKind::Remove(notify::event::RemoveKind::Any))
+                    .add_path(dir.to_path_buf())
+            )
+        );
+        assert!(c.take().0, "the directory itself changed");
     }
 
     #[test]
