@@ -254,7 +254,6 @@ fn watch_terminal(tty: RawFd, signals: Option<&PipeReader>) -> Watched {
 /// need the user now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Alert {
-    pub team: String,
     /// `@bob: task #3 failed`, sorted.
     pub fresh: Vec<String>,
     pub count: usize,
@@ -284,11 +283,7 @@ impl Alerts {
         let changed = !fresh.is_empty() || self.count != Some(count);
         self.seen = now;
         self.count = Some(count);
-        changed.then(|| Alert {
-            team: view.team.clone(),
-            fresh,
-            count,
-        })
+        changed.then_some(Alert { fresh, count })
     }
 }
 
