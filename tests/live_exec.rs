@@ -23,7 +23,7 @@
 
 use crate::util::live::{
     LIVE_WAIT, LiveTeam, ModelServer, agent_cache, alive, at, cmdline, descendants, installed, now,
-    serial, user_command,
+    serial, swarm_exe, user_command,
 };
 use crate::util::tmux::{TmuxTeam, WAIT, group_alive};
 use crate::util::wait_until;
@@ -161,8 +161,9 @@ const CLAUDE_PRINT: Cli = Cli {
 fn claude_print_user(home: &Path, work: &Path, server: &ModelServer) -> Vec<(String, String)> {
     let config = home.join(".claude");
     crate::live_claude::set_up_claude_user(home, &config, work);
-    let settings =
-        json!({"permissions": {"allow": ["Bash(swarm:*)", "Bash(python3:*)", "Bash(echo:*)"]}});
+    let settings = json!({"permissions": {"allow": [
+        format!("Bash({}:*)", swarm_exe()), "Bash(python3:*)", "Bash(echo:*)"
+    ]}});
     std::fs::write(config.join("settings.json"), settings.to_string()).unwrap();
     vec![
         ("ANTHROPIC_BASE_URL".into(), server.base_url()),
@@ -268,12 +269,17 @@ fn shell_then(cli: &Cli, command: &str, then: &str) -> Value {
 
 /// Every check, in sequence, on one team (see the module docs).
 fn works_the_team(test: &str, cli: &Cli) {
-    let via_shell = "swarm send --to team-lead 'SHELL-REPLY-x1 from my shell'";
+    // As the team instructions say: swarm by its path (a login shell, as
+    // Codex may use, can reset PATH).
+    let via_shell = format!(
+        "{} send --to team-lead 'SHELL-REPLY-x1 from my shell'",
+        swarm::agents::exec::shell_word(&swarm_exe())
+    );
     let rules = vec![
         rule(
             "hello",
             &["HELLO-x1", "ROLE-x1"],
-            shell_then(cli, via_shell, "HELLO-DONE-x1"),
+            shell_then(cli, &via_shell, "HELLO-DONE-x1"),
         ),
         rule("pong", &["PING-x1"], json!([text("PONG-x1")])),
         rule(
@@ -307,12 +313,7 @@ fn works_the_team(test: &str, cli: &Cli) {
     let first = l.wait_request("worker's first model request", 0, "HELLO-x1");
     let spawn_to_first = at(&first) - t0;
     let said = first["text"].as_str().unwrap_or("");
-    for want in [
-        role,
-        "swarm send --to NAME",
-        "swarm task claim ID",
-        "HELLO-x1",
-    ] {
+    for want in [role, "send --to NAME", "task claim ID", "HELLO-x1"] {
         assert!(
             said.contains(want),
             "{want:?} not in the first request\n{said}"
@@ -327,11 +328,20 @@ fn works_the_team(test: &str, cli: &Cli) {
             "SHELL-REPLY-x1",
         );
     }
-    let (_, seen) = l.wait_lead_entry(
+    let (answer, seen) = l.wait_lead_entry(
         "worker's answer reaches the lead",
         "worker",
         "HELLO-DONE-x1",
     );
+    if cli.agent != "aider" {
+        assert!(
+            !answer["text"]
+                .as_str()
+                .unwrap_or("")
+                .contains("task claim ID"),
+            "the answer is the CLI's answer, not its progress and its echo of the prompt\n{answer}"
+        );
+    }
     let last_hello = l.answered("hello", if cli.shell.is_some() { 1 } else { 0 });
     let answer_to_lead = seen - at(&last_hello);
 

@@ -110,6 +110,10 @@ pub struct Finished {
     pub output: String,
     /// Whether earlier output was dropped to keep the tail bounded.
     pub output_truncated: bool,
+    /// The tail of stdout alone (what a CLI that prints its progress on
+    /// stderr gives as its answer), and whether it was cut.
+    pub stdout: String,
+    pub stdout_truncated: bool,
     pub elapsed: Duration,
 }
 
@@ -175,25 +179,30 @@ impl Invocation {
             }
         };
         let tail = Arc::new(Mutex::new(Tail::default()));
+        let out_tail = Arc::new(Mutex::new(Tail::default()));
         let (done_tx, done_rx) = mpsc::channel();
         let mut readers = 0;
-        for pipe in [
-            child
-                .stdout
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-            child
-                .stderr
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        ]
-        .into_iter()
-        .flatten()
-        {
+        for (pipe, own) in [
+            (
+                child
+                    .stdout
+                    .take()
+                    .map(|p| Box::new(p) as Box<dyn Read + Send>),
+                Some(out_tail.clone()),
+            ),
+            (
+                child
+                    .stderr
+                    .take()
+                    .map(|p| Box::new(p) as Box<dyn Read + Send>),
+                None,
+            ),
+        ] {
+            let Some(pipe) = pipe else { continue };
             readers += 1;
             let (tail, pane, done) = (tail.clone(), pane.clone(), done_tx.clone());
             std::thread::spawn(move || {
-                pump(pipe, &tail, &pane);
+                pump(pipe, &tail, own.as_deref(), &pane);
                 let _ = done.send(());
             });
         }
@@ -225,10 +234,13 @@ impl Invocation {
             reap_children(std::process::id());
         }
         let (output, output_truncated) = tail.lock().unwrap_or_else(|e| e.into_inner()).text();
+        let (stdout, stdout_truncated) = out_tail.lock().unwrap_or_else(|e| e.into_inner()).text();
         Finished {
             ended,
             output,
             output_truncated,
+            stdout,
+            stdout_truncated,
             elapsed: start.elapsed(),
         }
     }
@@ -280,12 +292,20 @@ impl Finished {
             ended: Ended::NotStarted { why, errno },
             output: String::new(),
             output_truncated: false,
+            stdout: String::new(),
+            stdout_truncated: false,
             elapsed,
         }
     }
 }
 
-fn pump(mut pipe: Box<dyn Read + Send>, tail: &Mutex<Tail>, pane: &Mutex<dyn Write + Send>) {
+/// Copies a pipe to the pane and the tail (and `own`, the pipe's own tail).
+fn pump(
+    mut pipe: Box<dyn Read + Send>,
+    tail: &Mutex<Tail>,
+    own: Option<&Mutex<Tail>>,
+    pane: &Mutex<dyn Write + Send>,
+) {
     let mut buf = [0u8; 8192];
     loop {
         match pipe.read(&mut buf) {
@@ -299,6 +319,11 @@ fn pump(mut pipe: Box<dyn Read + Send>, tail: &Mutex<Tail>, pane: &Mutex<dyn Wri
                 tail.lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .push(&buf[..n]);
+                if let Some(own) = own {
+                    own.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(&buf[..n]);
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => return,
@@ -503,6 +528,7 @@ mod tests {
             f.output.contains("out\n") && f.output.contains("err\n"),
             "{f:?}"
         );
+        assert_eq!(f.stdout, "out\n", "stdout alone too");
         let shown = String::from_utf8(pane.lock().unwrap().clone()).unwrap();
         assert!(shown.contains("out") && shown.contains("err"), "{shown:?}");
     }
