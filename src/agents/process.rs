@@ -12,7 +12,8 @@
 //! of its own, `setsid`), which a signal to the pane's group never reaches
 //! and which outlive the CLI. The runtime is the reaper of every orphan
 //! below it (`PR_SET_CHILD_SUBREAPER`), so they stay under it, and on
-//! SIGTERM, SIGHUP or SIGINT, and when it ends, it ends them all.
+//! SIGTERM, SIGHUP or SIGINT, and when it ends, it ends them all (found in
+//! `/proc`: on Linux; elsewhere the pane's group is all that is signalled).
 
 use std::collections::VecDeque;
 use std::io::{Read, Write};
@@ -381,11 +382,7 @@ const ENDING: [i32; 3] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT];
 /// SIGHUP or SIGINT ends every descendant ([`end_descendants`]) before it
 /// dies of the signal. Once per process (the runtime's).
 pub fn guard_descendants() -> std::io::Result<()> {
-    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument
-    // and touches no memory of ours.
-    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    adopt_orphans()?;
     GUARDED.store(true, std::sync::atomic::Ordering::SeqCst);
     let caught = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let (mut read, write) = std::io::pipe()?;
@@ -413,6 +410,25 @@ pub fn guard_descendants() -> std::io::Result<()> {
                 let _ = signal_hook::low_level::emulate_default_handler(sig);
             }
         })?;
+    Ok(())
+}
+
+/// Makes this process the reaper of orphans below it (Linux's
+/// `PR_SET_CHILD_SUBREAPER`). Elsewhere there is no such call: what an
+/// agent orphans goes to init, and only what is still below a living
+/// parent is found.
+#[cfg(target_os = "linux")]
+fn adopt_orphans() -> std::io::Result<()> {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument
+    // and touches no memory of ours.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn adopt_orphans() -> std::io::Result<()> {
     Ok(())
 }
 
