@@ -23,7 +23,7 @@
 
 use crate::util::live::{
     LIVE_WAIT, LiveTeam, ModelServer, agent_cache, alive, at, cmdline, descendants, installed, now,
-    serial, user_command,
+    serial, swarm_exe, user_command,
 };
 use crate::util::tmux::{TmuxTeam, WAIT, group_alive};
 use crate::util::wait_until;
@@ -161,8 +161,9 @@ const CLAUDE_PRINT: Cli = Cli {
 fn claude_print_user(home: &Path, work: &Path, server: &ModelServer) -> Vec<(String, String)> {
     let config = home.join(".claude");
     crate::live_claude::set_up_claude_user(home, &config, work);
-    let settings =
-        json!({"permissions": {"allow": ["Bash(swarm:*)", "Bash(python3:*)", "Bash(echo:*)"]}});
+    let settings = json!({"permissions": {"allow": [
+        format!("Bash({}:*)", swarm_exe()), "Bash(python3:*)", "Bash(echo:*)"
+    ]}});
     std::fs::write(config.join("settings.json"), settings.to_string()).unwrap();
     vec![
         ("ANTHROPIC_BASE_URL".into(), server.base_url()),
@@ -268,12 +269,37 @@ fn shell_then(cli: &Cli, command: &str, then: &str) -> Value {
 
 /// Every check, in sequence, on one team (see the module docs).
 fn works_the_team(test: &str, cli: &Cli) {
-    let via_shell = "swarm send --to team-lead 'SHELL-REPLY-x1 from my shell'";
-    let rules = vec![
+    let Some(l) = Live::new(test, cli, script(cli)) else {
+        return;
+    };
+    l.ok(&["up", "--no-attach"]);
+    l.t.wait_lead();
+    let (spawn_to_first, answer_to_lead) = first_contact(&l, cli);
+    let send_to_request = resumes(&l);
+    works_a_task(&l);
+    shuts_down(&l);
+    kill_leaves_nothing(&l, cli);
+
+    println!(
+        "FIGURE {}: spawn → first model request {spawn_to_first:.2} s (spawn + send); \
+         send → next request {send_to_request:.3} s; answer → the lead has it {answer_to_lead:.3} s",
+        cli.shown
+    );
+}
+
+/// What the scripted model answers, by the token in the request.
+fn script(cli: &Cli) -> Vec<Value> {
+    // As the team instructions say: swarm by its path (a login shell, as
+    // Codex may use, can reset PATH).
+    let via_shell = format!(
+        "{} send --to team-lead 'SHELL-REPLY-x1 from my shell'",
+        swarm::agents::exec::shell_word(&swarm_exe())
+    );
+    vec![
         rule(
             "hello",
             &["HELLO-x1", "ROLE-x1"],
-            shell_then(cli, via_shell, "HELLO-DONE-x1"),
+            shell_then(cli, &via_shell, "HELLO-DONE-x1"),
         ),
         rule("pong", &["PING-x1"], json!([text("PONG-x1")])),
         rule(
@@ -290,12 +316,14 @@ fn works_the_team(test: &str, cli: &Cli) {
                 "never",
             ),
         ),
-    ];
-    let Some(l) = Live::new(test, cli, rules) else {
-        return;
-    };
-    l.ok(&["up", "--no-attach"]);
-    l.t.wait_lead();
+    ]
+}
+
+/// Spawn → the first request carries the role prompt, the team
+/// instructions and the message; the model's shell `swarm send` and the
+/// run's answer reach the lead. Returns (spawn → first request, answer →
+/// the lead) in seconds.
+fn first_contact(l: &Live, cli: &Cli) -> (f64, f64) {
     let role = "You are worker, the team's reviewer (ROLE-x1).";
     let t0 = now();
     l.ok(&[
@@ -307,12 +335,7 @@ fn works_the_team(test: &str, cli: &Cli) {
     let first = l.wait_request("worker's first model request", 0, "HELLO-x1");
     let spawn_to_first = at(&first) - t0;
     let said = first["text"].as_str().unwrap_or("");
-    for want in [
-        role,
-        "swarm send --to NAME",
-        "swarm task claim ID",
-        "HELLO-x1",
-    ] {
+    for want in [role, "send --to NAME", "task claim ID", "HELLO-x1"] {
         assert!(
             said.contains(want),
             "{want:?} not in the first request\n{said}"
@@ -327,14 +350,28 @@ fn works_the_team(test: &str, cli: &Cli) {
             "SHELL-REPLY-x1",
         );
     }
-    let (_, seen) = l.wait_lead_entry(
+    let (answer, seen) = l.wait_lead_entry(
         "worker's answer reaches the lead",
         "worker",
         "HELLO-DONE-x1",
     );
+    if cli.agent != "aider" {
+        assert!(
+            !answer["text"]
+                .as_str()
+                .unwrap_or("")
+                .contains("task claim ID"),
+            "the answer is the CLI's answer, not its progress and its echo of the prompt\n{answer}"
+        );
+    }
     let last_hello = l.answered("hello", if cli.shell.is_some() { 1 } else { 0 });
     let answer_to_lead = seen - at(&last_hello);
+    (spawn_to_first, answer_to_lead)
+}
 
+/// A `swarm send` shows up in the next request, with the first exchange
+/// (the session was resumed). Returns send → that request in seconds.
+fn resumes(l: &Live) -> f64 {
     // A message shows up in its next request, with the first exchange.
     let before = l.server.main_requests().len();
     let sent = now();
@@ -351,7 +388,10 @@ fn works_the_team(test: &str, cli: &Cli) {
         "the second request carries the first exchange (the session was resumed)\n{said}"
     );
     l.wait_lead_entry("worker's PONG reaches the lead", "worker", "PONG-x1");
+    send_to_request
+}
 
+fn works_a_task(l: &Live) {
     // A task is claimed and completed.
     let id = l.ok(&["task", "create", "review the diff"]).stdout;
     assert_eq!(id.trim(), "1");
@@ -370,7 +410,9 @@ fn works_the_team(test: &str, cli: &Cli) {
             .is_some_and(|o| o.contains("TASK-DONE-x1")),
         "{task}"
     );
+}
 
+fn shuts_down(l: &Live) {
     // Shutdown: approved, the runtime gone with everything it started.
     let runtime = l.t.pid_of("worker");
     let pane = l.t.pane_of("worker");
@@ -387,7 +429,9 @@ fn works_the_team(test: &str, cli: &Cli) {
         "pane closed\n{}",
         l.explain()
     );
+}
 
+fn kill_leaves_nothing(l: &Live, cli: &Cli) {
     // Kill while the CLI runs a tool: nothing of it is left.
     l.ok(&["spawn", "sleeper", "--agent", cli.agent, "--mode", cli.mode]);
     l.ok(&["send", "--to", "sleeper", "SLOW-x1"]);
@@ -421,12 +465,6 @@ fn works_the_team(test: &str, cli: &Cli) {
                 .collect();
             format!("left: {left:?}\n{}", l.explain())
         },
-    );
-
-    println!(
-        "FIGURE {}: spawn → first model request {spawn_to_first:.2} s (spawn + send); \
-         send → next request {send_to_request:.3} s; answer → the lead has it {answer_to_lead:.3} s",
-        cli.shown
     );
 }
 

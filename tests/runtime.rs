@@ -2,6 +2,7 @@
 //! processes on a private root, the lead played by the test through the
 //! CLI and the library, fake CLIs from `tests/agents/` on PATH.
 
+use crate::util::live::swarm_exe;
 use crate::util::{Sandbox, WAIT, json_keys, wait_until};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -612,7 +613,7 @@ fn exec_presets_get_exactly_the_documented_argv_and_their_output_is_the_reply() 
     };
     let prompt = |p: &str| {
         let preset = Preset::from_name(p).unwrap();
-        let opening = exec::opening(preset, Some("You are a tester."), p, T).unwrap();
+        let opening = exec::opening(preset, Some("You are a tester."), p, T, &swarm_exe()).unwrap();
         format!("{opening}\n\n{}", message(&format!("ping {p}")))
     };
     let gemini = t
@@ -749,7 +750,7 @@ fn an_exec_agent_that_kills_itself_is_a_crash() {
     );
     let idle = frames(&sb, "team-lead", "idle_notification");
     assert_eq!(idle[0]["idleReason"], "failed", "{}", panes.explain());
-    let opening = exec::opening(Preset::Codex, None, "codex", T).unwrap();
+    let opening = exec::opening(Preset::Codex, None, "codex", T, &swarm_exe()).unwrap();
     assert_eq!(
         recorded_argv(&rec, "codex").last(),
         Some(&format!("{opening}\n\nTask #1: explode\n\nCRASH-ME"))

@@ -6,6 +6,7 @@
 //! on the first transient error, a unit re-run silently after a respawn, a
 //! prompt too long for argv that killed the teammate and lost its messages.
 
+use crate::util::live::swarm_exe;
 use crate::util::{Sandbox, wait_until};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -603,7 +604,7 @@ fn three_max_size_messages_reach_a_codex_agent_and_a_command_agent_whole() {
     }
     let batch = |to: &str| inbox(&sb, to);
     let want = |to: &str, p: Preset| {
-        let opening = exec::opening(p, Some("You are a tester."), to, T);
+        let opening = exec::opening(p, Some("You are a tester."), to, T, &swarm_exe());
         exec::messages_prompt(opening.as_deref(), &batch(to))
     };
     let (want_codex, want_command) = (

@@ -164,6 +164,15 @@ impl Preset {
         }
     }
 
+    /// Whether a successful run's answer is its stdout alone: Codex,
+    /// Gemini CLI and `claude -p` print only the final answer there (Codex
+    /// echoes its header and the whole prompt on stderr); Aider prints its
+    /// banner and answer together on stdout, and a `command`'s output is
+    /// all its own.
+    pub fn answers_on_stdout(self) -> bool {
+        matches!(self, Preset::Codex | Preset::Gemini | Preset::ClaudePrint)
+    }
+
     /// Where a prompt goes when argv cannot carry it.
     pub fn long_delivery(self) -> Delivery {
         match self {
@@ -259,30 +268,51 @@ impl Preset {
 
 /// What a teammate that is not Claude Code is told about its team, after
 /// its role prompt: how to answer, message and work the task list from its
-/// own shell (its identity is in the environment: `SWARM_AGENT_NAME`,
-/// `SWARM_TEAM`, `SWARM_HOME`).
-pub fn team_instructions(name: &str, team: &str) -> String {
+/// own shell with `swarm` at `swarm` (its absolute path: a login shell may
+/// reset `PATH`, as Debian's `/etc/profile` does, and Codex runs its
+/// commands in one), its identity being in the environment
+/// (`SWARM_AGENT_NAME`, `SWARM_TEAM`, `SWARM_HOME`).
+pub fn team_instructions(name: &str, team: &str, swarm: &str) -> String {
+    let swarm = shell_word(swarm);
     format!(
         "You are {name}, a teammate in the swarm team {team:?}; the lead is team-lead. \
          Your final answer to each turn is sent back to whoever wrote to you. \
          To reach the team yourself, run these in your shell (your identity is set in \
          your environment, so they need no other flags):\n\
-         - message someone: swarm send --to NAME \"TEXT\" (NAME: team-lead or a teammate)\n\
-         - see the tasks: swarm task list\n\
-         - claim one: swarm task claim ID\n\
-         - update one: swarm task update ID --status in-progress|completed"
+         - message someone: {swarm} send --to NAME \"TEXT\" (NAME: team-lead or a teammate)\n\
+         - see the tasks: {swarm} task list\n\
+         - claim one: {swarm} task claim ID\n\
+         - update one: {swarm} task update ID --status in-progress|completed"
     )
+}
+
+/// `word` as one shell word: as it is when plain, else single-quoted.
+pub fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=@%+:,".contains(c))
+    {
+        return word.to_string();
+    }
+    format!("'{}'", word.replace('\'', "'\\''"))
 }
 
 /// What opens the prompt of a run that starts a session: the member's
 /// role prompt and, for every preset but `command` (a program of the
 /// user's own, whose prompt is its input), [`team_instructions`].
-pub fn opening(preset: Preset, role: Option<&str>, name: &str, team: &str) -> Option<String> {
+pub fn opening(
+    preset: Preset,
+    role: Option<&str>,
+    name: &str,
+    team: &str,
+    swarm: &str,
+) -> Option<String> {
     let role = role.map(str::trim).filter(|r| !r.is_empty());
     if preset == Preset::Command {
         return role.map(str::to_string);
     }
-    let team = team_instructions(name, team);
+    let team = team_instructions(name, team, swarm);
     Some(match role {
         Some(r) => format!("{r}\n\n{team}"),
         None => team,
@@ -531,6 +561,22 @@ mod tests {
             "a NUL cannot be in an argument"
         );
         assert_eq!(Preset::Command.delivery("short"), Delivery::Stdin);
+    }
+
+    #[test]
+    fn the_team_instructions_name_swarm_by_a_path_a_login_shell_keeps() {
+        let t = team_instructions("bob", "web", "/opt/my tools/swarm");
+        assert!(
+            t.contains("'/opt/my tools/swarm' send --to NAME") && t.contains("You are bob"),
+            "{t}"
+        );
+        assert_eq!(shell_word("/usr/bin/swarm"), "/usr/bin/swarm");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(
+            opening(Preset::Command, Some(" r "), "b", "w", "s"),
+            Some("r".into())
+        );
+        assert_eq!(opening(Preset::Command, None, "b", "w", "s"), None);
     }
 
     #[test]

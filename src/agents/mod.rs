@@ -227,7 +227,10 @@ impl Runner {
                 .map_or("", |(_, v)| v.as_str())
         };
         let role = self.role_prompt.as_deref();
-        exec::opening(p, role, var("SWARM_AGENT_NAME"), var("SWARM_TEAM"))
+        let swarm = std::env::current_exe()
+            .map(|e| e.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| "swarm".into());
+        exec::opening(p, role, var("SWARM_AGENT_NAME"), var("SWARM_TEAM"), &swarm)
     }
 
     /// One run of an exec preset, the whole prompt delivered: in argv when
@@ -260,6 +263,11 @@ impl Runner {
             .after_run(p, &turn, f.ended.success(), &f.output)
         {
             tracing::warn!(error = %format!("{e:#}"), "could not record the session");
+        }
+        if f.ended.success() && p.answers_on_stdout() {
+            // The answer, without the CLI's progress (the pane shows both).
+            f.output = std::mem::take(&mut f.stdout);
+            f.output_truncated = f.stdout_truncated;
         }
         f
     }

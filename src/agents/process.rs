@@ -12,7 +12,8 @@
 //! of its own, `setsid`), which a signal to the pane's group never reaches
 //! and which outlive the CLI. The runtime is the reaper of every orphan
 //! below it (`PR_SET_CHILD_SUBREAPER`), so they stay under it, and on
-//! SIGTERM, SIGHUP or SIGINT, and when it ends, it ends them all.
+//! SIGTERM, SIGHUP or SIGINT, and when it ends, it ends them all (found in
+//! `/proc`: on Linux; elsewhere the pane's group is all that is signalled).
 
 use std::collections::VecDeque;
 use std::io::{Read, Write};
@@ -110,6 +111,10 @@ pub struct Finished {
     pub output: String,
     /// Whether earlier output was dropped to keep the tail bounded.
     pub output_truncated: bool,
+    /// The tail of stdout alone (what a CLI that prints its progress on
+    /// stderr gives as its answer), and whether it was cut.
+    pub stdout: String,
+    pub stdout_truncated: bool,
     pub elapsed: Duration,
 }
 
@@ -175,25 +180,30 @@ impl Invocation {
             }
         };
         let tail = Arc::new(Mutex::new(Tail::default()));
+        let out_tail = Arc::new(Mutex::new(Tail::default()));
         let (done_tx, done_rx) = mpsc::channel();
         let mut readers = 0;
-        for pipe in [
-            child
-                .stdout
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-            child
-                .stderr
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        ]
-        .into_iter()
-        .flatten()
-        {
+        for (pipe, own) in [
+            (
+                child
+                    .stdout
+                    .take()
+                    .map(|p| Box::new(p) as Box<dyn Read + Send>),
+                Some(out_tail.clone()),
+            ),
+            (
+                child
+                    .stderr
+                    .take()
+                    .map(|p| Box::new(p) as Box<dyn Read + Send>),
+                None,
+            ),
+        ] {
+            let Some(pipe) = pipe else { continue };
             readers += 1;
             let (tail, pane, done) = (tail.clone(), pane.clone(), done_tx.clone());
             std::thread::spawn(move || {
-                pump(pipe, &tail, &pane);
+                pump(pipe, &tail, own.as_deref(), &pane);
                 let _ = done.send(());
             });
         }
@@ -225,10 +235,13 @@ impl Invocation {
             reap_children(std::process::id());
         }
         let (output, output_truncated) = tail.lock().unwrap_or_else(|e| e.into_inner()).text();
+        let (stdout, stdout_truncated) = out_tail.lock().unwrap_or_else(|e| e.into_inner()).text();
         Finished {
             ended,
             output,
             output_truncated,
+            stdout,
+            stdout_truncated,
             elapsed: start.elapsed(),
         }
     }
@@ -280,12 +293,20 @@ impl Finished {
             ended: Ended::NotStarted { why, errno },
             output: String::new(),
             output_truncated: false,
+            stdout: String::new(),
+            stdout_truncated: false,
             elapsed,
         }
     }
 }
 
-fn pump(mut pipe: Box<dyn Read + Send>, tail: &Mutex<Tail>, pane: &Mutex<dyn Write + Send>) {
+/// Copies a pipe to the pane and the tail (and `own`, the pipe's own tail).
+fn pump(
+    mut pipe: Box<dyn Read + Send>,
+    tail: &Mutex<Tail>,
+    own: Option<&Mutex<Tail>>,
+    pane: &Mutex<dyn Write + Send>,
+) {
     let mut buf = [0u8; 8192];
     loop {
         match pipe.read(&mut buf) {
@@ -299,6 +320,11 @@ fn pump(mut pipe: Box<dyn Read + Send>, tail: &Mutex<Tail>, pane: &Mutex<dyn Wri
                 tail.lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .push(&buf[..n]);
+                if let Some(own) = own {
+                    own.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(&buf[..n]);
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => return,
@@ -356,11 +382,7 @@ const ENDING: [i32; 3] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT];
 /// SIGHUP or SIGINT ends every descendant ([`end_descendants`]) before it
 /// dies of the signal. Once per process (the runtime's).
 pub fn guard_descendants() -> std::io::Result<()> {
-    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument
-    // and touches no memory of ours.
-    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    adopt_orphans()?;
     GUARDED.store(true, std::sync::atomic::Ordering::SeqCst);
     let caught = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let (mut read, write) = std::io::pipe()?;
@@ -388,6 +410,25 @@ pub fn guard_descendants() -> std::io::Result<()> {
                 let _ = signal_hook::low_level::emulate_default_handler(sig);
             }
         })?;
+    Ok(())
+}
+
+/// Makes this process the reaper of orphans below it (Linux's
+/// `PR_SET_CHILD_SUBREAPER`). Elsewhere there is no such call: what an
+/// agent orphans goes to init, and only what is still below a living
+/// parent is found.
+#[cfg(target_os = "linux")]
+fn adopt_orphans() -> std::io::Result<()> {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument
+    // and touches no memory of ours.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn adopt_orphans() -> std::io::Result<()> {
     Ok(())
 }
 
@@ -503,6 +544,7 @@ mod tests {
             f.output.contains("out\n") && f.output.contains("err\n"),
             "{f:?}"
         );
+        assert_eq!(f.stdout, "out\n", "stdout alone too");
         let shown = String::from_utf8(pane.lock().unwrap().clone()).unwrap();
         assert!(shown.contains("out") && shown.contains("err"), "{shown:?}");
     }

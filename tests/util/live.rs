@@ -375,3 +375,11 @@ pub trait LiveTeam {
         s
     }
 }
+
+/// The swarm binary as a running runtime sees itself (`current_exe`), the
+/// path the team instructions give an agent.
+pub fn swarm_exe() -> String {
+    std::fs::canonicalize(super::swarm_bin())
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| super::swarm_bin().to_string())
+}
