@@ -121,19 +121,27 @@ pub fn resumable_session(team: &Team, m: &Member) -> Conversation {
         Agent::Process | Agent::Exec(Preset::Command) => Conversation::Fresh(
             "its program's conversation is its own business; started fresh".into(),
         ),
-        Agent::Exec(preset) => exec_preset_session(team, m, preset.name()),
+        Agent::Exec(preset) => exec_preset_session(team, m, preset),
     }
 }
 
-/// PLUG-IN POINT for the exec presets (codex, gemini, aider,
-/// claude-print): their runtime records each member's CLI session between
-/// units of work (`crate::agents::exec`); this answers whether one is
-/// recorded for `m`. Until that lookup is wired here, it says plainly that
-/// nothing is resumed.
-fn exec_preset_session(_team: &Team, _m: &Member, preset: &str) -> Conversation {
-    Conversation::Fresh(format!(
-        "{preset}'s conversation resume is not wired into `up --resume` yet; started fresh"
-    ))
+/// The exec presets (codex, gemini, aider, claude-print): their runtime
+/// records each member's CLI session between units of work
+/// ([`crate::agents::session`]) and resumes it by itself on its next run;
+/// this says whether one is recorded for `m`.
+fn exec_preset_session(team: &Team, m: &Member, preset: Preset) -> Conversation {
+    match crate::agents::session::recorded(team, m) {
+        Ok(Some(s)) if s.agent == preset.name() => Conversation::Resumed(format!(
+            "its {} conversation {} resumes",
+            preset.name(),
+            s.id
+        )),
+        Ok(_) => Conversation::Fresh(format!(
+            "no {} conversation was recorded; started fresh",
+            preset.name()
+        )),
+        Err(e) => Conversation::Fresh(format!("{e:#}; started fresh")),
+    }
 }
 
 /// Called by `up` under the lifecycle lock, before it spawns the members
@@ -173,6 +181,9 @@ pub async fn comeback(team: &Team, opened: &Opened, how: Comeback) -> Result<Vec
     for m in &gone {
         let line = match how {
             Comeback::Fresh => {
+                crate::agents::session::Store::of(team, m)?
+                    .forget()
+                    .with_context(|| format!("forgetting {}'s conversation", m.name))?;
                 let back = team.tasks().unassign_all_of(&m.name)?;
                 let ids: Vec<String> = back.iter().map(|t| format!("#{}", t.id)).collect();
                 match ids.is_empty() {

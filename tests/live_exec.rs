@@ -276,6 +276,9 @@ fn works_the_team(test: &str, cli: &Cli) {
     l.t.wait_lead();
     let (spawn_to_first, answer_to_lead) = first_contact(&l, cli);
     let send_to_request = resumes(&l);
+    if cli.agent == "codex" {
+        comes_back_after_the_server_ends(&l);
+    }
     works_a_task(&l);
     shuts_down(&l);
     kill_leaves_nothing(&l, cli);
@@ -389,6 +392,40 @@ fn resumes(l: &Live) -> f64 {
     );
     l.wait_lead_entry("worker's PONG reaches the lead", "worker", "PONG-x1");
     send_to_request
+}
+
+/// Issue 15: the tmux server ends (a reboot, as far as panes go); `swarm
+/// up --resume` brings the teammate back and its next model request
+/// carries the conversation from before.
+fn comes_back_after_the_server_ends(l: &Live) {
+    let runtime = l.t.pid_of("worker");
+    let lead = l.t.wait_lead();
+    l.t.tmux.run(&["kill-server"]);
+    wait_until(
+        "worker's runtime and the lead ended with the tmux server",
+        WAIT,
+        || !alive(runtime) && !alive(lead),
+        || l.explain(),
+    );
+    let back = l.ok(&["up", "--resume", "--no-attach"]);
+    assert!(
+        back.stderr.contains("worker: back; its codex conversation"),
+        "{}",
+        back.explain()
+    );
+    l.t.wait_new_lead(lead);
+    let before = l.server.main_requests().len();
+    l.ok(&["send", "--to", "worker", "AGAIN-x1 are you still there"]);
+    let next = l.wait_request(
+        "the message after the resume reaches worker",
+        before,
+        "AGAIN-x1",
+    );
+    let said = next["text"].as_str().unwrap_or("");
+    assert!(
+        said.contains("HELLO-x1") && said.contains("PING-x1"),
+        "after the resume the request carries the earlier conversation\n{said}"
+    );
 }
 
 fn works_a_task(l: &Live) {

@@ -111,7 +111,9 @@ impl Store {
             .with_context(|| format!("writing {}", self.path.display()))
     }
 
-    fn forget(&self) -> Result<()> {
+    /// Drops the record: the member's next run starts a new conversation
+    /// (`swarm up --fresh`).
+    pub fn forget(&self) -> Result<()> {
         remove(&self.path)
     }
 
