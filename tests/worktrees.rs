@@ -323,3 +323,28 @@ fn the_dialog_shows_a_worktree_and_its_kill_keeps_the_work() {
 fn worktree_of_path(t: &TmuxTeam, team: &str, name: &str) -> PathBuf {
     t.sb.path(&format!("worktrees/{team}/{name}"))
 }
+
+/// A shutdown the lead carries out (the dialog's `s`, or any approval that
+/// reaches the lead) keeps a worktree holding work and says so, as `swarm
+/// shutdown`, `kill` and `down` do.
+#[test]
+fn a_shutdown_approved_through_the_lead_keeps_the_work_and_says_so() {
+    let Some(t) = TmuxTeam::new("wt_lead_shutdown", "tl") else {
+        return;
+    };
+    repo(&t);
+    t.up();
+    t.ok(&["spawn", "sam", "--agent", "shell", "--worktree"]);
+    std::fs::write(worktree_of(&t, "sam").join("draft.txt"), "draft\n").unwrap();
+    t.ok(&["send", "--to", "sam", "--shutdown-request"]);
+    wait_until(
+        "the lead released sam and named its kept worktree",
+        WAIT,
+        || {
+            std::fs::read_to_string(t.lead_log())
+                .is_ok_and(|l| l.contains("kept worktree of sam: 1 uncommitted files"))
+        },
+        || t.explain(),
+    );
+    assert!(worktree_of_path(&t, "tl", "sam").join("draft.txt").exists());
+}

@@ -469,6 +469,14 @@ impl Lead {
                 "{name} shut down; {n} task(s) returned to the board"
             ));
         }
+        // A worktree holding work is kept and said, as `swarm shutdown`
+        // and `down` say it (git runs off the loop).
+        let kept = self
+            .disk(move |team| Ok(crate::worktree::retire(&team, &members, false)))
+            .await?;
+        for line in kept {
+            self.event(line);
+        }
         Ok(())
     }
 
