@@ -29,7 +29,8 @@ pub mod view;
 use crate::mailbox::Entry;
 use crate::protocol::{self, Message};
 use crate::team::names::LEAD_NAME;
-use crate::team::{Member, SwarmField, Team};
+use crate::team::status::recorded_exit;
+use crate::team::{ExitRecord, Member, Team};
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use session::Opened;
@@ -82,9 +83,8 @@ pub fn lead_pid_alive(team: &Team) -> Result<Option<u32>> {
     let alive = swarm_backends::process::same_process_alive(pid, start)
         // A pid recorded without its lock is only trusted if that process
         // is a swarm lead at all (never a stranger's recycled pid).
-        && std::fs::read_link(format!("/proc/{pid}/exe"))
-            .ok()
-            .zip(std::env::current_exe().ok())
+        && crate::logging::ignore(std::fs::read_link(format!("/proc/{pid}/exe")), "reading a lead's executable")
+            .zip(crate::logging::ignore(std::env::current_exe(), "reading this executable"))
             .is_some_and(|(a, b)| a == b);
     Ok(alive.then_some(pid))
 }
@@ -106,7 +106,7 @@ pub fn claim_lead(team: &Team) -> Result<()> {
 /// Writes a line to stderr, ignoring a terminal that went away (the lead's
 /// last words must never become a panic).
 pub fn note(text: &str) {
-    let _ = writeln!(std::io::stderr(), "{text}");
+    crate::logging::ignore(writeln!(std::io::stderr(), "{text}"), "writing to stderr");
 }
 
 /// What the lead knows of one member between ticks.
@@ -230,7 +230,8 @@ impl Lead {
     fn changed(&mut self) {
         self.dirty = true;
         if let Some(w) = &self.wake {
-            let _ = w.send(());
+            // Only a loop that has ended drops the receiver.
+            crate::logging::ignore(w.send(()), "waking the lead's loop");
         }
     }
 
@@ -240,10 +241,10 @@ impl Lead {
     /// once it is on disk.
     pub async fn supervise(&mut self) -> Result<()> {
         let tf = self.team.roster().read()?;
-        let kind = self.opened.kind().as_str();
+        let kind = self.opened.kind();
         let mine: Vec<(Member, PaneRef)> = tf
             .teammates()
-            .filter(|m| m.backend_type.as_deref() == Some(kind))
+            .filter(|m| m.backend_kind() == Some(kind))
             .filter_map(|m| Some((m.clone(), session::member_pane(m)?)))
             .collect();
         self.shared()
@@ -273,7 +274,7 @@ impl Lead {
                     }
                     Ok(())
                 }
-                Seen::Dead(_) if m.swarm_field(SwarmField::Exit).is_some() && before.is_none() => {
+                Seen::Dead(_) if recorded_exit(m).is_some() && before.is_none() => {
                     Ok(()) // already recorded by an earlier lead
                 }
                 Seen::Dead(code) => self.record_death(m, status, *code).await,
@@ -309,10 +310,11 @@ impl Lead {
                 team.roster().update_member(&name, |mm| {
                     mm.is_active = Some(false);
                     mm.tmux_pane_id = String::new();
-                    mm.set_swarm_field(
-                        SwarmField::Exit,
-                        json!({"code": null, "at": at, "lost": lost}),
-                    );
+                    mm.set_exit(Some(&ExitRecord {
+                        code: None,
+                        at,
+                        lost: Some(lost),
+                    }));
                 })?;
                 Ok(team.tasks().unassign_all_of(&name)?)
             })
@@ -352,7 +354,11 @@ impl Lead {
             .disk(move |team| {
                 team.roster().update_member(&name, |mm| {
                     mm.is_active = Some(false);
-                    mm.set_swarm_field(SwarmField::Exit, json!({"code": code, "at": at}));
+                    mm.set_exit(Some(&ExitRecord {
+                        code,
+                        at,
+                        lost: None,
+                    }));
                 })?;
                 Ok(team.tasks().unassign_all_of(&name)?)
             })
@@ -642,7 +648,7 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
     // every refresh reads the whole board.
     let board_tx = tx.clone();
     let _board = match view::watch_board(&tasks_dir, lead.shared.clone(), move || {
-        let _ = board_tx.send(());
+        crate::logging::ignore(board_tx.send(()), "waking the lead's loop");
     }) {
         Ok(w) => {
             // The full listing the watch asks for is done now, not on the
