@@ -625,17 +625,21 @@ pub fn run_lead(mut lead: Lead, rt: &tokio::runtime::Runtime) -> Result<()> {
     }
 }
 
-/// The supervisor: inbox handling on every change, pane liveness on a tick.
-async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
-    // The inboxes, and the task board and the roster, which the dialog
-    // shows: without those two a task created or a teammate killed from
-    // the command line reached the dialog only on its 30 s tick.
+/// Starts the watchers that wake the lead's loop: the inboxes, and the
+/// task board and the roster, which the dialog shows. The receiver gets
+/// one `()` per change; the board's watcher (if it runs) must be kept.
+fn watch_files(
+    lead: &Lead,
+) -> Result<(
+    tokio::sync::mpsc::UnboundedReceiver<()>,
+    Option<notify::RecommendedWatcher>,
+)> {
     let root = &lead.team.root;
     let team = &lead.team.name;
     let tasks_dir = root.tasks_dir(team)?;
     crate::atomic_file::ensure_dir(&tasks_dir)
         .with_context(|| format!("creating {}", tasks_dir.display()))?;
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     let mut watchers = vec![
         lead.team
             .mailbox()
@@ -647,13 +651,13 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
     // reads only those; where it cannot run, the directory is polled and
     // every refresh reads the whole board.
     let board_tx = tx.clone();
-    let _board = match view::watch_board(&tasks_dir, lead.shared.clone(), move || {
+    let board = match view::watch_board(&tasks_dir, lead.shared.clone(), move || {
         crate::logging::ignore(board_tx.send(()), "waking the lead's loop");
     }) {
         Ok(w) => {
             // The full listing the watch asks for is done now, not on the
             // first change that follows.
-            let _ = tx.send(());
+            crate::logging::ignore(tx.send(()), "waking the lead's loop");
             Some(w)
         }
         Err(e) => {
@@ -675,7 +679,14 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
             })
             .context("starting a file watcher")?;
     }
-    drop(tx);
+    Ok((rx, board))
+}
+
+/// The supervisor: inbox handling on every change, pane liveness on a tick.
+async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
+    // Without the board and roster watchers a task created or a teammate
+    // killed from the command line reached the dialog only on its 30 s tick.
+    let (mut rx, _board) = watch_files(&lead)?;
     // With the dialog up, the TUI owns SIGTERM (with SIGHUP and SIGINT): it
     // ends tui::run with Exit::Signal and run_lead aborts this loop. Only
     // the plain view takes it here, so it is registered once.
