@@ -303,6 +303,8 @@ impl Drop for InProcessBackend {
     fn drop(&mut self) {
         // Panes die with their host.
         for (_, pane) in lock(&self.panes).drain() {
+            // Deliberate ignores: a drop has no one to report to, and a
+            // group already gone needs no signal.
             let _ = process::signal_group(pane.pid as i32, process::SIGKILL);
             let _ = lock(&pane.child).wait();
         }
@@ -443,6 +445,7 @@ impl PaneBackendExecutor for InProcessBackend {
         let pgid = pane.pid as i32;
         let reap_pane = Arc::clone(&pane);
         process::terminate_group(pgid, grace, Duration::from_secs(2), move || {
+            // Deliberate ignore: a reap; the ladder checks the group itself.
             let _ = lock(&reap_pane.child).try_wait();
             async {}
         })
@@ -451,6 +454,7 @@ impl PaneBackendExecutor for InProcessBackend {
             pane: id.clone(),
             reason,
         })?;
+        // Deliberate ignore: a reap; liveness is checked just below.
         let _ = lock(&pane.child).try_wait();
         lock(&self.panes).remove(id);
         if process::process_alive(pane.pid) || process::group_alive(pgid) {

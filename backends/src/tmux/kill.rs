@@ -99,6 +99,7 @@ impl TmuxBackend {
                 if let Ok(argv) =
                     commands::kill_pane(&r.pane).and_then(|c| commands::chain(vec![c]))
                 {
+                    // Deliberate ignore: `await_closed` checks what is left.
                     let _ = self.invocation(argv).output().await;
                 }
             }

@@ -386,6 +386,8 @@ impl TmuxBackend {
                 return Err(SplitError::NotCreated(inv.failed(&out)));
             };
             let kill = commands::chain(vec![commands::kill_pane(&pane)?])?;
+            // Deliberate ignore (swarm's `logging::ignore` is out of this
+            // crate's reach): the split's own failure is the error reported.
             let _ = self.invocation(kill).output().await;
             return Err(SplitError::Other(inv.failed(&out)));
         }
@@ -608,6 +610,7 @@ impl TmuxBackend {
         if poke {
             let args = vec!["run-shell".to_string(), "true".to_string()];
             if let Ok(args) = commands::chain(vec![args]) {
+                // Deliberate ignore: a poke; the caller checks what is left.
                 let _ = self.invocation(args).output().await;
             }
         }
