@@ -32,7 +32,7 @@ pub(super) async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
             "root": ctx.root.dir(), "rootSource": source,
             "backend": chosen, "reason": reason,
             "backends": available.iter().map(|(k, w)| serde_json::json!({"name": k, "status": w})).collect::<Vec<_>>(),
-            "tmuxVersion": tmux_version.as_ref().ok(), "teams": teams, "problems": problems,
+            "tmuxVersion": ignore(tmux_version.as_ref(), "reading tmux's version (JSON: null)"), "teams": teams, "problems": problems,
         }));
         return Ok(Exit::Ok);
     }
