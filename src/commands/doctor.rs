@@ -7,6 +7,7 @@ use super::{Context, Exit, print_json};
 use crate::cli::DoctorArgs;
 use crate::lead::lead_pid_alive;
 use crate::lead::lock::lead_holder;
+use crate::logging::ignore;
 use crate::paths::RootSource;
 use crate::team::Team;
 use crate::team::status::recorded_exit;
@@ -31,7 +32,7 @@ pub(super) async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
             "root": ctx.root.dir(), "rootSource": source,
             "backend": chosen, "reason": reason,
             "backends": available.iter().map(|(k, w)| serde_json::json!({"name": k, "status": w})).collect::<Vec<_>>(),
-            "tmuxVersion": tmux_version.as_ref().ok(), "teams": teams, "problems": problems,
+            "tmuxVersion": ignore(tmux_version.as_ref(), "reading tmux's version (JSON: null)"), "teams": teams, "problems": problems,
         }));
         return Ok(Exit::Ok);
     }
@@ -136,8 +137,9 @@ fn team_problems(ctx: &Context, teams: &[String]) -> Vec<String> {
             ));
         }
         if tf.teammates().count() > 0
-            && lead_holder(&team).ok().flatten().is_none()
-            && lead_pid_alive(&team).ok().flatten().is_none()
+            // A lead file that does not read holds no lead.
+            && ignore(lead_holder(&team), "reading the lead lock").flatten().is_none()
+            && ignore(lead_pid_alive(&team), "reading the lead's pid").flatten().is_none()
         {
             problems.push(format!(
                 "team {t}: no live lead; `swarm up --team {t}` takes the team back"

@@ -10,6 +10,7 @@ use crate::lead::session::{self, Opened};
 use crate::lead::spawn::{SpawnRequest, spawn_members_locked};
 use crate::lead::teardown::{self, ShutdownOutcome};
 use crate::lead::{Lead, lead_pid_alive, run_lead};
+use crate::logging::ignore;
 use crate::team::{Roster, Team, names};
 use anyhow::{Context as _, Result, bail};
 use std::path::PathBuf;
@@ -173,43 +174,9 @@ fn lead_spec(team: &Team, opened: &Opened) -> Result<SpawnSpec> {
 async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
     let started = Instant::now();
     let cwd = std::env::current_dir().context("reading the current directory")?;
-    let spec = if args.demo {
-        Some(crate::config::TeamSpec::demo(&cwd))
-    } else {
-        args.spec
-            .as_deref()
-            .map(crate::config::TeamSpec::load)
-            .transpose()?
-    };
-    let name = match (&spec, &ctx.global.team) {
-        (Some(s), _) => s.team.clone(),
-        (None, Some(t)) => t.clone(),
-        (None, None) => ctx
-            .team_name()
-            .context("swarm up needs a team: pass --team NAME, a spec file, or --demo")?,
-    };
+    let (spec, name) = up_spec_and_name(ctx, &args, &cwd)?;
     let team = Team::new(&ctx.root, &name);
-    let created = !team.roster().exists();
-    if created {
-        names::validate_team(&name)?;
-        Roster::new(&ctx.root, &name).create(None, &cwd.to_string_lossy())?;
-    }
-    // Until a pane opens, a failure (a teammate whose agent is not
-    // installed, a bad backend) leaves nothing behind: a team this `up`
-    // created is deleted again, so the error is the whole story.
-    let prepared = prepare(ctx, &team, spec.as_ref(), args);
-    let (args, mut opened) = match prepared {
-        Ok(p) => p,
-        Err(e) => {
-            if created && let Err(d) = team.roster().delete(true) {
-                tracing::warn!("could not delete the half-made team {name}: {d:#}");
-            }
-            return Err(e);
-        }
-    };
-    if created {
-        eprintln!("created team {name}");
-    }
+    let (args, mut opened) = create_and_prepare(ctx, &team, spec.as_ref(), args, &cwd)?;
     crate::teammate::wake::preflight(&team);
     // One `up` or `spawn` of the team at a time: a second `up` waits here,
     // then finds the lead this one started.
@@ -229,50 +196,129 @@ async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
     // Before the lead starts: it would take their gone panes for deaths
     // and hand their tasks back.
     bring_back(&team, &opened, &args).await?;
-    let home = opened.caps().home_sessions && opened.own_pane.is_none();
-    if home {
-        let session = opened
-            .record
-            .session
-            .clone()
-            .unwrap_or_else(|| session::session_name(&name));
-        let spec = lead_spec(&team, &opened)?;
-        let lead_pane = if opened.backend.home_exists(&session).await? {
-            // The session outlived its lead (e.g. kill -9): a new window.
-            let spec = spec.placement(swarm_backends::Placement::NewWindow {
-                session: Some(session.clone()),
-            });
-            opened.backend.spawn(&spec).await?
-        } else {
-            opened.backend.open_home(&session, &spec).await?
-        };
-        opened.record.session = Some(session);
-        opened.record.lead_pane = Some(lead_pane.id.clone());
-        opened.record.lead_nonce = Some(lead_pane.nonce.clone());
-        if let Some(v) = opened.backend.checked_version().await {
-            opened.record.tmux_version = Some(v);
-        }
-        opened.placement = Some(swarm_backends::Placement::RightOfLead {
-            lead: lead_pane.id.clone(),
-        });
-        opened.record.save(&ctx.root, &name)?;
-        complete_team(&team, &mut opened).await?;
-        // The lifecycle lock is let go only once the new lead holds its
-        // own: a second `up` waiting for it then finds the lead running.
-        wait_for_lead_lock(&team, &lead_pane).await?;
-        drop(lifecycle);
-        eprintln!(
-            "team {name}: lead in pane {} ({:.0} ms)",
-            lead_pane.id,
-            started.elapsed().as_secs_f64() * 1000.0
-        );
-        eprintln!("{}", come_back_hint(&name));
-        return reattach(&team, &opened, args.no_attach)
-            .await
-            .map(Next::Done);
+    if opened.caps().home_sessions && opened.own_pane.is_none() {
+        return up_in_home(ctx, team, opened, args, lifecycle, started).await;
     }
-    // This process is the lead (in the user's own pane, or hosting
-    // in-process panes): its lock first, then the team.
+    up_here(ctx, team, opened, lifecycle).await
+}
+
+/// The spec `up` was given (a file, or `--demo`) and the team it names
+/// (else `--team`, else the current team).
+fn up_spec_and_name(
+    ctx: &Context,
+    args: &UpArgs,
+    cwd: &std::path::Path,
+) -> Result<(Option<crate::config::TeamSpec>, String)> {
+    let spec = if args.demo {
+        Some(crate::config::TeamSpec::demo(cwd))
+    } else {
+        args.spec
+            .as_deref()
+            .map(crate::config::TeamSpec::load)
+            .transpose()?
+    };
+    let name = match (&spec, &ctx.global.team) {
+        (Some(s), _) => s.team.clone(),
+        (None, Some(t)) => t.clone(),
+        (None, None) => ctx
+            .team_name()
+            .context("swarm up needs a team: pass --team NAME, a spec file, or --demo")?,
+    };
+    Ok((spec, name))
+}
+
+/// Creates the team if it is not there, then [`prepare`]s it. Until a
+/// pane opens, a failure (a teammate whose agent is not installed, a bad
+/// backend) leaves nothing behind: a team this `up` created is deleted
+/// again, so the error is the whole story.
+fn create_and_prepare(
+    ctx: &Context,
+    team: &Team,
+    spec: Option<&crate::config::TeamSpec>,
+    args: UpArgs,
+    cwd: &std::path::Path,
+) -> Result<(UpArgs, Opened)> {
+    let name = &team.name;
+    let created = !team.roster().exists();
+    if created {
+        names::validate_team(name)?;
+        Roster::new(&ctx.root, name).create(None, &cwd.to_string_lossy())?;
+    }
+    let prepared = prepare(ctx, team, spec, args);
+    if prepared.is_err()
+        && created
+        && let Err(d) = team.roster().delete(true)
+    {
+        tracing::warn!("could not delete the half-made team {name}: {d:#}");
+    }
+    if prepared.is_ok() && created {
+        eprintln!("created team {name}");
+    }
+    prepared
+}
+
+/// `up` on a backend with home sessions: the lead starts in its own pane
+/// of the team's session (a new window when the session outlived its
+/// lead), and this process attaches to it.
+async fn up_in_home(
+    ctx: &Context,
+    team: Team,
+    mut opened: Opened,
+    args: UpArgs,
+    lifecycle: LifecycleLock,
+    started: Instant,
+) -> Result<Next> {
+    let name = team.name.clone();
+    let session = opened
+        .record
+        .session
+        .clone()
+        .unwrap_or_else(|| session::session_name(&name));
+    let spec = lead_spec(&team, &opened)?;
+    let lead_pane = if opened.backend.home_exists(&session).await? {
+        // The session outlived its lead (e.g. kill -9): a new window.
+        let spec = spec.placement(swarm_backends::Placement::NewWindow {
+            session: Some(session.clone()),
+        });
+        opened.backend.spawn(&spec).await?
+    } else {
+        opened.backend.open_home(&session, &spec).await?
+    };
+    opened.record.session = Some(session);
+    opened.record.lead_pane = Some(lead_pane.id.clone());
+    opened.record.lead_nonce = Some(lead_pane.nonce.clone());
+    if let Some(v) = opened.backend.checked_version().await {
+        opened.record.tmux_version = Some(v);
+    }
+    opened.placement = Some(swarm_backends::Placement::RightOfLead {
+        lead: lead_pane.id.clone(),
+    });
+    opened.record.save(&ctx.root, &name)?;
+    complete_team(&team, &mut opened).await?;
+    // The lifecycle lock is let go only once the new lead holds its
+    // own: a second `up` waiting for it then finds the lead running.
+    wait_for_lead_lock(&team, &lead_pane).await?;
+    drop(lifecycle);
+    eprintln!(
+        "team {name}: lead in pane {} ({:.0} ms)",
+        lead_pane.id,
+        started.elapsed().as_secs_f64() * 1000.0
+    );
+    eprintln!("{}", come_back_hint(&name));
+    reattach(&team, &opened, args.no_attach)
+        .await
+        .map(Next::Done)
+}
+
+/// `up` where this process is the lead (in the user's own pane, or
+/// hosting in-process panes): its lock first, then the team.
+async fn up_here(
+    ctx: &Context,
+    team: Team,
+    mut opened: Opened,
+    lifecycle: LifecycleLock,
+) -> Result<Next> {
+    let name = team.name.clone();
     let own = opened.own_pane.clone();
     if let Some(lead) = &own {
         opened.placement = Some(swarm_backends::Placement::RightOfLead { lead: lead.clone() });
@@ -328,10 +374,14 @@ fn come_back_hint(team: &str) -> String {
 /// This executable as the user can run it: `swarm` when that is what PATH
 /// finds, else its full path, quoted for a shell.
 fn self_command() -> String {
-    let me = std::env::current_exe().ok();
-    let on_path = which::which("swarm").ok();
+    // A hint only: what cannot be read is shown as the full path.
+    let me = ignore(std::env::current_exe(), "reading this executable");
+    let on_path = ignore(which::which("swarm"), "finding swarm on PATH");
     let same = match (&me, &on_path) {
-        (Some(a), Some(b)) => std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok(),
+        (Some(a), Some(b)) => {
+            ignore(std::fs::canonicalize(a), "resolving this executable")
+                == ignore(std::fs::canonicalize(b), "resolving swarm on PATH")
+        }
         _ => false,
     };
     match (&me, same) {
@@ -524,7 +574,8 @@ async fn reattach(team: &Team, opened: &Opened, no_attach: bool) -> Result<Exit>
     }
     let Some(session) = opened.record.session.clone() else {
         if let Some(lead) = &opened.record.lead_pane {
-            opened.backend.focus(lead).await.ok();
+            // Focus is a courtesy: the lead runs either way.
+            ignore(opened.backend.focus(lead).await, "focusing the lead's pane");
         }
         return Ok(Exit::Ok);
     };

@@ -59,7 +59,7 @@ pub(super) fn output(ctx: &Context, args: OutputArgs) -> Result<Exit> {
             .read()
             .map(|tf| {
                 tf.member(&args.name)
-                    .is_none_or(|m| m.swarm_field(crate::team::SwarmField::Exit).is_some())
+                    .is_none_or(|m| crate::team::status::recorded_exit(m).is_some())
             })
             .unwrap_or(true);
         let since = *quiet_since.get_or_insert_with(Instant::now);

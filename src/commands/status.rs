@@ -2,6 +2,7 @@
 
 use super::{Context, Exit, print_json};
 use crate::cli::StatusArgs;
+use crate::logging::ignore;
 use crate::tasks::Status;
 use crate::team::RosterError;
 use crate::team::status::{Attention, Facts, MemberStatus, PaneSeen, Progress, recorded_exit};
@@ -19,42 +20,46 @@ fn member_statuses(
     members: &[crate::team::Member],
     tasks: &[crate::tasks::Task],
 ) -> Vec<Option<MemberStatus>> {
-    let panes: Vec<PaneSeen> =
-        crate::lead::session::open(&ctx.root, &team.name, &crate::cli::BackendArgs::default())
-            .ok()
-            .filter(|o| o.caps().panes_outlive_lead)
-            .and_then(|opened| {
-                let rt = crate::lead::session::runtime().ok()?;
-                let got = rt
-                    .block_on(crate::lead::teardown::pane_statuses(&opened, members))
-                    .ok()?;
-                Some(
-                    got.into_iter()
-                        .map(|p| match p {
-                            PaneStatus::Running { .. } => PaneSeen::Running,
-                            PaneStatus::Exited { code } => PaneSeen::Dead(code),
-                            PaneStatus::Gone | PaneStatus::Foreign => PaneSeen::Dead(None),
-                        })
-                        .collect(),
-                )
-            })
-            .unwrap_or_else(|| {
-                // In-process panes live inside the lead: with no lead
-                // running, none of them can be alive.
-                let lead_gone = crate::lead::lead_pid_alive(team).ok().flatten().is_none();
-                members
-                    .iter()
-                    .map(|m| {
-                        if lead_gone
-                            && m.backend_kind() == Some(swarm_backends::BackendKind::InProcess)
-                        {
-                            PaneSeen::Dead(None)
-                        } else {
-                            PaneSeen::Unknown
-                        }
+    // A backend that cannot be reached from here leaves the roster's
+    // record to decide.
+    let opened =
+        crate::lead::session::open(&ctx.root, &team.name, &crate::cli::BackendArgs::default());
+    let panes: Vec<PaneSeen> = ignore(opened, "opening the team's backend")
+        .filter(|o| o.caps().panes_outlive_lead)
+        .and_then(|opened| {
+            let rt = ignore(crate::lead::session::runtime(), "starting a runtime")?;
+            let got = ignore(
+                rt.block_on(crate::lead::teardown::pane_statuses(&opened, members)),
+                "looking up the members' panes",
+            )?;
+            Some(
+                got.into_iter()
+                    .map(|p| match p {
+                        PaneStatus::Running { .. } => PaneSeen::Running,
+                        PaneStatus::Exited { code } => PaneSeen::Dead(code),
+                        PaneStatus::Gone | PaneStatus::Foreign => PaneSeen::Dead(None),
                     })
-                    .collect()
-            });
+                    .collect(),
+            )
+        })
+        .unwrap_or_else(|| {
+            // In-process panes live inside the lead: with no lead
+            // running, none of them can be alive.
+            let lead_gone = ignore(crate::lead::lead_pid_alive(team), "reading the lead's pid")
+                .flatten()
+                .is_none();
+            members
+                .iter()
+                .map(|m| {
+                    if lead_gone && m.backend_kind() == Some(swarm_backends::BackendKind::InProcess)
+                    {
+                        PaneSeen::Dead(None)
+                    } else {
+                        PaneSeen::Unknown
+                    }
+                })
+                .collect()
+        });
     let waiting = crate::lead::teardown::waiting_for_approval(team).unwrap_or_default();
     members
         .iter()
@@ -132,7 +137,8 @@ struct Where {
 impl Where {
     fn of(ctx: &Context, team: &crate::team::Team) -> Where {
         Where {
-            lead_pid: crate::lead::lead_pid_alive(team).ok().flatten(),
+            // A lead file that does not read: shown as no lead.
+            lead_pid: ignore(crate::lead::lead_pid_alive(team), "reading the lead's pid").flatten(),
             record: crate::lead::session::SessionRecord::load(&ctx.root, &team.name)
                 .unwrap_or_default(),
         }
@@ -234,6 +240,47 @@ fn table(header: &[&str], rows: &[Vec<String>]) -> Vec<String> {
         .collect()
 }
 
+/// Each member's unread count, warning of an inbox that was corrupt (and
+/// set aside).
+fn unread_counts(team: &crate::team::Team, members: &[crate::team::Member]) -> Result<Vec<usize>> {
+    let mailbox = team.mailbox();
+    let mut counts = Vec::new();
+    for m in members {
+        let read = mailbox.read(&m.name)?;
+        if let Some(q) = &read.quarantined {
+            eprintln!(
+                "swarm: warning: inbox of {} was corrupt; copied to {}",
+                escape_line(&m.name),
+                q.display()
+            );
+        }
+        counts.push(read.entries.iter().filter(|e| e.is_unread()).count());
+    }
+    Ok(counts)
+}
+
+/// One member as `swarm status --json` shows it.
+fn member_json(
+    m: &crate::team::Member,
+    status: Option<&MemberStatus>,
+    unread: usize,
+    (attention, progress): &(Option<Attention>, Option<Progress>),
+) -> serde_json::Value {
+    json!({
+        "name": m.name, "agentId": m.agent_id, "color": m.color,
+        "paneId": m.tmux_pane_id, "backendType": m.backend_type,
+        "isActive": m.is_active, "mode": m.mode, "model": m.model, "unread": unread,
+        "status": status.map(|s| s.label()),
+        "alive": status.map(|s| s.is_alive()),
+        "attention": attention.as_ref().map(Attention::label),
+        "progress": progress.as_ref().map(|p| json!({
+            "elapsedSecs": p.elapsed.map(|e| e.as_secs()),
+            "lastLine": p.last_line,
+        })),
+        "worktree": crate::worktree::member_json(m),
+    })
+}
+
 pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
     let team = ctx.team()?;
     let (roster, repaired) = match team.roster().load() {
@@ -249,20 +296,11 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
             r.rebuilt_members
         );
     }
-    let mailbox = team.mailbox();
-    let mut members = Vec::new();
-    for m in &roster.members {
-        let read = mailbox.read(&m.name)?;
-        if let Some(q) = &read.quarantined {
-            eprintln!(
-                "swarm: warning: inbox of {} was corrupt; copied to {}",
-                escape_line(&m.name),
-                q.display()
-            );
-        }
-        let unread = read.entries.iter().filter(|e| e.is_unread()).count();
-        members.push((m, unread));
-    }
+    let members: Vec<_> = roster
+        .members
+        .iter()
+        .zip(unread_counts(&team, &roster.members)?)
+        .collect();
     let list = team.tasks().list()?;
     let statuses = member_statuses(ctx, &team, &roster.members, &list.tasks);
     let extras = member_extras(&team, &roster.members, &statuses, &list.tasks);
@@ -285,21 +323,7 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
             .iter()
             .zip(&statuses)
             .zip(&extras)
-            .map(|(((m, unread), status), (attention, progress))| {
-                json!({
-                    "name": m.name, "agentId": m.agent_id, "color": m.color,
-                    "paneId": m.tmux_pane_id, "backendType": m.backend_type,
-                    "isActive": m.is_active, "mode": m.mode, "model": m.model, "unread": unread,
-                    "status": status.as_ref().map(|s| s.label()),
-                    "alive": status.as_ref().map(|s| s.is_alive()),
-                    "attention": attention.as_ref().map(Attention::label),
-                    "progress": progress.as_ref().map(|p| json!({
-                        "elapsedSecs": p.elapsed.map(|e| e.as_secs()),
-                        "lastLine": p.last_line,
-                    })),
-                    "worktree": crate::worktree::member_json(m),
-                })
-            })
+            .map(|(((m, unread), status), extra)| member_json(m, status.as_ref(), *unread, extra))
             .collect();
         let mut out = json!({
             "team": roster.name, "root": ctx.root.dir(), "members": ms,

@@ -2,7 +2,7 @@
 
 use super::{Context, Exit, print_json};
 use crate::cli::{StatusArg, TaskCmd, TaskUpdateArgs};
-use crate::tasks::{Claim, NewTask, Status, Task, TaskUpdate};
+use crate::tasks::{Claim, NewTask, Status, Task, TaskStore, TaskUpdate};
 use crate::team::Team;
 use crate::team::post::recipients;
 use crate::text::{escape_line, escape_text};
@@ -37,36 +37,10 @@ pub fn run(ctx: &Context, cmd: TaskCmd) -> Result<Exit> {
                 blocked_by: clean_ids(blocked_by),
                 metadata: meta,
             })?;
-            if json {
-                print_json(&task);
-            } else {
-                println!("{}", escape_line(&task.id));
-            }
+            print_id_or_json(&task, json);
             Ok(Exit::Ok)
         }
-        TaskCmd::List { json } => {
-            let list = store.list()?;
-            for q in &list.quarantined {
-                eprintln!(
-                    "swarm: warning: an unreadable task file was copied to {}",
-                    escape_line(&q.display().to_string())
-                );
-            }
-            if json {
-                print_json(&list.tasks);
-            } else if list.tasks.is_empty() {
-                eprintln!("no tasks in team {}", escape_line(&team.name));
-            } else {
-                println!(
-                    "{:>4}  {:<11}  {:<16}  {:<10}  SUBJECT",
-                    "ID", "STATUS", "OWNER", "BLOCKED BY"
-                );
-                for t in &list.tasks {
-                    println!("{}", row(t));
-                }
-            }
-            Ok(Exit::Ok)
-        }
+        TaskCmd::List { json } => list(&team, &store, json),
         TaskCmd::Get { id, json } => match store.get(&id)? {
             None => Ok(Exit::No(no_task(&team, &id))),
             Some(t) => {
@@ -91,21 +65,63 @@ pub fn run(ctx: &Context, cmd: TaskCmd) -> Result<Exit> {
             id,
             busy_check,
             json,
-        } => {
-            let me = ctx.me()?;
-            match store.claim(id.as_deref(), me, busy_check)? {
-                Claim::Claimed(task) => {
-                    team.notify_assignment(&task, me, me)?;
-                    if json {
-                        print_json(&task);
-                    } else {
-                        println!("{}", escape_line(&task.id));
-                    }
-                    Ok(Exit::Ok)
-                }
-                Claim::Refused(why) => Ok(Exit::No(format!("nothing claimed: {why}"))),
-            }
+        } => claim(ctx, &team, &store, id.as_deref(), busy_check, json),
+    }
+}
+
+/// A task just made or claimed: its id, or with `--json` the whole task.
+fn print_id_or_json(task: &Task, json: bool) {
+    if json {
+        print_json(task);
+    } else {
+        println!("{}", escape_line(&task.id));
+    }
+}
+
+/// `swarm task list`: the board as a table (or JSON), with a warning for
+/// each task file that did not read and was set aside.
+fn list(team: &Team, store: &TaskStore, json: bool) -> Result<Exit> {
+    let list = store.list()?;
+    for q in &list.quarantined {
+        eprintln!(
+            "swarm: warning: an unreadable task file was copied to {}",
+            escape_line(&q.display().to_string())
+        );
+    }
+    if json {
+        print_json(&list.tasks);
+    } else if list.tasks.is_empty() {
+        eprintln!("no tasks in team {}", escape_line(&team.name));
+    } else {
+        println!(
+            "{:>4}  {:<11}  {:<16}  {:<10}  SUBJECT",
+            "ID", "STATUS", "OWNER", "BLOCKED BY"
+        );
+        for t in &list.tasks {
+            println!("{}", row(t));
         }
+    }
+    Ok(Exit::Ok)
+}
+
+/// `swarm task claim`: the task (or the first free one) taken by this
+/// member, who is told of it as any assignee is.
+fn claim(
+    ctx: &Context,
+    team: &Team,
+    store: &TaskStore,
+    id: Option<&str>,
+    busy_check: bool,
+    json: bool,
+) -> Result<Exit> {
+    let me = ctx.me()?;
+    match store.claim(id, me, busy_check)? {
+        Claim::Claimed(task) => {
+            team.notify_assignment(&task, me, me)?;
+            print_id_or_json(&task, json);
+            Ok(Exit::Ok)
+        }
+        Claim::Refused(why) => Ok(Exit::No(format!("nothing claimed: {why}"))),
     }
 }
 

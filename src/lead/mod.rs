@@ -29,7 +29,8 @@ pub mod view;
 use crate::mailbox::Entry;
 use crate::protocol::{self, Message};
 use crate::team::names::LEAD_NAME;
-use crate::team::{Member, SwarmField, Team};
+use crate::team::status::recorded_exit;
+use crate::team::{ExitRecord, Member, Team};
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use session::Opened;
@@ -82,9 +83,8 @@ pub fn lead_pid_alive(team: &Team) -> Result<Option<u32>> {
     let alive = swarm_backends::process::same_process_alive(pid, start)
         // A pid recorded without its lock is only trusted if that process
         // is a swarm lead at all (never a stranger's recycled pid).
-        && std::fs::read_link(format!("/proc/{pid}/exe"))
-            .ok()
-            .zip(std::env::current_exe().ok())
+        && crate::logging::ignore(std::fs::read_link(format!("/proc/{pid}/exe")), "reading a lead's executable")
+            .zip(crate::logging::ignore(std::env::current_exe(), "reading this executable"))
             .is_some_and(|(a, b)| a == b);
     Ok(alive.then_some(pid))
 }
@@ -106,7 +106,7 @@ pub fn claim_lead(team: &Team) -> Result<()> {
 /// Writes a line to stderr, ignoring a terminal that went away (the lead's
 /// last words must never become a panic).
 pub fn note(text: &str) {
-    let _ = writeln!(std::io::stderr(), "{text}");
+    crate::logging::ignore(writeln!(std::io::stderr(), "{text}"), "writing to stderr");
 }
 
 /// What the lead knows of one member between ticks.
@@ -230,7 +230,8 @@ impl Lead {
     fn changed(&mut self) {
         self.dirty = true;
         if let Some(w) = &self.wake {
-            let _ = w.send(());
+            // Only a loop that has ended drops the receiver.
+            crate::logging::ignore(w.send(()), "waking the lead's loop");
         }
     }
 
@@ -240,10 +241,10 @@ impl Lead {
     /// once it is on disk.
     pub async fn supervise(&mut self) -> Result<()> {
         let tf = self.team.roster().read()?;
-        let kind = self.opened.kind().as_str();
+        let kind = self.opened.kind();
         let mine: Vec<(Member, PaneRef)> = tf
             .teammates()
-            .filter(|m| m.backend_type.as_deref() == Some(kind))
+            .filter(|m| m.backend_kind() == Some(kind))
             .filter_map(|m| Some((m.clone(), session::member_pane(m)?)))
             .collect();
         self.shared()
@@ -273,7 +274,7 @@ impl Lead {
                     }
                     Ok(())
                 }
-                Seen::Dead(_) if m.swarm_field(SwarmField::Exit).is_some() && before.is_none() => {
+                Seen::Dead(_) if recorded_exit(m).is_some() && before.is_none() => {
                     Ok(()) // already recorded by an earlier lead
                 }
                 Seen::Dead(code) => self.record_death(m, status, *code).await,
@@ -309,10 +310,11 @@ impl Lead {
                 team.roster().update_member(&name, |mm| {
                     mm.is_active = Some(false);
                     mm.tmux_pane_id = String::new();
-                    mm.set_swarm_field(
-                        SwarmField::Exit,
-                        json!({"code": null, "at": at, "lost": lost}),
-                    );
+                    mm.set_exit(Some(&ExitRecord {
+                        code: None,
+                        at,
+                        lost: Some(lost),
+                    }));
                 })?;
                 Ok(team.tasks().unassign_all_of(&name)?)
             })
@@ -352,7 +354,11 @@ impl Lead {
             .disk(move |team| {
                 team.roster().update_member(&name, |mm| {
                     mm.is_active = Some(false);
-                    mm.set_swarm_field(SwarmField::Exit, json!({"code": code, "at": at}));
+                    mm.set_exit(Some(&ExitRecord {
+                        code,
+                        at,
+                        lost: None,
+                    }));
                 })?;
                 Ok(team.tasks().unassign_all_of(&name)?)
             })
@@ -627,17 +633,21 @@ pub fn run_lead(mut lead: Lead, rt: &tokio::runtime::Runtime) -> Result<()> {
     }
 }
 
-/// The supervisor: inbox handling on every change, pane liveness on a tick.
-async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
-    // The inboxes, and the task board and the roster, which the dialog
-    // shows: without those two a task created or a teammate killed from
-    // the command line reached the dialog only on its 30 s tick.
+/// Starts the watchers that wake the lead's loop: the inboxes, and the
+/// task board and the roster, which the dialog shows. The receiver gets
+/// one `()` per change; the board's watcher (if it runs) must be kept.
+fn watch_files(
+    lead: &Lead,
+) -> Result<(
+    tokio::sync::mpsc::UnboundedReceiver<()>,
+    Option<notify::RecommendedWatcher>,
+)> {
     let root = &lead.team.root;
     let team = &lead.team.name;
     let tasks_dir = root.tasks_dir(team)?;
     crate::atomic_file::ensure_dir(&tasks_dir)
         .with_context(|| format!("creating {}", tasks_dir.display()))?;
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     let mut watchers = vec![
         lead.team
             .mailbox()
@@ -649,13 +659,13 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
     // reads only those; where it cannot run, the directory is polled and
     // every refresh reads the whole board.
     let board_tx = tx.clone();
-    let _board = match view::watch_board(&tasks_dir, lead.shared.clone(), move || {
-        let _ = board_tx.send(());
+    let board = match view::watch_board(&tasks_dir, lead.shared.clone(), move || {
+        crate::logging::ignore(board_tx.send(()), "waking the lead's loop");
     }) {
         Ok(w) => {
             // The full listing the watch asks for is done now, not on the
             // first change that follows.
-            let _ = tx.send(());
+            crate::logging::ignore(tx.send(()), "waking the lead's loop");
             Some(w)
         }
         Err(e) => {
@@ -677,7 +687,14 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
             })
             .context("starting a file watcher")?;
     }
-    drop(tx);
+    Ok((rx, board))
+}
+
+/// The supervisor: inbox handling on every change, pane liveness on a tick.
+async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
+    // Without the board and roster watchers a task created or a teammate
+    // killed from the command line reached the dialog only on its 30 s tick.
+    let (mut rx, _board) = watch_files(&lead)?;
     // With the dialog up, the TUI owns SIGTERM (with SIGHUP and SIGINT): it
     // ends tui::run with Exit::Signal and run_lead aborts this loop. Only
     // the plain view takes it here, so it is registered once.

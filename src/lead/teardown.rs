@@ -13,7 +13,7 @@ use crate::protocol::{self, Message};
 use crate::tasks::{Status, Task};
 use crate::team::names::LEAD_NAME;
 use crate::team::status::{Facts, MemberStatus, PaneSeen, recorded_exit};
-use crate::team::{Member, RosterError, SwarmField, Team};
+use crate::team::{Member, RosterError, Team};
 use anyhow::{Context, Result, bail};
 use std::time::{Duration, Instant};
 use swarm_backends::{BackendError, PaneStatus};
@@ -51,12 +51,8 @@ fn foreign_in_process_pid(opened: &Opened, m: &Member) -> Option<(u32, Option<St
     {
         return None;
     }
-    let pid = m.swarm_field(SwarmField::Pid).and_then(|v| v.as_u64())? as u32;
-    let start = m
-        .swarm_field(SwarmField::PidStart)
-        .and_then(|v| v.as_str())
-        .map(str::to_string);
-    Some((pid, start))
+    // A pid that does not read is no pane this process can reach.
+    crate::logging::ignore(m.pid(), "reading a hosted pane's pid").flatten()
 }
 
 /// A member's pane id (for lookups that prove nothing).
@@ -661,7 +657,11 @@ pub async fn stop_lead(team: &Team, opened: &Opened) -> Result<()> {
         )
     {
         // Its pane (if swarm made it) closes with it.
-        let _ = swarm_backends::process::signal_process(pid as i32, libc::SIGTERM);
+        // It may have exited since it was checked: nothing left to stop.
+        crate::logging::ignore(
+            swarm_backends::process::signal_process(pid as i32, libc::SIGTERM),
+            "stopping the lead",
+        );
     }
     let record = &opened.record;
     match (&record.session, record.lead_ref(), &record.lead_pane) {

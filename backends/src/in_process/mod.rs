@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
 
 use crate::error::{BackendError, Result};
 use crate::process;
@@ -185,6 +185,57 @@ fn peek_exit(pane: &Pane) -> Option<Option<i32>> {
     reaped_exit(pane)
 }
 
+/// Opens a pane's output file to append to (0600, never through a
+/// symlink).
+fn open_output(path: &std::path::Path) -> Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|source| BackendError::Io {
+            action: "open the pane's output file",
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// A child started in a PTY: the master side, the child, its pid.
+type Started = (Box<dyn MasterPty + Send>, Box<dyn Child + Send + Sync>, u32);
+
+/// The PTY's master side and the child `spec` started on its other side
+/// (with exactly `spec`'s environment), and the child's pid; or why not.
+fn start_in_pty(
+    spec: &SpawnSpec,
+    (rows, cols): (u16, u16),
+) -> std::result::Result<Started, String> {
+    let pair = native_pty_system()
+        .openpty(PtySize {
+            rows,
+            cols,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .map_err(|e| format!("openpty: {e}"))?;
+    let mut cmd = CommandBuilder::from_argv(
+        spec.exact_env_argv()
+            .into_iter()
+            .map(std::ffi::OsString::from)
+            .collect(),
+    );
+    cmd.env_clear();
+    cmd.cwd(&spec.cwd);
+    let child = pair.slave.spawn_command(cmd).map_err(|e| e.to_string())?;
+    // The parent must not keep the child's side open, or EOF never comes.
+    drop(pair.slave);
+    let pid = child
+        .process_id()
+        .ok_or_else(|| "the PTY child has no pid".to_string())?;
+    Ok((pair.master, child, pid))
+}
+
 /// The exit the child handle reports (reaping the child), if it has
 /// ended: its code, or `None` when a signal ended it.
 fn reaped_exit(pane: &Pane) -> Option<Option<i32>> {
@@ -252,6 +303,8 @@ impl Drop for InProcessBackend {
     fn drop(&mut self) {
         // Panes die with their host.
         for (_, pane) in lock(&self.panes).drain() {
+            // Deliberate ignores: a drop has no one to report to, and a
+            // group already gone needs no signal.
             let _ = process::signal_group(pane.pid as i32, process::SIGKILL);
             let _ = lock(&pane.child).wait();
         }
@@ -285,61 +338,17 @@ impl PaneBackendExecutor for InProcessBackend {
 
     async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneRef> {
         spec.validate()?;
-        let output = match &spec.output {
-            None => None,
-            Some(path) => {
-                use std::os::unix::fs::OpenOptionsExt;
-                Some(
-                    std::fs::OpenOptions::new()
-                        .append(true)
-                        .create(true)
-                        .mode(0o600)
-                        .custom_flags(libc::O_NOFOLLOW)
-                        .open(path)
-                        .map_err(|source| BackendError::Io {
-                            action: "open the pane's output file",
-                            path: path.clone(),
-                            source,
-                        })?,
-                )
-            }
-        };
+        let output = spec.output.as_deref().map(open_output).transpose()?;
         let fail = |reason: String| BackendError::Spawn {
             program: spec.program.clone(),
             reason,
         };
         let (rows, cols) = self.size;
-        let pair = native_pty_system()
-            .openpty(PtySize {
-                rows,
-                cols,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .map_err(|e| fail(format!("openpty: {e}")))?;
-        let mut cmd = CommandBuilder::from_argv(
-            spec.exact_env_argv()
-                .into_iter()
-                .map(std::ffi::OsString::from)
-                .collect(),
-        );
-        cmd.env_clear();
-        cmd.cwd(&spec.cwd);
-        let child = pair
-            .slave
-            .spawn_command(cmd)
-            .map_err(|e| fail(e.to_string()))?;
-        // The parent must not keep the child's side open, or EOF never comes.
-        drop(pair.slave);
-        let pid = child
-            .process_id()
-            .ok_or_else(|| fail("the PTY child has no pid".to_string()))?;
-        let reader = pair
-            .master
+        let (master, child, pid) = start_in_pty(spec, self.size).map_err(fail)?;
+        let reader = master
             .try_clone_reader()
             .map_err(|e| fail(format!("PTY reader: {e}")))?;
-        let writer = pair
-            .master
+        let writer = master
             .take_writer()
             .map_err(|e| fail(format!("PTY writer: {e}")))?;
         let (progress, _) = tokio::sync::watch::channel(0);
@@ -363,7 +372,7 @@ impl PaneBackendExecutor for InProcessBackend {
         let pane = Pane {
             pid,
             mark: spec.mark.clone(),
-            master: Mutex::new(pair.master),
+            master: Mutex::new(master),
             child: Mutex::new(child),
             shared,
             title: Mutex::new(spec.title.clone()),
@@ -436,6 +445,7 @@ impl PaneBackendExecutor for InProcessBackend {
         let pgid = pane.pid as i32;
         let reap_pane = Arc::clone(&pane);
         process::terminate_group(pgid, grace, Duration::from_secs(2), move || {
+            // Deliberate ignore: a reap; the ladder checks the group itself.
             let _ = lock(&reap_pane.child).try_wait();
             async {}
         })
@@ -444,6 +454,7 @@ impl PaneBackendExecutor for InProcessBackend {
             pane: id.clone(),
             reason,
         })?;
+        // Deliberate ignore: a reap; liveness is checked just below.
         let _ = lock(&pane.child).try_wait();
         lock(&self.panes).remove(id);
         if process::process_alive(pane.pid) || process::group_alive(pgid) {

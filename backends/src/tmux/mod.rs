@@ -7,6 +7,7 @@
 //! [`commands`].
 
 pub mod commands;
+mod kill;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -385,6 +386,8 @@ impl TmuxBackend {
                 return Err(SplitError::NotCreated(inv.failed(&out)));
             };
             let kill = commands::chain(vec![commands::kill_pane(&pane)?])?;
+            // Deliberate ignore (swarm's `logging::ignore` is out of this
+            // crate's reach): the split's own failure is the error reported.
             let _ = self.invocation(kill).output().await;
             return Err(SplitError::Other(inv.failed(&out)));
         }
@@ -607,6 +610,7 @@ impl TmuxBackend {
         if poke {
             let args = vec!["run-shell".to_string(), "true".to_string()];
             if let Ok(args) = commands::chain(vec![args]) {
+                // Deliberate ignore: a poke; the caller checks what is left.
                 let _ = self.invocation(args).output().await;
             }
         }
@@ -741,141 +745,17 @@ impl PaneBackendExecutor for TmuxBackend {
     /// one `kill-pane` chain, one verification (a `down` of 32 panes was
     /// 32 sequential ladders, each listing the server three times).
     async fn kill_all(&self, panes: &[PaneRef], grace: Duration) -> Vec<Result<()>> {
-        let rows = match self.rows().await {
-            Ok(rows) => rows,
+        match self.rows().await {
+            Ok(rows) => self.kill_listed(panes, &rows, grace).await,
             Err(_) => {
                 // Listing failed: each pane on its own, with its own error.
                 let mut out = Vec::new();
                 for p in panes {
                     out.push(self.kill(p, grace).await);
                 }
-                return out;
-            }
-        };
-        let mut out: Vec<Option<Result<()>>> = Vec::with_capacity(panes.len());
-        let mut targets: Vec<(usize, commands::PaneRow)> = Vec::new();
-        for (i, pane) in panes.iter().enumerate() {
-            match (
-                commands::check_pane_id(&pane.id),
-                rows.iter().find(|r| r.pane == pane.id),
-            ) {
-                (Err(e), _) => out.push(Some(Err(e))),
-                (Ok(_), None) => out.push(Some(Ok(()))),
-                (Ok(_), Some(r)) if !r.carries(&pane.nonce) => {
-                    out.push(Some(Err(BackendError::NotOurs {
-                        pane: pane.id.clone(),
-                    })))
-                }
-                (Ok(_), Some(r)) => {
-                    out.push(None);
-                    targets.push((i, r.clone()));
-                }
+                out
             }
         }
-        let mut groups: Vec<(usize, i32)> = Vec::new();
-        for (i, row) in &targets {
-            let pgid = if row.dead {
-                let pgid = row.pid as i32;
-                process::group_alive(pgid).then_some(pgid)
-            } else {
-                match self.group_leader(&row.pane, row.pid).await {
-                    Ok(g) => g,
-                    Err(e) => {
-                        out[*i] = Some(Err(e));
-                        continue;
-                    }
-                }
-            };
-            if let Some(g) = pgid {
-                groups.push((*i, g));
-            }
-        }
-        let pgids: Vec<i32> = groups.iter().map(|(_, g)| *g).collect();
-        let pids: Vec<u32> = targets.iter().map(|(_, r)| r.pid).collect();
-        let ladders = process::terminate_groups(&pgids, grace, Duration::from_secs(2), || async {
-            for &pid in &pids {
-                self.reap_lost_child(pid).await;
-            }
-        })
-        .await;
-        for ((i, _), ladder) in groups.iter().zip(ladders) {
-            if let Err(reason) = ladder {
-                out[*i] = Some(Err(BackendError::KillFailed {
-                    pane: panes[*i].id.clone(),
-                    reason,
-                }));
-            }
-        }
-        let closing: Vec<&commands::PaneRow> = targets
-            .iter()
-            .filter(|(i, _)| out[*i].is_none())
-            .map(|(_, r)| r)
-            .collect();
-        if !closing.is_empty() {
-            let cmds: Vec<Vec<String>> = closing
-                .iter()
-                .filter_map(|r| commands::kill_pane(&r.pane).ok())
-                .collect();
-            let chained = match commands::chain(cmds) {
-                Ok(argv) => self
-                    .invocation(argv)
-                    .output()
-                    .await
-                    .ok()
-                    .filter(|o| o.success()),
-                Err(_) => None,
-            };
-            if chained.is_none() {
-                // One of them closed meanwhile (the chain stops there): one
-                // by one, a missing pane being fine.
-                for r in &closing {
-                    if let Ok(argv) =
-                        commands::kill_pane(&r.pane).and_then(|c| commands::chain(vec![c]))
-                    {
-                        let _ = self.invocation(argv).output().await;
-                    }
-                }
-            }
-            {
-                let mut state = self.state.lock().await;
-                for r in &closing {
-                    state.hidden.remove(&r.pane);
-                }
-            }
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-            loop {
-                let listed = self.rows().await.unwrap_or_default();
-                let left: Vec<&&commands::PaneRow> = closing
-                    .iter()
-                    .filter(|r| {
-                        listed.iter().any(|l| l.pane == r.pane) || process::process_alive(r.pid)
-                    })
-                    .collect();
-                if left.is_empty() {
-                    break;
-                }
-                if tokio::time::Instant::now() >= deadline {
-                    for r in left {
-                        if let Some((i, _)) = targets.iter().find(|(_, t)| t.pane == r.pane) {
-                            out[*i] = Some(Err(BackendError::KillFailed {
-                                pane: r.pane.clone(),
-                                reason: format!(
-                                    "after the ladder the pane or pid {} is still there ({})",
-                                    r.pid,
-                                    process::describe(r.pid)
-                                ),
-                            }));
-                        }
-                    }
-                    break;
-                }
-                for r in &left {
-                    self.reap_lost_child(r.pid).await;
-                }
-                tokio::time::sleep(process::POLL).await;
-            }
-        }
-        out.into_iter().map(|r| r.unwrap_or(Ok(()))).collect()
     }
 
     async fn restore_host(&self, host: &PaneId) -> Result<()> {

@@ -1,0 +1,181 @@
+//! The steps of the tmux backend's `kill_all`: sort the panes asked for
+//! (not there, not ours, to kill), find each one's process group, run the
+//! signal ladder on all the groups at once, close the panes in one chained
+//! call, and wait (with a deadline) until they and their processes are gone.
+
+use std::time::Duration;
+
+use super::{TmuxBackend, commands};
+use crate::error::{BackendError, Result};
+use crate::{PaneRef, process};
+
+/// Per pane asked for: its result once known (`None`: still to kill).
+type Outcomes = Vec<Option<Result<()>>>;
+
+/// The panes to kill, each with its index among the panes asked for.
+type Targets = Vec<(usize, commands::PaneRow)>;
+
+impl TmuxBackend {
+    /// `kill_all` once the server's panes are listed in `rows`.
+    pub(super) async fn kill_listed(
+        &self,
+        panes: &[PaneRef],
+        rows: &[commands::PaneRow],
+        grace: Duration,
+    ) -> Vec<Result<()>> {
+        let (mut out, targets) = sort_targets(panes, rows);
+        let groups = self.target_groups(&targets, &mut out).await;
+        let pgids: Vec<i32> = groups.iter().map(|(_, g)| *g).collect();
+        let pids: Vec<u32> = targets.iter().map(|(_, r)| r.pid).collect();
+        let ladders = process::terminate_groups(&pgids, grace, Duration::from_secs(2), || async {
+            for &pid in &pids {
+                self.reap_lost_child(pid).await;
+            }
+        })
+        .await;
+        for ((i, _), ladder) in groups.iter().zip(ladders) {
+            if let Err(reason) = ladder {
+                out[*i] = Some(Err(BackendError::KillFailed {
+                    pane: panes[*i].id.clone(),
+                    reason,
+                }));
+            }
+        }
+        let closing: Vec<&commands::PaneRow> = targets
+            .iter()
+            .filter(|(i, _)| out[*i].is_none())
+            .map(|(_, r)| r)
+            .collect();
+        if !closing.is_empty() {
+            self.close_rows(&closing).await;
+            self.await_closed(&closing, &targets, &mut out).await;
+        }
+        out.into_iter().map(|r| r.unwrap_or(Ok(()))).collect()
+    }
+
+    /// The process group of each target still alive, with its index; a
+    /// target whose group cannot be found gets its error in `out`.
+    async fn target_groups(&self, targets: &Targets, out: &mut Outcomes) -> Vec<(usize, i32)> {
+        let mut groups: Vec<(usize, i32)> = Vec::new();
+        for (i, row) in targets {
+            let pgid = if row.dead {
+                let pgid = row.pid as i32;
+                process::group_alive(pgid).then_some(pgid)
+            } else {
+                match self.group_leader(&row.pane, row.pid).await {
+                    Ok(g) => g,
+                    Err(e) => {
+                        out[*i] = Some(Err(e));
+                        continue;
+                    }
+                }
+            };
+            if let Some(g) = pgid {
+                groups.push((*i, g));
+            }
+        }
+        groups
+    }
+
+    /// Closes the panes in one chained call; where that fails (one of them
+    /// closed meanwhile: the chain stops there), one by one. A pane that is
+    /// already gone is fine: [`Self::await_closed`] checks what is left.
+    async fn close_rows(&self, closing: &[&commands::PaneRow]) {
+        let cmds: Vec<Vec<String>> = closing
+            .iter()
+            .filter_map(|r| commands::kill_pane(&r.pane).ok())
+            .collect();
+        let chained = match commands::chain(cmds) {
+            Ok(argv) => self
+                .invocation(argv)
+                .output()
+                .await
+                .ok()
+                .filter(|o| o.success()),
+            Err(_) => None,
+        };
+        if chained.is_none() {
+            for r in closing {
+                if let Ok(argv) =
+                    commands::kill_pane(&r.pane).and_then(|c| commands::chain(vec![c]))
+                {
+                    // Deliberate ignore: `await_closed` checks what is left.
+                    let _ = self.invocation(argv).output().await;
+                }
+            }
+        }
+        let mut state = self.state.lock().await;
+        for r in closing {
+            state.hidden.remove(&r.pane);
+        }
+    }
+
+    /// Waits (2 s at most) until every closed pane is off the server and
+    /// its process dead; each one still there gets a `KillFailed` in `out`.
+    async fn await_closed(
+        &self,
+        closing: &[&commands::PaneRow],
+        targets: &Targets,
+        out: &mut Outcomes,
+    ) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        loop {
+            let listed = self.rows().await.unwrap_or_default();
+            let left: Vec<&&commands::PaneRow> = closing
+                .iter()
+                .filter(|r| {
+                    listed.iter().any(|l| l.pane == r.pane) || process::process_alive(r.pid)
+                })
+                .collect();
+            if left.is_empty() {
+                return;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                for r in left {
+                    if let Some((i, _)) = targets.iter().find(|(_, t)| t.pane == r.pane) {
+                        out[*i] = Some(Err(BackendError::KillFailed {
+                            pane: r.pane.clone(),
+                            reason: format!(
+                                "after the ladder the pane or pid {} is still there ({})",
+                                r.pid,
+                                process::describe(r.pid)
+                            ),
+                        }));
+                    }
+                }
+                return;
+            }
+            for r in &left {
+                self.reap_lost_child(r.pid).await;
+            }
+            tokio::time::sleep(process::POLL).await;
+        }
+    }
+}
+
+/// Sorts the panes asked for: a bad id is its error, a pane not listed is
+/// already gone (done), a pane without its mark is not ours (refused); the
+/// rest are the targets, their results still open.
+fn sort_targets(panes: &[PaneRef], rows: &[commands::PaneRow]) -> (Outcomes, Targets) {
+    let mut out: Outcomes = Vec::with_capacity(panes.len());
+    let mut targets: Targets = Vec::new();
+    for (i, pane) in panes.iter().enumerate() {
+        match (
+            commands::check_pane_id(&pane.id),
+            rows.iter().find(|r| r.pane == pane.id),
+        ) {
+            (Err(e), _) => out.push(Some(Err(e))),
+            (Ok(_), None) => out.push(Some(Ok(()))),
+            (Ok(_), Some(r)) if !r.carries(&pane.nonce) => {
+                out.push(Some(Err(BackendError::NotOurs {
+                    pane: pane.id.clone(),
+                })))
+            }
+            (Ok(_), Some(r)) => {
+                out.push(None);
+                targets.push((i, r.clone()));
+            }
+        }
+    }
+    (out, targets)
+}
