@@ -18,7 +18,9 @@ mod ask;
 mod attach;
 mod diff;
 mod doctor;
+mod down;
 mod inbox;
+mod leave;
 mod lifecycle;
 mod merge;
 mod output;
@@ -27,6 +29,7 @@ mod spawn;
 mod status;
 mod task;
 mod team;
+mod up;
 
 use crate::cli::{Cli, Command};
 use anyhow::{Context as _, Result};
