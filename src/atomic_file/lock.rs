@@ -152,7 +152,10 @@ fn wait_for_os_lock(
                 sidecar.lock()
             };
             // A send error means the waiter gave up; dropping `got` unlocks.
-            let _ = tx.send(got.map(|()| sidecar));
+            crate::logging::ignore(
+                tx.send(got.map(|()| sidecar)),
+                "handing a lock to a waiter that gave up",
+            );
         })
         .map_err(|e| LockError::io(dir, e))?;
     match rx.recv_timeout(timeout) {
@@ -377,8 +380,12 @@ fn make_dir(dir: &Path, sidecar: &File, timeout: Duration) -> Result<DirIdent, L
                 return match fs::symlink_metadata(dir) {
                     Ok(meta) if meta.is_dir() => Ok(DirIdent::of(&meta)),
                     other => {
-                        // Not left behind: the next writer would wait 10 s.
-                        let _ = fs::remove_dir(dir);
+                        // Not left behind: the next writer would wait 10 s
+                        // (which is what a failed removal costs).
+                        crate::logging::ignore(
+                            fs::remove_dir(dir),
+                            "removing a lock directory that is not one",
+                        );
                         Err(match other {
                             Ok(_) => {
                                 LockError::Unsafe(UnsafePath::new(dir, PathProblem::NotADirectory))
@@ -400,7 +407,8 @@ fn make_dir(dir: &Path, sidecar: &File, timeout: Duration) -> Result<DirIdent, L
                 let mut record = String::new();
                 let mut s = sidecar;
                 s.seek(SeekFrom::Start(0)).map_err(io_err)?;
-                let _ = s.read_to_string(&mut record);
+                // Unread, the record names no holder: the 10 s rule decides.
+                crate::logging::ignore(s.read_to_string(&mut record), "reading a lock's record");
                 let dead_swarm_holder = record == DirIdent::of(&meta).record();
                 let age = SystemTime::now()
                     .duration_since(meta.modified().map_err(io_err)?)
@@ -469,10 +477,22 @@ impl Drop for FileLock {
         // leaves a directory with no swarm record, which the 10 s rule frees,
         // never a record that could match a later directory's identity.
         if ours {
-            let _ = held.sidecar.set_len(0);
-            let _ = fs::remove_dir(&held.dir);
+            #[cfg(test)]
+            let cleared = super::fault::check("clear").and_then(|()| held.sidecar.set_len(0));
+            #[cfg(not(test))]
+            let cleared = held.sidecar.set_len(0);
+            // A record that stays names this directory, so the directory
+            // stays too: the next writer takes it as a dead holder's at
+            // once. Removed, its identity could come back with a later
+            // directory, whose live holder the stale record would then
+            // have broken.
+            let removed = cleared.and_then(|()| fs::remove_dir(&held.dir));
+            if let Err(e) = removed {
+                tracing::warn!(lock = %held.dir.display(), error = %e, "cannot release the lock directory cleanly; the next writer takes it over");
+            }
         }
-        let _ = held.sidecar.unlock();
+        // Closing the sidecar, with the last handle to it, unlocks it too.
+        crate::logging::ignore(held.sidecar.unlock(), "unlocking a lock's sidecar");
     }
 }
 
@@ -539,7 +559,8 @@ impl Refresher {
                     continue; // lost; its holder finds out when it verifies
                 }
                 if st.touched.elapsed() >= REFRESH_EVERY {
-                    let _ = held.touch(&mut st);
+                    // A lost lock is found by its holder when it verifies.
+                    crate::logging::ignore(held.touch(&mut st), "refreshing a held lock");
                 }
                 let due = st.touched + REFRESH_EVERY;
                 next = Some(next.map_or(due, |n| n.min(due)));
@@ -631,6 +652,23 @@ mod tests {
             "{:?}",
             start.elapsed()
         );
+    }
+
+    #[test]
+    fn a_record_that_cannot_be_cleared_keeps_its_directory_for_the_next_writer() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("inbox.json");
+        let g = FileLock::acquire(&file, Duration::from_secs(1)).unwrap();
+        let dir = g.dir().to_path_buf();
+        crate::atomic_file::fault::inject("clear", io::ErrorKind::Other);
+        drop(g);
+        assert!(
+            dir.exists(),
+            "a lock directory removed while its record still names it"
+        );
+        // The record names it: taken at once, well inside the 10 s rule.
+        drop(FileLock::acquire(&file, STALE_AFTER / 4).unwrap());
+        assert!(!dir.exists());
     }
 
     #[test]

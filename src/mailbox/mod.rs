@@ -190,9 +190,13 @@ pub struct Mailbox {
 impl Mailbox {
     pub fn new(root: &Root, team: &str) -> Mailbox {
         #[cfg(feature = "fault-injection")]
-        let lock_timeout = std::env::var("SWARM_FAULT_LOCK_TIMEOUT_MS")
-            .ok()
-            .and_then(|ms| ms.parse().ok())
+        let lock_timeout = std::env::var_os("SWARM_FAULT_LOCK_TIMEOUT_MS")
+            .and_then(|ms| {
+                crate::logging::ignore(
+                    ms.to_string_lossy().parse(),
+                    "reading SWARM_FAULT_LOCK_TIMEOUT_MS (the default applies)",
+                )
+            })
             .map_or(DEFAULT_LOCK_TIMEOUT, Duration::from_millis);
         #[cfg(not(feature = "fault-injection"))]
         let lock_timeout = DEFAULT_LOCK_TIMEOUT;
