@@ -1,15 +1,15 @@
 //! Sending: [`Mailbox::append`], the group commit of an inbox's waiting
-//! sends by whoever holds its lock (the protocol is in `spool.rs`), and the
-//! faults tests inject into it.
+//! sends by whoever holds its lock (the protocol is in `spool.rs`; the
+//! faults tests inject into it are in `fault.rs`).
 
 use super::entry::Entry;
+use super::fault::Stage;
 use super::inbox::{self, Limits, Stored};
 use super::spool::{self, Fate, Refusal, Spool};
 use super::{Appended, MAX_TEXT_BYTES, Mailbox, MailboxError, history, load_locked};
 use crate::atomic_file::{self, FileLock, LockError, TempFile};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The last part of a send's deadline (at most a tenth of it) is kept for
@@ -20,90 +20,6 @@ const CLAIMED_GRACE: Duration = Duration::from_secs(1);
 /// How long a waiter whose entry missed a commit pauses before it tries
 /// for the lock again (see `Mailbox::await_commit`).
 const WAITER_NAP: Duration = Duration::from_millis(1);
-/// Points of a holder's commit where tests stop or kill it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stage {
-    /// Spooled entries renamed to claims; the inbox not yet written.
-    Claimed,
-    /// The new inbox written to its temp file and fsynced; the lock not yet
-    /// checked, the temp file not yet renamed over the inbox.
-    Written,
-    /// The inbox renamed in and durable; the claims not yet removed.
-    Committed,
-}
-
-/// Fault injection for tests. Unit tests add a callback; with the
-/// `fault-injection` feature (test builds only, never a release binary)
-/// `SWARM_FAULT=<fault>:<marker file>` makes the first holder (across
-/// processes: whoever creates the marker) that reaches the fault's stage
-/// misbehave:
-///
-/// * `claimed`, `committed`: with at least one spooled entry claimed, abort
-///   on the spot, as a `kill -9` would;
-/// * `stop-claimed`: with at least one spooled entry claimed, stop itself
-///   (`SIGSTOP`), as a suspended process would, until a `SIGCONT`;
-/// * `stop-written`: stop itself with the inbox written to its temp file.
-///
-/// With the same feature, `SWARM_FAULT_LOCK_TIMEOUT_MS` replaces the default
-/// lock timeout (a send's deadline) of every [`Mailbox`], so tests of what
-/// happens at the deadline need not wait a minute.
-#[derive(Clone, Default)]
-pub(super) struct Hooks {
-    pub(super) callback: Option<Arc<dyn Fn(Stage) + Send + Sync>>,
-}
-
-impl std::fmt::Debug for Hooks {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.callback.is_some() {
-            "Hooks(callback)"
-        } else {
-            "Hooks"
-        })
-    }
-}
-
-impl Hooks {
-    fn at(&self, stage: Stage, claimed: usize) {
-        if let Some(cb) = &self.callback {
-            cb(stage);
-        }
-        #[cfg(feature = "fault-injection")]
-        env_fault(stage, claimed);
-        #[cfg(not(feature = "fault-injection"))]
-        let _ = claimed;
-    }
-}
-
-/// The `SWARM_FAULT` of [`Hooks`].
-#[cfg(feature = "fault-injection")]
-fn env_fault(stage: Stage, claimed: usize) {
-    let Some(spec) = std::env::var_os("SWARM_FAULT") else {
-        return;
-    };
-    let spec = spec.to_string_lossy();
-    let Some((name, marker)) = spec.split_once(':') else {
-        return;
-    };
-    let fires = match (name, stage) {
-        ("claimed", Stage::Claimed) | ("committed", Stage::Committed) => claimed > 0,
-        ("stop-claimed", Stage::Claimed) => claimed > 0,
-        ("stop-written", Stage::Written) => true,
-        _ => false,
-    };
-    if !fires || !atomic_file::create_new(Path::new(marker), b"").unwrap_or(false) {
-        return;
-    }
-    if name.starts_with("stop-") {
-        // SAFETY: raise has no memory-safety preconditions; SIGSTOP stops
-        // the whole process until a SIGCONT.
-        unsafe {
-            libc::raise(libc::SIGSTOP);
-        }
-    } else {
-        std::process::abort();
-    }
-}
-
 impl Mailbox {
     /// Sends `entry` to `to`'s inbox and returns once it is on disk.
     ///

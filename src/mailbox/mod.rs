@@ -27,6 +27,7 @@
 mod delivery;
 pub mod doorbell;
 mod entry;
+mod fault;
 mod history;
 mod inbox;
 mod spool;
@@ -43,9 +44,9 @@ pub use watch::{Changes, InboxWatcher, POLL_EVERY, watch_available};
 use crate::atomic_file::{self, DEFAULT_LOCK_TIMEOUT, FileLock, LockError, TempFile, UnsafePath};
 use crate::paths::Root;
 use crate::team::names::NameError;
-use delivery::Hooks;
+use fault::Hooks;
 #[cfg(test)]
-use delivery::Stage;
+use fault::Stage;
 use inbox::{Parsed, Stored, Streamed};
 #[cfg(test)]
 use spool::Spool;
