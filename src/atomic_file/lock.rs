@@ -29,6 +29,9 @@ pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 /// write that follows happens under a lock that is fresh, not one about to
 /// turn stale.
 const VERIFY_FRESH: Duration = Duration::from_secs(1);
+/// How soon the refresher tries again to touch a lock it could not touch
+/// (an I/O error, the lock not known lost).
+const TOUCH_RETRY: Duration = Duration::from_secs(1);
 
 /// Why a lock could not be taken or kept.
 #[derive(Debug, Error)]
@@ -313,6 +316,23 @@ impl Held {
         }
     }
 
+    /// The refresher's turn at this lock: touches it if a refresh is due,
+    /// and returns when to look again (`None`: lost, its holder finds out
+    /// when it verifies). A touch that fails with the lock still held (an
+    /// I/O error) is tried again after [`TOUCH_RETRY`], not at once: an
+    /// error that persists must not spin the refresher.
+    fn refresh(&self, st: &mut HeldState) -> Option<Instant> {
+        st.ident?;
+        if st.touched.elapsed() >= REFRESH_EVERY
+            && let Err(e) = self.touch(st)
+        {
+            st.ident?;
+            tracing::warn!(lock = %self.dir.display(), error = %e, "cannot refresh a held lock; trying again shortly");
+            return Some(Instant::now() + TOUCH_RETRY);
+        }
+        Some(st.touched + REFRESH_EVERY)
+    }
+
     /// Sets the lock directory's mtime to now, if it is still the one this
     /// holder made: through a descriptor of the directory whose identity it
     /// checked, so a directory someone else made at the path is never
@@ -322,6 +342,8 @@ impl Held {
         let Some(ident) = st.ident else {
             return Err(self.lost(st));
         };
+        #[cfg(test)]
+        super::fault::check("touch").map_err(|e| LockError::io(&self.dir, e))?;
         let dir = match safe_path::open_dir(&self.dir) {
             Ok(d) => d,
             Err(e) if UnsafePath::of(&e).is_some() || e.kind() == io::ErrorKind::NotFound => {
@@ -554,15 +576,9 @@ impl Refresher {
         loop {
             let mut next: Option<Instant> = None;
             for held in list.iter() {
-                let mut st = held.state();
-                if st.ident.is_none() {
-                    continue; // lost; its holder finds out when it verifies
-                }
-                if st.touched.elapsed() >= REFRESH_EVERY {
-                    // A lost lock is found by its holder when it verifies.
-                    crate::logging::ignore(held.touch(&mut st), "refreshing a held lock");
-                }
-                let due = st.touched + REFRESH_EVERY;
+                let Some(due) = held.refresh(&mut held.state()) else {
+                    continue;
+                };
                 next = Some(next.map_or(due, |n| n.min(due)));
             }
             list = match next {
@@ -669,6 +685,23 @@ mod tests {
         // The record names it: taken at once, well inside the 10 s rule.
         drop(FileLock::acquire(&file, STALE_AFTER / 4).unwrap());
         assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_lock_that_cannot_be_refreshed_is_tried_again_later_not_at_once() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("inbox.json");
+        let g = FileLock::acquire(&file, Duration::from_secs(1)).unwrap();
+        refresher().unregister(&g.held);
+        let mut st = g.held.state();
+        st.touched = Instant::now().checked_sub(REFRESH_EVERY).unwrap();
+        crate::atomic_file::fault::inject("touch", io::ErrorKind::Other);
+        let next = g.held.refresh(&mut st).expect("the lock is still held");
+        assert!(
+            next > Instant::now(),
+            "a failed refresh due again at once: the refresher would spin"
+        );
+        drop(st);
     }
 
     #[test]

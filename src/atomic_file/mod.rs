@@ -344,7 +344,8 @@ pub(crate) mod fault {
     }
 
     /// Makes the next `step` (`"record"`: a lock's sidecar record;
-    /// `"clear"`: clearing it on release; `"write"`: a temp file's
+    /// `"clear"`: clearing it on release; `"touch"`: refreshing a held
+    /// lock; `"write"`: a temp file's
     /// contents) on this thread fail with `kind`.
     pub(crate) fn inject(step: &'static str, kind: io::ErrorKind) {
         NEXT.with(|f| f.set(Some((step, kind))));
