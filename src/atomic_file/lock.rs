@@ -29,6 +29,9 @@ pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 /// write that follows happens under a lock that is fresh, not one about to
 /// turn stale.
 const VERIFY_FRESH: Duration = Duration::from_secs(1);
+/// How soon the refresher tries again to touch a lock it could not touch
+/// (an I/O error, the lock not known lost).
+const TOUCH_RETRY: Duration = Duration::from_secs(1);
 
 /// Why a lock could not be taken or kept.
 #[derive(Debug, Error)]
@@ -152,7 +155,10 @@ fn wait_for_os_lock(
                 sidecar.lock()
             };
             // A send error means the waiter gave up; dropping `got` unlocks.
-            let _ = tx.send(got.map(|()| sidecar));
+            crate::logging::ignore(
+                tx.send(got.map(|()| sidecar)),
+                "handing a lock to a waiter that gave up",
+            );
         })
         .map_err(|e| LockError::io(dir, e))?;
     match rx.recv_timeout(timeout) {
@@ -310,6 +316,23 @@ impl Held {
         }
     }
 
+    /// The refresher's turn at this lock: touches it if a refresh is due,
+    /// and returns when to look again (`None`: lost, its holder finds out
+    /// when it verifies). A touch that fails with the lock still held (an
+    /// I/O error) is tried again after [`TOUCH_RETRY`], not at once: an
+    /// error that persists must not spin the refresher.
+    fn refresh(&self, st: &mut HeldState) -> Option<Instant> {
+        st.ident?;
+        if st.touched.elapsed() >= REFRESH_EVERY
+            && let Err(e) = self.touch(st)
+        {
+            st.ident?;
+            tracing::warn!(lock = %self.dir.display(), error = %e, "cannot refresh a held lock; trying again shortly");
+            return Some(Instant::now() + TOUCH_RETRY);
+        }
+        Some(st.touched + REFRESH_EVERY)
+    }
+
     /// Sets the lock directory's mtime to now, if it is still the one this
     /// holder made: through a descriptor of the directory whose identity it
     /// checked, so a directory someone else made at the path is never
@@ -319,6 +342,8 @@ impl Held {
         let Some(ident) = st.ident else {
             return Err(self.lost(st));
         };
+        #[cfg(test)]
+        super::fault::check("touch").map_err(|e| LockError::io(&self.dir, e))?;
         let dir = match safe_path::open_dir(&self.dir) {
             Ok(d) => d,
             Err(e) if UnsafePath::of(&e).is_some() || e.kind() == io::ErrorKind::NotFound => {
@@ -377,8 +402,12 @@ fn make_dir(dir: &Path, sidecar: &File, timeout: Duration) -> Result<DirIdent, L
                 return match fs::symlink_metadata(dir) {
                     Ok(meta) if meta.is_dir() => Ok(DirIdent::of(&meta)),
                     other => {
-                        // Not left behind: the next writer would wait 10 s.
-                        let _ = fs::remove_dir(dir);
+                        // Not left behind: the next writer would wait 10 s
+                        // (which is what a failed removal costs).
+                        crate::logging::ignore(
+                            fs::remove_dir(dir),
+                            "removing a lock directory that is not one",
+                        );
                         Err(match other {
                             Ok(_) => {
                                 LockError::Unsafe(UnsafePath::new(dir, PathProblem::NotADirectory))
@@ -400,7 +429,8 @@ fn make_dir(dir: &Path, sidecar: &File, timeout: Duration) -> Result<DirIdent, L
                 let mut record = String::new();
                 let mut s = sidecar;
                 s.seek(SeekFrom::Start(0)).map_err(io_err)?;
-                let _ = s.read_to_string(&mut record);
+                // Unread, the record names no holder: the 10 s rule decides.
+                crate::logging::ignore(s.read_to_string(&mut record), "reading a lock's record");
                 let dead_swarm_holder = record == DirIdent::of(&meta).record();
                 let age = SystemTime::now()
                     .duration_since(meta.modified().map_err(io_err)?)
@@ -469,10 +499,22 @@ impl Drop for FileLock {
         // leaves a directory with no swarm record, which the 10 s rule frees,
         // never a record that could match a later directory's identity.
         if ours {
-            let _ = held.sidecar.set_len(0);
-            let _ = fs::remove_dir(&held.dir);
+            #[cfg(test)]
+            let cleared = super::fault::check("clear").and_then(|()| held.sidecar.set_len(0));
+            #[cfg(not(test))]
+            let cleared = held.sidecar.set_len(0);
+            // A record that stays names this directory, so the directory
+            // stays too: the next writer takes it as a dead holder's at
+            // once. Removed, its identity could come back with a later
+            // directory, whose live holder the stale record would then
+            // have broken.
+            let removed = cleared.and_then(|()| fs::remove_dir(&held.dir));
+            if let Err(e) = removed {
+                tracing::warn!(lock = %held.dir.display(), error = %e, "cannot release the lock directory cleanly; the next writer takes it over");
+            }
         }
-        let _ = held.sidecar.unlock();
+        // Closing the sidecar, with the last handle to it, unlocks it too.
+        crate::logging::ignore(held.sidecar.unlock(), "unlocking a lock's sidecar");
     }
 }
 
@@ -534,14 +576,9 @@ impl Refresher {
         loop {
             let mut next: Option<Instant> = None;
             for held in list.iter() {
-                let mut st = held.state();
-                if st.ident.is_none() {
-                    continue; // lost; its holder finds out when it verifies
-                }
-                if st.touched.elapsed() >= REFRESH_EVERY {
-                    let _ = held.touch(&mut st);
-                }
-                let due = st.touched + REFRESH_EVERY;
+                let Some(due) = held.refresh(&mut held.state()) else {
+                    continue;
+                };
                 next = Some(next.map_or(due, |n| n.min(due)));
             }
             list = match next {
@@ -631,6 +668,40 @@ mod tests {
             "{:?}",
             start.elapsed()
         );
+    }
+
+    #[test]
+    fn a_record_that_cannot_be_cleared_keeps_its_directory_for_the_next_writer() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("inbox.json");
+        let g = FileLock::acquire(&file, Duration::from_secs(1)).unwrap();
+        let dir = g.dir().to_path_buf();
+        crate::atomic_file::fault::inject("clear", io::ErrorKind::Other);
+        drop(g);
+        assert!(
+            dir.exists(),
+            "a lock directory removed while its record still names it"
+        );
+        // The record names it: taken at once, well inside the 10 s rule.
+        drop(FileLock::acquire(&file, STALE_AFTER / 4).unwrap());
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_lock_that_cannot_be_refreshed_is_tried_again_later_not_at_once() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("inbox.json");
+        let g = FileLock::acquire(&file, Duration::from_secs(1)).unwrap();
+        refresher().unregister(&g.held);
+        let mut st = g.held.state();
+        st.touched = Instant::now().checked_sub(REFRESH_EVERY).unwrap();
+        crate::atomic_file::fault::inject("touch", io::ErrorKind::Other);
+        let next = g.held.refresh(&mut st).expect("the lock is still held");
+        assert!(
+            next > Instant::now(),
+            "a failed refresh due again at once: the refresher would spin"
+        );
+        drop(st);
     }
 
     #[test]

@@ -322,7 +322,12 @@ impl TempFile {
 impl Drop for TempFile {
     fn drop(&mut self) {
         if self.armed {
-            let _ = fs::remove_file(&self.path);
+            // A temp file left behind names no commit (its batch, if any,
+            // is gone first) and is removed with its owner's next clean-up.
+            crate::logging::ignore(
+                crate::logging::remove_if_there(&self.path),
+                "removing a temp file",
+            );
         }
     }
 }
@@ -339,7 +344,9 @@ pub(crate) mod fault {
     }
 
     /// Makes the next `step` (`"record"`: a lock's sidecar record;
-    /// `"write"`: a temp file's contents) on this thread fail with `kind`.
+    /// `"clear"`: clearing it on release; `"touch"`: refreshing a held
+    /// lock; `"write"`: a temp file's
+    /// contents) on this thread fail with `kind`.
     pub(crate) fn inject(step: &'static str, kind: io::ErrorKind) {
         NEXT.with(|f| f.set(Some((step, kind))));
     }

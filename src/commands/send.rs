@@ -217,97 +217,120 @@ fn report(args: &SendArgs, delivered: &[crate::team::post::Delivered]) -> Result
 
 /// The structured message the flags ask for, if any.
 fn protocol_message(ctx: &Context, args: &SendArgs, me: &str, to: &str) -> Result<Option<Message>> {
-    let now = clock::now_iso();
     if args.shutdown_request {
-        if me != LEAD_NAME {
-            bail!("only {LEAD_NAME} may send a shutdown request (you are {me:?})");
-        }
-        return Ok(Some(Message::ShutdownRequest(protocol::ShutdownRequest {
-            request_id: protocol::shutdown_request_id(clock::now_ms(), to),
-            from: me.to_string(),
-            reason: args.reason.clone(),
-            timestamp: now,
-        })));
+        return shutdown_request(args, me, to).map(Some);
     }
     if let Some(request_id) = &args.shutdown_response {
-        if args.approve == args.reject {
-            bail!("--shutdown-response needs exactly one of --approve or --reject");
-        }
-        if args.approve {
-            let roster = ctx.team()?.roster().read()?;
-            let mine = roster.member(me);
-            let pane = mine
-                .map(|m| m.tmux_pane_id.clone())
-                .filter(|p| !p.is_empty());
-            return Ok(Some(Message::ShutdownApproved(
-                protocol::ShutdownApproved {
-                    request_id: request_id.clone(),
-                    from: me.to_string(),
-                    timestamp: now,
-                    pane_id: pane,
-                    backend_type: mine.and_then(|m| m.backend_type.clone()),
-                },
-            )));
-        }
-        let Some(reason) = args.reason.clone() else {
-            bail!("--reject needs --reason TEXT, so the lead knows why");
-        };
-        return Ok(Some(Message::ShutdownRejected(
-            protocol::ShutdownRejected {
-                request_id: request_id.clone(),
-                from: me.to_string(),
-                reason,
-                timestamp: now,
-            },
-        )));
+        return shutdown_response(ctx, args, me, request_id).map(Some);
     }
     if let Some(mode) = &args.mode_set {
-        if me != LEAD_NAME {
-            bail!("only {LEAD_NAME} may change a teammate's permission mode (you are {me:?})");
-        }
-        let mode = crate::agents::PermissionMode::parse(mode)?;
-        // A teammate whose agent ignores the request is refused with the
-        // reason (the same rule as the TeamsDialog's Shift+Tab), unless
-        // --force: reporting success would be a lie.
-        if !args.force && to != "*" {
-            let roster = ctx.team()?.roster().read()?;
-            if let Some(m) = roster.member(to)
-                && let crate::agents::ModeChange::Unsupported(why) = crate::agents::mode_change(m)
-            {
-                bail!("cannot change the mode of {to}: {why}");
-            }
-        }
-        return Ok(Some(Message::ModeSetRequest(protocol::ModeSetRequest {
-            mode: mode.name().to_string(),
-            from: me.to_string(),
-        })));
+        return mode_set(ctx, args, me, to, mode).map(Some);
     }
     if let Some(request_id) = &args.plan_response {
-        if args.approve == args.reject {
-            bail!("--plan-response needs exactly one of --approve or --reject");
-        }
-        if me != LEAD_NAME {
-            bail!("only {LEAD_NAME} may answer a plan approval request (you are {me:?})");
-        }
-        let request = find_plan_request(ctx, request_id)?;
-        if request.is_none() {
-            eprintln!(
-                "swarm: warning: no plan approval request {} in the lead's inbox or history; \
-                 the response carries no plan digest",
-                crate::text::escape_line(request_id)
-            );
-        }
-        return Ok(Some(Message::PlanApprovalResponse(
-            protocol::PlanApprovalResponse::answering(
-                request_id,
-                request.as_ref(),
-                args.approve,
-                args.feedback.clone(),
-                now,
-            ),
-        )));
+        return plan_response(ctx, args, me, request_id).map(Some);
     }
     Ok(None)
+}
+
+/// `--shutdown-request`: the lead asks `to` to end.
+fn shutdown_request(args: &SendArgs, me: &str, to: &str) -> Result<Message> {
+    if me != LEAD_NAME {
+        bail!("only {LEAD_NAME} may send a shutdown request (you are {me:?})");
+    }
+    Ok(Message::ShutdownRequest(protocol::ShutdownRequest {
+        request_id: protocol::shutdown_request_id(clock::now_ms(), to),
+        from: me.to_string(),
+        reason: args.reason.clone(),
+        timestamp: clock::now_iso(),
+    }))
+}
+
+/// `--shutdown-response ID --approve|--reject`: a teammate's answer; an
+/// approval names the teammate's pane, a rejection needs a reason.
+fn shutdown_response(
+    ctx: &Context,
+    args: &SendArgs,
+    me: &str,
+    request_id: &str,
+) -> Result<Message> {
+    if args.approve == args.reject {
+        bail!("--shutdown-response needs exactly one of --approve or --reject");
+    }
+    let now = clock::now_iso();
+    if args.approve {
+        let roster = ctx.team()?.roster().read()?;
+        let mine = roster.member(me);
+        let pane = mine
+            .map(|m| m.tmux_pane_id.clone())
+            .filter(|p| !p.is_empty());
+        return Ok(Message::ShutdownApproved(protocol::ShutdownApproved {
+            request_id: request_id.to_owned(),
+            from: me.to_string(),
+            timestamp: now,
+            pane_id: pane,
+            backend_type: mine.and_then(|m| m.backend_type.clone()),
+        }));
+    }
+    let Some(reason) = args.reason.clone() else {
+        bail!("--reject needs --reason TEXT, so the lead knows why");
+    };
+    Ok(Message::ShutdownRejected(protocol::ShutdownRejected {
+        request_id: request_id.to_owned(),
+        from: me.to_string(),
+        reason,
+        timestamp: now,
+    }))
+}
+
+/// `--mode-set MODE`: the lead changes `to`'s permission mode.
+fn mode_set(ctx: &Context, args: &SendArgs, me: &str, to: &str, mode: &str) -> Result<Message> {
+    if me != LEAD_NAME {
+        bail!("only {LEAD_NAME} may change a teammate's permission mode (you are {me:?})");
+    }
+    let mode = crate::agents::PermissionMode::parse(mode)?;
+    // A teammate whose agent ignores the request is refused with the
+    // reason (the same rule as the TeamsDialog's Shift+Tab), unless
+    // --force: reporting success would be a lie.
+    if !args.force && to != "*" {
+        let roster = ctx.team()?.roster().read()?;
+        if let Some(m) = roster.member(to)
+            && let crate::agents::ModeChange::Unsupported(why) = crate::agents::mode_change(m)
+        {
+            bail!("cannot change the mode of {to}: {why}");
+        }
+    }
+    Ok(Message::ModeSetRequest(protocol::ModeSetRequest {
+        mode: mode.name().to_string(),
+        from: me.to_string(),
+    }))
+}
+
+/// `--plan-response ID --approve|--reject`: the lead answers a plan
+/// approval request, carrying its plan's digest when it can find it.
+fn plan_response(ctx: &Context, args: &SendArgs, me: &str, request_id: &str) -> Result<Message> {
+    if args.approve == args.reject {
+        bail!("--plan-response needs exactly one of --approve or --reject");
+    }
+    if me != LEAD_NAME {
+        bail!("only {LEAD_NAME} may answer a plan approval request (you are {me:?})");
+    }
+    let request = find_plan_request(ctx, request_id)?;
+    if request.is_none() {
+        eprintln!(
+            "swarm: warning: no plan approval request {} in the lead's inbox or history; \
+             the response carries no plan digest",
+            crate::text::escape_line(request_id)
+        );
+    }
+    Ok(Message::PlanApprovalResponse(
+        protocol::PlanApprovalResponse::answering(
+            request_id,
+            request.as_ref(),
+            args.approve,
+            args.feedback.clone(),
+            clock::now_iso(),
+        ),
+    ))
 }
 
 /// The plan approval request `request_id`, from the lead's inbox or its

@@ -1,15 +1,15 @@
 //! Sending: [`Mailbox::append`], the group commit of an inbox's waiting
-//! sends by whoever holds its lock (the protocol is in `spool.rs`), and the
-//! faults tests inject into it.
+//! sends by whoever holds its lock (the protocol is in `spool.rs`; the
+//! faults tests inject into it are in `fault.rs`).
 
 use super::entry::Entry;
+use super::fault::Stage;
 use super::inbox::{self, Limits, Stored};
 use super::spool::{self, Fate, Refusal, Spool};
 use super::{Appended, MAX_TEXT_BYTES, Mailbox, MailboxError, history, load_locked};
 use crate::atomic_file::{self, FileLock, LockError, TempFile};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The last part of a send's deadline (at most a tenth of it) is kept for
@@ -20,90 +20,6 @@ const CLAIMED_GRACE: Duration = Duration::from_secs(1);
 /// How long a waiter whose entry missed a commit pauses before it tries
 /// for the lock again (see `Mailbox::await_commit`).
 const WAITER_NAP: Duration = Duration::from_millis(1);
-/// Points of a holder's commit where tests stop or kill it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stage {
-    /// Spooled entries renamed to claims; the inbox not yet written.
-    Claimed,
-    /// The new inbox written to its temp file and fsynced; the lock not yet
-    /// checked, the temp file not yet renamed over the inbox.
-    Written,
-    /// The inbox renamed in and durable; the claims not yet removed.
-    Committed,
-}
-
-/// Fault injection for tests. Unit tests add a callback; with the
-/// `fault-injection` feature (test builds only, never a release binary)
-/// `SWARM_FAULT=<fault>:<marker file>` makes the first holder (across
-/// processes: whoever creates the marker) that reaches the fault's stage
-/// misbehave:
-///
-/// * `claimed`, `committed`: with at least one spooled entry claimed, abort
-///   on the spot, as a `kill -9` would;
-/// * `stop-claimed`: with at least one spooled entry claimed, stop itself
-///   (`SIGSTOP`), as a suspended process would, until a `SIGCONT`;
-/// * `stop-written`: stop itself with the inbox written to its temp file.
-///
-/// With the same feature, `SWARM_FAULT_LOCK_TIMEOUT_MS` replaces the default
-/// lock timeout (a send's deadline) of every [`Mailbox`], so tests of what
-/// happens at the deadline need not wait a minute.
-#[derive(Clone, Default)]
-pub(super) struct Hooks {
-    pub(super) callback: Option<Arc<dyn Fn(Stage) + Send + Sync>>,
-}
-
-impl std::fmt::Debug for Hooks {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.callback.is_some() {
-            "Hooks(callback)"
-        } else {
-            "Hooks"
-        })
-    }
-}
-
-impl Hooks {
-    fn at(&self, stage: Stage, claimed: usize) {
-        if let Some(cb) = &self.callback {
-            cb(stage);
-        }
-        #[cfg(feature = "fault-injection")]
-        env_fault(stage, claimed);
-        #[cfg(not(feature = "fault-injection"))]
-        let _ = claimed;
-    }
-}
-
-/// The `SWARM_FAULT` of [`Hooks`].
-#[cfg(feature = "fault-injection")]
-fn env_fault(stage: Stage, claimed: usize) {
-    let Some(spec) = std::env::var_os("SWARM_FAULT") else {
-        return;
-    };
-    let spec = spec.to_string_lossy();
-    let Some((name, marker)) = spec.split_once(':') else {
-        return;
-    };
-    let fires = match (name, stage) {
-        ("claimed", Stage::Claimed) | ("committed", Stage::Committed) => claimed > 0,
-        ("stop-claimed", Stage::Claimed) => claimed > 0,
-        ("stop-written", Stage::Written) => true,
-        _ => false,
-    };
-    if !fires || !atomic_file::create_new(Path::new(marker), b"").unwrap_or(false) {
-        return;
-    }
-    if name.starts_with("stop-") {
-        // SAFETY: raise has no memory-safety preconditions; SIGSTOP stops
-        // the whole process until a SIGCONT.
-        unsafe {
-            libc::raise(libc::SIGSTOP);
-        }
-    } else {
-        std::process::abort();
-    }
-}
-
 impl Mailbox {
     /// Sends `entry` to `to`'s inbox and returns once it is on disk.
     ///
@@ -171,9 +87,7 @@ impl Mailbox {
         }
         // Someone does: hand the entry over and wait for its commit.
         let spool = Spool::new(self.root.spool(&self.team, to)?);
-        let key = spool
-            .put(&entry)
-            .map_err(|e| MailboxError::io(spool_dir(&spool), e))?;
+        let key = spool.put(&entry).map_err(spool_err(&spool))?;
         self.await_commit(to, &path, &spool, &key, msg_id)
     }
 
@@ -189,83 +103,19 @@ impl Mailbox {
         key: &spool::Key,
         msg_id: String,
     ) -> Result<Appended, MailboxError> {
-        let spool_err = |e| MailboxError::io(spool_dir(spool), e);
         let start = Instant::now();
         let deadline = start + self.lock_timeout;
         // The last part of the wait is kept for an entry a holder has
         // claimed by then: a live holder has only its own I/O left.
         let grace = (self.lock_timeout / 10).min(CLAIMED_GRACE);
         let mut until = deadline - grace;
-        let settled = |fate: Fate| match fate {
-            Fate::Delivered => Some(Ok(Appended {
-                msg_id: msg_id.clone(),
-                quarantined: None,
-                dropped: 0,
-            })),
-            Fate::Failed(why) => Some(Err(why.into_error(path, &msg_id))),
-            Fate::Pending | Fate::Claimed => None,
-        };
-        // Wait for the current holder to let go: a shared lock is granted
-        // to every waiter at once, and most find their entry delivered. One
-        // whose entry still waits tries for the lock itself; failing that (a
-        // new holder, or other waiters still looking), it naps before
-        // looking again. It must not go straight back to the shared lock:
-        // waiters that kept re-taking it would keep each other from ever
-        // getting the lock. Nor queue for the lock exclusively: each waiter
-        // would then hold the lock in turn only to find its entry delivered,
-        // one wake-up of every other waiter per turn.
         loop {
-            let left = until.saturating_duration_since(Instant::now());
-            let os = if left.is_zero() {
-                None
-            } else if let Some(os) = FileLock::try_os_lock(path)? {
-                Some(os)
-            } else {
-                match FileLock::wait_shared(path, left)? {
-                    Some(shared) => {
-                        if let Some(done) = settled(spool.fate(key).map_err(spool_err)?) {
-                            return done;
-                        }
-                        drop(shared);
-                        std::thread::sleep(WAITER_NAP.min(left));
-                        continue;
-                    }
-                    None => None,
-                }
-            };
-            if let Some(os) = os {
-                if let Some(done) = settled(spool.fate(key).map_err(spool_err)?) {
-                    return done;
-                }
-                match os.take_dir(left) {
-                    Ok(mut lock) => {
-                        if let Err(e) = self.commit_holding(to, path, &mut lock, &[]) {
-                            drop(lock);
-                            if spool.withdraw(key).map_err(spool_err)? {
-                                return Err(e);
-                            }
-                        }
-                        continue;
-                    }
-                    Err(LockError::Timeout { .. }) => {}
-                    Err(e) => {
-                        if spool.withdraw(key).map_err(spool_err)? {
-                            return Err(e.into());
-                        }
-                        continue;
-                    }
-                }
+            if let Some(sent) = self.take_turns(to, path, spool, key, &msg_id, until)? {
+                return Ok(sent);
             }
             // `until` passed. Still pending: taken back, nothing was sent.
-            let timeout = || {
-                MailboxError::from(LockError::Timeout {
-                    path: crate::paths::lock_dir_for(path),
-                    waited: start.elapsed(),
-                    holder: "another process",
-                })
-            };
-            if spool.withdraw(key).map_err(spool_err)? {
-                return Err(timeout());
+            if spool.withdraw(key).map_err(spool_err(spool))? {
+                return Err(timeout(path, start));
             }
             if until < deadline {
                 // Claimed: its holder holds every lock, and has only its own
@@ -275,23 +125,95 @@ impl Mailbox {
                 until = deadline;
                 continue;
             }
-            // The deadline: answer with what the spool says, without the
-            // lock (its holder may be stopped while holding it). A claim it
-            // renamed back to pending (its commit failed) is withdrawn by
-            // the second withdraw, which a false "delivered" needs to pass.
-            return match spool.fate(key).map_err(spool_err)? {
-                Fate::Failed(why) => Err(why.into_error(path, &msg_id)),
-                Fate::Delivered if !spool.withdraw(key).map_err(spool_err)? => Ok(Appended {
-                    msg_id,
-                    quarantined: None,
-                    dropped: 0,
-                }),
-                Fate::Pending if !spool.withdraw(key).map_err(spool_err)? => {
-                    Err(self.still_pending(path, spool, key, msg_id, start))
+            return self.answer_at_deadline(path, spool, key, msg_id, start);
+        }
+    }
+
+    /// Waits for the spooled entry `key` to be settled until `until`,
+    /// committing it (and whatever else waits) itself whenever it can take
+    /// the lock: returns it delivered, its refusal, or `None` once `until`
+    /// passed with it unsettled.
+    ///
+    /// It waits for the current holder to let go: a shared lock is granted
+    /// to every waiter at once, and most find their entry delivered. One
+    /// whose entry still waits tries for the lock itself; failing that (a
+    /// new holder, or other waiters still looking), it naps before looking
+    /// again. It must not go straight back to the shared lock: waiters that
+    /// kept re-taking it would keep each other from ever getting the lock.
+    /// Nor queue for the lock exclusively: each waiter would then hold the
+    /// lock in turn only to find its entry delivered, one wake-up of every
+    /// other waiter per turn.
+    fn take_turns(
+        &self,
+        to: &str,
+        path: &Path,
+        spool: &Spool,
+        key: &spool::Key,
+        msg_id: &str,
+        until: Instant,
+    ) -> Result<Option<Appended>, MailboxError> {
+        let fate = || spool.fate(key).map_err(spool_err(spool));
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            let Some(os) = FileLock::try_os_lock(path)? else {
+                let Some(shared) = FileLock::wait_shared(path, left)? else {
+                    return Ok(None);
+                };
+                if let Some(done) = settled(fate()?, path, msg_id) {
+                    return done.map(Some);
                 }
-                Fate::Delivered | Fate::Pending => Err(timeout()),
-                Fate::Claimed => Err(self.still_pending(path, spool, key, msg_id, start)),
+                drop(shared);
+                std::thread::sleep(WAITER_NAP.min(left));
+                continue;
             };
+            if let Some(done) = settled(fate()?, path, msg_id) {
+                return done.map(Some);
+            }
+            let failed = match os.take_dir(left) {
+                Ok(mut lock) => match self.commit_holding(to, path, &mut lock, &[]) {
+                    Ok(_) => continue,
+                    Err(e) => e,
+                },
+                Err(LockError::Timeout { .. }) => return Ok(None),
+                Err(e) => e.into(),
+            };
+            // The commit failed: taken back, the send fails with it; already
+            // claimed by another holder, it is that holder's to settle.
+            if spool.withdraw(key).map_err(spool_err(spool))? {
+                return Err(failed);
+            }
+        }
+    }
+
+    /// The send's deadline passed with the entry claimed: answers with what
+    /// the spool says, without the lock (its holder may be stopped while
+    /// holding it). A claim it renamed back to pending (its commit failed)
+    /// is withdrawn by the second withdraw, which a false "delivered" needs
+    /// to pass.
+    fn answer_at_deadline(
+        &self,
+        path: &Path,
+        spool: &Spool,
+        key: &spool::Key,
+        msg_id: String,
+        start: Instant,
+    ) -> Result<Appended, MailboxError> {
+        let withdraw = || spool.withdraw(key).map_err(spool_err(spool));
+        match spool.fate(key).map_err(spool_err(spool))? {
+            Fate::Failed(why) => Err(why.into_error(path, &msg_id)),
+            Fate::Delivered if !withdraw()? => Ok(Appended {
+                msg_id,
+                quarantined: None,
+                dropped: 0,
+            }),
+            Fate::Pending if !withdraw()? => {
+                Err(self.still_pending(path, spool, key, msg_id, start))
+            }
+            Fate::Delivered | Fate::Pending => Err(timeout(path, start)),
+            Fate::Claimed => Err(self.still_pending(path, spool, key, msg_id, start)),
         }
     }
 
@@ -336,10 +258,11 @@ impl Mailbox {
 
     /// The holder's work: merges every waiting entry of `to`'s spool and
     /// `own` (last, in order) into the inbox in one durable write, then
-    /// settles the spool. Returns how each of `own` fared. See [`spool`] for the protocol and
-    /// why each step comes where it does. The lock is verified just before
-    /// the rename; a lost one fails the commit with [`LockError::Lost`]
-    /// before anything was written (the claims go back to pending).
+    /// settles the spool. Returns how each of `own` fared. See [`spool`] for
+    /// the protocol and why each step comes where it does. The lock is
+    /// verified just before the rename; a lost one fails the commit with
+    /// [`LockError::Lost`] before anything was written (the claims go back
+    /// to pending).
     pub(super) fn commit(
         &self,
         to: &str,
@@ -348,191 +271,293 @@ impl Mailbox {
         own: &[Entry],
     ) -> Result<Vec<Result<Appended, MailboxError>>, MailboxError> {
         let spool = Spool::new(self.root.spool(&self.team, to)?);
-        let spool_err = |e| MailboxError::io(spool_dir(&spool), e);
-        let listing = spool.list().map_err(spool_err)?;
+        let listing = spool.list().map_err(spool_err(&spool))?;
+        // `tmp` before `claims`: a failed commit drops the claims (back to
+        // pending) before the temp file goes.
         let mut tmp = TempFile::create(path).map_err(|e| MailboxError::io(path, e))?;
-
-        // What dead holders left. A claim listed in a batch whose temp file
-        // is gone was renamed into the inbox: delivered, only its clean-up is
-        // left (after a directory fsync: that holder may have died before its
-        // own). Any other claim is taken over.
-        let committed: HashSet<&spool::Key> = listing
-            .batches
-            .iter()
-            .filter(|(tag, _)| !atomic_file::temp_path(path, tag).exists())
-            .flat_map(|(_, keys)| keys)
-            .collect();
-        let (delivered_before, taken_over): (Vec<&spool::Key>, Vec<&spool::Key>) =
-            listing.claimed.iter().partition(|k| committed.contains(k));
-        // Settled before their batch goes: a claim with no batch would be
-        // taken over, and merged again were it consumed meanwhile.
-        if !delivered_before.is_empty() {
-            atomic_file::sync_dir(parent_of(path)).map_err(|e| MailboxError::io(path, e))?;
-            for k in &delivered_before {
-                spool::remove(&spool.claimed_path(k)).map_err(spool_err)?;
-            }
-        }
-        let mut batch_keys: Vec<&spool::Key> = listing
-            .pending
-            .iter()
-            .chain(taken_over.iter().copied())
-            .collect();
-        batch_keys.sort();
-        let mut claims = Claims {
-            spool: &spool,
-            tag: tmp.tag().to_owned(),
-            held: Vec::new(),
-        };
-        if !batch_keys.is_empty() {
-            spool
-                .write_batch(tmp.tag(), &batch_keys)
-                .map_err(spool_err)?;
-        }
-        // Only now may the dead holders' records go: the keys they claimed
-        // and did not commit are in this holder's batch.
-        for (tag, _) in &listing.batches {
-            spool.remove_batch(tag).map_err(spool_err)?;
-            spool::remove(&atomic_file::temp_path(path, tag)).map_err(spool_err)?;
-        }
-        for key in batch_keys {
-            let claim = spool.claimed_path(key);
-            if taken_over.contains(&key) {
-                claims.held.push((key.clone(), claim));
-                continue;
-            }
-            match std::fs::rename(spool.pending_path(key), &claim) {
-                Ok(()) => claims.held.push((key.clone(), claim)),
-                // Withdrawn by its sender at its deadline.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(spool_err(e)),
-            }
-        }
+        let mut claims = claim_waiting(path, &spool, &listing, tmp.tag())?;
         self.hooks.at(Stage::Claimed, claims.held.len());
 
-        // The batch, oldest first, the holder's own entry last.
-        let mut batch: Vec<(Option<usize>, Entry)> = Vec::new();
+        let batch = Batch::read(&claims, own)?;
+        let (mut stored, quarantined) = load_locked(path, inbox::parse_lazy)?;
+        let merged = batch.merge_into(&mut stored);
+        if !merged.dropped.is_empty() {
+            tracing::info!(
+                inbox = %path.display(),
+                dropped = merged.dropped.len(),
+                "inbox compacted; the oldest read and protocol entries moved to history"
+            );
+            history::record(&self.root.history(&self.team, to)?, &merged.dropped)?;
+        }
+        // Refusals are recorded before the commit: a crash after it must
+        // never make a refused entry look delivered.
+        for ((slot, _), fate) in batch.entries.iter().zip(&merged.fates) {
+            if let (Some(i), Some(why)) = (slot, fate) {
+                let (key, claim) = &claims.held[*i];
+                spool.refuse(key, claim, why).map_err(spool_err(&spool))?;
+            }
+        }
+
+        let changed =
+            !merged.added.is_empty() || quarantined.is_some() || !merged.dropped.is_empty();
+        let not_persisted = if changed {
+            let rendered = inbox::render(&stored);
+            self.write_inbox(path, lock, &mut tmp, &mut claims, &rendered)?;
+            not_persisted(path, &rendered, &merged.added)?
+        } else {
+            HashSet::new()
+        };
+        self.hooks.at(Stage::Committed, claims.held.len());
+
+        settle(&mut claims, &batch, &merged.fates, &not_persisted)?;
+        spool.remove_batch(tmp.tag()).map_err(spool_err(&spool))?;
+        drop(tmp);
+        Ok(batch.outcomes(path, &merged, &not_persisted, &quarantined))
+    }
+
+    /// Writes `rendered` over the inbox at `path` through `tmp`: durably,
+    /// the lock verified just before the rename.
+    fn write_inbox(
+        &self,
+        path: &Path,
+        lock: &FileLock,
+        tmp: &mut TempFile,
+        claims: &mut Claims<'_>,
+        rendered: &[u8],
+    ) -> Result<(), MailboxError> {
+        tmp.write_synced(rendered)
+            .map_err(|e| MailboxError::io(path, e))?;
+        self.hooks.at(Stage::Written, claims.held.len());
+        if let Err(e) = tmp.rename_over(path, Some(lock)) {
+            if e.renamed {
+                // In the inbox but perhaps not durable: the claims stay,
+                // and the next holder (seeing the temp file gone) makes
+                // the directory durable before settling them.
+                claims.held.clear();
+            }
+            return Err(MailboxError::io(path, e.source));
+        }
+        Ok(())
+    }
+}
+
+/// Claims, for the batch `tag`, every entry of `listing` still waiting:
+/// what dead holders left and every pending entry, oldest first. A claim
+/// listed in a dead holder's batch whose temp file is gone was renamed into
+/// the inbox: delivered, only its clean-up is left (after a directory fsync:
+/// that holder may have died before its own). Any other claim is taken over.
+fn claim_waiting<'a>(
+    path: &Path,
+    spool: &'a Spool,
+    listing: &spool::Listing,
+    tag: &str,
+) -> Result<Claims<'a>, MailboxError> {
+    let spool_err = spool_err(spool);
+    let committed: HashSet<&spool::Key> = listing
+        .batches
+        .iter()
+        .filter(|(tag, _)| !atomic_file::temp_path(path, tag).exists())
+        .flat_map(|(_, keys)| keys)
+        .collect();
+    let (delivered_before, taken_over): (Vec<&spool::Key>, Vec<&spool::Key>) =
+        listing.claimed.iter().partition(|k| committed.contains(k));
+    // Settled before their batch goes: a claim with no batch would be
+    // taken over, and merged again were it consumed meanwhile.
+    if !delivered_before.is_empty() {
+        atomic_file::sync_dir(parent_of(path)).map_err(|e| MailboxError::io(path, e))?;
+        for k in &delivered_before {
+            spool::remove(&spool.claimed_path(k)).map_err(&spool_err)?;
+        }
+    }
+    let mut batch_keys: Vec<&spool::Key> = listing
+        .pending
+        .iter()
+        .chain(taken_over.iter().copied())
+        .collect();
+    batch_keys.sort();
+    let mut claims = Claims {
+        spool,
+        tag: tag.to_owned(),
+        held: Vec::new(),
+    };
+    if !batch_keys.is_empty() {
+        spool.write_batch(tag, &batch_keys).map_err(&spool_err)?;
+    }
+    // Only now may the dead holders' records go: the keys they claimed
+    // and did not commit are in this holder's batch.
+    for (tag, _) in &listing.batches {
+        spool.remove_batch(tag).map_err(&spool_err)?;
+        spool::remove(&atomic_file::temp_path(path, tag)).map_err(&spool_err)?;
+    }
+    for key in batch_keys {
+        let claim = spool.claimed_path(key);
+        if taken_over.contains(&key) {
+            claims.held.push((key.clone(), claim));
+            continue;
+        }
+        match std::fs::rename(spool.pending_path(key), &claim) {
+            Ok(()) => claims.held.push((key.clone(), claim)),
+            // Withdrawn by its sender at its deadline.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(spool_err(e)),
+        }
+    }
+    Ok(claims)
+}
+
+/// Read back after the rename: the ids of `added` that the file at the
+/// inbox path does not hold. It normally holds exactly what was written
+/// (one compare); if a writer that does not lock replaced it since, it is
+/// searched.
+fn not_persisted(
+    path: &Path,
+    rendered: &[u8],
+    added: &[String],
+) -> Result<HashSet<String>, MailboxError> {
+    let io = |e| MailboxError::io(path, e);
+    if holds_exactly(path, rendered).map_err(io)? {
+        return Ok(HashSet::new());
+    }
+    let on_disk = atomic_file::read_nofollow(path).map_err(io)?;
+    Ok(added
+        .iter()
+        .filter(|id| {
+            let needle = format!("\"msg_id\": {}", crate::json_text::to_compact(id));
+            !contains(&on_disk, needle.as_bytes())
+        })
+        .cloned()
+        .collect())
+}
+
+/// The commit is durable: settles the spool. A claim whose entry went in
+/// is removed, one that did not persist is refused (refusals are already
+/// recorded). Claims go before the temp file does.
+fn settle(
+    claims: &mut Claims<'_>,
+    batch: &Batch,
+    fates: &[Option<Refusal>],
+    not_persisted: &HashSet<String>,
+) -> Result<(), MailboxError> {
+    let spool = claims.spool;
+    for ((slot, entry), fate) in batch.entries.iter().zip(fates) {
+        let Some(i) = slot else { continue };
+        let (key, claim) = &claims.held[*i];
+        let lost = entry
+            .msg_id
+            .as_ref()
+            .is_some_and(|id| not_persisted.contains(id));
+        if lost {
+            spool
+                .refuse(key, claim, &Refusal::NotPersisted)
+                .map_err(spool_err(spool))?;
+        } else if fate.is_none() {
+            spool::remove(claim).map_err(spool_err(spool))?;
+        }
+    }
+    claims.held.clear();
+    Ok(())
+}
+
+/// A commit's entries, oldest first, the holder's own last: each with the
+/// index of its claim in [`Claims::held`] (`None` for the holder's own).
+struct Batch {
+    entries: Vec<(Option<usize>, Entry)>,
+    /// Where the holder's own entries start.
+    own_from: usize,
+}
+
+/// What merging a [`Batch`] into the inbox did.
+struct Merged {
+    /// Per entry of the batch: `None` if it is in the inbox (added, or
+    /// already there as a retried send), else why it was refused.
+    fates: Vec<Option<Refusal>>,
+    /// The ids added.
+    added: Vec<String>,
+    /// The entries compaction moved out, for the history.
+    dropped: Vec<Stored>,
+    /// How many entries compaction dropped to make room for each own entry.
+    own_dropped: Vec<usize>,
+}
+
+impl Batch {
+    /// Reads the held claims (setting aside the unreadable), then `own`.
+    fn read(claims: &Claims<'_>, own: &[Entry]) -> Result<Batch, MailboxError> {
+        let spool = claims.spool;
+        let mut entries: Vec<(Option<usize>, Entry)> = Vec::new();
         for (i, (key, claim)) in claims.held.iter().enumerate() {
-            match spool.read(claim).map_err(spool_err)? {
-                Ok(e) => batch.push((Some(i), e)),
+            match spool.read(claim).map_err(spool_err(spool))? {
+                Ok(e) => entries.push((Some(i), e)),
                 Err(problem) => {
                     tracing::warn!(spool = %claim.display(), %problem, "unreadable spooled send set aside");
-                    spool.set_aside(key, claim).map_err(spool_err)?;
+                    spool.set_aside(key, claim).map_err(spool_err(spool))?;
                 }
             }
         }
-        let own_from = batch.len();
-        batch.extend(own.iter().map(|e| (None, e.clone())));
+        let own_from = entries.len();
+        entries.extend(own.iter().map(|e| (None, e.clone())));
+        Ok(Batch { entries, own_from })
+    }
 
-        let (mut stored, quarantined) = load_locked(path, inbox::parse_lazy)?;
+    /// Adds the batch's entries to `stored`, in order, compacting as each
+    /// goes in; an entry already there (same `msg_id` and identity) is not
+    /// added again, one under a taken id or with no room is refused.
+    fn merge_into(&self, stored: &mut Vec<Stored>) -> Merged {
         let mut ids: HashSet<Box<str>> = stored
             .iter()
             .filter_map(|s| s.msg_id())
             .map(Into::into)
             .collect();
-        let mut fates: Vec<Option<Refusal>> = Vec::with_capacity(batch.len());
-        let mut added: Vec<String> = Vec::new();
-        let mut dropped: Vec<Stored> = Vec::new();
-        let mut own_dropped = vec![0; own.len()];
-        for (_, entry) in &batch {
+        let mut merged = Merged {
+            fates: Vec::with_capacity(self.entries.len()),
+            added: Vec::new(),
+            dropped: Vec::new(),
+            own_dropped: vec![0; self.entries.len() - self.own_from],
+        };
+        for (_, entry) in &self.entries {
             let msg_id = entry.msg_id.clone().unwrap_or_default();
             if ids.contains(msg_id.as_str())
                 && let Some(old) = stored.iter().find(|s| s.msg_id() == Some(msg_id.as_str()))
             {
                 // Already there: a retried send, or a claim delivered before
                 // a crash. Only a different entry under the same id is refused.
-                fates.push((old.entry().key() != entry.key()).then_some(Refusal::DuplicateMsgId));
+                let refused = old.entry().key() != entry.key();
+                merged
+                    .fates
+                    .push(refused.then_some(Refusal::DuplicateMsgId));
                 continue;
             }
             stored.push(Stored::new(entry.clone()));
-            match inbox::compact(&mut stored, Limits::INBOX) {
+            match inbox::compact(stored, Limits::INBOX) {
                 Ok(d) => {
-                    if let Some(i) = fates.len().checked_sub(own_from) {
-                        own_dropped[i] = d.len();
+                    if let Some(i) = merged.fates.len().checked_sub(self.own_from) {
+                        merged.own_dropped[i] = d.len();
                     }
-                    dropped.extend(d);
+                    merged.dropped.extend(d);
                     ids.insert(msg_id.clone().into());
-                    added.push(msg_id);
-                    fates.push(None);
+                    merged.added.push(msg_id);
+                    merged.fates.push(None);
                 }
                 Err(detail) => {
                     stored.pop();
-                    fates.push(Some(Refusal::InboxFull { detail }));
+                    merged.fates.push(Some(Refusal::InboxFull { detail }));
                 }
             }
         }
-        if !dropped.is_empty() {
-            tracing::info!(
-                inbox = %path.display(),
-                dropped = dropped.len(),
-                "inbox compacted; the oldest read and protocol entries moved to history"
-            );
-            history::record(&self.root.history(&self.team, to)?, &dropped)?;
-        }
-        // Refusals are recorded before the commit: a crash after it must
-        // never make a refused entry look delivered.
-        for ((slot, _), fate) in batch.iter().zip(&fates) {
-            if let (Some(i), Some(why)) = (slot, fate) {
-                let (key, claim) = &claims.held[*i];
-                spool.refuse(key, claim, why).map_err(spool_err)?;
-            }
-        }
+        merged
+    }
 
-        let mut not_persisted: HashSet<String> = HashSet::new();
-        if !added.is_empty() || quarantined.is_some() || !dropped.is_empty() {
-            let rendered = inbox::render(&stored);
-            tmp.write_synced(&rendered)
-                .map_err(|e| MailboxError::io(path, e))?;
-            self.hooks.at(Stage::Written, claims.held.len());
-            if let Err(e) = tmp.rename_over(path, Some(lock)) {
-                if e.renamed {
-                    // In the inbox but perhaps not durable: the claims stay,
-                    // and the next holder (seeing the temp file gone) makes
-                    // the directory durable before settling them.
-                    claims.held.clear();
-                }
-                return Err(MailboxError::io(path, e.source));
-            }
-            // Read back: the file at the inbox path must hold the new
-            // entries. It normally holds exactly what was written (one
-            // compare); if a writer that does not lock replaced it since,
-            // search it.
-            if !holds_exactly(path, &rendered).map_err(|e| MailboxError::io(path, e))? {
-                let on_disk =
-                    atomic_file::read_nofollow(path).map_err(|e| MailboxError::io(path, e))?;
-                for id in &added {
-                    let needle = format!("\"msg_id\": {}", crate::json_text::to_compact(id));
-                    if !contains(&on_disk, needle.as_bytes()) {
-                        not_persisted.insert(id.clone());
-                    }
-                }
-            }
-        }
-        self.hooks.at(Stage::Committed, claims.held.len());
-
-        // Durable: settle the spool. Claims go before the temp file does.
-        for ((slot, entry), fate) in batch.iter().zip(&fates) {
-            let Some(i) = slot else { continue };
-            let (key, claim) = &claims.held[*i];
-            let lost = entry
-                .msg_id
-                .as_ref()
-                .is_some_and(|id| not_persisted.contains(id));
-            if lost {
-                spool
-                    .refuse(key, claim, &Refusal::NotPersisted)
-                    .map_err(spool_err)?;
-            } else if fate.is_none() {
-                spool::remove(claim).map_err(spool_err)?;
-            }
-        }
-        claims.held.clear();
-        spool.remove_batch(tmp.tag()).map_err(spool_err)?;
-        drop(tmp);
-
-        Ok((own_from..batch.len())
+    /// How each of the holder's own entries fared.
+    fn outcomes(
+        &self,
+        path: &Path,
+        merged: &Merged,
+        not_persisted: &HashSet<String>,
+        quarantined: &Option<PathBuf>,
+    ) -> Vec<Result<Appended, MailboxError>> {
+        (self.own_from..self.entries.len())
             .map(|i| {
-                let msg_id = batch[i].1.msg_id.clone().unwrap_or_default();
-                match &fates[i] {
+                let msg_id = self.entries[i].1.msg_id.clone().unwrap_or_default();
+                match &merged.fates[i] {
                     Some(why) => Err(why.clone().into_error(path, &msg_id)),
                     None if not_persisted.contains(&msg_id) => {
                         Err(Refusal::NotPersisted.into_error(path, &msg_id))
@@ -540,11 +565,11 @@ impl Mailbox {
                     None => Ok(Appended {
                         msg_id,
                         quarantined: quarantined.clone(),
-                        dropped: own_dropped[i - own_from],
+                        dropped: merged.own_dropped[i - self.own_from],
                     }),
                 }
             })
-            .collect())
+            .collect()
     }
 }
 
@@ -590,8 +615,13 @@ impl Drop for Claims<'_> {
                 return;
             }
         }
-        // Every claim released: the batch no longer speaks for any.
-        let _ = self.spool.remove_batch(&self.tag);
+        // Every claim released: the batch no longer speaks for any. One
+        // left behind is harmless: it lists only pending keys now, which no
+        // holder takes for delivered, and the next holder removes it.
+        crate::logging::ignore(
+            self.spool.remove_batch(&self.tag),
+            "removing the batch record of a failed commit",
+        );
     }
 }
 
@@ -611,8 +641,31 @@ impl Refusal {
     }
 }
 
-fn spool_dir(spool: &Spool) -> &Path {
-    spool.dir()
+/// How a spooled entry with this fate was settled, if it was.
+fn settled(fate: Fate, path: &Path, msg_id: &str) -> Option<Result<Appended, MailboxError>> {
+    match fate {
+        Fate::Delivered => Some(Ok(Appended {
+            msg_id: msg_id.to_owned(),
+            quarantined: None,
+            dropped: 0,
+        })),
+        Fate::Failed(why) => Some(Err(why.into_error(path, msg_id))),
+        Fate::Pending | Fate::Claimed => None,
+    }
+}
+
+/// A send that ran out of time waiting for the lock of the inbox at `path`.
+fn timeout(path: &Path, start: Instant) -> MailboxError {
+    MailboxError::from(LockError::Timeout {
+        path: crate::paths::lock_dir_for(path),
+        waited: start.elapsed(),
+        holder: "another process",
+    })
+}
+
+/// An I/O error in `spool`, as a [`MailboxError`] naming its directory.
+fn spool_err(spool: &Spool) -> impl Fn(std::io::Error) -> MailboxError + '_ {
+    |e| MailboxError::io(spool.dir(), e)
 }
 
 fn parent_of(path: &Path) -> &Path {

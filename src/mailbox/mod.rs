@@ -27,6 +27,7 @@
 mod delivery;
 pub mod doorbell;
 mod entry;
+mod fault;
 mod history;
 mod inbox;
 mod spool;
@@ -43,9 +44,9 @@ pub use watch::{Changes, InboxWatcher, POLL_EVERY, watch_available};
 use crate::atomic_file::{self, DEFAULT_LOCK_TIMEOUT, FileLock, LockError, TempFile, UnsafePath};
 use crate::paths::Root;
 use crate::team::names::NameError;
-use delivery::Hooks;
+use fault::Hooks;
 #[cfg(test)]
-use delivery::Stage;
+use fault::Stage;
 use inbox::{Parsed, Stored, Streamed};
 #[cfg(test)]
 use spool::Spool;
@@ -190,9 +191,13 @@ pub struct Mailbox {
 impl Mailbox {
     pub fn new(root: &Root, team: &str) -> Mailbox {
         #[cfg(feature = "fault-injection")]
-        let lock_timeout = std::env::var("SWARM_FAULT_LOCK_TIMEOUT_MS")
-            .ok()
-            .and_then(|ms| ms.parse().ok())
+        let lock_timeout = std::env::var_os("SWARM_FAULT_LOCK_TIMEOUT_MS")
+            .and_then(|ms| {
+                crate::logging::ignore(
+                    ms.to_string_lossy().parse(),
+                    "reading SWARM_FAULT_LOCK_TIMEOUT_MS (the default applies)",
+                )
+            })
             .map_or(DEFAULT_LOCK_TIMEOUT, Duration::from_millis);
         #[cfg(not(feature = "fault-injection"))]
         let lock_timeout = DEFAULT_LOCK_TIMEOUT;

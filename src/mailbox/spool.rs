@@ -193,7 +193,12 @@ impl Spool {
             .write_all(&serde_json::to_vec(entry).map_err(io::Error::other)?)
             .and_then(|()| fs::rename(&tmp, self.pending_path(&key)));
         if let Err(e) = written {
-            let _ = fs::remove_file(&tmp);
+            // A temp file left behind is removed by a later listing once
+            // abandoned.
+            crate::logging::ignore(
+                crate::logging::remove_if_there(&tmp),
+                "removing a spool temp file after a failed put",
+            );
             return Err(e);
         }
         Ok(key)
@@ -269,14 +274,14 @@ impl Spool {
                     .collect();
                 listing.batches.push((key.0, keys));
             } else if suffix == "tmp" || suffix == "failed" || suffix == "batch.tmp" {
-                let old = e
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|t| t.elapsed().ok())
-                    .is_some_and(|age| age > ABANDONED_AFTER);
-                if old {
-                    let _ = fs::remove_file(e.path());
+                // An age that cannot be read (the file went meanwhile, an
+                // mtime in the future) is not old; a leftover that cannot be
+                // removed is tried again at the next listing.
+                let doing = "removing an abandoned spool leftover";
+                let age = crate::logging::ignore(e.metadata().and_then(|m| m.modified()), doing)
+                    .and_then(|t| crate::logging::ignore(t.elapsed(), doing));
+                if age.is_some_and(|age| age > ABANDONED_AFTER) {
+                    crate::logging::ignore(crate::logging::remove_if_there(&e.path()), doing);
                 }
             }
         }

@@ -35,6 +35,8 @@ pub(crate) struct View {
 
 /// The entry's view, or `None` when the full path must decide.
 pub(crate) fn check(raw: &str) -> Option<View> {
+    // Not an ignored failure: an entry this fast path cannot read is the
+    // full path's to judge (and report), so its error is the answer.
     serde_json::from_str::<View>(raw).ok()
 }
 

@@ -21,6 +21,10 @@ use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
+/// What a watcher's callback was doing when its receiver is gone (the
+/// watcher is being dropped: nobody is left to tell).
+const PASSING_ON: &str = "passing an inbox change on";
+
 /// How often the fallback looks at the directories.
 pub const POLL_EVERY: Duration = Duration::from_secs(1);
 
@@ -90,15 +94,15 @@ impl InboxWatcher {
                     }
                     for p in &event.paths {
                         if let Some(c) = changed_of(&owned, p) {
-                            let _ = tx.send(Some(c));
+                            crate::logging::ignore(tx.send(Some(c)), PASSING_ON);
                         }
                     }
                     if event.need_rescan() {
-                        let _ = tx.send(None);
+                        crate::logging::ignore(tx.send(None), PASSING_ON);
                     }
                 }
                 Err(_) => {
-                    let _ = tx.send(None);
+                    crate::logging::ignore(tx.send(None), PASSING_ON);
                 }
             })?;
         for d in dirs {

@@ -136,10 +136,7 @@ impl Wakeups {
                 tracing::warn!(%why, "polling every second for messages and tasks");
                 crate::atomic_file::write_atomic(&self.note, why.as_bytes())
             }
-            None => match std::fs::remove_file(&self.note) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-                _ => Ok(()),
-            },
+            None => crate::logging::remove_if_there(&self.note),
         };
         if let Err(e) = res {
             tracing::warn!(note = %self.note.display(), error = %e, "cannot record whether I poll");
@@ -150,7 +147,12 @@ impl Wakeups {
 impl Drop for Wakeups {
     fn drop(&mut self) {
         if self.polling_reason().is_some() {
-            let _ = std::fs::remove_file(&self.note);
+            // A note left behind names a runtime that is gone; the next
+            // runtime of this member rewrites or removes it.
+            crate::logging::ignore(
+                crate::logging::remove_if_there(&self.note),
+                "removing the polling note",
+            );
         }
     }
 }
@@ -300,7 +302,11 @@ pub fn report(team: &Team) -> Vec<String> {
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
             let member = member_from_file_stem(name.strip_suffix(".polling")?)?;
-            let why = std::fs::read_to_string(e.path()).ok()?;
+            // A note removed meanwhile has nothing to say.
+            let why = crate::logging::ignore(
+                std::fs::read_to_string(e.path()),
+                "reading a polling note",
+            )?;
             Some((member, why))
         })
         .collect();
@@ -316,13 +322,16 @@ pub fn report(team: &Team) -> Vec<String> {
 
 /// The team watcher's status, if a runtime holds the lock now.
 fn live_watcher(team: &Team) -> Option<WatcherStatus> {
-    let lock = team.root.team_watcher_lock(&team.name).ok()?;
-    let f = File::open(&lock).ok()?;
+    // Whatever cannot be read shows as no watcher: this only adds a line.
+    let doing = "reading the team watcher's status";
+    let lock = crate::logging::ignore(team.root.team_watcher_lock(&team.name), doing)?;
+    let f = crate::logging::ignore(File::open(&lock), doing)?;
     if f.try_lock_shared().is_ok() {
         return None; // nobody holds it
     }
-    let status = team.root.team_watcher_status(&team.name).ok()?;
-    serde_json::from_slice(&std::fs::read(status).ok()?).ok()
+    let status = crate::logging::ignore(team.root.team_watcher_status(&team.name), doing)?;
+    let bytes = crate::logging::ignore(std::fs::read(status), doing)?;
+    crate::logging::ignore(serde_json::from_slice(&bytes), doing)
 }
 
 /// For `swarm up`: warns on stderr when file watching is unavailable right
