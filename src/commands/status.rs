@@ -4,7 +4,9 @@ use super::{Context, Exit, print_json};
 use crate::cli::StatusArgs;
 use crate::tasks::Status;
 use crate::team::RosterError;
-use crate::team::status::{Attention, Facts, MemberStatus, PaneSeen, Progress, recorded_exit};
+use crate::team::status::{
+    Attention, ByOwner, Facts, MemberStatus, PaneSeen, Progress, recorded_exit,
+};
 use crate::text::escape_line;
 use anyhow::Result;
 use serde_json::json;
@@ -91,13 +93,14 @@ fn member_extras(
     statuses: &[Option<MemberStatus>],
     tasks: &[crate::tasks::Task],
 ) -> Vec<(Option<Attention>, Option<Progress>)> {
+    let board = ByOwner::of(tasks);
     members
         .iter()
         .zip(statuses)
         .map(|(m, status)| match status {
             Some(s) => (
-                Attention::of(s, &m.name, tasks),
-                Progress::of(team, &m.name, tasks),
+                Attention::of(s, &m.name, &board),
+                Progress::of(team, &m.name, &board),
             ),
             None => (None, None),
         })

@@ -496,7 +496,8 @@ mod tests {
         v.tasks = vec![
             crate::tasks::Task::new("1", "a"),
             crate::tasks::Task::new("2", "b"),
-        ];
+        ]
+        .into();
         let mut ui = UiState::new(&v);
         let tab = press(KeyCode::Tab);
         keys(&v, &mut ui, &[tab]);
@@ -879,7 +880,7 @@ mod tests {
         let mut md = serde_json::Map::new();
         md.insert("output".into(), serde_json::json!("line 1\nline 2\nline 3"));
         t.metadata = Some(md);
-        v.tasks = vec![t];
+        v.tasks = vec![t].into();
         let mut ui = UiState {
             panel: Panel::Tasks,
             ..UiState::new(&v)

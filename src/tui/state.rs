@@ -4,11 +4,13 @@
 //! and the zoomed pane. Neither knows where the data came from, so the view
 //! and the keymap stay pure functions of these two values.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use super::reading::Reading;
 use crate::mailbox::Entry;
 use crate::tasks::{Status, Task};
+use crate::team::status::ByOwner;
 
 /// Everything one frame shows, gathered by the lead.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -19,7 +21,7 @@ pub struct TeamView {
     /// Teammates, in roster order; the lead is not one of them.
     pub members: Vec<MemberRow>,
     /// The board, in the order to show (the lead sorts by id).
-    pub tasks: Vec<Task>,
+    pub tasks: Board,
     /// The lead's inbox, newest last.
     pub lead_inbox: Vec<Entry>,
     /// Plan approvals and permission requests waiting for the user, oldest first.
@@ -30,6 +32,66 @@ pub struct TeamView {
     pub can_hide: bool,
     /// Panes live inside the lead: the grid and zoom views are available.
     pub in_process: bool,
+}
+
+/// The task board a view shows, shared rather than copied: the lead builds
+/// a new one only when a task changed, and the views in between share it.
+/// With it, built once, each owner's tasks ([`ByOwner`]). Two boards are
+/// equal when their tasks are.
+#[derive(Debug, Clone, Default)]
+pub struct Board {
+    tasks: Arc<[Arc<Task>]>,
+    owners: Arc<ByOwner>,
+}
+
+impl Board {
+    /// The board of `tasks`, in the order to show.
+    pub fn new(tasks: impl IntoIterator<Item = Arc<Task>>) -> Board {
+        let tasks: Arc<[Arc<Task>]> = tasks.into_iter().collect();
+        let owners = Arc::new(ByOwner::of(tasks.iter()));
+        Board { tasks, owners }
+    }
+
+    /// The tasks, in the order to show.
+    pub fn iter(&self) -> impl Iterator<Item = &Task> {
+        self.tasks.iter().map(|t| &**t)
+    }
+
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// Each owner's task in progress and failed task.
+    pub fn owners(&self) -> &ByOwner {
+        &self.owners
+    }
+
+    /// Whether `other` is this very board (shared, not an equal copy).
+    pub fn shares(&self, other: &Board) -> bool {
+        Arc::ptr_eq(&self.tasks, &other.tasks)
+    }
+}
+
+impl PartialEq for Board {
+    fn eq(&self, other: &Board) -> bool {
+        self.shares(other) || self.tasks == other.tasks
+    }
+}
+
+impl From<Vec<Task>> for Board {
+    fn from(tasks: Vec<Task>) -> Board {
+        Board::new(tasks.into_iter().map(Arc::new))
+    }
+}
+
+impl FromIterator<Task> for Board {
+    fn from_iter<I: IntoIterator<Item = Task>>(tasks: I) -> Board {
+        Board::new(tasks.into_iter().map(Arc::new))
+    }
 }
 
 /// One teammate's row.
@@ -87,10 +149,10 @@ impl MemberRow {
 /// by the rules of [`crate::team::status`] (the lead calls this once per
 /// snapshot, after the statuses are set). Reads the tail of each running
 /// teammate's output log and its task file's time, nothing more.
-pub fn annotate(rows: &mut [MemberRow], team: &crate::team::Team, tasks: &[Task]) {
+pub fn annotate(rows: &mut [MemberRow], team: &crate::team::Team, board: &ByOwner) {
     for row in rows {
-        row.attention = Attention::of(&row.status, &row.name, tasks);
-        row.progress = Progress::of(team, &row.name, tasks);
+        row.attention = Attention::of(&row.status, &row.name, board);
+        row.progress = Progress::of(team, &row.name, board);
     }
 }
 
@@ -250,10 +312,8 @@ impl TeamView {
         self.members
             .iter()
             .filter(|m| {
-                let has_task = m.current_task.is_some()
-                    || self.tasks.iter().any(|t| {
-                        t.status == Status::InProgress && t.owner.as_deref() == Some(&m.name)
-                    });
+                let has_task =
+                    m.current_task.is_some() || self.tasks.owners().current(&m.name).is_some();
                 m.status.prunable(has_task, m.unread)
             })
             .map(|m| m.name.clone())
@@ -474,7 +534,7 @@ mod tests {
         v.members[1].status = MemberStatus::Idle;
         let mut done = Task::new("1", "x");
         done.status = Status::Completed;
-        v.tasks = vec![done, Task::new("2", "y")];
+        v.tasks = vec![done, Task::new("2", "y")].into();
         v.requests.push(PendingRequest {
             id: "r".into(),
             from: "a".into(),
@@ -503,7 +563,7 @@ mod tests {
         let mut t = Task::new("1", "x");
         t.status = Status::InProgress;
         t.owner = Some("owner".into());
-        v.tasks.push(t);
+        v.tasks = vec![t].into();
         assert_eq!(v.prunable(), ["free"]);
     }
 
