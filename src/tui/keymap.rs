@@ -360,7 +360,7 @@ fn select(view: &TeamView, ui: &mut UiState, delta: isize) {
     match ui.panel {
         // Row 0 is "all teammates", so there is one more row than members.
         Panel::Members => ui.member_row = step(ui.member_row, view.members.len() + 1, delta),
-        Panel::Tasks => ui.task_row = step(ui.task_row, view.visible_tasks().count(), delta),
+        Panel::Tasks => ui.task_row = step(ui.task_row, view.tasks.visible_len(), delta),
         // The newest entry is at the bottom: Up goes back in time.
         Panel::Inbox => ui.inbox_back = step(ui.inbox_back, view.lead_inbox.len(), -delta),
         Panel::Requests => ui.request_row = step(ui.request_row, view.requests.len(), delta),

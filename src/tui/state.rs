@@ -36,11 +36,16 @@ pub struct TeamView {
 
 /// The task board a view shows, shared rather than copied: the lead builds
 /// a new one only when a task changed, and the views in between share it.
-/// With it, built once, each owner's tasks ([`ByOwner`]). Two boards are
-/// equal when their tasks are.
+/// With it, built once, what each frame asks: the visible tasks (internal
+/// ones left out) and how many of them are done, and each owner's tasks
+/// ([`ByOwner`]). Two boards are equal when their tasks are.
 #[derive(Debug, Clone, Default)]
 pub struct Board {
     tasks: Arc<[Arc<Task>]>,
+    /// Where the visible tasks are in `tasks`.
+    visible: Arc<[usize]>,
+    /// Visible tasks completed.
+    done: usize,
     owners: Arc<ByOwner>,
 }
 
@@ -48,8 +53,30 @@ impl Board {
     /// The board of `tasks`, in the order to show.
     pub fn new(tasks: impl IntoIterator<Item = Arc<Task>>) -> Board {
         let tasks: Arc<[Arc<Task>]> = tasks.into_iter().collect();
+        let visible: Arc<[usize]> = (0..tasks.len())
+            .filter(|&i| !tasks[i].is_internal())
+            .collect();
+        let done = visible
+            .iter()
+            .filter(|&&i| tasks[i].status == Status::Completed)
+            .count();
         let owners = Arc::new(ByOwner::of(tasks.iter()));
-        Board { tasks, owners }
+        Board {
+            tasks,
+            visible,
+            done,
+            owners,
+        }
+    }
+
+    /// The tasks the board shows (internal ones left out), in order.
+    pub fn visible(&self) -> impl Iterator<Item = &Task> {
+        self.visible.iter().map(|&i| &*self.tasks[i])
+    }
+
+    /// How many tasks the board shows.
+    pub fn visible_len(&self) -> usize {
+        self.visible.len()
     }
 
     /// The tasks, in the order to show.
@@ -242,12 +269,8 @@ impl TeamView {
                 _ => {}
             }
         }
-        for task in self.tasks.iter().filter(|t| !t.is_internal()) {
-            t.tasks += 1;
-            if task.status == Status::Completed {
-                t.tasks_done += 1;
-            }
-        }
+        t.tasks = self.tasks.visible_len();
+        t.tasks_done = self.tasks.done;
         t
     }
 
@@ -327,7 +350,7 @@ impl TeamView {
 
     /// Tasks the board shows (internal ones left out).
     pub fn visible_tasks(&self) -> impl Iterator<Item = &Task> {
-        self.tasks.iter().filter(|t| !t.is_internal())
+        self.tasks.visible()
     }
 }
 
@@ -457,7 +480,7 @@ impl UiState {
         self.member_row = self.member_row.min(view.members.len());
         self.task_row = self
             .task_row
-            .min(view.visible_tasks().count().saturating_sub(1));
+            .min(view.tasks.visible_len().saturating_sub(1));
         self.inbox_back = self.inbox_back.min(view.lead_inbox.len().saturating_sub(1));
         self.request_row = self.request_row.min(view.requests.len().saturating_sub(1));
         if self.panel == Panel::Requests && view.requests.is_empty() {
@@ -547,6 +570,36 @@ mod tests {
             v.status_line(),
             "2 teammates · 1 running · 1 idle · tasks 1/2 · 1 waiting"
         );
+    }
+
+    #[test]
+    fn internal_tasks_are_neither_shown_nor_counted() {
+        let mut v = view(Vec::new());
+        let internal = |id: &str, status: Status| {
+            let mut t = Task::new(id, "internal");
+            t.status = status;
+            let mut md = serde_json::Map::new();
+            md.insert("_internal".into(), serde_json::json!(true));
+            t.metadata = Some(md);
+            t
+        };
+        let mut done = Task::new("2", "done");
+        done.status = Status::Completed;
+        v.tasks = vec![
+            internal("1", Status::Completed),
+            done,
+            internal("3", Status::Pending),
+            Task::new("4", "open"),
+        ]
+        .into();
+        let shown: Vec<&str> = v.visible_tasks().map(|t| t.id.as_str()).collect();
+        assert_eq!(shown, ["2", "4"]);
+        let t = v.totals();
+        assert_eq!((t.tasks_done, t.tasks), (1, 2));
+        let mut ui = UiState::new(&v);
+        ui.task_row = 9;
+        ui.sync(&v);
+        assert_eq!(ui.task_row, 1, "the selection stays among the shown");
     }
 
     #[test]
