@@ -433,6 +433,11 @@ pub fn consumed(shared: &mut Shared, entries: &[Entry]) {
             ring.pop_front();
         }
     }
+    // Reading and rewriting an inbox this large left megabytes freed
+    // between what is kept, as a full listing does.
+    if entries.len() > INBOX_SHOWN {
+        trim_heap();
+    }
 }
 
 /// One teammate's row: the roster's record, the supervisor's knowledge of
