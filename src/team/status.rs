@@ -402,6 +402,24 @@ mod tests {
     }
 
     #[test]
+    fn each_owner_gets_its_first_task_in_progress_and_first_failed_task() {
+        let board = ByOwner::of(&[
+            task("1", "bob", Status::Completed, false),
+            task("2", "bob", Status::InProgress, false),
+            task("3", "ann", Status::Pending, true),
+            task("4", "bob", Status::InProgress, false),
+            task("5", "ann", Status::Pending, true),
+            task("6", "ann", Status::Pending, false),
+        ]);
+        let id = |t: Option<&Task>| t.map(|t| t.id.clone());
+        assert_eq!(id(board.current("bob")), Some("2".into()));
+        assert_eq!(id(board.failed("ann")), Some("3".into()));
+        assert_eq!(id(board.current("ann")), None);
+        assert_eq!(id(board.failed("bob")), None);
+        assert_eq!(id(board.current("nobody")), None);
+    }
+
+    #[test]
     fn the_last_output_line_comes_from_the_tail_without_escapes() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.log");
