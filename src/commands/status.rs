@@ -5,7 +5,9 @@ use crate::cli::StatusArgs;
 use crate::logging::ignore;
 use crate::tasks::Status;
 use crate::team::RosterError;
-use crate::team::status::{Attention, Facts, MemberStatus, PaneSeen, Progress, recorded_exit};
+use crate::team::status::{
+    Attention, ByOwner, Facts, MemberStatus, PaneSeen, Progress, recorded_exit,
+};
 use crate::text::escape_line;
 use anyhow::Result;
 use serde_json::json;
@@ -96,13 +98,14 @@ fn member_extras(
     statuses: &[Option<MemberStatus>],
     tasks: &[crate::tasks::Task],
 ) -> Vec<(Option<Attention>, Option<Progress>)> {
+    let board = ByOwner::of(tasks);
     members
         .iter()
         .zip(statuses)
         .map(|(m, status)| match status {
             Some(s) => (
-                Attention::of(s, &m.name, tasks),
-                Progress::of(team, &m.name, tasks),
+                Attention::of(s, &m.name, &board),
+                Progress::of(team, &m.name, &board),
             ),
             None => (None, None),
         })

@@ -7,6 +7,9 @@
 //!   quarantined exactly as a full listing would). An event that names no
 //!   file (an overflow, an error), a lead without a working watcher, or a
 //!   failed read makes the next refresh a full listing: when unsure, rebuild.
+//!   The view's [`Board`] is shared, not copied: it is built again (from
+//!   the kept tasks' `Arc`s, no task cloned) only when a task changed since
+//!   the last view, and the views in between hand out the same one.
 //! - The roster and the inboxes: each file is read again only when its
 //!   [`Stamp`] changed (inboxes are replaced by rename, so every write is a
 //!   new inode; the roster is written in place, so a stamp too recent to be
@@ -24,14 +27,16 @@ use crate::mailbox::{Entry, EntryKey};
 use crate::protocol::Message;
 use crate::tasks::cache::Stamp;
 use crate::tasks::task::task_file_id;
-use crate::tasks::{Status, Task, TaskError, TaskStore};
+use crate::tasks::{Task, TaskError, TaskStore};
 use crate::team::names::LEAD_NAME;
 use crate::team::status::{Facts, PaneSeen, recorded_exit};
 use crate::team::{Member, SwarmField, Team, TeamFile};
+use crate::tui::state::Board;
 use crate::tui::{MemberRow, MemberStatus, PendingRequest, RequestKind, TeamView};
 use anyhow::Result;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 /// How many consumed lead messages the dialog shows.
@@ -166,7 +171,10 @@ fn settled_stamp(path: &Path) -> Option<Stamp> {
 #[derive(Debug, Default)]
 pub struct TeamState {
     roster: Option<Cached<TeamFile>>,
-    tasks: BTreeMap<u64, Task>,
+    tasks: BTreeMap<u64, Arc<Task>>,
+    /// The board the last view showed; stale when a task changed since.
+    board: Board,
+    board_stale: bool,
     unread: HashMap<String, Cached<usize>>,
     lead_unread: Option<Cached<Vec<Entry>>>,
     /// The notice of the last refresh's trouble (an unreadable inbox).
@@ -206,17 +214,23 @@ impl TeamState {
         let (all, ids) = lock(shared).board.take();
         let done = if all {
             store.list().map(|list| {
-                self.tasks = list.tasks.into_iter().map(|t| (t.number(), t)).collect();
+                self.replace_all(list.tasks);
+                trim_heap();
             })
         } else {
             ids.iter()
                 .try_for_each(|&n| match store.get(&n.to_string()) {
                     Ok(Some(t)) => {
-                        self.tasks.insert(n, t);
+                        // A rewrite that changed nothing (a lock's touch)
+                        // keeps the board.
+                        if self.tasks.get(&n).is_none_or(|old| **old != t) {
+                            self.tasks.insert(n, Arc::new(t));
+                            self.board_stale = true;
+                        }
                         Ok(())
                     }
                     Ok(None) | Err(TaskError::Corrupt { .. }) => {
-                        self.tasks.remove(&n);
+                        self.board_stale |= self.tasks.remove(&n).is_some();
                         Ok(())
                     }
                     Err(e) => Err(e),
@@ -226,6 +240,38 @@ impl TeamState {
             lock(shared).board.unsure();
         }
         Ok(done?)
+    }
+
+    /// The board becomes `tasks` (a full listing); a task equal to the one
+    /// kept keeps its `Arc`, so a listing that changed nothing keeps the
+    /// shared board.
+    fn replace_all(&mut self, tasks: Vec<Task>) {
+        let mut old = std::mem::take(&mut self.tasks);
+        let mut changed = false;
+        self.tasks = tasks
+            .into_iter()
+            .map(|t| {
+                let n = t.number();
+                let task = match old.remove(&n) {
+                    Some(kept) if *kept == t => kept,
+                    _ => {
+                        changed = true;
+                        Arc::new(t)
+                    }
+                };
+                (n, task)
+            })
+            .collect();
+        self.board_stale |= changed || !old.is_empty();
+    }
+
+    /// The board as last refreshed, shared: built again only when a task
+    /// changed since the last call.
+    fn board(&mut self) -> Board {
+        if std::mem::take(&mut self.board_stale) {
+            self.board = Board::new(self.tasks.values().cloned());
+        }
+        self.board.clone()
     }
 
     /// `name`'s unread count, its inbox read again only when it changed.
@@ -290,15 +336,15 @@ impl TeamState {
                 0
             }));
         }
-        let current = current_tasks(&self.tasks);
+        let tasks = self.board();
+        let owners = tasks.owners();
         let sh = lock(cx.shared);
         let mut members: Vec<_> = tf
             .teammates()
             .zip(unread)
-            .map(|(m, unread)| member_row(m, &sh, unread, current.get(m.name.as_str()).copied()))
+            .map(|(m, unread)| member_row(m, &sh, unread, owners.current(&m.name)))
             .collect();
-        let tasks: Vec<Task> = self.tasks.values().cloned().collect();
-        crate::tui::state::annotate(&mut members, team, &tasks);
+        crate::tui::state::annotate(&mut members, team, owners);
         let notice = self
             .trouble
             .first()
@@ -320,7 +366,7 @@ impl TeamState {
 
     /// The board as last refreshed, in id order.
     pub fn tasks(&self) -> impl Iterator<Item = &Task> {
-        self.tasks.values()
+        self.tasks.values().map(|t| &**t)
     }
 
     /// Refreshes the roster and the board (for the plain status view).
@@ -330,6 +376,21 @@ impl TeamState {
         Ok(tf)
     }
 }
+
+/// Hands the heap's free pages back to the system after a full listing:
+/// parsing every task file leaves megabytes freed between the kept tasks,
+/// which glibc would otherwise hold on to (the lead's RSS at 10,000 tasks).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trim_heap() {
+    // SAFETY: malloc_trim takes no pointer and only walks the allocator's
+    // own free lists, under its locks; it is safe from any thread.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn trim_heap() {}
 
 fn lock(shared: &std::sync::Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
     shared.lock().unwrap_or_else(|e| e.into_inner())
@@ -372,17 +433,11 @@ pub fn consumed(shared: &mut Shared, entries: &[Entry]) {
             ring.pop_front();
         }
     }
-}
-
-/// Each owner's in-progress task (the lowest id), one pass over the board.
-fn current_tasks(tasks: &BTreeMap<u64, Task>) -> HashMap<&str, &Task> {
-    let mut out = HashMap::new();
-    for t in tasks.values().filter(|t| t.status == Status::InProgress) {
-        if let Some(owner) = t.owner.as_deref() {
-            out.entry(owner).or_insert(t);
-        }
+    // Reading and rewriting an inbox this large left megabytes freed
+    // between what is kept, as a full listing does.
+    if entries.len() > INBOX_SHOWN {
+        trim_heap();
     }
-    out
 }
 
 /// One teammate's row: the roster's record, the supervisor's knowledge of
@@ -444,8 +499,8 @@ fn pending_requests(sh: &Shared) -> Vec<PendingRequest> {
 mod tests {
     use super::*;
     use crate::paths::Root;
-    use crate::tasks::{NewTask, TaskUpdate};
-    use std::sync::{Arc, Mutex};
+    use crate::tasks::{NewTask, Status, TaskUpdate};
+    use std::sync::Mutex;
 
     /// The board as a full listing reads it.
     fn full(store: &TaskStore) -> Vec<Task> {
@@ -614,6 +669,58 @@ mod tests {
         store.create(NewTask::default()).unwrap();
         state.refresh_board(&store, &shared).unwrap();
         assert_eq!(state.tasks().count(), 1);
+        // A listing that found nothing new keeps the shared board.
+        let first = state.board();
+        state.refresh_board(&store, &shared).unwrap();
+        assert!(state.board().shares(&first), "an unchanged listing");
+        store.create(NewTask::default()).unwrap();
+        state.refresh_board(&store, &shared).unwrap();
+        assert!(!state.board().shares(&first), "a new task");
+        assert_eq!(state.board().len(), 2);
+    }
+
+    #[test]
+    fn the_shared_board_is_reused_until_a_task_changes() {
+        let t = tempfile::tempdir().unwrap();
+        let store = TaskStore::new(&Root::new(t.path()), "demo");
+        let mut shared = Shared::default();
+        shared.board.watched = true; // the events are the test's own
+        let shared = Mutex::new(shared);
+        let mut state = TeamState::default();
+        let (a, _) = (
+            store.create(NewTask::default()).unwrap(),
+            store.create(NewTask::default()).unwrap(),
+        );
+        state.refresh_board(&store, &shared).unwrap();
+        let first = state.board();
+        assert_eq!(first.iter().cloned().collect::<Vec<_>>(), full(&store));
+        let event = |id: &str| lock(&shared).board.task(id.parse().unwrap());
+        // Nothing happened, then a write that changed nothing.
+        state.refresh_board(&store, &shared).unwrap();
+        assert!(state.board().shares(&first), "no change: the same board");
+        event(&a.id);
+        state.refresh_board(&store, &shared).unwrap();
+        assert!(state.board().shares(&first), "an identical rewrite");
+        // A task changed: a new board, the old one (an old view's) intact.
+        let upd = TaskUpdate {
+            status: Some(Status::Completed),
+            ..Default::default()
+        };
+        store.update(&a.id, upd, "m0").unwrap();
+        event(&a.id);
+        state.refresh_board(&store, &shared).unwrap();
+        let second = state.board();
+        assert!(!second.shares(&first), "a changed task: a new board");
+        assert_eq!(second.iter().cloned().collect::<Vec<_>>(), full(&store));
+        assert_eq!(first.iter().next().unwrap().status, Status::Pending);
+        assert!(state.board().shares(&second), "and that one is kept");
+        // A task removed behind its back.
+        std::fs::remove_file(store.dir().unwrap().join(format!("{}.json", a.id))).unwrap();
+        event(&a.id);
+        state.refresh_board(&store, &shared).unwrap();
+        let third = state.board();
+        assert!(!third.shares(&second), "a removed task: a new board");
+        assert_eq!(third.len(), 1);
     }
 
     #[test]

@@ -9,10 +9,15 @@
 //! ([`Attention::of`]: an approval to give, a failed task, a dead
 //! teammate) and how a running task is going ([`Progress::of`]: its
 //! elapsed time and the last line of its pane's output, read from the
-//! tail of the output log only).
+//! tail of the output log only). Both look a member's tasks up in a
+//! [`ByOwner`] index, built in one pass over the board when it changes,
+//! never by a scan of the board per member.
 
+use std::borrow::Borrow;
+use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::tasks::{Status, Task};
@@ -112,6 +117,62 @@ pub fn task_failed(task: &Task) -> bool {
             == Some(true)
 }
 
+/// The tasks of one owner the rules look at.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Owned {
+    /// Its task in progress (the first in board order).
+    current: Option<Arc<Task>>,
+    /// Its failed task ([`task_failed`], the first in board order).
+    failed: Option<Arc<Task>>,
+}
+
+/// Each owner's task in progress and failed task, found in one pass over
+/// a board; what [`Attention::of`], [`Progress::of`] and a member's
+/// current task read instead of scanning the board per member.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ByOwner {
+    owners: HashMap<String, Owned>,
+}
+
+impl ByOwner {
+    /// The index of `tasks`, in board order (the first of each kind wins).
+    pub fn of<'a, T>(tasks: impl IntoIterator<Item = &'a T>) -> ByOwner
+    where
+        T: Borrow<Task> + Clone + Into<Arc<Task>> + 'a,
+    {
+        let mut owners: HashMap<String, Owned> = HashMap::new();
+        for t in tasks {
+            let task: &Task = t.borrow();
+            let Some(owner) = task.owner.as_deref() else {
+                continue;
+            };
+            let current = task.status == Status::InProgress;
+            let failed = task_failed(task);
+            if !current && !failed {
+                continue;
+            }
+            let o = owners.entry(owner.to_owned()).or_default();
+            if current && o.current.is_none() {
+                o.current = Some(t.clone().into());
+            }
+            if failed && o.failed.is_none() {
+                o.failed = Some(t.clone().into());
+            }
+        }
+        ByOwner { owners }
+    }
+
+    /// `name`'s task in progress, if it has one.
+    pub fn current(&self, name: &str) -> Option<&Task> {
+        self.owners.get(name)?.current.as_deref()
+    }
+
+    /// `name`'s failed task, if it has one.
+    pub fn failed(&self, name: &str) -> Option<&Task> {
+        self.owners.get(name)?.failed.as_deref()
+    }
+}
+
 /// Why a teammate needs the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Attention {
@@ -125,13 +186,12 @@ pub enum Attention {
 
 impl Attention {
     /// The one rule: dead > an approval to give > a failed task it owns.
-    pub fn of(status: &MemberStatus, name: &str, tasks: &[Task]) -> Option<Attention> {
+    pub fn of(status: &MemberStatus, name: &str, board: &ByOwner) -> Option<Attention> {
         match status {
             MemberStatus::Dead { .. } => Some(Attention::Dead),
             MemberStatus::WaitingForApproval => Some(Attention::Approval),
-            _ => tasks
-                .iter()
-                .find(|t| t.owner.as_deref() == Some(name) && task_failed(t))
+            _ => board
+                .failed(name)
                 .map(|t| Attention::FailedTask(t.id.clone())),
         }
     }
@@ -162,10 +222,8 @@ impl Progress {
     /// The progress of `name`'s task in progress, if it has one: elapsed
     /// from the task file's modification time, the last line from the tail
     /// of its output log. Unreadable files leave the part out.
-    pub fn of(team: &super::Team, name: &str, tasks: &[Task]) -> Option<Progress> {
-        let task = tasks
-            .iter()
-            .find(|t| t.owner.as_deref() == Some(name) && t.status == Status::InProgress)?;
+    pub fn of(team: &super::Team, name: &str, board: &ByOwner) -> Option<Progress> {
+        let task = board.current(name)?;
         let elapsed = team
             .root
             .task(&team.name, &task.id)
@@ -326,10 +384,10 @@ mod tests {
 
     #[test]
     fn attention_is_a_dead_teammate_an_approval_or_a_failed_task() {
-        let tasks = [
+        let tasks = ByOwner::of(&[
             task("1", "ann", Status::Pending, true),
             task("2", "bob", Status::InProgress, false),
-        ];
+        ]);
         let dead = MemberStatus::Dead { exit_code: None };
         assert_eq!(Attention::of(&dead, "bob", &tasks), Some(Attention::Dead));
         assert_eq!(
@@ -341,6 +399,24 @@ mod tests {
             Some(Attention::FailedTask("1".into()))
         );
         assert_eq!(Attention::of(&MemberStatus::Running, "bob", &tasks), None);
+    }
+
+    #[test]
+    fn each_owner_gets_its_first_task_in_progress_and_first_failed_task() {
+        let board = ByOwner::of(&[
+            task("1", "bob", Status::Completed, false),
+            task("2", "bob", Status::InProgress, false),
+            task("3", "ann", Status::Pending, true),
+            task("4", "bob", Status::InProgress, false),
+            task("5", "ann", Status::Pending, true),
+            task("6", "ann", Status::Pending, false),
+        ]);
+        let id = |t: Option<&Task>| t.map(|t| t.id.clone());
+        assert_eq!(id(board.current("bob")), Some("2".into()));
+        assert_eq!(id(board.failed("ann")), Some("3".into()));
+        assert_eq!(id(board.current("ann")), None);
+        assert_eq!(id(board.failed("bob")), None);
+        assert_eq!(id(board.current("nobody")), None);
     }
 
     #[test]

@@ -535,7 +535,7 @@ mod tests {
                     .is_some_and(|(n, who)| self.snapshots >= n && m.name == who)
                 {
                     m.status = MemberStatus::Dead { exit_code: None };
-                    m.attention = Attention::of(&m.status, &m.name, &[]);
+                    m.attention = Attention::of(&m.status, &m.name, &Default::default());
                 }
             }
             TeamView {

@@ -360,7 +360,7 @@ fn select(view: &TeamView, ui: &mut UiState, delta: isize) {
     match ui.panel {
         // Row 0 is "all teammates", so there is one more row than members.
         Panel::Members => ui.member_row = step(ui.member_row, view.members.len() + 1, delta),
-        Panel::Tasks => ui.task_row = step(ui.task_row, view.visible_tasks().count(), delta),
+        Panel::Tasks => ui.task_row = step(ui.task_row, view.tasks.visible_len(), delta),
         // The newest entry is at the bottom: Up goes back in time.
         Panel::Inbox => ui.inbox_back = step(ui.inbox_back, view.lead_inbox.len(), -delta),
         Panel::Requests => ui.request_row = step(ui.request_row, view.requests.len(), delta),
@@ -496,7 +496,8 @@ mod tests {
         v.tasks = vec![
             crate::tasks::Task::new("1", "a"),
             crate::tasks::Task::new("2", "b"),
-        ];
+        ]
+        .into();
         let mut ui = UiState::new(&v);
         let tab = press(KeyCode::Tab);
         keys(&v, &mut ui, &[tab]);
@@ -879,7 +880,7 @@ mod tests {
         let mut md = serde_json::Map::new();
         md.insert("output".into(), serde_json::json!("line 1\nline 2\nline 3"));
         t.metadata = Some(md);
-        v.tasks = vec![t];
+        v.tasks = vec![t].into();
         let mut ui = UiState {
             panel: Panel::Tasks,
             ..UiState::new(&v)

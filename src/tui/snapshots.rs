@@ -153,7 +153,8 @@ pub(super) fn busy_team() -> TeamView {
             ),
             task("4", "Benchmark", Status::Pending, None, &["2", "3"]),
             task("5", "Release notes", Status::Pending, None, &["4"]),
-        ],
+        ]
+        .into(),
         lead_inbox: vec![
             entry(
                 "carol",
@@ -330,7 +331,7 @@ fn a_narrow_lead_pane_keeps_whole_names_and_statuses() {
     // The task board gives the subject the blocked-by column's room at
     // 56 cells and shows a waiting task's blockers as its status.
     let out = render(&v, &UiState::new(&v), (56, 30));
-    for t in &v.tasks {
+    for t in v.tasks.iter() {
         let shown: String = t.subject.chars().take(18).collect();
         assert!(out.contains(&shown), "{shown:?}\n{out}");
         if t.status == Status::Pending && !t.blocked_by.is_empty() {
@@ -342,8 +343,8 @@ fn a_narrow_lead_pane_keeps_whole_names_and_statuses() {
 #[test]
 fn a_failed_task_reads_failed_not_pending() {
     let mut v = busy_team();
-    let t = v
-        .tasks
+    let mut tasks: Vec<Task> = v.tasks.iter().cloned().collect();
+    let t = tasks
         .iter_mut()
         .find(|t| t.status == Status::Pending)
         .expect("a pending task");
@@ -351,6 +352,7 @@ fn a_failed_task_reads_failed_not_pending() {
     let mut md = serde_json::Map::new();
     md.insert("failed".into(), serde_json::json!(true));
     t.metadata = Some(md);
+    v.tasks = tasks.into();
     let out = render(&v, &UiState::new(&v), (120, 40));
     let line = out
         .lines()
@@ -486,7 +488,8 @@ fn hostile_names_subjects_and_messages_are_shown_escaped_in_the_dialog() {
         Status::InProgress,
         Some("evil\u{202e}dab"),
         &[],
-    )];
+    )]
+    .into();
     v.lead_inbox = vec![entry(
         "bob\u{9b}",
         None,
@@ -514,13 +517,18 @@ fn hostile_names_subjects_and_messages_are_shown_escaped_in_the_dialog() {
 /// board has a task waiting for four others (issue 14, items 1–9).
 fn issue_team() -> TeamView {
     let mut v = busy_team();
-    v.tasks.push(task(
-        "9",
-        "Merge everything",
-        Status::Pending,
-        None,
-        &["3", "5", "7", "9"],
-    ));
+    v.tasks = v
+        .tasks
+        .iter()
+        .cloned()
+        .chain([task(
+            "9",
+            "Merge everything",
+            Status::Pending,
+            None,
+            &["3", "5", "7", "9"],
+        )])
+        .collect();
     v.notice = Some("killed @erin; 1 task(s) back on the board".into());
     v
 }

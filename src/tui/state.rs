@@ -4,11 +4,13 @@
 //! and the zoomed pane. Neither knows where the data came from, so the view
 //! and the keymap stay pure functions of these two values.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use super::reading::Reading;
 use crate::mailbox::Entry;
 use crate::tasks::{Status, Task};
+use crate::team::status::ByOwner;
 
 /// Everything one frame shows, gathered by the lead.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -19,7 +21,7 @@ pub struct TeamView {
     /// Teammates, in roster order; the lead is not one of them.
     pub members: Vec<MemberRow>,
     /// The board, in the order to show (the lead sorts by id).
-    pub tasks: Vec<Task>,
+    pub tasks: Board,
     /// The lead's inbox, newest last.
     pub lead_inbox: Vec<Entry>,
     /// Plan approvals and permission requests waiting for the user, oldest first.
@@ -30,6 +32,93 @@ pub struct TeamView {
     pub can_hide: bool,
     /// Panes live inside the lead: the grid and zoom views are available.
     pub in_process: bool,
+}
+
+/// The task board a view shows, shared rather than copied: the lead builds
+/// a new one only when a task changed, and the views in between share it.
+/// With it, built once, what each frame asks: the visible tasks (internal
+/// ones left out) and how many of them are done, and each owner's tasks
+/// ([`ByOwner`]). Two boards are equal when their tasks are.
+#[derive(Debug, Clone, Default)]
+pub struct Board {
+    tasks: Arc<[Arc<Task>]>,
+    /// Where the visible tasks are in `tasks`.
+    visible: Arc<[usize]>,
+    /// Visible tasks completed.
+    done: usize,
+    owners: Arc<ByOwner>,
+}
+
+impl Board {
+    /// The board of `tasks`, in the order to show.
+    pub fn new(tasks: impl IntoIterator<Item = Arc<Task>>) -> Board {
+        let tasks: Arc<[Arc<Task>]> = tasks.into_iter().collect();
+        let visible: Arc<[usize]> = (0..tasks.len())
+            .filter(|&i| !tasks[i].is_internal())
+            .collect();
+        let done = visible
+            .iter()
+            .filter(|&&i| tasks[i].status == Status::Completed)
+            .count();
+        let owners = Arc::new(ByOwner::of(tasks.iter()));
+        Board {
+            tasks,
+            visible,
+            done,
+            owners,
+        }
+    }
+
+    /// The tasks the board shows (internal ones left out), in order.
+    pub fn visible(&self) -> impl Iterator<Item = &Task> {
+        self.visible.iter().map(|&i| &*self.tasks[i])
+    }
+
+    /// How many tasks the board shows.
+    pub fn visible_len(&self) -> usize {
+        self.visible.len()
+    }
+
+    /// The tasks, in the order to show.
+    pub fn iter(&self) -> impl Iterator<Item = &Task> {
+        self.tasks.iter().map(|t| &**t)
+    }
+
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// Each owner's task in progress and failed task.
+    pub fn owners(&self) -> &ByOwner {
+        &self.owners
+    }
+
+    /// Whether `other` is this very board (shared, not an equal copy).
+    pub fn shares(&self, other: &Board) -> bool {
+        Arc::ptr_eq(&self.tasks, &other.tasks)
+    }
+}
+
+impl PartialEq for Board {
+    fn eq(&self, other: &Board) -> bool {
+        self.shares(other) || self.tasks == other.tasks
+    }
+}
+
+impl From<Vec<Task>> for Board {
+    fn from(tasks: Vec<Task>) -> Board {
+        Board::new(tasks.into_iter().map(Arc::new))
+    }
+}
+
+impl FromIterator<Task> for Board {
+    fn from_iter<I: IntoIterator<Item = Task>>(tasks: I) -> Board {
+        Board::new(tasks.into_iter().map(Arc::new))
+    }
 }
 
 /// One teammate's row.
@@ -87,10 +176,10 @@ impl MemberRow {
 /// by the rules of [`crate::team::status`] (the lead calls this once per
 /// snapshot, after the statuses are set). Reads the tail of each running
 /// teammate's output log and its task file's time, nothing more.
-pub fn annotate(rows: &mut [MemberRow], team: &crate::team::Team, tasks: &[Task]) {
+pub fn annotate(rows: &mut [MemberRow], team: &crate::team::Team, board: &ByOwner) {
     for row in rows {
-        row.attention = Attention::of(&row.status, &row.name, tasks);
-        row.progress = Progress::of(team, &row.name, tasks);
+        row.attention = Attention::of(&row.status, &row.name, board);
+        row.progress = Progress::of(team, &row.name, board);
     }
 }
 
@@ -180,12 +269,8 @@ impl TeamView {
                 _ => {}
             }
         }
-        for task in self.tasks.iter().filter(|t| !t.is_internal()) {
-            t.tasks += 1;
-            if task.status == Status::Completed {
-                t.tasks_done += 1;
-            }
-        }
+        t.tasks = self.tasks.visible_len();
+        t.tasks_done = self.tasks.done;
         t
     }
 
@@ -250,10 +335,8 @@ impl TeamView {
         self.members
             .iter()
             .filter(|m| {
-                let has_task = m.current_task.is_some()
-                    || self.tasks.iter().any(|t| {
-                        t.status == Status::InProgress && t.owner.as_deref() == Some(&m.name)
-                    });
+                let has_task =
+                    m.current_task.is_some() || self.tasks.owners().current(&m.name).is_some();
                 m.status.prunable(has_task, m.unread)
             })
             .map(|m| m.name.clone())
@@ -267,7 +350,7 @@ impl TeamView {
 
     /// Tasks the board shows (internal ones left out).
     pub fn visible_tasks(&self) -> impl Iterator<Item = &Task> {
-        self.tasks.iter().filter(|t| !t.is_internal())
+        self.tasks.visible()
     }
 }
 
@@ -397,7 +480,7 @@ impl UiState {
         self.member_row = self.member_row.min(view.members.len());
         self.task_row = self
             .task_row
-            .min(view.visible_tasks().count().saturating_sub(1));
+            .min(view.tasks.visible_len().saturating_sub(1));
         self.inbox_back = self.inbox_back.min(view.lead_inbox.len().saturating_sub(1));
         self.request_row = self.request_row.min(view.requests.len().saturating_sub(1));
         if self.panel == Panel::Requests && view.requests.is_empty() {
@@ -474,7 +557,7 @@ mod tests {
         v.members[1].status = MemberStatus::Idle;
         let mut done = Task::new("1", "x");
         done.status = Status::Completed;
-        v.tasks = vec![done, Task::new("2", "y")];
+        v.tasks = vec![done, Task::new("2", "y")].into();
         v.requests.push(PendingRequest {
             id: "r".into(),
             from: "a".into(),
@@ -487,6 +570,36 @@ mod tests {
             v.status_line(),
             "2 teammates · 1 running · 1 idle · tasks 1/2 · 1 waiting"
         );
+    }
+
+    #[test]
+    fn internal_tasks_are_neither_shown_nor_counted() {
+        let mut v = view(Vec::new());
+        let internal = |id: &str, status: Status| {
+            let mut t = Task::new(id, "internal");
+            t.status = status;
+            let mut md = serde_json::Map::new();
+            md.insert("_internal".into(), serde_json::json!(true));
+            t.metadata = Some(md);
+            t
+        };
+        let mut done = Task::new("2", "done");
+        done.status = Status::Completed;
+        v.tasks = vec![
+            internal("1", Status::Completed),
+            done,
+            internal("3", Status::Pending),
+            Task::new("4", "open"),
+        ]
+        .into();
+        let shown: Vec<&str> = v.visible_tasks().map(|t| t.id.as_str()).collect();
+        assert_eq!(shown, ["2", "4"]);
+        let t = v.totals();
+        assert_eq!((t.tasks_done, t.tasks), (1, 2));
+        let mut ui = UiState::new(&v);
+        ui.task_row = 9;
+        ui.sync(&v);
+        assert_eq!(ui.task_row, 1, "the selection stays among the shown");
     }
 
     #[test]
@@ -503,7 +616,7 @@ mod tests {
         let mut t = Task::new("1", "x");
         t.status = Status::InProgress;
         t.owner = Some("owner".into());
-        v.tasks.push(t);
+        v.tasks = vec![t].into();
         assert_eq!(v.prunable(), ["free"]);
     }
 
