@@ -4,7 +4,7 @@
 //! when it failed; and a task handed back to the board.
 
 use super::{Flow, Gate, IDLE_WAIT, OUTPUT_META_BYTES, Runtime, clip};
-use crate::agents::process::tail_of;
+use crate::agents::process::{Finished, tail_of};
 use crate::clock;
 use crate::protocol::{self, Message, PlanApprovalRequest};
 use crate::tasks::{Status, Task, TaskUpdate};
@@ -27,39 +27,11 @@ impl Runtime {
         };
         self.start()?;
         self.say(&format!("▶ task {}: {}", task.id, task.subject));
-        if self.member.plan_mode_required == Some(true) && !approved {
-            match self.plan_gate(&task, asked, wake)? {
-                Gate::Approved => {
-                    self.say(&format!("✔ plan for task {} approved", task.id));
-                    self.restage(Stage::Picked {
-                        plan_approved: true,
-                        plan_request: None,
-                    })?;
-                }
-                Gate::Rejected(feedback) => {
-                    let mut md = Map::new();
-                    md.insert("planRejected".into(), json!(feedback));
-                    self.say(&format!("✘ plan for task {} rejected: {feedback}", task.id));
-                    let outcome = Outcome {
-                        task: Some(task.id.clone()),
-                        failure: Some(format!("plan rejected: {feedback}")),
-                        result: format!("Task {} not run: the plan was rejected.", task.id),
-                    };
-                    let post = Post::TaskUpdate {
-                        id: task.id.clone(),
-                        status: Status::Pending,
-                        unassign: false,
-                        metadata: md,
-                    };
-                    self.ran(vec![post], outcome, None)?;
-                    return self.settle();
-                }
-                Gate::Shutdown(entry, req) => {
-                    self.hand_back(&task.id, "the teammate shut down before running it")?;
-                    self.forget();
-                    return Ok(Flow::Exit(self.approve_shutdown(&entry, &req)?));
-                }
-            }
+        if self.member.plan_mode_required == Some(true)
+            && !approved
+            && let Some(flow) = self.plan_step(&task, asked, wake)?
+        {
+            return Ok(flow);
         }
         self.run_recorded(Unit::Task {
             id: task.id.clone(),
@@ -69,9 +41,66 @@ impl Runtime {
         let f = self
             .runner
             .run_task(&task, self.mode.as_deref(), self.pane.clone());
+        if let Some(flow) = self.not_run(&task, &f)? {
+            return Ok(flow);
+        }
+        let (md, output) = run_metadata(&f, started_at);
+        if f.ended.success() {
+            self.task_done(&task, md, &output, &f)
+        } else {
+            self.task_failed(&task, md, &f)
+        }
+    }
+
+    /// The plan gate's answer applied: `None` when the plan was approved
+    /// (the task runs), else how the loop goes on (rejected: the task stays
+    /// pending and owned; a shutdown: the task is handed back first).
+    fn plan_step(
+        &mut self,
+        task: &Task,
+        asked: Option<String>,
+        wake: &mut Wakeups,
+    ) -> Result<Option<Flow>> {
+        match self.plan_gate(task, asked, wake)? {
+            Gate::Approved => {
+                self.say(&format!("✔ plan for task {} approved", task.id));
+                self.restage(Stage::Picked {
+                    plan_approved: true,
+                    plan_request: None,
+                })?;
+                Ok(None)
+            }
+            Gate::Rejected(feedback) => {
+                let mut md = Map::new();
+                md.insert("planRejected".into(), json!(feedback));
+                self.say(&format!("✘ plan for task {} rejected: {feedback}", task.id));
+                let outcome = Outcome {
+                    task: Some(task.id.clone()),
+                    failure: Some(format!("plan rejected: {feedback}")),
+                    result: format!("Task {} not run: the plan was rejected.", task.id),
+                };
+                let post = Post::TaskUpdate {
+                    id: task.id.clone(),
+                    status: Status::Pending,
+                    unassign: false,
+                    metadata: md,
+                };
+                self.ran(vec![post], outcome, None)?;
+                self.settle().map(Some)
+            }
+            Gate::Shutdown(entry, req) => {
+                self.hand_back(&task.id, "the teammate shut down before running it")?;
+                self.forget();
+                Ok(Some(Flow::Exit(self.approve_shutdown(&entry, &req)?)))
+            }
+        }
+    }
+
+    /// A run that did not finish: `None` when it did. An agent that cannot
+    /// start *yet* is an error (the task stays claimed, to run on the next
+    /// try); one that crashed ends the runtime.
+    fn not_run(&mut self, task: &Task, f: &Finished) -> Result<Option<Flow>> {
         if f.ended.may_start_later() {
-            // Never started, for now: the task stays claimed, to run on the
-            // next try.
             self.restage(Stage::Picked {
                 plan_approved: true,
                 plan_request: None,
@@ -84,44 +113,53 @@ impl Runtime {
         }
         if f.ended.is_crash() {
             self.forget();
-            return Ok(Flow::Crashed {
+            return Ok(Some(Flow::Crashed {
                 task: Some(task.id.clone()),
                 reason: format!(
                     "the agent {} while running task {}",
                     f.ended.describe(),
                     task.id
                 ),
-            });
+            }));
         }
-        let (output, cut) = tail_of(&f.output, OUTPUT_META_BYTES);
-        let mut md = Map::new();
-        md.insert("exitCode".into(), json!(f.ended.code()));
-        md.insert("output".into(), json!(output));
-        if cut || f.output_truncated {
-            md.insert("outputTruncated".into(), json!(true));
-        }
-        md.insert("durationMs".into(), json!(f.elapsed.as_millis() as u64));
-        md.insert("startedAt".into(), json!(started_at));
-        md.insert("finishedAt".into(), json!(clock::now_ms()));
+        Ok(None)
+    }
+
+    /// A run that exited 0: the task is completed.
+    fn task_done(
+        &mut self,
+        task: &Task,
+        mut md: Map<String, Value>,
+        output: &str,
+        f: &Finished,
+    ) -> Result<Flow> {
+        md.insert("completedBy".into(), json!(self.me));
+        let outcome = Outcome {
+            task: Some(task.id.clone()),
+            failure: None,
+            result: format!("Task {} done: {}", task.id, clip(output.trim(), 200)),
+        };
+        let post = Post::TaskUpdate {
+            id: task.id.clone(),
+            status: Status::Completed,
+            unassign: false,
+            metadata: md,
+        };
+        self.ran(vec![post], outcome, None)?;
+        let flow = self.settle()?;
         let secs = f.elapsed.as_secs_f64();
-        if f.ended.success() {
-            md.insert("completedBy".into(), json!(self.me));
-            let outcome = Outcome {
-                task: Some(task.id.clone()),
-                failure: None,
-                result: format!("Task {} done: {}", task.id, clip(output.trim(), 200)),
-            };
-            let post = Post::TaskUpdate {
-                id: task.id.clone(),
-                status: Status::Completed,
-                unassign: false,
-                metadata: md,
-            };
-            self.ran(vec![post], outcome, None)?;
-            let flow = self.settle()?;
-            self.say(&format!("✔ task {} done (exit 0, {secs:.1} s)", task.id));
-            return Ok(flow);
-        }
+        self.say(&format!("✔ task {} done (exit 0, {secs:.1} s)", task.id));
+        Ok(flow)
+    }
+
+    /// A run that exited non-zero: the task stays pending and owned, marked
+    /// failed, and the lead hears of it.
+    fn task_failed(
+        &mut self,
+        task: &Task,
+        mut md: Map<String, Value>,
+        f: &Finished,
+    ) -> Result<Flow> {
         let why = f.ended.describe();
         md.insert("failed".into(), json!(true));
         md.insert("failedBy".into(), json!(self.me));
@@ -158,6 +196,7 @@ impl Runtime {
         };
         self.ran(posts, outcome, None)?;
         let flow = self.settle()?;
+        let secs = f.elapsed.as_secs_f64();
         self.say(&format!("✘ task {} failed ({why}, {secs:.1} s)", task.id));
         Ok(flow)
     }
@@ -249,4 +288,20 @@ impl Runtime {
             wake.wait(IDLE_WAIT);
         }
     }
+}
+
+/// The metadata every finished run leaves on its task (exit code,
+/// bounded output, timings), and that output.
+fn run_metadata(f: &Finished, started_at: u64) -> (Map<String, Value>, String) {
+    let (output, cut) = tail_of(&f.output, OUTPUT_META_BYTES);
+    let mut md = Map::new();
+    md.insert("exitCode".into(), json!(f.ended.code()));
+    md.insert("output".into(), json!(output));
+    if cut || f.output_truncated {
+        md.insert("outputTruncated".into(), json!(true));
+    }
+    md.insert("durationMs".into(), json!(f.elapsed.as_millis() as u64));
+    md.insert("startedAt".into(), json!(started_at));
+    md.insert("finishedAt".into(), json!(clock::now_ms()));
+    (md, output.to_owned())
 }
