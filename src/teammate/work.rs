@@ -60,6 +60,13 @@
 //!   the matching response (still answering a shutdown). Rejected: the task
 //!   stays pending and owned, with `metadata.planRejected` holding the
 //!   feedback, and the idle notification says why.
+//!
+//! The code, by noun: this file holds the loop and its decisions;
+//! `work/inbox.rs` reads the inbox and picks the next unit;
+//! `work/messages.rs` and `work/task.rs` run the two kinds of unit (a task
+//! with its plan gate); `work/turn.rs` the turn's ends (active, idle,
+//! shutdown approved, crash); `work/recovery.rs` the record of the unit in
+//! flight and what a restart does with it.
 
 mod inbox;
 mod messages;
