@@ -21,7 +21,7 @@
 //! - [`team`]: names, colours, the roster (`config.json`) and the typed
 //!   view of swarm's own fields in it, member status.
 //! - [`mailbox`]: inboxes: append (group-committed under contention), read,
-//!   consume by identity, history, follow.
+//!   consume by identity, history, follow; the lead's signatures on them.
 //! - [`protocol`]: typed structured messages carried in inbox entries.
 //! - [`tasks`]: the shared task list: ids, claims, dependencies.
 //! - [`teammate`]: the runtime in every teammate pane.

@@ -1062,13 +1062,13 @@ fn the_claude_preset_launches_with_the_references_argv_env_and_a_signed_first_pr
         (entry.from.as_str(), entry.text.as_str()),
         ("team-lead", "You are researcher.")
     );
-    let verifier = swarm::agents::signing::LeadVerifier::parse(&key_arg).unwrap();
+    let verifier = swarm::mailbox::signing::LeadVerifier::parse(&key_arg).unwrap();
     assert!(
         verifier.verifies(&entry),
         "lead_sig must verify with --lead-verify-key"
     );
     let other =
-        swarm::agents::signing::LeadVerifier::parse(fixture["lead_verify_key"].as_str().unwrap())
+        swarm::mailbox::signing::LeadVerifier::parse(fixture["lead_verify_key"].as_str().unwrap())
             .unwrap();
     assert!(!other.verifies(&entry));
     assert!(

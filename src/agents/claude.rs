@@ -53,8 +53,8 @@
 //!   creates there that the user's dir lacks (say `projects/` on a fresh
 //!   account) stays in swarm's state.
 
-use super::signing::LeadKey;
 use crate::mailbox::Entry;
+use crate::mailbox::signing::LeadKey;
 use crate::paths::Root;
 use crate::team::{Member, Team};
 use anyhow::{Context, Result, bail};

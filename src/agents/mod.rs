@@ -11,8 +11,9 @@
 //! - `process`: no runtime; the pane runs the member's command itself.
 //!
 //! [`kind`] names them ([`Agent`]) and the permission modes
-//! ([`PermissionMode`]); [`process`] runs the processes; [`signing`] holds the lead keys Claude
-//! Code teammates verify.
+//! ([`PermissionMode`]); [`process`] runs the processes. The lead keys
+//! Claude Code teammates verify are signed mailbox entries: they live in
+//! [`crate::mailbox::signing`].
 
 pub mod claude;
 pub mod exec;
@@ -20,7 +21,6 @@ pub mod kind;
 pub mod process;
 pub mod session;
 pub mod shell;
-pub mod signing;
 
 pub use claude::{ClaudeLaunch, claude_launch, write_initial_prompt};
 pub use exec::{Delivery, Preset};

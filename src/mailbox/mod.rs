@@ -18,6 +18,8 @@
 //!   what was appended since a reader's previous read (`tail.rs`).
 //! * Every send rings the recipient's doorbell ([`doorbell`]), a FIFO its
 //!   teammate runtime sleeps on, so a message wakes its recipient only.
+//! * [`signing`]: the lead's signature (`lead_sig`) on the entries a Claude
+//!   Code teammate verifies, and the per-inbox keys that make it.
 //!
 //! Nothing is lost silently: a corrupt inbox is copied aside
 //! (`<file>.corrupt-<ms>`) and reported, never read as empty; entries that
@@ -30,6 +32,7 @@ mod entry;
 mod fault;
 mod history;
 mod inbox;
+pub mod signing;
 mod spool;
 mod tail;
 mod view;

@@ -148,11 +148,11 @@ impl Team {
     /// A Claude Code teammate started with --lead-verify-key obeys lead
     /// entries only when signed with its key (reference §4): the key that
     /// entries from `from` to `to` are signed with, if any.
-    fn lead_key(&self, from: &str, to: &str) -> Result<Option<crate::agents::signing::LeadKey>> {
-        if crate::agents::signing::is_signed_sender(from)
+    fn lead_key(&self, from: &str, to: &str) -> Result<Option<crate::mailbox::signing::LeadKey>> {
+        if crate::mailbox::signing::is_signed_sender(from)
             && crate::team::names::validate_member(to).is_ok()
         {
-            return crate::agents::signing::LeadKey::load(&self.root, &self.name, to);
+            return crate::mailbox::signing::LeadKey::load(&self.root, &self.name, to);
         }
         Ok(None)
     }
