@@ -274,7 +274,19 @@ fn up_with_a_spec_registers_every_teammate_titled_coloured_and_piped() {
     }
     let path = t.work.join("swarm.toml");
     std::fs::write(&path, spec).expect("spec");
-    t.ok(&["up", "--no-attach", &path.to_string_lossy()]);
+    let up = t.ok(&["up", "--no-attach", &path.to_string_lossy()]);
+    // The one that overflowed is said to be elsewhere, on the roster (the
+    // dialog shows it) and in `up`'s own words.
+    let apart: Vec<&String> = names
+        .iter()
+        .filter(|n| t.member(n).unwrap()["swarmApart"].is_string())
+        .collect();
+    assert_eq!(apart, [&names[5]], "{}", t.explain());
+    assert!(
+        up.stderr.contains("(the lead's window is full)"),
+        "{}",
+        up.explain()
+    );
     // `up` returns once every pane is open and on the roster: no waiting.
     let mut panes = Vec::new();
     let mut colors = Vec::new();

@@ -545,6 +545,14 @@ pub trait PaneBackendExecutor: Send + Sync {
         std::future::pending::<()>().await
     }
 
+    /// Where a pane this backend instance opened was put when it is not
+    /// beside the lead, as a user would look for it (`window 2`: tmux's
+    /// overflow window when the lead's window is full), else `None`
+    /// (beside the lead, or a backend that never puts a pane apart).
+    async fn placed_apart(&self, _pane: &PaneId) -> Option<String> {
+        None
+    }
+
     async fn focus(&self, _pane: &PaneId) -> Result<()> {
         Err(BackendError::unsupported(self.kind(), "focus"))
     }

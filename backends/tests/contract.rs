@@ -719,10 +719,19 @@ mod tmux_live {
         };
         let lead = h.session("small", (80, 24));
         let mut windows = Vec::new();
+        let mut apart = Vec::new();
         for _ in 0..3 {
             let p = h.backend.spawn(&lead_spec(&h, &lead)).await.expect("spawn");
             windows.push(pane_info(&h.tmux, &p, "#{window_id}"));
+            apart.push((
+                h.backend.placed_apart(&p.id).await,
+                pane_info(&h.tmux, &p, "#{window_index}"),
+            ));
         }
+        // The backend says which pane went apart, and where to find it.
+        assert_eq!(apart[0].0, None);
+        assert_eq!(apart[1].0, None);
+        assert_eq!(apart[2].0, Some(format!("window {}", apart[2].1)));
         let lead_window = pane_info(&h.tmux, &lead, "#{window_id}");
         assert_eq!(windows[..2], [lead_window.clone(), lead_window.clone()]);
         assert_ne!(

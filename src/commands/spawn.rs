@@ -37,9 +37,10 @@ pub(super) async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
         worktree: args.worktree,
     };
     let s = spawn_member(&team, &mut opened, &req).await?;
+    let apart = super::up::apart_note(s.apart.as_deref());
     match s.pid {
-        Some(pid) => println!("spawned {} in pane {} (pid {pid})", s.name, s.pane),
-        None => println!("spawned {} in pane {}", s.name, s.pane),
+        Some(pid) => println!("spawned {} in pane {} (pid {pid}){apart}", s.name, s.pane),
+        None => println!("spawned {} in pane {}{apart}", s.name, s.pane),
     }
     if !s.passed.is_empty() {
         eprintln!("{}", passed_note(&s.passed).trim_start_matches("; "));

@@ -427,13 +427,22 @@ async fn spawn_reserved(team: &Team, opened: &mut Opened) -> Result<()> {
     }
     for s in spawn_members_locked(team, opened, &reqs).await? {
         eprintln!(
-            "spawned {} in pane {}{}",
+            "spawned {} in pane {}{}{}",
             s.name,
             s.pane,
+            apart_note(s.apart.as_deref()),
             passed_note(&s.passed)
         );
     }
     Ok(())
+}
+
+/// " in window 2 (the lead's window is full)" for a pane placed apart.
+pub(super) fn apart_note(apart: Option<&str>) -> String {
+    match apart {
+        Some(w) => format!(" in {} (the lead's window is full)", esc(w)),
+        None => String::new(),
+    }
 }
 
 async fn reattach(team: &Team, opened: &Opened, no_attach: bool) -> Result<Exit> {

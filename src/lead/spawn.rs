@@ -60,6 +60,9 @@ pub struct Spawned {
     pub pid: Option<u32>,
     /// The variables passed by name from the spawner's environment.
     pub passed: Vec<String>,
+    /// Where the pane went when not beside the lead (`window 2`: the lead's
+    /// window was full), as the backend says.
+    pub apart: Option<String>,
 }
 
 /// The exact environment of a member's pane (see [`crate::pane_env`]).
@@ -271,13 +274,17 @@ pub async fn spawn_members_locked(
     for (i, (req, p)) in reqs.iter().zip(&prepared).enumerate() {
         match open_pane(team, opened, req, p).await {
             Ok((pane, pid, passed)) => {
-                registrar.add(&req.name, &pane.id, pid).await?;
+                let apart = opened.backend.placed_apart(&pane.id).await;
+                registrar
+                    .add(&req.name, &pane.id, pid, apart.clone())
+                    .await?;
                 tracing::info!(member = %req.name, pane = %pane, ?pid, "spawned");
                 spawned.push(Spawned {
                     name: req.name.clone(),
                     pane,
                     pid,
                     passed,
+                    apart,
                 });
             }
             Err(e) => {
@@ -675,12 +682,15 @@ pub fn check_startable(program: &str, cwd: &Path, env: &[(String, String)]) -> R
     )
 }
 
+/// One opened pane to record: member, pane, pid, where it went apart.
+type Registered = (String, PaneId, Option<u32>, Option<String>);
+
 /// Records spawned panes on the roster: one write at a time, off the async
 /// thread, each taking every pane that opened while the previous write ran.
 struct Registrar {
     roster: crate::team::Roster,
     socket: Option<PathBuf>,
-    pending: Vec<(String, PaneId, Option<u32>)>,
+    pending: Vec<Registered>,
     writing: Option<tokio::task::JoinHandle<Result<()>>>,
 }
 
@@ -696,8 +706,15 @@ impl Registrar {
 
     /// Queues a pane; starts a write unless one is running. A finished
     /// write's failure is returned here.
-    async fn add(&mut self, name: &str, pane: &PaneId, pid: Option<u32>) -> Result<()> {
-        self.pending.push((name.to_string(), pane.clone(), pid));
+    async fn add(
+        &mut self,
+        name: &str,
+        pane: &PaneId,
+        pid: Option<u32>,
+        apart: Option<String>,
+    ) -> Result<()> {
+        self.pending
+            .push((name.to_string(), pane.clone(), pid, apart));
         if let Some(w) = &self.writing {
             if !w.is_finished() {
                 return Ok(());
@@ -731,13 +748,13 @@ impl Registrar {
 fn register(
     roster: &crate::team::Roster,
     socket: Option<&Path>,
-    batch: &[(String, PaneId, Option<u32>)],
+    batch: &[Registered],
 ) -> Result<()> {
     let socket = socket
         .map(|s| Value::String(s.to_string_lossy().into_owned()))
         .unwrap_or(Value::Null);
     roster.update(|tf| {
-        for (name, pane, pid) in batch {
+        for (name, pane, pid, apart) in batch {
             let members = tf.member_names();
             let Some(m) = tf.member_mut(name) else {
                 return Err(crate::team::RosterError::NoSuchMember {
@@ -754,6 +771,10 @@ fn register(
                 .unwrap_or(Value::Null);
             m.set_swarm_field(SwarmField::PidStart, start);
             m.set_swarm_field(SwarmField::TmuxSocket, socket.clone());
+            m.set_swarm_field(
+                SwarmField::Apart,
+                apart.clone().map(Value::String).unwrap_or(Value::Null),
+            );
         }
         Ok(())
     })?;

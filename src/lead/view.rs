@@ -466,6 +466,7 @@ pub fn member_row(m: &Member, sh: &Shared, unread: usize, current: Option<&Task>
     row.last_activity = sh.heard.get(&m.name).map(Instant::elapsed);
     row.unread = unread;
     row.hidden = m.swarm_field(SwarmField::Hidden).is_some();
+    row.apart = m.apart().map(str::to_owned);
     row.mode = m.mode.clone();
     row.worktree = crate::worktree::member_line_cached(m);
     row

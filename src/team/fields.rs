@@ -42,6 +42,9 @@ pub enum SwarmField {
     /// environment of whoever opens it (`swarm spawn --env K`, the spec's
     /// `pass_env`): an array of strings. Values are never stored.
     PassEnv,
+    /// Where the member's pane went when not beside the lead (string,
+    /// `window 2`: the lead's window was full).
+    Apart,
 }
 
 impl SwarmField {
@@ -53,6 +56,7 @@ impl SwarmField {
             SwarmField::Exit => "swarmExit",
             SwarmField::TmuxSocket => "swarmTmuxSocket",
             SwarmField::Hidden => "swarmHidden",
+            SwarmField::Apart => "swarmApart",
             SwarmField::Pid => "swarmPid",
             SwarmField::PidStart => "swarmPidStart",
             SwarmField::Nonce => "swarmNonce",
@@ -197,6 +201,12 @@ impl Member {
     /// `swarmNonce`: the mark its pane carries, if one was recorded.
     pub fn nonce(&self) -> Result<Option<String>, FieldError> {
         self.typed(SwarmField::Nonce, "a string")
+    }
+
+    /// `swarmApart`: where the pane went when not beside the lead.
+    pub fn apart(&self) -> Option<&str> {
+        self.swarm_field(SwarmField::Apart)
+            .and_then(serde_json::Value::as_str)
     }
 
     /// `swarmHidden`: the pane is hidden.

@@ -698,3 +698,15 @@ fn a_teammate_in_a_worktree_shows_its_branch_and_progress() {
         "no task:\n{out}"
     );
 }
+
+/// A teammate the lead's full window sent to another window says where it
+/// is (issue 14 item 4).
+#[test]
+fn a_teammate_in_an_overflow_window_says_where_it_is() {
+    let mut v = busy_team();
+    v.members[1].apart = Some("window 2".into());
+    for size in [(80, 24), (200, 50)] {
+        let out = render(&v, &UiState::new(&v), size);
+        assert!(out.contains("@bob in window 2"), "{size:?}:\n{out}");
+    }
+}

@@ -139,6 +139,8 @@ pub struct MemberRow {
     pub unread: usize,
     /// Its pane is hidden.
     pub hidden: bool,
+    /// Where its pane went when not beside the lead (`window 2`).
+    pub apart: Option<String>,
     /// Permission mode (`default`, `acceptEdits`, `plan`, `bypassPermissions`).
     pub mode: Option<String>,
     /// Why it needs the user, if it does ([`Attention::of`]).
@@ -164,6 +166,7 @@ impl MemberRow {
             last_activity: None,
             unread: 0,
             hidden: false,
+            apart: None,
             mode: None,
             attention: None,
             progress: None,

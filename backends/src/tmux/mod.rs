@@ -171,6 +171,9 @@ struct State {
     overflow: Option<String>,
     /// Hidden panes and the pane they were beside.
     hidden: HashMap<PaneId, PaneId>,
+    /// Panes a `RightOfLead` spawn put in the overflow window, with that
+    /// window as a user finds it (`window 2`).
+    apart: HashMap<PaneId, String>,
     /// The lead's window as the last split left it (listed in that split's
     /// own invocation), so the next split of a burst skips a `list-panes`.
     /// Taken by the split that uses it; a failed split lists afresh.
@@ -551,7 +554,9 @@ impl TmuxBackend {
                     cmds.extend(finish(None)?);
                     cmds.push(commands::restore_focus());
                     cmds.push(commands::select_layout(&window_id, "tiled"));
-                    return Ok(self.run_spawn(cmds).await?.0);
+                    let pane = self.run_spawn(cmds).await?.0;
+                    self.note_apart(&pane, first.window_index).await;
+                    return Ok(pane);
                 }
             }
         }
@@ -559,8 +564,19 @@ impl TmuxBackend {
         let window = self.window_of(&pane).await?;
         if let Some(row) = window.first() {
             self.state.lock().await.overflow = Some(row.window_id.clone());
+            self.note_apart(&pane, row.window_index).await;
         }
         Ok(pane)
+    }
+
+    /// Remembers that `pane` went to the overflow window `index`, for
+    /// [`PaneBackendExecutor::placed_apart`].
+    async fn note_apart(&self, pane: &PaneId, index: u32) {
+        self.state
+            .lock()
+            .await
+            .apart
+            .insert(pane.clone(), format!("window {index}"));
     }
 
     /// Every pane row on the server; an absent server has no panes.
@@ -858,6 +874,10 @@ impl PaneBackendExecutor for TmuxBackend {
 
     async fn checked_version(&self) -> Option<(u32, u32)> {
         self.state.lock().await.version
+    }
+
+    async fn placed_apart(&self, pane: &PaneId) -> Option<String> {
+        self.state.lock().await.apart.get(pane).cloned()
     }
 
     async fn focus(&self, pane: &PaneId) -> Result<()> {

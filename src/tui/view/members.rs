@@ -28,7 +28,7 @@ pub(super) fn draw(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, 
     let name_w = view
         .members
         .iter()
-        .map(|m| escape_line(&m.name).chars().count() + if m.hidden { 8 } else { 1 })
+        .map(|m| escape_line(&m.name).chars().count() + name_note_width(m))
         .max()
         .unwrap_or(4)
         .clamp(8, 24) as u16;
@@ -183,6 +183,9 @@ fn member_row<'a>(
                 let mut name = vec![Span::styled(format!("@{}", escape_line(&m.name)), colour)];
                 if m.hidden {
                     name.push(Span::styled(" hidden", theme.dim()));
+                } else if let Some(w) = &m.apart {
+                    // Not beside the lead: the lead's window was full.
+                    name.push(Span::styled(format!(" in {}", escape_line(w)), theme.dim()));
                 }
                 Line::from(name).into()
             }
@@ -258,4 +261,16 @@ fn task_cell(m: &MemberRow, theme: Theme) -> Line<'static> {
         }
     }
     Line::from(spans)
+}
+
+/// The width of what follows a member's name: ` hidden`, or ` in window 2`
+/// for a pane the lead's full window sent elsewhere (plus the `@`).
+fn name_note_width(m: &MemberRow) -> usize {
+    if m.hidden {
+        8
+    } else if let Some(w) = &m.apart {
+        escape_line(w).chars().count() + 5
+    } else {
+        1
+    }
 }
