@@ -181,32 +181,7 @@ impl Invocation {
         };
         let tail = Arc::new(Mutex::new(Tail::default()));
         let out_tail = Arc::new(Mutex::new(Tail::default()));
-        let (done_tx, done_rx) = mpsc::channel();
-        let mut readers = 0;
-        for (pipe, own) in [
-            (
-                child
-                    .stdout
-                    .take()
-                    .map(|p| Box::new(p) as Box<dyn Read + Send>),
-                Some(out_tail.clone()),
-            ),
-            (
-                child
-                    .stderr
-                    .take()
-                    .map(|p| Box::new(p) as Box<dyn Read + Send>),
-                None,
-            ),
-        ] {
-            let Some(pipe) = pipe else { continue };
-            readers += 1;
-            let (tail, pane, done) = (tail.clone(), pane.clone(), done_tx.clone());
-            std::thread::spawn(move || {
-                pump(pipe, &tail, own.as_deref(), &pane);
-                let _ = done.send(());
-            });
-        }
+        let (readers, done_rx) = start_pumps(&mut child, &tail, &out_tail, &pane);
         let status = child.wait();
         let deadline = Instant::now() + DRAIN_WAIT;
         for _ in 0..readers {
@@ -215,20 +190,7 @@ impl Invocation {
                 break;
             }
         }
-        let ended = match status {
-            Ok(s) => match (s.code(), s.signal()) {
-                (Some(c), _) => Ended::Exit(c),
-                (None, Some(sig)) => Ended::Signal(sig),
-                (None, None) => Ended::NotStarted {
-                    why: "no exit status".into(),
-                    errno: None,
-                },
-            },
-            Err(e) => Ended::NotStarted {
-                why: format!("waiting for the agent: {e}"),
-                errno: e.raw_os_error(),
-            },
-        };
+        let ended = ended_by(status);
         if GUARDED.load(std::sync::atomic::Ordering::SeqCst) {
             // Orphans adopted during the run that have exited since; the
             // runtime runs one unit at a time, so no other run is waiting.
@@ -297,6 +259,63 @@ impl Finished {
             stdout_truncated: false,
             elapsed,
         }
+    }
+}
+
+/// Starts one thread per output pipe of `child`, each copying to `pane`
+/// and keeping the tail (stdout's also on its own); returns how many
+/// started and the channel each signals on when its pipe ends.
+fn start_pumps(
+    child: &mut std::process::Child,
+    tail: &Arc<Mutex<Tail>>,
+    out_tail: &Arc<Mutex<Tail>>,
+    pane: &Arc<Mutex<dyn Write + Send>>,
+) -> (usize, mpsc::Receiver<()>) {
+    let (done_tx, done_rx) = mpsc::channel();
+    let mut readers = 0;
+    for (pipe, own) in [
+        (
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+            Some(out_tail.clone()),
+        ),
+        (
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+            None,
+        ),
+    ] {
+        let Some(pipe) = pipe else { continue };
+        readers += 1;
+        let (tail, pane, done) = (tail.clone(), pane.clone(), done_tx.clone());
+        std::thread::spawn(move || {
+            pump(pipe, &tail, own.as_deref(), &pane);
+            // The receiver may have stopped waiting (its deadline passed).
+            let _ = done.send(());
+        });
+    }
+    (readers, done_rx)
+}
+
+/// How the agent ended, from its wait status.
+fn ended_by(status: std::io::Result<std::process::ExitStatus>) -> Ended {
+    match status {
+        Ok(s) => match (s.code(), s.signal()) {
+            (Some(c), _) => Ended::Exit(c),
+            (None, Some(sig)) => Ended::Signal(sig),
+            (None, None) => Ended::NotStarted {
+                why: "no exit status".into(),
+                errno: None,
+            },
+        },
+        Err(e) => Ended::NotStarted {
+            why: format!("waiting for the agent: {e}"),
+            errno: e.raw_os_error(),
+        },
     }
 }
 

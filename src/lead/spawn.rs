@@ -331,31 +331,13 @@ async fn prepare(
         .into_owned();
     let existing = tf.member(&req.name).cloned();
     if let Some(m) = &existing {
-        if m.is_lead() {
-            bail!("{:?} is the lead", req.name);
-        }
-        if let Some(pane) = member_pane(m)
-            && m.exit()?.is_none()
-        {
-            let st = opened.backend.status(std::slice::from_ref(&pane)).await?;
-            if matches!(st.first(), Some((_, PaneStatus::Running { .. }))) {
-                bail!("{} is already running in pane {}", req.name, m.tmux_pane_id);
-            }
-        }
+        refuse_running(opened, req, m).await?;
     }
     let color = req
         .color
         .clone()
         .or_else(|| existing.as_ref().and_then(|m| m.color.clone()))
-        .unwrap_or_else(|| {
-            let used: Vec<&str> = tf.teammates().filter_map(|m| m.color.as_deref()).collect();
-            (0..)
-                .map(colors::for_teammate)
-                .take(colors::PALETTE.len())
-                .find(|c| !used.contains(c))
-                .unwrap_or_else(|| colors::for_teammate(tf.teammates().count()))
-                .to_string()
-        });
+        .unwrap_or_else(|| free_color(tf));
     let mut member = existing
         .clone()
         .unwrap_or_else(|| Member::teammate(&tf.name, &req.name, &color, &cwd));
@@ -371,11 +353,58 @@ async fn prepare(
     }
     member.backend_type = Some(opened.kind().as_str().to_string());
     member.is_active = Some(false);
+    set_swarm_fields(&mut member, req, agent);
+    if req.worktree {
+        crate::worktree::want(&mut member);
+    }
+    if crate::worktree::wanted(&member) {
+        crate::worktree::ensure(team, &mut member, &req.cwd)?;
+    }
+    let resumed = crate::resume::record_at_spawn(&mut member, agent);
+    Ok(Prepared {
+        agent,
+        member,
+        existed: existing.is_some(),
+        resumed,
+    })
+}
+
+/// A member of that name whose pane still runs is refused (so is the lead's
+/// name): a second pane for one member would be two runtimes on one inbox.
+async fn refuse_running(opened: &Opened, req: &SpawnRequest, m: &Member) -> Result<()> {
+    if m.is_lead() {
+        bail!("{:?} is the lead", req.name);
+    }
+    if let Some(pane) = member_pane(m)
+        && m.exit()?.is_none()
+    {
+        let st = opened.backend.status(std::slice::from_ref(&pane)).await?;
+        if matches!(st.first(), Some((_, PaneStatus::Running { .. }))) {
+            bail!("{} is already running in pane {}", req.name, m.tmux_pane_id);
+        }
+    }
+    Ok(())
+}
+
+/// The first palette colour no teammate wears, else the next in turn.
+fn free_color(tf: &crate::team::TeamFile) -> String {
+    let used: Vec<&str> = tf.teammates().filter_map(|m| m.color.as_deref()).collect();
+    (0..)
+        .map(colors::for_teammate)
+        .take(colors::PALETTE.len())
+        .find(|c| !used.contains(c))
+        .unwrap_or_else(|| colors::for_teammate(tf.teammates().count()))
+        .to_string()
+}
+
+/// swarm's own fields of a member about to get a pane: its agent, no exit
+/// or pid yet, a fresh mark (on the roster before the pane exists), and
+/// the command and environment the request names.
+fn set_swarm_fields(member: &mut Member, req: &SpawnRequest, agent: Agent) {
     member.set_swarm_field(SwarmField::Agent, Value::from(agent.name()));
     member.set_exit(None);
     member.set_swarm_field(SwarmField::Pid, Value::Null);
     member.set_swarm_field(SwarmField::PidStart, Value::Null);
-    // The pane's mark, on the roster before the pane exists.
     member.set_swarm_field(
         SwarmField::Nonce,
         Value::String(swarm_backends::new_nonce()),
@@ -394,19 +423,6 @@ async fn prepare(
     if !req.pass_env.is_empty() {
         member.set_swarm_field(SwarmField::PassEnv, serde_json::json!(req.pass_env));
     }
-    if req.worktree {
-        crate::worktree::want(&mut member);
-    }
-    if crate::worktree::wanted(&member) {
-        crate::worktree::ensure(team, &mut member, &req.cwd)?;
-    }
-    let resumed = crate::resume::record_at_spawn(&mut member, agent);
-    Ok(Prepared {
-        agent,
-        member,
-        existed: existing.is_some(),
-        resumed,
-    })
 }
 
 /// Opens the pane of a member whose record is on the roster.
