@@ -184,6 +184,14 @@ impl Root {
         Ok(self.dir.join("worktrees").join(team).join(member))
     }
 
+    /// The OS lock held while a teammate's worktree is retired (kept,
+    /// saved or removed), beside the worktree: `swarm shutdown` and the
+    /// lead may both act on one shutdown approval.
+    pub fn worktree_lock(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {
+        let wt = self.worktree(team, member)?;
+        Ok(wt.with_file_name(format!("{member}.retire-lock")))
+    }
+
     /// Bounded history of messages a member has consumed.
     pub fn history(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {
         let m = member_component(member)?;

@@ -578,7 +578,45 @@ pub fn retire(team: &Team, members: &[Member], force: bool) -> Vec<String> {
     lines
 }
 
+/// How long a retirement waits for another process retiring the same
+/// worktree (git's own work on one worktree: seconds at most).
+const RETIRE_WAIT: Duration = Duration::from_secs(30);
+
+/// One retirement of a worktree at a time: `swarm shutdown` and the lead
+/// both see the same shutdown approval and may retire it together.
+fn retire_lock(team: &Team, name: &str) -> Result<std::fs::File> {
+    let path = team.root.worktree_lock(&team.name, name)?;
+    let file = crate::lead::lock::open_lock_file(&path)?;
+    let deadline = Instant::now() + RETIRE_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => bail!(
+                "another swarm process is still retiring {name}'s worktree after {} s",
+                RETIRE_WAIT.as_secs()
+            ),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("locking {}", path.display()));
+            }
+        }
+    }
+}
+
+/// Whether the teammate's branch still exists in the lead's repository.
+fn branch_exists(wt: &Worktree) -> bool {
+    let branch = format!("refs/heads/{}", wt.branch);
+    git_out(&wt.repo, &["rev-parse", "--verify", "--quiet", &branch]).is_ok_and(|o| o.ok)
+}
+
 fn retire_one(team: &Team, wt: &Worktree, name: &str, force: bool) -> Result<Retired> {
+    let _one_at_a_time = retire_lock(team, name)?;
+    if !wt.path.exists() && !branch_exists(wt) {
+        // Retired already, by the other process that saw the same leave.
+        return Ok(Retired::Removed);
+    }
     let unmerged = ahead_behind(wt)?.0;
     if !wt.path.exists() {
         // Its directory went by other hands: its branch alone holds work.
@@ -668,5 +706,49 @@ mod tests {
         record(&mut m, &wt);
         assert_eq!(of(&m), Some(wt));
         assert_eq!(m.extra["worktreePath"], "/w/t/alice");
+    }
+
+    /// `swarm shutdown` and the lead both act on one shutdown approval:
+    /// retiring one worktree from two places at once removes it once and
+    /// says so twice, never "kept … failed" (seen in CI: one retirement
+    /// deleted the branch under the other's `rev-list`).
+    #[test]
+    fn two_retirements_of_one_worktree_at_once_agree_it_was_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        let run = |args: &[&str]| {
+            let ok = Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .current_dir(&work)
+                .output()
+                .unwrap()
+                .status
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        run(&["init", "--quiet"]);
+        run(&["commit", "--quiet", "--allow-empty", "-m", "first"]);
+        let root = crate::paths::Root::new(dir.path().join("root"));
+        let team = Team::new(&root, "t");
+        for round in 0..8 {
+            let name = format!("m{round}");
+            let mut m = Member::teammate("t", &name, "blue", &work.to_string_lossy());
+            want(&mut m);
+            ensure(&team, &mut m, &work).unwrap();
+            let lines: Vec<Vec<String>> = std::thread::scope(|s| {
+                let a = s.spawn(|| retire(&team, std::slice::from_ref(&m), false));
+                let b = s.spawn(|| retire(&team, std::slice::from_ref(&m), false));
+                vec![a.join().unwrap(), b.join().unwrap()]
+            });
+            for l in lines.iter().flatten() {
+                assert!(
+                    l.starts_with(&format!("removed the worktree of {name}")),
+                    "{l}"
+                );
+            }
+            assert!(!root.worktree("t", &name).unwrap().exists());
+        }
     }
 }

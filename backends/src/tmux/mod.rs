@@ -8,6 +8,10 @@
 
 pub mod commands;
 mod kill;
+mod place;
+
+use place::rejoin_target;
+pub use place::{SplitPlan, plan_split, tiled_fits};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -22,7 +26,7 @@ use crate::{
     BackendKind, Capabilities, PaneBackendExecutor, PaneId, PaneMark, PaneRef, PaneStatus,
     Placement, SpawnSpec,
 };
-use commands::{Launch, Split, WindowPane};
+use commands::{Launch, WindowPane};
 
 /// Builds the commands that finish a new pane (see [`commands::finish_pane`])
 /// for a target: `None` is the command list's current pane.
@@ -102,54 +106,6 @@ impl TmuxServer {
     }
 }
 
-/// Where the next teammate goes beside the lead.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SplitPlan {
-    /// The lead is alone: split it side by side, the lead keeping ~35%.
-    First,
-    /// Stack below the last teammate of the right column, then re-tile.
-    Column { below: PaneId },
-    /// Panes would be too small: use another window.
-    Overflow,
-}
-
-/// Plans a split of the lead's window (pure: tested on recorded layouts).
-pub fn plan_split(window: &[WindowPane], lead: &PaneId) -> SplitPlan {
-    let Some(first) = window.first() else {
-        return SplitPlan::Overflow;
-    };
-    let (w, h) = (first.window_width, first.window_height);
-    let lead_cols = w * LEAD_PERCENT / 100;
-    let right_cols = w.saturating_sub(lead_cols + 1);
-    let teammates: Vec<&WindowPane> = window.iter().filter(|p| &p.pane != lead).collect();
-    let n = teammates.len() as u32 + 1;
-    // n panes stacked in the column: n-1 separators and a title line each.
-    let rows = h.saturating_sub(n - 1) / n;
-    let rows = rows.saturating_sub(1);
-    if right_cols < MIN_COLS || rows < MIN_ROWS {
-        return SplitPlan::Overflow;
-    }
-    match teammates.last() {
-        None => SplitPlan::First,
-        Some(last) => SplitPlan::Column {
-            below: last.pane.clone(),
-        },
-    }
-}
-
-/// True when a tiled window of `panes` + 1 panes keeps each readable.
-pub fn tiled_fits(window_width: u32, window_height: u32, panes: u32) -> bool {
-    let n = panes + 1;
-    let mut cols = 1;
-    while cols * cols < n {
-        cols += 1;
-    }
-    let rows = n.div_ceil(cols);
-    let w = window_width.saturating_sub(cols - 1) / cols;
-    let h = (window_height.saturating_sub(rows - 1) / rows).saturating_sub(1);
-    w >= MIN_COLS && h >= MIN_ROWS
-}
-
 /// The status of `pane` in a `list-panes` listing.
 fn row_status(rows: &[commands::PaneRow], pane: &PaneRef) -> PaneStatus {
     match rows.iter().find(|r| r.pane == pane.id) {
@@ -225,27 +181,6 @@ impl TmuxBackend {
                 .lead = lead;
         }
         self
-    }
-
-    /// A pane that shares `pane`'s column, to even the column out through
-    /// once `pane` is closed (see [`rejoin_target`]: the window's first
-    /// pane, the lead, is not in the column). `None` when it was alone, or
-    /// the window cannot be listed.
-    async fn column_sibling(&self, pane: &PaneId) -> Option<PaneId> {
-        let window = self.window_of(pane).await.ok()?;
-        let target = rejoin_target(&window, pane)?;
-        (window.first().map(|p| &p.pane) != Some(&target)).then_some(target)
-    }
-
-    /// Spreads the column of `sibling` out evenly after a teammate's pane
-    /// in it closed (tmux gives the whole space to one neighbour). The
-    /// kill has succeeded whatever this does: a window that cannot be laid
-    /// out again (gone meanwhile) keeps tmux's layout, uneven but whole,
-    /// so the error is not the kill's.
-    async fn even_out(&self, sibling: Option<PaneId>) {
-        if let Some(Ok(argv)) = sibling.as_ref().map(commands::select_layout_even) {
-            let _uneven_at_worst = self.tmux(argv).await;
-        }
     }
 
     /// The server this backend drives.
@@ -405,178 +340,6 @@ impl TmuxBackend {
             .output()
             .await?;
         Ok(out.success())
-    }
-
-    async fn window_of(&self, pane: &PaneId) -> Result<Vec<WindowPane>> {
-        let out = self.tmux(commands::list_window_panes(pane)?).await?;
-        commands::parse_window_panes(&out.stdout)
-    }
-
-    async fn next_window_index(&self, session: &str) -> Result<u32> {
-        let out = self.tmux(commands::list_window_indexes(session)?).await?;
-        commands::parse_next_window_index(&out.stdout)
-    }
-
-    /// A new window in `session`, remain-on-exit set before the program can
-    /// exit, finished by `finish` (the window target names its only pane).
-    async fn spawn_window(
-        &self,
-        session: &str,
-        launch: &Launch<'_>,
-        finish: &Finish<'_>,
-    ) -> Result<PaneId> {
-        let index = self.next_window_index(session).await?;
-        let target = commands::window_target(session, Some(index))?;
-        // One invocation: tmux runs the queue before it handles the child's
-        // exit, so the option is in place whatever the program does.
-        let mut cmds = vec![
-            commands::new_window(session, index, "swarm", launch)?,
-            commands::set_window_remain_on_exit(&target, true),
-            commands::border_status_top(Some(&target)),
-        ];
-        cmds.extend(finish(Some(&target))?);
-        Ok(self.run_spawn(cmds).await?.0)
-    }
-
-    async fn spawn_beside(
-        &self,
-        lead: &PaneId,
-        launch: &Launch<'_>,
-        finish: &Finish<'_>,
-    ) -> Result<PaneId> {
-        let cached = {
-            let mut state = self.state.lock().await;
-            match state.window.take() {
-                Some((l, w)) if &l == lead => Some(w),
-                _ => None,
-            }
-        };
-        if let Some(window) = cached {
-            // The layout may have changed since (a pane closed, the window
-            // resized): a split that fails before creating anything is
-            // planned again on a fresh listing.
-            match self.split_beside(lead, window, launch, finish).await {
-                Ok(pane) => return Ok(pane),
-                Err(SplitError::NotCreated(_)) => {}
-                Err(SplitError::Other(e)) => return Err(e),
-            }
-        }
-        let window = self.window_of(lead).await?;
-        self.split_beside(lead, window, launch, finish)
-            .await
-            .map_err(SplitError::into_inner)
-    }
-
-    async fn split_beside(
-        &self,
-        lead: &PaneId,
-        window: Vec<WindowPane>,
-        launch: &Launch<'_>,
-        finish: &Finish<'_>,
-    ) -> std::result::Result<PaneId, SplitError> {
-        let Some(lead_row) = window.iter().find(|p| &p.pane == lead) else {
-            return Err(SplitError::NotCreated(BackendError::invalid(
-                "lead pane",
-                lead.as_str(),
-                "is not on this tmux server",
-            )));
-        };
-        let (session, window_width) = (lead_row.session.clone(), lead_row.window_width);
-        self.state.lock().await.lead = Some(lead.clone());
-        let mut cmds = match plan_split(&window, lead) {
-            SplitPlan::First => {
-                // The lead's window may be the user's: only pane options
-                // go on the new pane, and the one window option swarm needs
-                // (titles on the borders) is saved first, for restore_host.
-                let shown = self.tmux(commands::show_window_options(lead)?).await?;
-                let mut cmds = commands::save_border(lead, &shown.stdout)?;
-                cmds.push(commands::border_status_top(Some(commands::check_pane_id(
-                    lead,
-                )?)));
-                cmds.push(commands::split_window(
-                    lead,
-                    Split::Horizontal {
-                        percent: (100 - LEAD_PERCENT) as u8,
-                    },
-                    launch,
-                )?);
-                cmds
-            }
-            SplitPlan::Column { below } => {
-                vec![commands::split_window(&below, Split::Vertical, launch)?]
-            }
-            SplitPlan::Overflow => {
-                let pane = self.spawn_overflow(&session, launch, finish).await?;
-                // The lead's window is as it was: the next split of a
-                // burst plans on this listing again.
-                self.state.lock().await.window = Some((lead.clone(), window));
-                return Ok(pane);
-            }
-        };
-        // The new pane is the list's current pane until the focus goes back.
-        cmds.extend(finish(None)?);
-        cmds.push(commands::restore_focus());
-        cmds.push(commands::select_layout(
-            &lead_row.window_id,
-            "main-vertical",
-        ));
-        cmds.push(commands::resize_pane_width(
-            lead,
-            window_width * LEAD_PERCENT / 100,
-        )?);
-        // The window as this split leaves it, for the next split of a burst.
-        cmds.push(commands::list_window_panes(lead)?);
-        let (pane, rest) = self.run_spawn(cmds).await?;
-        if let Ok(after) = commands::parse_window_panes(&rest)
-            && after.iter().any(|p| &p.pane == lead)
-        {
-            self.state.lock().await.window = Some((lead.clone(), after));
-        }
-        Ok(pane)
-    }
-
-    async fn spawn_overflow(
-        &self,
-        session: &str,
-        launch: &Launch<'_>,
-        finish: &Finish<'_>,
-    ) -> Result<PaneId> {
-        let overflow = self.state.lock().await.overflow.clone();
-        if let Some(window_id) = overflow {
-            let all = self.tmux(commands::list_panes_window(&window_id)).await;
-            if let Ok(out) = all {
-                let panes = commands::parse_window_panes(&out.stdout)?;
-                if let Some(first) = panes.first()
-                    && tiled_fits(first.window_width, first.window_height, panes.len() as u32)
-                {
-                    let last = panes.last().unwrap_or(first).pane.clone();
-                    let mut cmds = vec![commands::split_window(&last, Split::Vertical, launch)?];
-                    cmds.extend(finish(None)?);
-                    cmds.push(commands::restore_focus());
-                    cmds.push(commands::select_layout(&window_id, "tiled"));
-                    let pane = self.run_spawn(cmds).await?.0;
-                    self.note_apart(&pane, first.window_index).await;
-                    return Ok(pane);
-                }
-            }
-        }
-        let pane = self.spawn_window(session, launch, finish).await?;
-        let window = self.window_of(&pane).await?;
-        if let Some(row) = window.first() {
-            self.state.lock().await.overflow = Some(row.window_id.clone());
-            self.note_apart(&pane, row.window_index).await;
-        }
-        Ok(pane)
-    }
-
-    /// Remembers that `pane` went to the overflow window `index`, for
-    /// [`PaneBackendExecutor::placed_apart`].
-    async fn note_apart(&self, pane: &PaneId, index: u32) {
-        self.state
-            .lock()
-            .await
-            .apart
-            .insert(pane.clone(), format!("window {index}"));
     }
 
     /// Every pane row on the server; an absent server has no panes.
@@ -981,19 +744,6 @@ impl PaneBackendExecutor for TmuxBackend {
             .tmux(commands::capture_pane(pane, false)?)
             .await?
             .stdout)
-    }
-}
-
-/// The pane a pane being hidden rejoins when shown: the last other
-/// teammate of its column (it goes back under it), or, when it was alone
-/// beside the lead, the lead (it goes back to the lead's right). The first
-/// pane of a window is its main one (the lead, split first).
-fn rejoin_target(window: &[WindowPane], hidden: &PaneId) -> Option<PaneId> {
-    let others: Vec<&WindowPane> = window.iter().filter(|p| &p.pane != hidden).collect();
-    match others.as_slice() {
-        [] => None,
-        [only] => Some(only.pane.clone()),
-        [.., last] => Some(last.pane.clone()),
     }
 }
 
