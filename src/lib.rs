@@ -12,9 +12,10 @@
 //! - [`text`]: outside text escaped for a terminal (control and bidi
 //!   characters shown, never obeyed).
 //! - [`cli`]: the command line (clap derive, parsing only).
-//! - [`commands`]: what each command does; [`logging`]: tracing setup, the
-//!   panic hook of every process, and `ignore` for a deliberately dropped
-//!   error; [`context`]: where and as whom a command runs, and how it ended.
+//! - [`commands`]: what each command does; [`logging`]: tracing setup and
+//!   the panic hook of every process; [`dropped`]: `ignore` for an error
+//!   dropped on purpose (a leaf, so the file layer uses it too);
+//!   [`context`]: where and as whom a command runs, and how it ended.
 //! - [`lead`]: the lead process, pane backends per team, spawn and teardown.
 //! - [`pane_env`]: the exact environment of every process swarm starts in
 //!   a pane (one builder for teammates, their agents and the lead).
@@ -46,6 +47,7 @@ pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod context;
+pub mod dropped;
 pub mod json_text;
 pub mod lead;
 pub mod logging;

@@ -24,6 +24,7 @@
 //! it. A filter that does not parse is ignored (stderr: no logs; the log
 //! files: `info`).
 
+use crate::dropped::ignore;
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -91,30 +92,6 @@ pub fn init_file(file: &std::path::Path) -> std::io::Result<()> {
         "setting up file logging (a subscriber is already set)",
     );
     Ok(())
-}
-
-/// A deliberate ignore: `result`'s error changes nothing for the caller
-/// (a clean-up that may find nothing to clean, a line to a stderr that is
-/// gone), so it is logged at `debug` with what was being done, and dropped.
-/// Every `let _ =` or `.ok()` on a `Result` that is not handled goes
-/// through here, so each says why it may fail quietly.
-pub fn ignore<T, E: std::fmt::Display>(result: Result<T, E>, doing: &str) -> Option<T> {
-    match result {
-        Ok(v) => Some(v),
-        Err(e) => {
-            tracing::debug!(error = %e, "ignored: {doing}");
-            None
-        }
-    }
-}
-
-/// Removes `path` if it is there: only a file that exists and cannot be
-/// removed is an error.
-pub fn remove_if_there(path: &std::path::Path) -> std::io::Result<()> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    }
 }
 
 /// Installs, once per process, the panic hook every swarm process has: the
@@ -189,20 +166,6 @@ mod tests {
         assert!(enables(" info , ", "swarm", Level::INFO));
         assert!(!enables("", "swarm", Level::ERROR));
         assert!(!enables(" , ", "swarm", Level::ERROR));
-    }
-
-    #[test]
-    fn an_ignored_error_is_dropped_and_a_missing_file_is_no_error() {
-        assert_eq!(ignore(Ok::<_, String>(3), "counting"), Some(3));
-        assert_eq!(ignore(Err::<u8, _>("gone"), "counting"), None);
-        let d = tempfile::tempdir().unwrap();
-        let f = d.path().join("f");
-        remove_if_there(&f).unwrap();
-        std::fs::write(&f, b"").unwrap();
-        remove_if_there(&f).unwrap();
-        assert!(!f.exists());
-        // A directory is there and is not a file to remove: an error.
-        assert!(remove_if_there(d.path()).is_err());
     }
 
     #[test]

@@ -53,7 +53,7 @@ fn main() -> ExitCode {
 fn say(line: &str) {
     use std::io::Write;
     // A stderr that is gone has no one to tell.
-    swarm::logging::ignore(writeln!(std::io::stderr(), "{line}"), "writing to stderr");
+    swarm::dropped::ignore(writeln!(std::io::stderr(), "{line}"), "writing to stderr");
 }
 
 fn still_pending(err: &anyhow::Error) -> bool {

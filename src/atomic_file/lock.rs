@@ -155,7 +155,7 @@ fn wait_for_os_lock(
                 sidecar.lock()
             };
             // A send error means the waiter gave up; dropping `got` unlocks.
-            crate::logging::ignore(
+            crate::dropped::ignore(
                 tx.send(got.map(|()| sidecar)),
                 "handing a lock to a waiter that gave up",
             );
@@ -404,7 +404,7 @@ fn make_dir(dir: &Path, sidecar: &File, timeout: Duration) -> Result<DirIdent, L
                     other => {
                         // Not left behind: the next writer would wait 10 s
                         // (which is what a failed removal costs).
-                        crate::logging::ignore(
+                        crate::dropped::ignore(
                             fs::remove_dir(dir),
                             "removing a lock directory that is not one",
                         );
@@ -430,7 +430,7 @@ fn make_dir(dir: &Path, sidecar: &File, timeout: Duration) -> Result<DirIdent, L
                 let mut s = sidecar;
                 s.seek(SeekFrom::Start(0)).map_err(io_err)?;
                 // Unread, the record names no holder: the 10 s rule decides.
-                crate::logging::ignore(s.read_to_string(&mut record), "reading a lock's record");
+                crate::dropped::ignore(s.read_to_string(&mut record), "reading a lock's record");
                 let dead_swarm_holder = record == DirIdent::of(&meta).record();
                 let age = SystemTime::now()
                     .duration_since(meta.modified().map_err(io_err)?)
@@ -514,7 +514,7 @@ impl Drop for FileLock {
             }
         }
         // Closing the sidecar, with the last handle to it, unlocks it too.
-        crate::logging::ignore(held.sidecar.unlock(), "unlocking a lock's sidecar");
+        crate::dropped::ignore(held.sidecar.unlock(), "unlocking a lock's sidecar");
     }
 }
 

@@ -324,11 +324,17 @@ impl Drop for TempFile {
         if self.armed {
             // A temp file left behind names no commit (its batch, if any,
             // is gone first) and is removed with its owner's next clean-up.
-            crate::logging::ignore(
-                crate::logging::remove_if_there(&self.path),
-                "removing a temp file",
-            );
+            crate::dropped::ignore(remove_if_there(&self.path), "removing a temp file");
         }
+    }
+}
+
+/// Removes `path` if it is there: only a file that exists and cannot be
+/// removed is an error.
+pub fn remove_if_there(path: &std::path::Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
     }
 }
 

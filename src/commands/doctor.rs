@@ -5,9 +5,9 @@
 use super::lifecycle::esc;
 use super::{Context, Exit, print_json};
 use crate::cli::DoctorArgs;
+use crate::dropped::ignore;
 use crate::lead::lead_pid_alive;
 use crate::lead::lock::lead_holder;
-use crate::logging::ignore;
 use crate::paths::RootSource;
 use crate::team::Team;
 use crate::team::status::recorded_exit;

@@ -2,7 +2,7 @@
 
 use super::{Context, Exit, print_json};
 use crate::cli::StatusArgs;
-use crate::logging::ignore;
+use crate::dropped::ignore;
 use crate::tasks::Status;
 use crate::team::RosterError;
 use crate::team::status::{

@@ -83,8 +83,8 @@ pub fn lead_pid_alive(team: &Team) -> Result<Option<u32>> {
     let alive = swarm_backends::process::same_process_alive(pid, start)
         // A pid recorded without its lock is only trusted if that process
         // is a swarm lead at all (never a stranger's recycled pid).
-        && crate::logging::ignore(std::fs::read_link(format!("/proc/{pid}/exe")), "reading a lead's executable")
-            .zip(crate::logging::ignore(std::env::current_exe(), "reading this executable"))
+        && crate::dropped::ignore(std::fs::read_link(format!("/proc/{pid}/exe")), "reading a lead's executable")
+            .zip(crate::dropped::ignore(std::env::current_exe(), "reading this executable"))
             .is_some_and(|(a, b)| a == b);
     Ok(alive.then_some(pid))
 }
@@ -106,7 +106,7 @@ pub fn claim_lead(team: &Team) -> Result<()> {
 /// Writes a line to stderr, ignoring a terminal that went away (the lead's
 /// last words must never become a panic).
 pub fn note(text: &str) {
-    crate::logging::ignore(writeln!(std::io::stderr(), "{text}"), "writing to stderr");
+    crate::dropped::ignore(writeln!(std::io::stderr(), "{text}"), "writing to stderr");
 }
 
 /// What the lead knows of one member between ticks.
@@ -231,7 +231,7 @@ impl Lead {
         self.dirty = true;
         if let Some(w) = &self.wake {
             // Only a loop that has ended drops the receiver.
-            crate::logging::ignore(w.send(()), "waking the lead's loop");
+            crate::dropped::ignore(w.send(()), "waking the lead's loop");
         }
     }
 
@@ -660,12 +660,12 @@ fn watch_files(
     // every refresh reads the whole board.
     let board_tx = tx.clone();
     let board = match view::watch_board(&tasks_dir, lead.shared.clone(), move || {
-        crate::logging::ignore(board_tx.send(()), "waking the lead's loop");
+        crate::dropped::ignore(board_tx.send(()), "waking the lead's loop");
     }) {
         Ok(w) => {
             // The full listing the watch asks for is done now, not on the
             // first change that follows.
-            crate::logging::ignore(tx.send(()), "waking the lead's loop");
+            crate::dropped::ignore(tx.send(()), "waking the lead's loop");
             Some(w)
         }
         Err(e) => {

@@ -121,7 +121,7 @@ pub fn pane_exec(args: crate::cli::PaneExecArgs) -> Result<crate::context::Exit>
     }
     // The backend's signal, read: a file left behind is removed at the
     // next spawn of this member (which insists on it).
-    crate::logging::ignore(std::fs::remove_file(&args.ready), "removing the ready file");
+    crate::dropped::ignore(std::fs::remove_file(&args.ready), "removing the ready file");
     let mut cmd = std::process::Command::new(&args.command[0]);
     cmd.args(&args.command[1..]);
     if let Some(file) = &args.env_file {
@@ -164,7 +164,7 @@ impl Handoff {
 impl Drop for Handoff {
     fn drop(&mut self) {
         if self.armed
-            && let Err(e) = crate::logging::remove_if_there(&self.path)
+            && let Err(e) = crate::atomic_file::remove_if_there(&self.path)
         {
             // It holds values passed by name: say where they are left.
             tracing::warn!(path = %self.path.display(), error = %e, "cannot remove a failed spawn's hand-off file");
@@ -178,7 +178,7 @@ impl Drop for Handoff {
 fn take_handoff(file: &Path) -> Result<Vec<(String, String)>> {
     let bytes = std::fs::read(file)
         .with_context(|| format!("reading the pane's hand-off file {}", file.display()))?;
-    crate::logging::remove_if_there(file)
+    crate::atomic_file::remove_if_there(file)
         .with_context(|| format!("removing the pane's hand-off file {}", file.display()))?;
     let map: serde_json::Map<String, Value> = serde_json::from_slice(&bytes)
         .with_context(|| format!("the hand-off file {} is not a JSON object", file.display()))?;
@@ -516,7 +516,7 @@ impl Gate {
             (exe.clone(), args)
         };
         let ready = team.root.ready_file(&team.name, &req.name)?;
-        crate::logging::remove_if_there(&ready)
+        crate::atomic_file::remove_if_there(&ready)
             .with_context(|| format!("removing a stale ready file {}", ready.display()))?;
         let mut argv = vec![
             "pane-exec".to_string(),
@@ -524,7 +524,7 @@ impl Gate {
             ready.to_string_lossy().into_owned(),
         ];
         let handoff = team.root.runtime_file(&team.name, &req.name, "env")?;
-        crate::logging::remove_if_there(&handoff)
+        crate::atomic_file::remove_if_there(&handoff)
             .with_context(|| format!("removing a stale hand-off file {}", handoff.display()))?;
         if !pane_env.passed.is_empty() {
             argv.extend(["--env-file".into(), handoff.to_string_lossy().into_owned()]);

@@ -52,7 +52,7 @@ fn foreign_in_process_pid(opened: &Opened, m: &Member) -> Option<(u32, Option<St
         return None;
     }
     // A pid that does not read is no pane this process can reach.
-    crate::logging::ignore(m.pid(), "reading a hosted pane's pid").flatten()
+    crate::dropped::ignore(m.pid(), "reading a hosted pane's pid").flatten()
 }
 
 /// A member's pane id (for lookups that prove nothing).
@@ -658,7 +658,7 @@ pub async fn stop_lead(team: &Team, opened: &Opened) -> Result<()> {
     {
         // Its pane (if swarm made it) closes with it.
         // It may have exited since it was checked: nothing left to stop.
-        crate::logging::ignore(
+        crate::dropped::ignore(
             swarm_backends::process::signal_process(pid as i32, libc::SIGTERM),
             "stopping the lead",
         );

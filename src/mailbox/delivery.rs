@@ -618,7 +618,7 @@ impl Drop for Claims<'_> {
         // Every claim released: the batch no longer speaks for any. One
         // left behind is harmless: it lists only pending keys now, which no
         // holder takes for delivered, and the next holder removes it.
-        crate::logging::ignore(
+        crate::dropped::ignore(
             self.spool.remove_batch(&self.tag),
             "removing the batch record of a failed commit",
         );

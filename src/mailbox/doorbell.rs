@@ -96,7 +96,7 @@ pub fn ring(path: &Path) {
     };
     if f.metadata().is_ok_and(|m| m.file_type().is_fifo()) {
         // A full pipe already rings; a ring is never an error (see above).
-        crate::logging::ignore((&f).write(&[1]), "ringing a doorbell");
+        crate::dropped::ignore((&f).write(&[1]), "ringing a doorbell");
     }
 }
 

@@ -196,7 +196,7 @@ impl Mailbox {
         #[cfg(feature = "fault-injection")]
         let lock_timeout = std::env::var_os("SWARM_FAULT_LOCK_TIMEOUT_MS")
             .and_then(|ms| {
-                crate::logging::ignore(
+                crate::dropped::ignore(
                     ms.to_string_lossy().parse(),
                     "reading SWARM_FAULT_LOCK_TIMEOUT_MS (the default applies)",
                 )

@@ -195,8 +195,8 @@ impl Spool {
         if let Err(e) = written {
             // A temp file left behind is removed by a later listing once
             // abandoned.
-            crate::logging::ignore(
-                crate::logging::remove_if_there(&tmp),
+            crate::dropped::ignore(
+                crate::atomic_file::remove_if_there(&tmp),
                 "removing a spool temp file after a failed put",
             );
             return Err(e);
@@ -278,10 +278,10 @@ impl Spool {
                 // mtime in the future) is not old; a leftover that cannot be
                 // removed is tried again at the next listing.
                 let doing = "removing an abandoned spool leftover";
-                let age = crate::logging::ignore(e.metadata().and_then(|m| m.modified()), doing)
-                    .and_then(|t| crate::logging::ignore(t.elapsed(), doing));
+                let age = crate::dropped::ignore(e.metadata().and_then(|m| m.modified()), doing)
+                    .and_then(|t| crate::dropped::ignore(t.elapsed(), doing));
                 if age.is_some_and(|age| age > ABANDONED_AFTER) {
-                    crate::logging::ignore(crate::logging::remove_if_there(&e.path()), doing);
+                    crate::dropped::ignore(crate::atomic_file::remove_if_there(&e.path()), doing);
                 }
             }
         }

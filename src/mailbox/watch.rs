@@ -94,15 +94,15 @@ impl InboxWatcher {
                     }
                     for p in &event.paths {
                         if let Some(c) = changed_of(&owned, p) {
-                            crate::logging::ignore(tx.send(Some(c)), PASSING_ON);
+                            crate::dropped::ignore(tx.send(Some(c)), PASSING_ON);
                         }
                     }
                     if event.need_rescan() {
-                        crate::logging::ignore(tx.send(None), PASSING_ON);
+                        crate::dropped::ignore(tx.send(None), PASSING_ON);
                     }
                 }
                 Err(_) => {
-                    crate::logging::ignore(tx.send(None), PASSING_ON);
+                    crate::dropped::ignore(tx.send(None), PASSING_ON);
                 }
             })?;
         for d in dirs {

@@ -249,7 +249,7 @@ impl Roster {
             }
             if new_tasks_dir {
                 // Only if empty: not empty, another process wrote there.
-                crate::logging::ignore(
+                crate::dropped::ignore(
                     std::fs::remove_dir(&tasks_dir),
                     "removing the task directory of a team whose creation failed",
                 );
@@ -263,13 +263,13 @@ impl Roster {
     /// each only if empty, so nothing another process wrote meanwhile goes.
     fn remove_new_team_dir(&self, dir: &std::path::Path) {
         if let Ok(inboxes) = self.root.inboxes_dir(&self.team) {
-            crate::logging::ignore(
+            crate::dropped::ignore(
                 std::fs::remove_dir(inboxes),
                 "removing the inbox directory of a team whose creation failed",
             );
         }
         if let Ok(lock) = self.root.config_lock(&self.team) {
-            crate::logging::ignore(
+            crate::dropped::ignore(
                 std::fs::remove_file(crate::paths::sidecar_for(&lock)),
                 "removing the roster lock's sidecar of a team whose creation failed",
             );

@@ -136,7 +136,7 @@ impl Wakeups {
                 tracing::warn!(%why, "polling every second for messages and tasks");
                 crate::atomic_file::write_atomic(&self.note, why.as_bytes())
             }
-            None => crate::logging::remove_if_there(&self.note),
+            None => crate::atomic_file::remove_if_there(&self.note),
         };
         if let Err(e) = res {
             tracing::warn!(note = %self.note.display(), error = %e, "cannot record whether I poll");
@@ -149,8 +149,8 @@ impl Drop for Wakeups {
         if self.polling_reason().is_some() {
             // A note left behind names a runtime that is gone; the next
             // runtime of this member rewrites or removes it.
-            crate::logging::ignore(
-                crate::logging::remove_if_there(&self.note),
+            crate::dropped::ignore(
+                crate::atomic_file::remove_if_there(&self.note),
                 "removing the polling note",
             );
         }
@@ -303,7 +303,7 @@ pub fn report(team: &Team) -> Vec<String> {
             let name = e.file_name().to_string_lossy().into_owned();
             let member = member_from_file_stem(name.strip_suffix(".polling")?)?;
             // A note removed meanwhile has nothing to say.
-            let why = crate::logging::ignore(
+            let why = crate::dropped::ignore(
                 std::fs::read_to_string(e.path()),
                 "reading a polling note",
             )?;
@@ -324,14 +324,14 @@ pub fn report(team: &Team) -> Vec<String> {
 fn live_watcher(team: &Team) -> Option<WatcherStatus> {
     // Whatever cannot be read shows as no watcher: this only adds a line.
     let doing = "reading the team watcher's status";
-    let lock = crate::logging::ignore(team.root.team_watcher_lock(&team.name), doing)?;
-    let f = crate::logging::ignore(File::open(&lock), doing)?;
+    let lock = crate::dropped::ignore(team.root.team_watcher_lock(&team.name), doing)?;
+    let f = crate::dropped::ignore(File::open(&lock), doing)?;
     if f.try_lock_shared().is_ok() {
         return None; // nobody holds it
     }
-    let status = crate::logging::ignore(team.root.team_watcher_status(&team.name), doing)?;
-    let bytes = crate::logging::ignore(std::fs::read(status), doing)?;
-    crate::logging::ignore(serde_json::from_slice(&bytes), doing)
+    let status = crate::dropped::ignore(team.root.team_watcher_status(&team.name), doing)?;
+    let bytes = crate::dropped::ignore(std::fs::read(status), doing)?;
+    crate::dropped::ignore(serde_json::from_slice(&bytes), doing)
 }
 
 /// For `swarm up`: warns on stderr when file watching is unavailable right
