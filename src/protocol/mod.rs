@@ -125,13 +125,22 @@ impl Message {
                     clip(&m.subject)
                 )
             }
-            Message::PlanApprovalRequest(m) => {
-                format!(
-                    "plan approval requested by {} ({})",
-                    m.from,
-                    clip(&m.plan_file_path)
-                )
-            }
+            // Claude Code names its plan file; `swarm ask --plan` has none,
+            // so its plan's first line says what is asked.
+            Message::PlanApprovalRequest(m) => match (
+                m.plan_file_path.as_str(),
+                m.plan_content.lines().find(|l| !l.trim().is_empty()),
+            ) {
+                ("", Some(first)) => {
+                    format!(
+                        "plan approval requested by {}: {}",
+                        m.from,
+                        clip(first.trim())
+                    )
+                }
+                ("", None) => format!("plan approval requested by {}", m.from),
+                (path, _) => format!("plan approval requested by {} ({})", m.from, clip(path)),
+            },
             Message::PlanApprovalResponse(m) => match (m.approved, &m.feedback) {
                 (true, None) => "plan approved".to_owned(),
                 (true, Some(f)) => format!("plan approved: {}", clip(f)),
@@ -508,5 +517,30 @@ mod tests {
             "{line}"
         );
         assert!(line.starts_with("shutdown rejected by bob: line one line two"));
+    }
+
+    /// A plan from `swarm ask --plan` has no file: its first line is what
+    /// the lead's inbox row shows (it read "requested by charlie ()").
+    #[test]
+    fn a_plan_without_a_file_is_shown_by_its_first_line() {
+        let plan = |path: &str, content: &str| {
+            Message::PlanApprovalRequest(PlanApprovalRequest {
+                from: "charlie".into(),
+                timestamp: "2026-12-01T00:00:00.000Z".into(),
+                plan_file_path: path.into(),
+                plan_content: content.into(),
+                request_id: "plan-1".into(),
+            })
+            .one_line()
+        };
+        assert_eq!(
+            plan("", "\nGrep the files for TODO\nthen keep twenty"),
+            "plan approval requested by charlie: Grep the files for TODO"
+        );
+        assert_eq!(plan("", ""), "plan approval requested by charlie");
+        assert_eq!(
+            plan("/p/plan.md", "x"),
+            "plan approval requested by charlie (/p/plan.md)"
+        );
     }
 }
