@@ -218,14 +218,7 @@ impl Invocation {
             };
         };
         match cmd.status() {
-            Ok(s) => match (s.code(), s.signal()) {
-                (Some(c), _) => Ended::Exit(c),
-                (None, Some(sig)) => Ended::Signal(sig),
-                (None, None) => Ended::NotStarted {
-                    why: "no exit status".into(),
-                    errno: None,
-                },
-            },
+            Ok(s) => ended_by(Ok(s)),
             Err(e) => Ended::NotStarted {
                 why: spawn_error(&self.argv[0], self.cwd.as_deref(), &e),
                 errno: e.raw_os_error(),
