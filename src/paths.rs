@@ -175,6 +175,12 @@ impl Root {
         Ok(self.dir.join("swarm").join(t))
     }
 
+    /// The task board index (`tasks::index`): swarm's own, outside the
+    /// task directory so that writing it never changes that directory.
+    pub fn board_index(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.state_dir(team)?.join("board.index"))
+    }
+
     /// A teammate's git worktree: outside the team's state, which `swarm
     /// down` deletes, because a worktree holding work outlives its team.
     /// Only names that pass the member and team rules become components.

@@ -59,6 +59,16 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .map_err(|e| e.source)
 }
 
+/// Replaces `path` with `bytes` atomically but not durably (no fsync): a
+/// reader sees the old bytes or the new, never a mix, but a crash may leave
+/// either, or an empty file. Only for caches that check what they read and
+/// can be rebuilt (the task board index).
+pub fn write_cache(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut tmp = TempFile::create(path)?;
+    (&tmp.file).write_all(bytes)?;
+    tmp.rename_unsynced(path)
+}
+
 /// [`write_atomic`] of a file guarded by `lock`: between the durable temp
 /// file and the rename, the lock is verified ([`FileLock::verify`]), so a
 /// holder that lost its lock while suspended never replaces what another
@@ -316,6 +326,19 @@ impl TempFile {
             renamed: true,
             source,
         })
+    }
+}
+
+impl TempFile {
+    /// Renames the temp file over `target` without syncing anything (see
+    /// [`write_cache`]); a link in `target`'s place is refused.
+    fn rename_unsynced(&mut self, target: &Path) -> io::Result<()> {
+        if fs::symlink_metadata(target).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(UnsafePath::new(target, PathProblem::Symlink).into_io());
+        }
+        fs::rename(&self.path, target)?;
+        self.armed = false;
+        Ok(())
     }
 }
 

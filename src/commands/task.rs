@@ -8,6 +8,7 @@ use crate::team::post::recipients;
 use crate::text::{escape_line, escape_text};
 use anyhow::{Context as _, Result, bail};
 use serde_json::{Map, Value};
+use std::io::Write as _;
 
 pub fn run(ctx: &Context, cmd: TaskCmd) -> Result<Exit> {
     let team = ctx.team()?;
@@ -93,13 +94,17 @@ fn list(team: &Team, store: &TaskStore, json: bool) -> Result<Exit> {
     } else if list.tasks.is_empty() {
         eprintln!("no tasks in team {}", escape_line(&team.name));
     } else {
-        println!(
+        // One write per screenful, not per row: a board of 10,000 tasks.
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        writeln!(
+            out,
             "{:>4}  {:<11}  {:<16}  {:<10}  SUBJECT",
             "ID", "STATUS", "OWNER", "BLOCKED BY"
-        );
+        )?;
         for t in &list.tasks {
-            println!("{}", row(t));
+            write_row(&mut out, t)?;
         }
+        out.flush()?;
     }
     Ok(Exit::Ok)
 }
@@ -197,18 +202,27 @@ fn status_str(s: Status) -> &'static str {
 
 /// One row of `task list`. Every field comes from a file anyone may have
 /// written, so each is escaped.
-fn row(t: &Task) -> String {
-    format!(
-        "{:>4}  {:<11}  {:<16}  {:<10}  {}",
-        escape_line(&t.id),
-        status_str(t.status),
-        escape_line(t.owner.as_deref().unwrap_or("-")),
-        escape_line(&if t.blocked_by.is_empty() {
-            "-".to_string()
-        } else {
-            t.blocked_by.join(",")
-        }),
-        escape_line(&t.subject)
+fn write_row(out: &mut impl std::io::Write, t: &Task) -> std::io::Result<()> {
+    let blocked = if t.blocked_by.is_empty() {
+        std::borrow::Cow::Borrowed("-")
+    } else {
+        std::borrow::Cow::Owned(t.blocked_by.join(","))
+    };
+    // `format!`'s padding writes a char at a time; 10,000 rows notice.
+    const SPACES: &str = "                ";
+    let pad = |s: &str, width: usize| &SPACES[..width.saturating_sub(s.chars().count())];
+    let id = escape_line(&t.id);
+    let owner = escape_line(t.owner.as_deref().unwrap_or("-"));
+    let blocked = escape_line(&blocked);
+    writeln!(
+        out,
+        "{}{id}  {status}{}  {owner}{}  {blocked}{}  {}",
+        pad(&id, 4),
+        pad(status_str(t.status), 11),
+        pad(&owner, 16),
+        pad(&blocked, 10),
+        escape_line(&t.subject),
+        status = status_str(t.status),
     )
 }
 

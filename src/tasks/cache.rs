@@ -1,7 +1,8 @@
 //! A per-store cache of parsed task files, keyed by each file's stamp
 //! (device, inode, size, modification and change times), so a claim without
-//! id can pick its candidates with one `stat` per task instead of reading
-//! and parsing every file on every call.
+//! id that looks at a candidate again (racing claimants walk the same list)
+//! pays one `stat` for an unchanged file. The stamp is also what the board
+//! index (`tasks::index`) keeps per task.
 //!
 //! The cache only ever *suggests*: every claim decision is made on a fresh
 //! read under the task's lock, and a claim that finds nothing through the
@@ -36,6 +37,35 @@ impl Stamp {
             ctime: (meta.ctime(), meta.ctime_nsec()),
         }
     }
+
+    /// When the file last changed (seconds, nanoseconds).
+    pub fn changed(&self) -> (i64, i64) {
+        self.ctime
+    }
+
+    /// The stamp as seven words, for the board index.
+    pub fn words(&self) -> [i64; 7] {
+        [
+            self.dev as i64,
+            self.ino as i64,
+            self.len as i64,
+            self.mtime.0,
+            self.mtime.1,
+            self.ctime.0,
+            self.ctime.1,
+        ]
+    }
+
+    /// The inverse of [`Stamp::words`].
+    pub fn from_words(w: [i64; 7]) -> Stamp {
+        Stamp {
+            dev: w[0] as u64,
+            ino: w[1] as u64,
+            len: w[2] as u64,
+            mtime: (w[3], w[4]),
+            ctime: (w[5], w[6]),
+        }
+    }
 }
 
 /// Shared by clones of one store (threads of one process).
@@ -61,12 +91,6 @@ impl ReadCache {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries.insert(id, (stamp, task));
     }
-
-    /// Forgets every id not in `live` (sorted).
-    pub fn retain(&self, live: &[u64]) {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.retain(|id, _| live.binary_search(id).is_ok());
-    }
 }
 
 #[cfg(test)]
@@ -85,7 +109,5 @@ mod tests {
         crate::atomic_file::write_atomic(&f, b"a").unwrap();
         let after = Stamp::of(&std::fs::metadata(&f).unwrap());
         assert_eq!(cache.get(1, after), None, "a rename is a new version");
-        cache.retain(&[]);
-        assert_eq!(cache.get(1, before), None);
     }
 }

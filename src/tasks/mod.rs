@@ -6,8 +6,13 @@
 //! - [`rules`] holds the state machine as pure functions (claim checks,
 //!   updates, unassigning, id arithmetic).
 //! - [`store`] holds [`TaskStore`], the files and locks: create, list, get,
-//!   update, delete, claim, unassign. A private cache of parsed files keyed
-//!   by their `stat` keeps a claim without id cheap over hundreds of tasks.
+//!   update, delete, claim, unassign.
+//! - `index` is the board index: every task as last read, in one file of
+//!   swarm's own, trusted whole only while the task directory provably has
+//!   not changed (every writer, Claude Code included, changes it), else
+//!   checked file by file; `store/board.rs` reads and saves it, so `list`,
+//!   `status` and a claim without id cost about the same at 10,000 tasks
+//!   as at 10. `cache` keeps parsed files by their `stat` within a process.
 //! - [`error`] holds [`TaskError`].
 //!
 //! An owner change (an update naming a new owner, or a claim) is reported to
@@ -28,6 +33,7 @@
 
 pub(crate) mod cache;
 pub mod error;
+pub(crate) mod index;
 pub mod rules;
 pub mod store;
 pub mod task;
@@ -37,5 +43,7 @@ pub use rules::{Refusal, TaskUpdate};
 pub use store::{Claim, NewTask, TaskList, TaskStore, Updated};
 pub use task::{MAX_ID, Status, Task, parse_id};
 
+#[cfg(test)]
+mod board_tests;
 #[cfg(test)]
 mod tests;

@@ -6,6 +6,7 @@
 
 use super::{ListLock, Loaded, TaskError, TaskStore};
 use crate::atomic_file::LockError;
+use crate::tasks::index::Candidate;
 use crate::tasks::rules::{self, Refusal};
 use crate::tasks::task::{Status, Task, parse_id};
 use std::collections::HashMap;
@@ -89,13 +90,14 @@ impl TaskStore {
         Ok(Claim::Claimed(task))
     }
 
-    /// Picks candidates from a snapshot (a cached one when no list lock is
-    /// held, then a fresh one before saying "nothing claimable"); each is
+    /// Picks candidates from a snapshot (a young board index when no list
+    /// lock is held, then a fresh look before saying "nothing claimable");
+    /// each is
     /// re-checked under its own lock, in id order, so a claimant that loses
     /// a race on one candidate moves on to the next.
     fn claim_next(&self, claimant: &str, list: Option<&ListLock>) -> Result<Claim, TaskError> {
         if list.is_none()
-            && let Some(task) = self.claim_among(&self.scan_cached()?, claimant, list)?
+            && let Some(task) = self.claim_among(&self.suggestions()?, claimant, list)?
         {
             return Ok(Claim::Claimed(task));
         }
@@ -106,43 +108,43 @@ impl TaskStore {
                 return Ok(Claim::Refused(Refusal::Busy { owns: busy }));
             }
         }
-        Ok(match self.claim_among(&snapshot, claimant, list)? {
-            Some(task) => Claim::Claimed(task),
-            None => Claim::Refused(Refusal::NothingClaimable),
-        })
+        Ok(
+            match self.claim_among(&claimable(&snapshot), claimant, list)? {
+                Some(task) => Claim::Claimed(task),
+                None => Claim::Refused(Refusal::NothingClaimable),
+            },
+        )
     }
 
     fn claim_among(
         &self,
-        snapshot: &[Task],
+        candidates: &[Candidate],
         claimant: &str,
         list: Option<&ListLock>,
     ) -> Result<Option<Task>, TaskError> {
-        let status: HashMap<&str, Status> =
-            snapshot.iter().map(|t| (t.id.as_str(), t.status)).collect();
-        let candidates = snapshot
-            .iter()
-            .filter(|t| rules::is_claimable(t, |b| status.get(b).copied()))
-            .map(|t| t.id.as_str());
         // First pass: only candidates whose lock is free at once. A held lock
         // most likely means another claimant is taking that very task, so
         // queueing behind it would only form a convoy; come back to it last.
         let mut deferred = Vec::new();
-        for id in candidates {
+        for c in candidates {
+            let id = c.id.to_string();
             // Racing claimants walk the same list: a look without the lock
             // (one `stat` when unchanged) skips what was taken meanwhile.
-            let now = self.peek(self.check_id(id)?)?;
-            if now.is_none_or(|t| t.status != Status::Pending || t.owner.is_some()) {
-                continue;
+            let unchanged = c.seen.is_some() && self.stamp(&id)? == c.seen;
+            if !unchanged {
+                let now = self.peek(c.id)?;
+                if now.is_none_or(|t| t.status != Status::Pending || t.owner.is_some()) {
+                    continue;
+                }
             }
-            match self.try_candidate(id, claimant, list, Duration::ZERO)? {
+            match self.try_candidate(&id, claimant, list, Duration::ZERO)? {
                 Attempt::Won(task) => return Ok(Some(task)),
                 Attempt::Lost => {}
                 Attempt::Busy => deferred.push(id),
             }
         }
         for id in deferred {
-            match self.try_candidate(id, claimant, list, self.lock_timeout)? {
+            match self.try_candidate(&id, claimant, list, self.lock_timeout)? {
                 Attempt::Won(task) => return Ok(Some(task)),
                 // A timeout with a real wait is an error, returned above.
                 Attempt::Lost | Attempt::Busy => {}
@@ -206,4 +208,21 @@ impl TaskStore {
         }
         Ok(rules::open_blockers(task, |b| status.get(b).copied()))
     }
+}
+
+/// The claimable tasks of a fresh snapshot (sorted by id), in id order.
+pub(super) fn claimable(snapshot: &[Task]) -> Vec<Candidate> {
+    let status_of = |b: &str| {
+        let n = parse_id(b)?;
+        let at = snapshot.binary_search_by_key(&n, Task::number).ok()?;
+        Some(snapshot[at].status)
+    };
+    snapshot
+        .iter()
+        .filter(|t| rules::is_claimable(t, status_of))
+        .map(|t| Candidate {
+            id: t.number(),
+            seen: None,
+        })
+        .collect()
 }

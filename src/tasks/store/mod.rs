@@ -19,14 +19,17 @@
 //! The decisions themselves (what a claim checks, what an update changes)
 //! are the pure functions of [`super::rules`]; claims live in `store/claim.rs`.
 
+mod board;
 mod claim;
 
+#[cfg(test)]
+pub(crate) use board::looks as board_looks;
 pub use claim::Claim;
 
 use super::cache::{ReadCache, Stamp};
 use super::error::TaskError;
 use super::rules::{self, TaskUpdate};
-use super::task::{MAX_ID, Status, Task, absurd_task_file, parse_id, task_file_id, used_id};
+use super::task::{MAX_ID, Status, Task, parse_id, used_id};
 use crate::atomic_file::{self, DEFAULT_LOCK_TIMEOUT, FileLock};
 use crate::paths::{self, Root};
 use serde_json::{Map, Value};
@@ -368,60 +371,6 @@ impl TaskStore {
                 }
             }
         }
-    }
-
-    /// Every readable task, in id order, quarantining the unreadable and
-    /// the absurdly numbered.
-    fn scan(&self, list: Option<&ListLock>) -> Result<TaskList, TaskError> {
-        let dir = self.dir()?;
-        let names = self.file_names(&dir)?;
-        let mut out = TaskList::default();
-        for name in names.iter().filter(|n| absurd_task_file(n)) {
-            out.quarantined
-                .extend(self.quarantine_absurd(&dir, name, list)?);
-        }
-        let mut ids: Vec<u64> = names.iter().filter_map(|n| task_file_id(n)).collect();
-        ids.sort_unstable();
-        for n in ids {
-            let id = n.to_string();
-            loop {
-                match self.load(&id)? {
-                    Loaded::Missing => break,
-                    Loaded::Found(t) => {
-                        out.tasks.push(t);
-                        break;
-                    }
-                    Loaded::Corrupt(_) => match self.salvage(&id, list)? {
-                        Salvage::Quarantined(q) => {
-                            out.quarantined.push(q);
-                            break;
-                        }
-                        Salvage::Recovered => continue,
-                        Salvage::Gone => break,
-                    },
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// Every readable task, with unchanged files taken from the cache (one
-    /// `stat` each). Unreadable files are skipped, not salvaged: this only
-    /// suggests claim candidates, and `list` reports them.
-    fn scan_cached(&self) -> Result<Vec<Task>, TaskError> {
-        let dir = self.dir()?;
-        let mut ids: Vec<u64> = self
-            .file_names(&dir)?
-            .iter()
-            .filter_map(|n| task_file_id(n))
-            .collect();
-        ids.sort_unstable();
-        self.cache.retain(&ids);
-        let mut tasks = Vec::with_capacity(ids.len());
-        for n in ids {
-            tasks.extend(self.peek(n)?);
-        }
-        Ok(tasks)
     }
 
     /// Task `n` as it is now, read without a lock: from the cache when the

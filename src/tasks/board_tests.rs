@@ -1,0 +1,328 @@
+//! The board index (`tasks::index`, `store/board.rs`) as specs: when the
+//! board is listed from the index alone, and that every write behind its
+//! back (Claude Code's in-place writes under its lock, plain creates,
+//! deletes, corrupt files, hand edits, a garbage or planted index) is seen,
+//! down to a random sequence checked against the files themselves.
+
+use super::index::Index;
+use super::store::board_looks as looks;
+use super::*;
+use crate::paths::Root;
+use std::fs;
+use std::io::{Seek, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+const TEAM: &str = "demo";
+
+struct Board {
+    _tmp: tempfile::TempDir,
+    root: Root,
+    store: TaskStore,
+}
+
+impl Board {
+    fn with(n: usize) -> Board {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Root::new(tmp.path());
+        let store = TaskStore::new(&root, TEAM);
+        for i in 1..=n {
+            store
+                .create(NewTask {
+                    subject: format!("task {i:04}"),
+                    ..Default::default()
+                })
+                .unwrap();
+        }
+        Board {
+            _tmp: tmp,
+            root,
+            store,
+        }
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.root.tasks_dir(TEAM).unwrap().join(name)
+    }
+
+    fn index(&self) -> PathBuf {
+        self.root.board_index(TEAM).unwrap()
+    }
+
+    /// Lists, and says how many task files that read (0: the index alone).
+    fn look(&self) -> (Vec<Task>, usize) {
+        looks::take();
+        let tasks = self.store.list().unwrap().tasks;
+        (tasks, looks::take().expect("list looks at the board"))
+    }
+
+    /// Lists until the board comes from the index alone (once nothing has
+    /// changed for a timestamp granule), with a deadline.
+    fn settle(&self) -> Vec<Task> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let (tasks, reads) = self.look();
+            if reads == 0 {
+                return tasks;
+            }
+            assert!(Instant::now() < deadline, "the index never settled");
+            std::thread::sleep(Duration::from_millis(60));
+        }
+    }
+
+    /// What the files say, read one by one: the truth the index must match.
+    fn truth(&self) -> Vec<Task> {
+        let mut tasks: Vec<Task> = fs::read_dir(self.root.tasks_dir(TEAM).unwrap())
+            .unwrap()
+            .filter_map(|e| {
+                let name = e.unwrap().file_name().into_string().unwrap();
+                let id = task::task_file_id(&name)?;
+                let mut t = Task::from_file_bytes(&fs::read(self.file(&name)).ok()?).ok()?;
+                t.id = id.to_string();
+                Some(t)
+            })
+            .collect();
+        tasks.sort_by_key(Task::number);
+        tasks
+    }
+
+    /// Writes task `id` as Claude Code does: under its lock directory, in
+    /// place (truncate and write), then the lock removed.
+    fn claude_write(&self, id: &str, bytes: &[u8]) {
+        let lock = self.file(&format!("{id}.json.lock"));
+        fs::create_dir(&lock).unwrap();
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(self.file(&format!("{id}.json")))
+            .unwrap();
+        f.set_len(0).unwrap();
+        f.rewind().unwrap();
+        f.write_all(bytes).unwrap();
+        drop(f);
+        fs::remove_dir(&lock).unwrap();
+    }
+
+    fn claude_edit(&self, id: &str, edit: impl FnOnce(&mut Task)) {
+        let mut t = self.store.get(id).unwrap().unwrap();
+        edit(&mut t);
+        self.claude_write(id, &t.to_file_bytes());
+    }
+
+    /// Makes the saved index look `by` older than it is.
+    fn age_index(&self, by: Duration) {
+        let ix = Index::decode(&fs::read(self.index()).unwrap()).unwrap();
+        let began = ix.began_ns - by.as_nanos() as i64;
+        let entries = ix.entries.iter().map(|e| (e.stamp, e.settled, &e.task));
+        let bytes = Index::encode(ix.dir, ix.dir_settled, began, entries);
+        fs::write(self.index(), bytes).unwrap();
+    }
+}
+
+fn subjects(tasks: &[Task]) -> Vec<(String, String)> {
+    tasks
+        .iter()
+        .map(|t| (t.id.clone(), t.subject.clone()))
+        .collect()
+}
+
+#[test]
+fn a_settled_board_is_listed_from_the_index_alone_and_equals_the_files() {
+    let b = Board::with(30);
+    let (first, reads) = b.look();
+    assert_eq!(reads, 30, "no index yet: every file is read");
+    assert_eq!(first, b.truth());
+    assert_eq!(b.settle(), b.truth());
+    assert!(b.index().exists());
+}
+
+#[test]
+fn a_claude_code_write_in_place_under_its_lock_is_seen_at_once() {
+    let b = Board::with(5);
+    b.settle();
+    // Same length, so only the times tell the file changed.
+    b.claude_edit("2", |t| t.subject = "TASK 0002".into());
+    let (tasks, reads) = b.look();
+    assert_eq!(reads, 1, "only the changed file is read again");
+    assert_eq!(tasks[1].subject, "TASK 0002");
+    assert_eq!(tasks, b.truth());
+}
+
+#[test]
+fn a_plain_create_and_a_delete_behind_its_back_are_seen() {
+    let b = Board::with(4);
+    b.settle();
+    fs::create_dir(b.file(".lock.lock")).unwrap();
+    fs::write(
+        b.file("9.json"),
+        Task::new("9", "made by Claude Code").to_file_bytes(),
+    )
+    .unwrap();
+    fs::remove_dir(b.file(".lock.lock")).unwrap();
+    fs::remove_file(b.file("3.json")).unwrap();
+    let (tasks, reads) = b.look();
+    assert_eq!(reads, 1, "only the new file is read");
+    let ids: Vec<_> = tasks.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["1", "2", "4", "9"]);
+    assert_eq!(tasks, b.truth());
+}
+
+#[test]
+fn a_corrupt_write_behind_its_back_is_quarantined_not_hidden() {
+    let b = Board::with(3);
+    b.settle();
+    b.claude_write("2", b"{ torn");
+    let list = b.store.list().unwrap();
+    assert_eq!(list.quarantined.len(), 1, "reported");
+    assert_eq!(subjects(&list.tasks), subjects(&b.truth()));
+    assert!(!b.file("2.json").exists());
+}
+
+#[test]
+fn a_hand_edit_that_changes_no_directory_shows_once_the_index_is_old() {
+    let b = Board::with(3);
+    b.settle();
+    // In place, no lock: the directory does not change.
+    let mut t = b.store.get("1").unwrap().unwrap();
+    t.subject = "EDITED 01".into();
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .open(b.file("1.json"))
+        .unwrap();
+    f.write_all(&t.to_file_bytes()).unwrap();
+    drop(f);
+    b.age_index(index::WHOLE_FOR + Duration::from_secs(1));
+    let (tasks, reads) = b.look();
+    assert_eq!(reads, 1);
+    assert_eq!(tasks[0].subject, "EDITED 01");
+}
+
+#[test]
+fn a_garbage_or_planted_index_is_rebuilt_or_refused_never_believed() {
+    let b = Board::with(3);
+    b.settle();
+    fs::write(b.index(), b"SWBIDX01 not an index at all").unwrap();
+    let (tasks, reads) = b.look();
+    assert_eq!((tasks, reads), (b.truth(), 3));
+    assert!(
+        Index::decode(&fs::read(b.index()).unwrap()).is_some(),
+        "rebuilt"
+    );
+
+    // A link in its place is neither read nor written through.
+    let elsewhere = b._tmp.path().join("elsewhere");
+    fs::write(&elsewhere, b"theirs").unwrap();
+    fs::remove_file(b.index()).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, b.index()).unwrap();
+    let (tasks, reads) = b.look();
+    assert_eq!((tasks, reads), (b.truth(), 3));
+    assert_eq!(fs::read(&elsewhere).unwrap(), b"theirs");
+}
+
+#[test]
+fn a_claim_without_id_takes_candidates_from_the_index_and_checks_each_afresh() {
+    let b = Board::with(3);
+    b.store.list().unwrap();
+    // Behind the index's back: 1 to 3 taken, 4 made.
+    for id in ["1", "2", "3"] {
+        b.claude_edit(id, |t| t.owner = Some("carol".into()));
+    }
+    b.claude_write("4", &Task::new("4", "new").to_file_bytes());
+    looks::take();
+    match b.store.claim(None, "bob", false).unwrap() {
+        Claim::Claimed(t) => assert_eq!((t.id.as_str(), t.owner.as_deref()), ("4", Some("bob"))),
+        Claim::Refused(r) => panic!("refused: {r}"),
+    }
+    assert!(
+        looks::take().is_some(),
+        "the stale candidates ran out: a fresh look found 4"
+    );
+    for id in ["1", "2", "3"] {
+        assert_eq!(
+            b.store.get(id).unwrap().unwrap().owner.as_deref(),
+            Some("carol")
+        );
+    }
+
+    // A young index with a candidate left: no look at the board at all.
+    let c = Board::with(3);
+    c.store.list().unwrap();
+    looks::take();
+    match c.store.claim(None, "bob", false).unwrap() {
+        Claim::Claimed(t) => assert_eq!(t.id, "1"),
+        Claim::Refused(r) => panic!("refused: {r}"),
+    }
+    assert_eq!(looks::take(), None, "taken from the index's candidates");
+}
+
+/// A tiny deterministic generator (no dependence on proptest's shrinking:
+/// the sequence needs real pauses to reach the index-alone path).
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+#[test]
+fn the_index_matches_the_files_through_a_random_sequence_of_writers() {
+    let b = Board::with(8);
+    let mut rng = Lcg(7);
+    for step in 0..160 {
+        let live: Vec<String> = b.truth().into_iter().map(|t| t.id).collect();
+        let pick = |rng: &mut Lcg| live[rng.below(live.len() as u64) as usize].clone();
+        match rng.below(7) {
+            0 => {
+                b.store
+                    .create(NewTask {
+                        subject: format!("new {step}"),
+                        ..Default::default()
+                    })
+                    .unwrap();
+            }
+            1 if !live.is_empty() => {
+                let id = pick(&mut rng);
+                b.claude_edit(&id, |t| t.subject = format!("cc {step}"));
+            }
+            2 if !live.is_empty() => {
+                let id = pick(&mut rng);
+                let upd = TaskUpdate {
+                    status: Some(Status::Completed),
+                    ..Default::default()
+                };
+                b.store.update(&id, upd, "lead").unwrap();
+            }
+            3 => {
+                b.store.claim(None, "bob", false).unwrap();
+            }
+            4 if live.len() > 2 => {
+                let id = pick(&mut rng);
+                b.store.delete(&id).unwrap();
+            }
+            5 if !live.is_empty() => {
+                // Same bytes rewritten in place: a new version, same content.
+                let id = pick(&mut rng);
+                let bytes = fs::read(b.file(&format!("{id}.json"))).unwrap();
+                b.claude_write(&id, &bytes);
+            }
+            _ => {
+                let id = pick(&mut rng);
+                b.claude_edit(&id, |t| {
+                    t.owner = Some("carol".into());
+                    t.status = Status::InProgress;
+                });
+            }
+        }
+        if step % 20 == 19 {
+            b.settle();
+        }
+        let (tasks, _) = b.look();
+        assert_eq!(tasks, b.truth(), "after step {step}");
+    }
+}

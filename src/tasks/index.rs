@@ -1,0 +1,512 @@
+//! The board index: every task of a team as last read, with the `stat`
+//! stamp of its file, in one binary file of swarm's own
+//! (`<root>/swarm/<team>/board.index`, [`crate::paths::Root::board_index`]),
+//! so `task list`, `status` and a claim without id need not open and parse
+//! 10,000 task files on every call.
+//!
+//! The index is a cache: it is never the truth, only a faster way to it,
+//! and it is trusted whole only when that is provably safe.
+//!
+//! * **Whole** (no file looked at): when the task directory's own stamp
+//!   (device, inode, modification and change times) is the one the index
+//!   was taken at, and that stamp was *settled* then (see below). Every
+//!   writer of a task file changes the directory after its write: swarm
+//!   replaces files by rename; Claude Code writes in place, but only while
+//!   it holds the lock directory `<id>.json.lock` (or `.lock.lock` to
+//!   create), which it makes before and removes after the write (see the
+//!   reference, §5). A delete unlinks. So a directory whose stamp has not
+//!   moved has had no task written since the index was taken. A writer that
+//!   bypasses both (a hand edit in place) is caught by an age bound: the
+//!   whole index is trusted for [`WHOLE_FOR`] only.
+//! * **Per file** otherwise: one `stat` per task file, and only files whose
+//!   stamp moved (or was not settled) are read and parsed again.
+//! * **Settled**: a stamp whose change time is at least one timestamp
+//!   granule older than the moment the scan began ([`settled`]). A write in
+//!   the same granule as an earlier one can leave the stamp unchanged (the
+//!   "racy git" problem); an unsettled stamp is therefore never trusted, and
+//!   the file or directory is looked at again next time.
+//!
+//! Writes of the index are atomic but not durable ([`write_cache`]): a torn
+//! or foreign file fails [`Index::decode`] (magic, lengths, UTF-8, the
+//! trailer) and is simply rebuilt. Claims never decide from the index: it
+//! only suggests candidates, each then checked on a fresh read under its
+//! lock (`store/claim.rs`).
+//!
+//! [`write_cache`]: crate::atomic_file::write_cache
+
+use super::cache::Stamp;
+use super::task::{Status, Task};
+use serde_json::{Map, Value};
+use std::fs::Metadata;
+use std::os::unix::fs::MetadataExt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const MAGIC: &[u8; 8] = b"SWBIDX01";
+const TRAILER: &[u8; 8] = b"SWBIDEND";
+
+/// How long a whole index is trusted without looking at any file, so that
+/// a write that changed no directory (a hand edit in place) shows this late
+/// at worst.
+pub const WHOLE_FOR: Duration = Duration::from_secs(2);
+
+/// A filesystem with nanosecond times: the granule is the kernel's clock
+/// tick (at most 10 ms); this leaves room for it.
+const FINE_GRANULE: Duration = Duration::from_millis(50);
+/// A time with no nanoseconds may come from a filesystem that keeps whole
+/// seconds (or two, FAT's): assume the coarsest.
+const COARSE_GRANULE: Duration = Duration::from_secs(2);
+
+/// Nanoseconds since the epoch, on the clock file times are taken from.
+pub fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// Whether a stamp that last changed at `changed` (seconds, nanoseconds)
+/// can be trusted by a scan that began at `scan_began_ns`: no later write
+/// can have left it as it is.
+pub fn settled(changed: (i64, i64), scan_began_ns: i64) -> bool {
+    let granule = if changed.1 == 0 {
+        COARSE_GRANULE
+    } else {
+        FINE_GRANULE
+    };
+    let changed_ns = i128::from(changed.0) * 1_000_000_000 + i128::from(changed.1);
+    changed_ns + granule.as_nanos() as i128 <= i128::from(scan_began_ns)
+}
+
+/// What identifies one state of the task directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DirStamp {
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl DirStamp {
+    pub fn of(meta: &Metadata) -> DirStamp {
+        DirStamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    pub fn changed(&self) -> (i64, i64) {
+        self.ctime
+    }
+}
+
+/// One task as indexed: the stamp of the file it was read from (taken
+/// before the read), and whether that stamp was settled then.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub stamp: Stamp,
+    pub settled: bool,
+    pub task: Task,
+}
+
+/// A decoded index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Index {
+    /// The directory's stamp, taken before its names were read.
+    pub dir: DirStamp,
+    /// `dir` was settled when the scan began.
+    pub dir_settled: bool,
+    /// When the scan began.
+    pub began_ns: i64,
+    /// In id order.
+    pub entries: Vec<Entry>,
+}
+
+/// A task that was claimable (pending, ownerless, no open blocker) when the
+/// index was taken, with the stamp of the file it was read from if that
+/// stamp was settled: a claim without id tries these first, in id order,
+/// re-checking each under its lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Candidate {
+    pub id: u64,
+    pub seen: Option<Stamp>,
+}
+
+impl Index {
+    /// Whether the whole index is the board as it is now, with the
+    /// directory's stamp `now` read at `now_ns`.
+    pub fn is_whole(&self, now: DirStamp, now_ns: i64) -> bool {
+        self.dir_settled
+            && self.dir == now
+            && now_ns >= self.began_ns
+            && (now_ns - self.began_ns) as u128 <= WHOLE_FOR.as_nanos()
+    }
+
+    /// The index's bytes, from its parts (the tasks by reference, so a
+    /// scan need not copy them).
+    pub fn encode<'a>(
+        dir: DirStamp,
+        dir_settled: bool,
+        began_ns: i64,
+        entries: impl ExactSizeIterator<Item = (Stamp, bool, &'a Task)>,
+    ) -> Vec<u8> {
+        let entries: Vec<_> = entries.collect();
+        let mut out = Vec::with_capacity(64 + entries.len() * 192);
+        out.extend_from_slice(MAGIC);
+        put_i64(&mut out, began_ns);
+        put_u64(&mut out, dir.dev);
+        put_u64(&mut out, dir.ino);
+        put_pair(&mut out, dir.mtime);
+        put_pair(&mut out, dir.ctime);
+        out.push(u8::from(dir_settled));
+        let status_of = |b: &str| {
+            let n = super::task::parse_id(b)?;
+            let at = entries.binary_search_by_key(&n, |e| e.2.number()).ok()?;
+            Some(entries[at].2.status)
+        };
+        let claimable: Vec<_> = entries
+            .iter()
+            .filter(|e| super::rules::is_claimable(e.2, status_of))
+            .collect();
+        put_u64(&mut out, claimable.len() as u64);
+        for (stamp, settled, task) in claimable {
+            put_u64(&mut out, task.number());
+            out.push(u8::from(*settled));
+            for w in stamp.words() {
+                put_i64(&mut out, w);
+            }
+        }
+        put_u64(&mut out, entries.len() as u64);
+        for (stamp, settled, task) in entries {
+            put_entry(&mut out, stamp, settled, task);
+        }
+        let len = out.len() as u64 + 16;
+        put_u64(&mut out, len);
+        out.extend_from_slice(TRAILER);
+        out
+    }
+
+    /// `None` for anything that is not a whole index of this version.
+    pub fn decode(bytes: &[u8]) -> Option<Index> {
+        let (mut r, head) = Reader::open(bytes)?;
+        r.candidates()?;
+        let count = usize::try_from(r.u64()?).ok()?;
+        // Each entry takes more than 64 bytes: a count past that is garbage.
+        if count > r.rest.len() / 64 {
+            return None;
+        }
+        let mut entries = Vec::with_capacity(count);
+        for _ in 0..count {
+            entries.push(r.entry()?);
+        }
+        if !r.rest.is_empty() {
+            return None;
+        }
+        Some(Index {
+            dir: head.dir,
+            dir_settled: head.dir_settled,
+            began_ns: head.began_ns,
+            entries,
+        })
+    }
+
+    /// Only when the index was taken and what was claimable then, without
+    /// decoding the tasks: what a claim without id needs.
+    pub fn candidates(bytes: &[u8]) -> Option<(i64, Vec<Candidate>)> {
+        let (mut r, head) = Reader::open(bytes)?;
+        Some((head.began_ns, r.candidates()?))
+    }
+}
+
+/// The fixed part at the start of an index.
+struct Head {
+    began_ns: i64,
+    dir: DirStamp,
+    dir_settled: bool,
+}
+
+fn put_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_i64(out: &mut Vec<u8>, v: i64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_pair(out: &mut Vec<u8>, (s, ns): (i64, i64)) {
+    put_i64(out, s);
+    put_i64(out, ns);
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn put_opt(out: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        None => out.push(0),
+        Some(s) => {
+            out.push(1);
+            put_str(out, s);
+        }
+    }
+}
+
+fn put_list(out: &mut Vec<u8>, items: &[String]) {
+    out.extend_from_slice(&(items.len() as u32).to_le_bytes());
+    for i in items {
+        put_str(out, i);
+    }
+}
+
+fn put_entry(out: &mut Vec<u8>, stamp: Stamp, settled: bool, t: &Task) {
+    put_u64(out, t.number());
+    for w in stamp.words() {
+        put_i64(out, w);
+    }
+    out.push(u8::from(settled));
+    out.push(match t.status {
+        Status::Pending => 0,
+        Status::InProgress => 1,
+        Status::Completed => 2,
+    });
+    put_str(out, &t.subject);
+    put_str(out, &t.description);
+    put_opt(out, t.active_form.as_deref());
+    put_opt(out, t.owner.as_deref());
+    put_list(out, &t.blocks);
+    put_list(out, &t.blocked_by);
+    let json = |m: &Map<String, Value>| serde_json::to_string(m).unwrap_or_default();
+    put_opt(out, t.metadata.as_ref().map(json).as_deref());
+    put_opt(
+        out,
+        (!t.extra.is_empty()).then(|| json(&t.extra)).as_deref(),
+    );
+}
+
+/// A cursor over the index's bytes; every read checks its bounds.
+struct Reader<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    /// Checks the frame (magic, length, trailer) and reads the head.
+    fn open(bytes: &'a [u8]) -> Option<(Reader<'a>, Head)> {
+        let body = bytes.strip_suffix(TRAILER)?;
+        let (body, len) = body.split_at_checked(body.len().checked_sub(8)?)?;
+        if u64::from_le_bytes(len.try_into().ok()?) != bytes.len() as u64 {
+            return None;
+        }
+        let mut r = Reader {
+            rest: body.strip_prefix(MAGIC)?,
+        };
+        let head = Head {
+            began_ns: r.i64()?,
+            dir: DirStamp {
+                dev: r.u64()?,
+                ino: r.u64()?,
+                mtime: r.pair()?,
+                ctime: r.pair()?,
+            },
+            dir_settled: r.flag()?,
+        };
+        Some((r, head))
+    }
+
+    fn candidates(&mut self) -> Option<Vec<Candidate>> {
+        let count = usize::try_from(self.u64()?).ok()?;
+        if count > self.rest.len() / 65 {
+            return None;
+        }
+        let mut out = Vec::with_capacity(count);
+        for _ in 0..count {
+            let id = self.u64()?;
+            let settled = self.flag()?;
+            let mut words = [0i64; 7];
+            for w in &mut words {
+                *w = self.i64()?;
+            }
+            out.push(Candidate {
+                id,
+                seen: settled.then(|| Stamp::from_words(words)),
+            });
+        }
+        Some(out)
+    }
+
+    fn take(&mut self, n: usize) -> Option<&[u8]> {
+        let (head, rest) = self.rest.split_at_checked(n)?;
+        self.rest = rest;
+        Some(head)
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn i64(&mut self) -> Option<i64> {
+        Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn u32(&mut self) -> Option<usize> {
+        usize::try_from(u32::from_le_bytes(self.take(4)?.try_into().ok()?)).ok()
+    }
+
+    fn pair(&mut self) -> Option<(i64, i64)> {
+        Some((self.i64()?, self.i64()?))
+    }
+
+    fn flag(&mut self) -> Option<bool> {
+        match self.take(1)?[0] {
+            0 => Some(false),
+            1 => Some(true),
+            _ => None,
+        }
+    }
+
+    fn string(&mut self) -> Option<String> {
+        let n = self.u32()?;
+        String::from_utf8(self.take(n)?.to_vec()).ok()
+    }
+
+    fn opt(&mut self) -> Option<Option<String>> {
+        Some(if self.flag()? {
+            Some(self.string()?)
+        } else {
+            None
+        })
+    }
+
+    fn list(&mut self) -> Option<Vec<String>> {
+        let n = self.u32()?;
+        if n > self.rest.len() / 4 {
+            return None;
+        }
+        (0..n).map(|_| self.string()).collect()
+    }
+
+    fn object(&mut self) -> Option<Option<Map<String, Value>>> {
+        match self.opt()? {
+            None => Some(None),
+            Some(text) => serde_json::from_str(&text).ok().map(Some),
+        }
+    }
+
+    fn entry(&mut self) -> Option<Entry> {
+        let id = self.u64()?;
+        let mut words = [0i64; 7];
+        for w in &mut words {
+            *w = self.i64()?;
+        }
+        let settled = self.flag()?;
+        let status = match self.take(1)?[0] {
+            0 => Status::Pending,
+            1 => Status::InProgress,
+            2 => Status::Completed,
+            _ => return None,
+        };
+        let task = Task {
+            id: id.to_string(),
+            subject: self.string()?,
+            description: self.string()?,
+            active_form: self.opt()?,
+            owner: self.opt()?,
+            status,
+            blocks: self.list()?,
+            blocked_by: self.list()?,
+            metadata: self.object()?,
+            extra: self.object()?.unwrap_or_default(),
+        };
+        Some(Entry {
+            stamp: Stamp::from_words(words),
+            settled,
+            task,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamp_of(path: &std::path::Path) -> Stamp {
+        Stamp::of(&std::fs::metadata(path).unwrap())
+    }
+
+    #[test]
+    fn an_index_reads_back_as_written_and_garbage_reads_as_none() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("1.json");
+        std::fs::write(&f, "x").unwrap();
+        let mut a = Task::new("1", "first ☃");
+        a.owner = Some("bob".into());
+        a.status = Status::InProgress;
+        a.blocked_by = vec!["2".into()];
+        a.metadata = Some(serde_json::from_str(r#"{"k":[1,{"z":null}],"a":"b"}"#).unwrap());
+        a.extra.insert("later".into(), Value::Bool(true));
+        let mut b = Task::new("2", "");
+        b.active_form = Some("doing".into());
+        b.blocks = vec!["1".into()];
+        let dir = DirStamp::of(&std::fs::metadata(d.path()).unwrap());
+        let entries = [(stamp_of(&f), true, &a), (stamp_of(&f), false, &b)];
+        let bytes = Index::encode(dir, true, 42, entries.iter().copied());
+        let ix = Index::decode(&bytes).unwrap();
+        assert_eq!((ix.dir, ix.dir_settled, ix.began_ns), (dir, true, 42));
+        let back: Vec<_> = ix
+            .entries
+            .iter()
+            .map(|e| (e.stamp, e.settled, &e.task))
+            .collect();
+        assert_eq!(back, entries);
+        // Every cut of it, and a byte changed in its header, trailer or
+        // lengths, is refused rather than misread.
+        for n in 0..bytes.len() {
+            assert_eq!(Index::decode(&bytes[..n]), None, "cut at {n}");
+        }
+        // (The data bytes themselves are not checked: a crash tears, it does
+        // not flip bits.)
+        for at in [0, 65, bytes.len() - 12, bytes.len() - 1] {
+            let mut bad = bytes.clone();
+            bad[at] ^= 0xff;
+            assert_eq!(Index::decode(&bad), None, "byte {at} changed");
+        }
+        assert_eq!(Index::decode(b""), None);
+    }
+
+    #[test]
+    fn a_stamp_is_settled_only_a_granule_after_its_change() {
+        let s = 1_000_000_000i64;
+        // Nanosecond times: 50 ms.
+        assert!(!settled((5, 1), 5 * s + 1));
+        assert!(!settled((5, 1), 5 * s + 49_000_000));
+        assert!(settled((5, 1), 5 * s + 50_000_001));
+        // Whole seconds: two of them.
+        assert!(!settled((5, 0), 6 * s));
+        assert!(settled((5, 0), 7 * s));
+        // A clock that went back: never settled.
+        assert!(!settled((5, 1), 4 * s));
+    }
+
+    #[test]
+    fn a_whole_index_needs_the_same_settled_directory_and_a_young_index() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = DirStamp::of(&std::fs::metadata(d.path()).unwrap());
+        let ix = |settled| Index {
+            dir,
+            dir_settled: settled,
+            began_ns: 100,
+            entries: Vec::new(),
+        };
+        assert!(ix(true).is_whole(dir, 100));
+        assert!(!ix(false).is_whole(dir, 100), "not settled");
+        let late = 100 + WHOLE_FOR.as_nanos() as i64 + 1;
+        assert!(!ix(true).is_whole(dir, late), "too old");
+        assert!(!ix(true).is_whole(dir, 99), "clock went back");
+        let moved = DirStamp {
+            ctime: (dir.ctime.0, dir.ctime.1 + 1),
+            ..dir
+        };
+        assert!(!ix(true).is_whole(moved, 100), "directory changed");
+    }
+}

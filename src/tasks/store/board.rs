@@ -1,0 +1,195 @@
+//! The whole board at once, through the board index ([`crate::tasks::index`]):
+//! from the index alone when the task directory has provably not changed,
+//! else with one `stat` per task file and a read of only the files that
+//! changed; the index is saved again after every such look. Used by `list`,
+//! `status`, unassigning and the claim checks; a claim without id takes its
+//! candidates from a young index without looking at the directory at all
+//! ([`TaskStore::suggestions`]), since every candidate is checked afresh
+//! under its lock anyway.
+
+use super::{ListLock, Loaded, Salvage, TaskError, TaskList, TaskStore};
+use crate::atomic_file;
+use crate::tasks::cache::Stamp;
+use crate::tasks::index::{self, Candidate, DirStamp, Entry, Index};
+use crate::tasks::task::{Task, absurd_task_file, task_file_id};
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::path::Path;
+use std::time::Duration;
+
+/// How old an index a claim without id takes its candidates from before it
+/// looks at the directory itself: a task that became claimable since is
+/// found by the next look (or by the full look before "nothing claimable").
+const SUGGEST_FOR: Duration = Duration::from_secs(1);
+
+impl TaskStore {
+    /// Every readable task, in id order, quarantining the unreadable and
+    /// the absurdly numbered (which changes the directory, so the next
+    /// look is a per-file one again).
+    pub(super) fn scan(&self, list: Option<&ListLock>) -> Result<TaskList, TaskError> {
+        let dir = self.dir()?;
+        let began = index::now_ns();
+        let Some(dir_stamp) = self.dir_stamp(&dir)? else {
+            return Ok(TaskList::default());
+        };
+        let mut old = self.read_index();
+        if let Some(ix) = old.take_if(|ix| ix.is_whole(dir_stamp, began)) {
+            #[cfg(test)]
+            looks::count(0);
+            return Ok(TaskList {
+                tasks: ix.entries.into_iter().map(|e| e.task).collect(),
+                quarantined: Vec::new(),
+            });
+        }
+        let mut known: HashMap<u64, Entry> = old
+            .into_iter()
+            .flat_map(|ix| ix.entries)
+            .filter(|e| e.settled)
+            .map(|e| (e.task.number(), e))
+            .collect();
+        let names = self.file_names(&dir)?;
+        let mut out = TaskList::default();
+        for name in names.iter().filter(|n| absurd_task_file(n)) {
+            out.quarantined
+                .extend(self.quarantine_absurd(&dir, name, list)?);
+        }
+        let mut ids: Vec<u64> = names.iter().filter_map(|n| task_file_id(n)).collect();
+        ids.sort_unstable();
+        let mut stamps = Vec::with_capacity(ids.len());
+        let mut reads = 0;
+        for n in ids {
+            let id = n.to_string();
+            while let Some(stamp) = self.stamp(&id)? {
+                if let Some(e) = known.remove(&n).filter(|e| e.stamp == stamp) {
+                    stamps.push((stamp, true));
+                    out.tasks.push(e.task);
+                    break;
+                }
+                reads += 1;
+                match self.load(&id)? {
+                    Loaded::Missing => break,
+                    Loaded::Found(t) => {
+                        stamps.push((stamp, index::settled(stamp.changed(), began)));
+                        out.tasks.push(t);
+                        break;
+                    }
+                    Loaded::Corrupt(_) => match self.salvage(&id, list)? {
+                        Salvage::Quarantined(q) => {
+                            out.quarantined.push(q);
+                            break;
+                        }
+                        Salvage::Recovered => continue,
+                        Salvage::Gone => break,
+                    },
+                }
+            }
+        }
+        #[cfg(test)]
+        looks::count(reads);
+        let _ = reads;
+        self.save_index(dir_stamp, began, &stamps, &out.tasks);
+        Ok(out)
+    }
+
+    /// Candidates for a claim without id: those of an index younger than
+    /// [`SUGGEST_FOR`] (read without decoding its tasks), else those of a
+    /// fresh [`TaskStore::scan`]. Either way each is checked again under
+    /// its lock before it is taken.
+    pub(super) fn suggestions(&self) -> Result<Vec<Candidate>, TaskError> {
+        let now = index::now_ns();
+        let young = self
+            .read_index_bytes()
+            .and_then(|b| Index::candidates(&b))
+            .filter(|(began, _)| {
+                now >= *began && ((now - began) as u128) <= SUGGEST_FOR.as_nanos()
+            });
+        if let Some((_, candidates)) = young {
+            return Ok(candidates);
+        }
+        Ok(super::claim::claimable(&self.scan(None)?.tasks))
+    }
+
+    /// The task directory's stamp; `None` when there is no directory.
+    fn dir_stamp(&self, dir: &Path) -> Result<Option<DirStamp>, TaskError> {
+        match fs::symlink_metadata(dir) {
+            Ok(meta) => Ok(Some(DirStamp::of(&meta))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.io_err("look at the task directory", dir, e)),
+        }
+    }
+
+    /// A task file's stamp (of the file itself, never through a link, which
+    /// the read then refuses); `None` when it is gone.
+    pub(super) fn stamp(&self, id: &str) -> Result<Option<Stamp>, TaskError> {
+        let path = self.path(id)?;
+        match fs::symlink_metadata(&path) {
+            Ok(meta) => Ok(Some(Stamp::of(&meta))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.io_err(format!("stat task {id}"), &path, e)),
+        }
+    }
+
+    /// The saved index; `None` when there is none or it does not decode
+    /// (torn by a crash, another version): it is then rebuilt.
+    fn read_index(&self) -> Option<Index> {
+        let ix = Index::decode(&self.read_index_bytes()?);
+        if ix.is_none() {
+            tracing::info!(team = %self.team, "board index unreadable; rebuilding it from the task files");
+        }
+        ix
+    }
+
+    fn read_index_bytes(&self) -> Option<Vec<u8>> {
+        let path = self.root.board_index(&self.team).ok()?;
+        match atomic_file::read_optional(&path) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                tracing::warn!(team = %self.team, file = %path.display(), error = %e,
+                    "cannot read the board index; reading every task file");
+                None
+            }
+        }
+    }
+
+    /// Saves what a look found. A failure costs speed, not correctness:
+    /// it is logged, and the next look reads the files.
+    fn save_index(&self, dir: DirStamp, began: i64, stamps: &[(Stamp, bool)], tasks: &[Task]) {
+        let entries = stamps.iter().zip(tasks).map(|((s, ok), t)| (*s, *ok, t));
+        let bytes = Index::encode(dir, index::settled(dir.changed(), began), began, entries);
+        let saved = self
+            .root
+            .board_index(&self.team)
+            .map_err(io::Error::other)
+            .and_then(|path| {
+                if let Some(parent) = path.parent() {
+                    atomic_file::ensure_dir(parent)?;
+                }
+                atomic_file::write_cache(&path, &bytes)
+            });
+        if let Err(e) = saved {
+            tracing::warn!(team = %self.team, error = %e,
+                "cannot save the board index; the next look reads every task file");
+        }
+    }
+}
+
+/// How many task files the last look on this thread read (`Some(0)`: the
+/// whole index was used): for tests that pin when files are read.
+#[cfg(test)]
+pub(crate) mod looks {
+    use std::cell::Cell;
+
+    thread_local! {
+        static LAST: Cell<Option<usize>> = const { Cell::new(None) };
+    }
+
+    pub(super) fn count(reads: usize) {
+        LAST.with(|c| c.set(Some(reads)));
+    }
+
+    /// The count of the last look, cleared.
+    pub fn take() -> Option<usize> {
+        LAST.with(|c| c.take())
+    }
+}
