@@ -29,7 +29,8 @@ pub fn escape_text(s: &str) -> Cow<'_, str> {
 fn escape(s: &str, multi_line: bool) -> Cow<'_, str> {
     let keep = |c: char| multi_line && (c == '\n' || c == '\t');
     let unsafe_char = |c: char| (c.is_control() || is_bidi_control(c)) && !keep(c);
-    if !s.chars().any(unsafe_char) {
+    // Printable ASCII is the common case, and a byte test is enough for it.
+    if s.bytes().all(|b| (0x20..0x7f).contains(&b)) || !s.chars().any(unsafe_char) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);

@@ -208,22 +208,26 @@ fn write_row(out: &mut impl std::io::Write, t: &Task) -> std::io::Result<()> {
     } else {
         std::borrow::Cow::Owned(t.blocked_by.join(","))
     };
-    // `format!`'s padding writes a char at a time; 10,000 rows notice.
-    const SPACES: &str = "                ";
-    let pad = |s: &str, width: usize| &SPACES[..width.saturating_sub(s.chars().count())];
-    let id = escape_line(&t.id);
-    let owner = escape_line(t.owner.as_deref().unwrap_or("-"));
-    let blocked = escape_line(&blocked);
-    writeln!(
-        out,
-        "{}{id}  {status}{}  {owner}{}  {blocked}{}  {}",
-        pad(&id, 4),
-        pad(status_str(t.status), 11),
-        pad(&owner, 16),
-        pad(&blocked, 10),
-        escape_line(&t.subject),
-        status = status_str(t.status),
-    )
+    // Plain writes, not `write!`: its padding goes a char at a time, and
+    // 10,000 rows notice.
+    let mut cell = |s: &str, width: usize, right: bool| -> std::io::Result<()> {
+        const SPACES: &[u8] = b"                ";
+        let pad = &SPACES[..width.saturating_sub(s.chars().count()).min(SPACES.len())];
+        if right {
+            out.write_all(pad)?;
+        }
+        out.write_all(s.as_bytes())?;
+        if !right {
+            out.write_all(pad)?;
+        }
+        out.write_all(b"  ")
+    };
+    cell(&escape_line(&t.id), 4, true)?;
+    cell(status_str(t.status), 11, false)?;
+    cell(&escape_line(t.owner.as_deref().unwrap_or("-")), 16, false)?;
+    cell(&escape_line(&blocked), 10, false)?;
+    out.write_all(escape_line(&t.subject).as_bytes())?;
+    out.write_all(b"\n")
 }
 
 fn print_task(t: &Task) {
@@ -251,5 +255,43 @@ fn print_task(t: &Task) {
             "  metadata:   {}",
             escape_line(&serde_json::to_string(m).unwrap_or_default())
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The row as `format!` padded it before rows were written piecewise.
+    fn padded(t: &Task) -> String {
+        let blocked = if t.blocked_by.is_empty() {
+            "-".to_string()
+        } else {
+            t.blocked_by.join(",")
+        };
+        format!(
+            "{:>4}  {:<11}  {:<16}  {:<10}  {}\n",
+            escape_line(&t.id),
+            status_str(t.status),
+            escape_line(t.owner.as_deref().unwrap_or("-")),
+            escape_line(&blocked),
+            escape_line(&t.subject)
+        )
+    }
+
+    #[test]
+    fn a_row_is_padded_by_characters_and_escaped() {
+        let mut plain = Task::new("7", "plain");
+        plain.status = Status::InProgress;
+        let mut wide = Task::new("12345", "sub\u{1b}[31mject\nline");
+        wide.owner = Some("ünïcødé-owner-longer-than-16".into());
+        wide.blocked_by = vec!["1".into(), "22".into(), "333".into(), "4444".into()];
+        let mut odd = Task::new("3", "");
+        odd.owner = Some("é\u{202e}x".into());
+        for t in [&plain, &wide, &odd] {
+            let mut out = Vec::new();
+            write_row(&mut out, t).unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), padded(t), "{t:?}");
+        }
     }
 }

@@ -114,7 +114,11 @@ impl Board {
     fn age_index(&self, by: Duration) {
         let ix = Index::decode(&fs::read(self.index()).unwrap()).unwrap();
         let began = ix.began_ns - by.as_nanos() as i64;
-        let entries = ix.entries.iter().map(|e| (e.stamp, e.settled, &e.task));
+        let entries = ix
+            .seen
+            .iter()
+            .zip(&ix.tasks)
+            .map(|(s, t)| (s.stamp, s.settled, t));
         let bytes = Index::encode(ix.dir, ix.dir_settled, began, entries);
         fs::write(self.index(), bytes).unwrap();
     }

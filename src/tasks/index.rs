@@ -100,13 +100,13 @@ impl DirStamp {
     }
 }
 
-/// One task as indexed: the stamp of the file it was read from (taken
+/// Of one indexed task: the stamp of the file it was read from (taken
 /// before the read), and whether that stamp was settled then.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    pub id: u64,
     pub stamp: Stamp,
     pub settled: bool,
-    pub task: Task,
 }
 
 /// A decoded index.
@@ -118,8 +118,11 @@ pub struct Index {
     pub dir_settled: bool,
     /// When the scan began.
     pub began_ns: i64,
-    /// In id order.
-    pub entries: Vec<Entry>,
+    /// In id order (kept apart from `seen`, so that the whole board is
+    /// handed out without moving each task again).
+    pub tasks: Vec<Task>,
+    /// `seen[i]` is of `tasks[i]`.
+    pub seen: Vec<Seen>,
 }
 
 /// A task that was claimable (pending, ownerless, no open blocker) when the
@@ -195,9 +198,12 @@ impl Index {
         if count > r.rest.len() / 64 {
             return None;
         }
-        let mut entries = Vec::with_capacity(count);
+        let mut tasks = Vec::with_capacity(count);
+        let mut seen = Vec::with_capacity(count);
         for _ in 0..count {
-            entries.push(r.entry()?);
+            let (s, t) = r.entry()?;
+            seen.push(s);
+            tasks.push(t);
         }
         if !r.rest.is_empty() {
             return None;
@@ -206,7 +212,8 @@ impl Index {
             dir: head.dir,
             dir_settled: head.dir_settled,
             began_ns: head.began_ns,
-            entries,
+            tasks,
+            seen,
         })
     }
 
@@ -393,7 +400,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn entry(&mut self) -> Option<Entry> {
+    fn entry(&mut self) -> Option<(Seen, Task)> {
         let id = self.u64()?;
         let mut words = [0i64; 7];
         for w in &mut words {
@@ -407,7 +414,7 @@ impl<'a> Reader<'a> {
             _ => return None,
         };
         let task = Task {
-            id: id.to_string(),
+            id: decimal(id),
             subject: self.string()?,
             description: self.string()?,
             active_form: self.opt()?,
@@ -418,12 +425,28 @@ impl<'a> Reader<'a> {
             metadata: self.object()?,
             extra: self.object()?.unwrap_or_default(),
         };
-        Some(Entry {
+        let seen = Seen {
+            id,
             stamp: Stamp::from_words(words),
             settled,
-            task,
-        })
+        };
+        Some((seen, task))
     }
+}
+
+/// `n` in decimal, without the formatting machinery (once per task).
+fn decimal(mut n: u64) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    digits[at..].iter().map(|&d| char::from(d)).collect()
 }
 
 #[cfg(test)]
@@ -454,9 +477,10 @@ mod tests {
         let ix = Index::decode(&bytes).unwrap();
         assert_eq!((ix.dir, ix.dir_settled, ix.began_ns), (dir, true, 42));
         let back: Vec<_> = ix
-            .entries
+            .seen
             .iter()
-            .map(|e| (e.stamp, e.settled, &e.task))
+            .zip(&ix.tasks)
+            .map(|(s, t)| (s.stamp, s.settled, t))
             .collect();
         assert_eq!(back, entries);
         // Every cut of it, and a byte changed in its header, trailer or
@@ -472,6 +496,13 @@ mod tests {
             assert_eq!(Index::decode(&bad), None, "byte {at} changed");
         }
         assert_eq!(Index::decode(b""), None);
+    }
+
+    #[test]
+    fn decimal_is_to_string() {
+        for n in [0, 7, 10, 99, 100, 4_294_967_296, u64::MAX] {
+            assert_eq!(decimal(n), n.to_string());
+        }
     }
 
     #[test]
@@ -496,7 +527,8 @@ mod tests {
             dir,
             dir_settled: settled,
             began_ns: 100,
-            entries: Vec::new(),
+            tasks: Vec::new(),
+            seen: Vec::new(),
         };
         assert!(ix(true).is_whole(dir, 100));
         assert!(!ix(false).is_whole(dir, 100), "not settled");

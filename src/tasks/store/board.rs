@@ -10,9 +10,8 @@
 use super::{ListLock, Loaded, Salvage, TaskError, TaskList, TaskStore};
 use crate::atomic_file;
 use crate::tasks::cache::Stamp;
-use crate::tasks::index::{self, Candidate, DirStamp, Entry, Index};
+use crate::tasks::index::{self, Candidate, DirStamp, Index, Seen};
 use crate::tasks::task::{Task, absurd_task_file, task_file_id};
-use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::Path;
@@ -22,6 +21,9 @@ use std::time::Duration;
 /// looks at the directory itself: a task that became claimable since is
 /// found by the next look (or by the full look before "nothing claimable").
 const SUGGEST_FOR: Duration = Duration::from_secs(1);
+
+/// A task file as listed: its number and its directory entry.
+type TaskFile = (u64, fs::DirEntry);
 
 impl TaskStore {
     /// Every readable task, in id order, quarantining the unreadable and
@@ -38,39 +40,68 @@ impl TaskStore {
             #[cfg(test)]
             looks::count(0);
             return Ok(TaskList {
-                tasks: ix.entries.into_iter().map(|e| e.task).collect(),
+                tasks: ix.tasks,
                 quarantined: Vec::new(),
             });
         }
-        let mut known: HashMap<u64, Entry> = old
-            .into_iter()
-            .flat_map(|ix| ix.entries)
-            .filter(|e| e.settled)
-            .map(|e| (e.task.number(), e))
-            .collect();
-        let names = self.file_names(&dir)?;
-        let mut out = TaskList::default();
-        for name in names.iter().filter(|n| absurd_task_file(n)) {
+        let known = old.map(|ix| (ix.seen, ix.tasks)).unwrap_or_default();
+        let out = self.look_per_file(&dir, began, known, list)?;
+        self.save_index(dir_stamp, began, &out.1, &out.0.tasks);
+        Ok(out.0)
+    }
+
+    /// The per-file look: one `stat` per task file (through the directory
+    /// handle, no path built), and a read of only those whose stamp is not
+    /// the settled one `known` (the last index, in id order) has. Returns
+    /// the list and what was seen of each task, for the index.
+    fn look_per_file(
+        &self,
+        dir: &Path,
+        began: i64,
+        (seen, tasks): (Vec<Seen>, Vec<Task>),
+        list: Option<&ListLock>,
+    ) -> Result<(TaskList, Vec<(Stamp, bool)>), TaskError> {
+        let mut tasks = tasks;
+        let mut k = 0;
+        let (absurd, mut files) = self.task_files(dir)?;
+        let mut out = TaskList {
+            tasks: Vec::with_capacity(files.len()),
+            quarantined: Vec::new(),
+        };
+        for name in &absurd {
             out.quarantined
-                .extend(self.quarantine_absurd(&dir, name, list)?);
+                .extend(self.quarantine_absurd(dir, name, list)?);
         }
-        let mut ids: Vec<u64> = names.iter().filter_map(|n| task_file_id(n)).collect();
-        ids.sort_unstable();
-        let mut stamps = Vec::with_capacity(ids.len());
+        files.sort_unstable_by_key(|(n, _)| *n);
+        let mut stamps = Vec::with_capacity(files.len());
         let mut reads = 0;
-        for n in ids {
+        for (n, entry) in files {
+            // Both in id order: walk the last index beside the listing.
+            while seen.get(k).is_some_and(|s| s.id < n) {
+                k += 1;
+            }
+            let mut prior = seen
+                .get(k)
+                .filter(|s| s.id == n && s.settled)
+                .map(|s| (s.stamp, k));
             let id = n.to_string();
-            while let Some(stamp) = self.stamp(&id)? {
-                if let Some(e) = known.remove(&n).filter(|e| e.stamp == stamp) {
-                    stamps.push((stamp, true));
-                    out.tasks.push(e.task);
+            let mut stamp = match entry.metadata() {
+                Ok(meta) => Some(Stamp::of(&meta)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                Err(e) => return Err(self.io_err(format!("stat task {id}"), &entry.path(), e)),
+            };
+            while let Some(now) = stamp {
+                if let Some((_, at)) = prior.take().filter(|(s, _)| *s == now) {
+                    stamps.push((now, true));
+                    out.tasks
+                        .push(std::mem::replace(&mut tasks[at], Task::new("", "")));
                     break;
                 }
                 reads += 1;
                 match self.load(&id)? {
                     Loaded::Missing => break,
                     Loaded::Found(t) => {
-                        stamps.push((stamp, index::settled(stamp.changed(), began)));
+                        stamps.push((now, index::settled(now.changed(), began)));
                         out.tasks.push(t);
                         break;
                     }
@@ -79,7 +110,7 @@ impl TaskStore {
                             out.quarantined.push(q);
                             break;
                         }
-                        Salvage::Recovered => continue,
+                        Salvage::Recovered => stamp = self.stamp(&id)?,
                         Salvage::Gone => break,
                     },
                 }
@@ -88,8 +119,31 @@ impl TaskStore {
         #[cfg(test)]
         looks::count(reads);
         let _ = reads;
-        self.save_index(dir_stamp, began, &stamps, &out.tasks);
-        Ok(out)
+        Ok((out, stamps))
+    }
+
+    /// The task directory's entries: the names numbered past the id space
+    /// (to quarantine), and each task file by its number.
+    fn task_files(&self, dir: &Path) -> Result<(Vec<String>, Vec<TaskFile>), TaskError> {
+        let listing = |e| self.io_err("list the task directory", dir, e);
+        let entries = match fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Default::default()),
+            Err(e) => return Err(listing(e)),
+        };
+        let (mut absurd, mut files) = (Vec::new(), Vec::new());
+        for entry in entries {
+            let entry = entry.map_err(listing)?;
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            if absurd_task_file(&name) {
+                absurd.push(name);
+            } else if let Some(n) = task_file_id(&name) {
+                files.push((n, entry));
+            }
+        }
+        Ok((absurd, files))
     }
 
     /// Candidates for a claim without id: those of an index younger than
