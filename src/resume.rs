@@ -53,7 +53,9 @@ pub enum Conversation {
 /// A Claude Code teammate gets its session id now (kept across respawns
 /// until `--fresh` clears it). True when it already had one: it continues
 /// that conversation, which holds its first prompt already (so the prompt
-/// is not sent again, and its unread mail is not swept aside for it).
+/// is not sent again). Started anew, it gets the prompt again, ahead of
+/// the unread mail that waits for it
+/// ([`crate::agents::write_initial_prompt`]).
 pub fn record_at_spawn(m: &mut Member, agent: Agent) -> bool {
     if agent != Agent::Claude {
         return false;
