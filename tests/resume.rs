@@ -2,9 +2,11 @@
 //! then `swarm up --resume` brings the same three shell teammates back, in
 //! new panes, in their worktrees, with the mail that came meanwhile and
 //! their claimed tasks; `--fresh` hands the claimed tasks back instead.
+//! And a team on a private tmux server is found from its record by
+//! commands run later from another shell, without `SWARM_TMUX_SOCKET`.
 
 use crate::util::tmux::{TmuxTeam, WAIT};
-use crate::util::wait_until;
+use crate::util::{Run, wait_until};
 use crate::worktrees::{repo, spec, worktree_of};
 
 /// Ends the private tmux server and waits until the panes' processes
@@ -168,4 +170,75 @@ fn on_a_terminal(t: &TmuxTeam, args: &str, input: &str) -> String {
         });
     drop(stdin);
     String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+#[test]
+fn a_team_on_a_private_server_is_found_from_its_record_without_the_variable() {
+    let Some(t) = TmuxTeam::new("private_server_found_from_record", "ps") else {
+        return;
+    };
+    let spec = t.sb.path("swarm.toml");
+    std::fs::write(
+        &spec,
+        "team = \"ps\"\n[[teammate]]\nname = \"alice\"\nagent = \"shell\"\n",
+    )
+    .unwrap();
+    t.ok(&["up", "--no-attach", &spec.to_string_lossy()]);
+    t.wait_lead();
+    let alice = t.pane_of("alice");
+    // Another shell: no SWARM_TMUX_SOCKET, and tmux's default server
+    // there is one of the sandbox's (so nothing here, fixed or not, can
+    // reach the developer's).
+    let elsewhere = |args: &[&str], socket: Option<&std::path::Path>| {
+        let mut c = t.cmd(args);
+        c.env_remove("SWARM_TMUX_SOCKET")
+            .env("TMUX_TMPDIR", t.sb.path("default-tmux"));
+        if let Some(s) = socket {
+            c.env("SWARM_TMUX_SOCKET", s);
+        }
+        Run::of(c, args)
+    };
+    std::fs::create_dir_all(t.sb.path("default-tmux")).unwrap();
+
+    // A socket that is not the team's: one error naming both, nothing done.
+    let other = t.sb.path("other.sock");
+    let refused = elsewhere(&["kill", "alice"], Some(&other));
+    refused.assert_error(&t.tmux.sock.to_string_lossy());
+    assert!(
+        refused.stderr.contains(&*other.to_string_lossy()),
+        "{}",
+        refused.explain()
+    );
+    assert!(t.tmux.pane_alive(&alice), "{}", t.explain());
+    let doctor = elsewhere(&["doctor"], Some(&other));
+    assert!(
+        doctor
+            .stdout
+            .contains("problem: team ps runs on the tmux server at"),
+        "doctor names the disagreement\n{}",
+        doctor.explain()
+    );
+
+    // The session record lost (say, a team from before it kept the socket):
+    // the roster's swarmTmuxSocket still names the server.
+    std::fs::remove_file(t.sb.path("swarm/ps/session.json")).unwrap();
+    let status = elsewhere(&["status", "--json"], None);
+    status.assert_code(0);
+    let row = status.json()["members"]
+        .as_array()
+        .and_then(|ms| ms.iter().find(|m| m["name"] == "alice").cloned())
+        .unwrap_or_else(|| panic!("alice in status\n{}", status.explain()));
+    assert_ne!(
+        row["status"],
+        "dead",
+        "alice's pane is looked up on the team's server\n{}",
+        status.explain()
+    );
+    elsewhere(&["down", "--force"], None).assert_code(0);
+    wait_until(
+        "down from another shell ends alice's pane on the team's server",
+        WAIT,
+        || t.tmux.pane(&alice).is_none(),
+        || t.explain(),
+    );
 }

@@ -18,7 +18,7 @@ use crate::paths::Root;
 use crate::team::Member;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use swarm_backends::in_process::InProcessBackend;
 use swarm_backends::iterm2::{Driver, ITerm2Backend};
@@ -154,19 +154,80 @@ fn current_tmux_socket() -> Option<PathBuf> {
     t.split(',').next().map(PathBuf::from)
 }
 
+/// The tmux server the team's panes were opened on, as recorded: the
+/// session record's socket, else the one its roster records on the
+/// members that have a pane (`swarmTmuxSocket`), so that a command run
+/// later from another shell, without `SWARM_TMUX_SOCKET`, reaches that
+/// server and never tmux's default one by accident. `None`: no socket is
+/// recorded (a team on the default server, or not on tmux).
+pub fn recorded_tmux_socket(
+    root: &Root,
+    team: &str,
+    record: &SessionRecord,
+) -> Result<Option<PathBuf>> {
+    if let Some(s) = &record.tmux_socket {
+        return Ok(Some(s.clone()));
+    }
+    let roster = crate::team::Team::new(root, team).roster();
+    if !roster.exists() {
+        return Ok(None);
+    }
+    let tf = roster.read()?;
+    for m in tf.teammates().filter(|m| !m.tmux_pane_id.is_empty()) {
+        if let Some(s) = m.tmux_socket()? {
+            return Ok(Some(s));
+        }
+    }
+    Ok(None)
+}
+
+/// The one error when an explicit socket (`--tmux-socket` /
+/// `SWARM_TMUX_SOCKET`) names another server than the one the team is
+/// recorded on while that one still answers (a team whose server is gone
+/// may be started again elsewhere).
+pub fn socket_conflict(team: &str, asked: &Path, recorded: &Path) -> Option<String> {
+    let same = match (
+        std::fs::canonicalize(asked),
+        std::fs::canonicalize(recorded),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => asked == recorded,
+    };
+    let answers = std::os::unix::net::UnixStream::connect(recorded).is_ok();
+    (!same && answers).then(|| {
+        format!(
+            "team {team} runs on the tmux server at {} (recorded when its panes were opened), \
+             but --tmux-socket/SWARM_TMUX_SOCKET names {}; unset it (the team's server is \
+             found from its record) or name that socket",
+            recorded.display(),
+            asked.display()
+        )
+    })
+}
+
 /// Opens the team's backend: an explicit `--backend` wins, then the team's
-/// record, then detection. The tmux server is `--tmux-socket`, else the
-/// record's, else the one this process runs inside, else the default.
-/// The only place a concrete backend is named.
+/// record, then detection. The tmux server is `--tmux-socket` (an error if
+/// it is not the team's recorded server while that one runs), else the
+/// recorded one ([`recorded_tmux_socket`]), else the one this process runs
+/// inside, else the default. The only place a concrete backend is named.
 pub fn open(root: &Root, team: &str, args: &BackendArgs) -> Result<Opened> {
     let mut record = SessionRecord::load(root, team)?;
+    let recorded = recorded_tmux_socket(root, team, &record)?;
+    if let (Some(asked), Some(known)) = (&args.tmux_socket, &recorded)
+        && let Some(e) = socket_conflict(team, asked, known)
+    {
+        bail!(e);
+    }
     let mut facts = EnvFacts::from_process_env();
     facts.requested = args
         .backend
         .and_then(BackendChoice::kind)
-        .or(record.backend);
-    // With an explicit socket, "inside tmux" only counts if it is that server.
-    if let (Some(sock), Some(cur)) = (args.tmux_socket.as_ref(), current_tmux_socket())
+        .or(record.backend)
+        .or(recorded.is_some().then_some(BackendKind::Tmux));
+    // With an explicit or recorded socket, "inside tmux" only counts if it
+    // is that server.
+    let socket = args.tmux_socket.clone().or(recorded);
+    if let (Some(sock), Some(cur)) = (socket.as_ref(), current_tmux_socket())
         && sock != &cur
     {
         facts.in_tmux = false;
@@ -176,11 +237,7 @@ pub fn open(root: &Root, team: &str, args: &BackendArgs) -> Result<Opened> {
     let own_pane = detection.lead_pane.clone();
     let backend: Arc<dyn PaneBackendExecutor> = match detection.kind {
         BackendKind::Tmux => {
-            let socket = args
-                .tmux_socket
-                .clone()
-                .or_else(|| record.tmux_socket.clone())
-                .or_else(|| facts.in_tmux.then(current_tmux_socket).flatten());
+            let socket = socket.or_else(|| facts.in_tmux.then(current_tmux_socket).flatten());
             record.tmux_socket = socket.clone();
             let server = match socket {
                 Some(s) => TmuxServer::socket(s),
