@@ -17,9 +17,13 @@ use swarm_backends::{BackendKind, EnvFacts};
 pub(super) async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
     let facts = EnvFacts::from_process_env();
     let tmux_version = tmux_version(&facts, &args).await;
-    let teams = crate::team::list_teams(&ctx.root).unwrap_or_default();
     // Links and directories others can write, where swarm refuses to work.
     let mut problems: Vec<String> = ctx.root.problems().iter().map(|p| p.to_string()).collect();
+    let teams = crate::team::list_teams(&ctx.root).unwrap_or_else(|e| {
+        let dir = ctx.root.teams_dir();
+        problems.push(format!("cannot list the teams in {}: {e}", dir.display()));
+        Vec::new()
+    });
     problems.extend(team_problems(ctx, &teams, &args));
     let available = backends(&facts);
     let (chosen, reason) = match swarm_backends::detect(&facts) {

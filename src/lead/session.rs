@@ -56,7 +56,8 @@ impl SessionRecord {
     /// which is logged: it only caches what detection would find again).
     pub fn load(root: &Root, team: &str) -> Result<Self> {
         let path = root.session_record(team)?;
-        match atomic_file::read_optional(&path)? {
+        let read = atomic_file::read_optional(&path);
+        match read.with_context(|| format!("reading {}", path.display()))? {
             None => Ok(Self::default()),
             Some(bytes) => Ok(json_text::parse_lenient(&bytes).unwrap_or_else(|e| {
                 tracing::warn!(path = %path.display(), %e, "unreadable session record ignored");
