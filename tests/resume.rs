@@ -242,3 +242,42 @@ fn a_team_on_a_private_server_is_found_from_its_record_without_the_variable() {
         || t.explain(),
     );
 }
+
+#[test]
+fn up_fresh_gives_a_claude_teammate_its_prompt_first_and_the_mail_that_came_meanwhile() {
+    let Some(t) = TmuxTeam::new("up_fresh_claude_keeps_mail", "cf") else {
+        return;
+    };
+    let spec = t.sb.path("swarm.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "team = \"cf\"\n[[teammate]]\nname = \"cc\"\nagent = \"claude\"\n\
+             prompt = \"You are cc.\"\ncommand = [{:?}]\ncwd = {:?}\n",
+            crate::util::tmux::agent("recorder"),
+            t.work.to_string_lossy()
+        ),
+    )
+    .unwrap();
+    t.ok(&["up", "--no-attach", &spec.to_string_lossy()]);
+    t.wait_ready("cc");
+    kill_server(&t, &["cc"]);
+    // While it is down (and before it ever read its prompt): mail for it.
+    t.ok(&["send", "--to", "cc", "while you were down"]);
+    t.ok(&["up", "--fresh", "--no-attach"]);
+    let inbox = t.ok(&["inbox", "cc", "--json"]).json();
+    let texts: Vec<&str> = inbox
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["read"] != true)
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert_eq!(
+        texts,
+        ["You are cc.", "while you were down"],
+        "the prompt once, first, then the mail, all unread\n{}",
+        t.explain()
+    );
+    t.ok(&["down", "--force"]);
+}
