@@ -279,5 +279,6 @@ fn up_fresh_gives_a_claude_teammate_its_prompt_first_and_the_mail_that_came_mean
         "the prompt once, first, then the mail, all unread\n{}",
         t.explain()
     );
-    t.ok(&["down", "--force"]);
+    // The fake never answers a shutdown request.
+    t.ok(&["down", "--force", "--wait", "0"]);
 }
