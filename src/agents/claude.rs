@@ -354,6 +354,13 @@ fn permission_args(plan_required: bool, mode: Option<&str>) -> Vec<String> {
 /// the same prompt (a fresh start before the last one was read) and
 /// entries already consumed (`read:true`) move to the member's history
 /// instead: the prompt is never there twice.
+///
+/// A Claude Code teammate trusts a signed entry only if it is no more than
+/// 120 s older than its own start (reference §4.5); an older one reaches
+/// its model flagged `verified="false"` and its protocol effect (a
+/// shutdown request, a plan approval) is refused. So the unread entries
+/// swarm signed for this member are stamped with the prompt's time and
+/// signed again: the new session verifies them as it does the prompt.
 pub fn write_initial_prompt(team: &Team, name: &str, prompt: &str) -> Result<Entry> {
     if crate::protocol::Message::parse(prompt).is_some() {
         bail!(
@@ -364,8 +371,22 @@ pub fn write_initial_prompt(team: &Team, name: &str, prompt: &str) -> Result<Ent
     let lead = crate::team::names::LEAD_NAME;
     let mut entry = Entry::new(lead, prompt.to_string(), None, None);
     key.sign_entry(&mut entry);
+    let restamp = |e: &Entry| {
+        let ours = e.lead_sig.as_deref() == Some(key.sign(e).as_str());
+        ours.then(|| {
+            let mut e = e.clone();
+            e.timestamp = entry.timestamp.clone();
+            key.sign_entry(&mut e);
+            e
+        })
+    };
     team.mailbox()
-        .put_first(name, entry.clone(), |e| e.from == lead && e.text == prompt)
+        .put_first(
+            name,
+            entry.clone(),
+            |e| e.from == lead && e.text == prompt,
+            restamp,
+        )
         .with_context(|| format!("writing the initial prompt to {name}'s inbox"))?;
     Ok(entry)
 }
@@ -392,16 +413,42 @@ mod tests {
             r#"[{"from":"bob","text":"old news","timestamp":"2026-01-01T00:00:00.000Z","read":true}]"#,
         )
         .unwrap();
-        for (from, text) in [("bob", "while you were down"), ("team-lead", "and this")] {
-            mb.append("alice", Entry::new(from, text.into(), None, None))
-                .unwrap();
+        // The lead's mail, signed for alice, sent long before her start:
+        // a Claude Code teammate would not trust its stamp (reference §4.5).
+        let key = LeadKey::load_or_create(&t.root, "t", "alice").unwrap();
+        let old = "2026-01-01T00:00:00.000Z";
+        let mut signed = Entry::new("team-lead", "and this".into(), None, None);
+        signed.timestamp = old.into();
+        key.sign_entry(&mut signed);
+        let mut unsigned = Entry::new("team-lead", "unsigned".into(), None, None);
+        unsigned.timestamp = old.into();
+        for e in [
+            Entry::new("bob", "while you were down".into(), None, None),
+            signed,
+            unsigned,
+        ] {
+            mb.append("alice", e).unwrap();
         }
         let texts = |v: Vec<Entry>| v.into_iter().map(|e| e.text).collect::<Vec<_>>();
-        let unread = ["You are alice.", "while you were down", "and this"];
+        let unread = [
+            "You are alice.",
+            "while you were down",
+            "and this",
+            "unsigned",
+        ];
         let first = write_initial_prompt(&t, "alice", "You are alice.").unwrap();
         let now = mb.read("alice").unwrap().entries;
         assert!(now.iter().all(Entry::is_unread), "{now:#?}");
         assert_eq!(now[0].msg_id, first.msg_id);
+        let verifier =
+            crate::mailbox::signing::LeadVerifier::parse(&key.verify_key_arg(0)).unwrap();
+        assert_eq!(now[2].timestamp, first.timestamp, "stamped afresh");
+        assert!(verifier.verifies(&now[2]), "and signed again");
+        assert_eq!(
+            (now[3].timestamp.as_str(), &now[3].lead_sig),
+            (old, &None),
+            "what swarm did not sign is left as it was"
+        );
         assert_eq!(texts(now), unread, "the prompt first, then the mail");
         // A fresh start again before alice read any of it: one prompt (the
         // new one), the mail still after it.

@@ -12,12 +12,14 @@ impl Mailbox {
     /// lock. Entries already consumed (`read:true`) and those `superseded`
     /// names (an unread copy of the same prompt) move to the member's
     /// history; every other entry stays unread, in its order, after
-    /// `first`. Returns how many entries moved to history.
+    /// `first`, as it was or as `refresh` rewrites it (`Some`). Returns how
+    /// many entries moved to history.
     pub fn put_first(
         &self,
         member: &str,
         first: Entry,
         superseded: impl Fn(&Entry) -> bool,
+        refresh: impl Fn(&Entry) -> Option<Entry>,
     ) -> Result<usize, MailboxError> {
         let path = self.inbox_path(member)?;
         if !path.exists() {
@@ -32,7 +34,10 @@ impl Mailbox {
                 .partition(|s| !s.is_unread() || superseded(s.entry()));
             let mut all = Vec::with_capacity(kept.len() + 1);
             all.push(Stored::new(first.clone()));
-            all.extend(kept);
+            all.extend(
+                kept.into_iter()
+                    .map(|s| refresh(s.entry()).map_or(s, Stored::new)),
+            );
             history::record(&self.root.history(&self.team, member)?, &moved)?;
             if self.write_locked(&path, &all, &mut lock)?.is_lost() {
                 continue;
