@@ -244,7 +244,7 @@ fn a_team_on_a_private_server_is_found_from_its_record_without_the_variable() {
 }
 
 #[test]
-fn up_fresh_gives_a_claude_teammate_its_prompt_first_and_the_mail_that_came_meanwhile() {
+fn a_claude_teammate_started_afresh_or_resumed_gets_the_mail_that_came_meanwhile() {
     let Some(t) = TmuxTeam::new("up_fresh_claude_keeps_mail", "cf") else {
         return;
     };
@@ -278,6 +278,36 @@ fn up_fresh_gives_a_claude_teammate_its_prompt_first_and_the_mail_that_came_mean
         ["You are cc.", "while you were down"],
         "the prompt once, first, then the mail, all unread\n{}",
         t.explain()
+    );
+
+    // --resume: no prompt, but the lead's signed mail that came meanwhile,
+    // however old, is stamped afresh and signed again for the resumed
+    // session to trust (reference §4.5: 120 s).
+    kill_server(&t, &["cc"]);
+    let root = swarm::paths::Root::new(t.sb.root());
+    let key = swarm::mailbox::signing::LeadKey::load(&root, "cf", "cc")
+        .unwrap()
+        .expect("cc's signing key");
+    let old = "2026-01-01T00:00:00.000Z";
+    let mut signed = swarm::mailbox::Entry::new("team-lead", "signed meanwhile".into(), None, None);
+    signed.timestamp = old.into();
+    key.sign_entry(&mut signed);
+    swarm::mailbox::Mailbox::new(&root, "cf")
+        .append("cc", signed)
+        .unwrap();
+    t.ok(&["up", "--resume", "--no-attach"]);
+    let inbox = swarm::mailbox::Mailbox::new(&root, "cf")
+        .read("cc")
+        .unwrap();
+    let e = inbox
+        .entries
+        .iter()
+        .find(|e| e.text == "signed meanwhile")
+        .unwrap_or_else(|| panic!("the mail is kept\n{}", t.explain()));
+    let verifier = swarm::mailbox::signing::LeadVerifier::parse(&key.verify_key_arg(0)).unwrap();
+    assert!(
+        e.timestamp != old && verifier.verifies(e),
+        "stamped afresh and signed again: {e:?}"
     );
     // The fake never answers a shutdown request.
     t.ok(&["down", "--force", "--wait", "0"]);

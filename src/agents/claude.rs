@@ -371,24 +371,44 @@ pub fn write_initial_prompt(team: &Team, name: &str, prompt: &str) -> Result<Ent
     let lead = crate::team::names::LEAD_NAME;
     let mut entry = Entry::new(lead, prompt.to_string(), None, None);
     key.sign_entry(&mut entry);
-    let restamp = |e: &Entry| {
-        let ours = e.lead_sig.as_deref() == Some(key.sign(e).as_str());
-        ours.then(|| {
-            let mut e = e.clone();
-            e.timestamp = entry.timestamp.clone();
-            key.sign_entry(&mut e);
-            e
-        })
-    };
     team.mailbox()
-        .put_first(
+        .ready_for_start(
             name,
-            entry.clone(),
+            Some(entry.clone()),
             |e| e.from == lead && e.text == prompt,
-            restamp,
+            restamped(&key, &entry.timestamp),
         )
         .with_context(|| format!("writing the initial prompt to {name}'s inbox"))?;
     Ok(entry)
+}
+
+/// For a Claude Code teammate about to resume its conversation (no first
+/// prompt): the unread entries swarm signed for it stamped now and signed
+/// again, as [`write_initial_prompt`] does, so that the resumed session
+/// trusts the mail that came while it was down.
+pub fn restamp_signed_mail(team: &Team, name: &str) -> Result<()> {
+    let Some(key) = LeadKey::load(&team.root, &team.name, name)? else {
+        return Ok(()); // nothing was ever signed for it
+    };
+    let now = crate::clock::now_iso();
+    team.mailbox()
+        .ready_for_start(name, None, |_| false, restamped(&key, &now))
+        .with_context(|| format!("stamping afresh the lead's unread mail to {name}"))?;
+    Ok(())
+}
+
+/// An entry `key` signed, stamped `now` and signed again; `None` for any
+/// other (another sender's, or one swarm did not sign: left as it is).
+fn restamped<'a>(key: &'a LeadKey, now: &'a str) -> impl Fn(&Entry) -> Option<Entry> + 'a {
+    move |e: &Entry| {
+        let ours = e.lead_sig.as_deref() == Some(key.sign(e).as_str());
+        ours.then(|| {
+            let mut e = e.clone();
+            e.timestamp = now.to_owned();
+            key.sign_entry(&mut e);
+            e
+        })
+    }
 }
 
 #[cfg(test)]
