@@ -194,8 +194,9 @@ pub fn socket_conflict(team: &str, asked: &Path, recorded: &Path) -> Option<Stri
         (Ok(a), Ok(b)) => a == b,
         _ => asked == recorded,
     };
-    let answers = std::os::unix::net::UnixStream::connect(recorded).is_ok();
-    (!same && answers).then(|| {
+    // Asked only when they differ: a server that answers on its socket.
+    let answers = || std::os::unix::net::UnixStream::connect(recorded).is_ok();
+    (!same && answers()).then(|| {
         format!(
             "team {team} runs on the tmux server at {} (recorded when its panes were opened), \
              but --tmux-socket/SWARM_TMUX_SOCKET names {}; unset it (the team's server is \
