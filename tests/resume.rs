@@ -312,3 +312,49 @@ fn a_claude_teammate_started_afresh_or_resumed_gets_the_mail_that_came_meanwhile
     // The fake never answers a shutdown request.
     t.ok(&["down", "--force", "--wait", "0"]);
 }
+
+#[test]
+fn a_team_on_the_default_server_refuses_another_socket_named_later() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let Some(t) = TmuxTeam::new("default_server_refuses_another_socket", "ds") else {
+        return;
+    };
+    // tmux's default server, as seen in this sandbox: its socket
+    // ($TMUX_TMPDIR/tmux-<uid>/default) links to the test's private server.
+    let tmpdir = t.sb.path("tmux-tmpdir");
+    let uid = std::fs::metadata(t.sb.root()).unwrap().uid();
+    let dir = tmpdir.join(format!("tmux-{uid}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::symlink(&t.tmux.sock, dir.join("default")).unwrap();
+    let run = |args: &[&str], socket: Option<&std::path::Path>| {
+        let mut c = t.cmd(args);
+        c.env_remove("SWARM_TMUX_SOCKET")
+            .env("TMUX_TMPDIR", &tmpdir);
+        if let Some(s) = socket {
+            c.env("SWARM_TMUX_SOCKET", s);
+        }
+        Run::of(c, args)
+    };
+    let spec = t.sb.path("swarm.toml");
+    std::fs::write(
+        &spec,
+        "team = \"ds\"\n[[teammate]]\nname = \"alice\"\nagent = \"shell\"\n",
+    )
+    .unwrap();
+    run(&["up", "--no-attach", &spec.to_string_lossy()], None).assert_code(0);
+    t.wait_lead();
+    let alice = t.pane_of("alice");
+    assert!(t.tmux.pane_alive(&alice), "{}", t.explain());
+
+    // Another server named later (a stray SWARM_TMUX_SOCKET): refused,
+    // rather than finding alice "gone" there and removing her.
+    let refused = run(&["kill", "alice"], Some(&t.sb.path("other.sock")));
+    refused.assert_error("team ds runs on tmux's default server (");
+    assert!(
+        t.tmux.pane_alive(&alice) && t.member("alice").is_some(),
+        "alice is untouched\n{}",
+        t.explain()
+    );
+    run(&["down", "--force"], None).assert_code(0);
+}

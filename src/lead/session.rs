@@ -155,53 +155,89 @@ fn current_tmux_socket() -> Option<PathBuf> {
     t.split(',').next().map(PathBuf::from)
 }
 
+/// The tmux server a team's panes were opened on, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordedServer {
+    /// The server at this socket.
+    Socket(PathBuf),
+    /// tmux's default server (opened on tmux with no socket recorded).
+    Default,
+}
+
+impl RecordedServer {
+    /// Its socket: tmux's default one is `$TMUX_TMPDIR` (else `/tmp`)
+    /// `/tmux-<uid>/default`, as tmux itself finds it.
+    fn socket(&self) -> PathBuf {
+        match self {
+            RecordedServer::Socket(s) => s.clone(),
+            RecordedServer::Default => {
+                let dir = std::env::var_os("TMUX_TMPDIR")
+                    .filter(|d| !d.is_empty())
+                    .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+                // SAFETY: getuid takes no arguments and cannot fail.
+                let uid = unsafe { libc::getuid() };
+                dir.join(format!("tmux-{uid}")).join("default")
+            }
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            RecordedServer::Socket(s) => format!("the tmux server at {}", s.display()),
+            RecordedServer::Default => {
+                format!("tmux's default server ({})", self.socket().display())
+            }
+        }
+    }
+}
+
 /// The tmux server the team's panes were opened on, as recorded: the
 /// session record's socket, else the one its roster records on the
-/// members that have a pane (`swarmTmuxSocket`), so that a command run
-/// later from another shell, without `SWARM_TMUX_SOCKET`, reaches that
-/// server and never tmux's default one by accident. `None`: no socket is
-/// recorded (a team on the default server, or not on tmux).
-pub fn recorded_tmux_socket(
+/// members that have a pane (`swarmTmuxSocket`), else tmux's default
+/// server when the record says the team was opened on tmux; so that a
+/// command run later from another shell, without `SWARM_TMUX_SOCKET`,
+/// reaches that server, never another by accident. `None`: nothing says
+/// (a team not yet opened, or not on tmux).
+pub fn recorded_tmux_server(
     root: &Root,
     team: &str,
     record: &SessionRecord,
-) -> Result<Option<PathBuf>> {
+) -> Result<Option<RecordedServer>> {
     if let Some(s) = &record.tmux_socket {
-        return Ok(Some(s.clone()));
+        return Ok(Some(RecordedServer::Socket(s.clone())));
     }
     let roster = crate::team::Team::new(root, team).roster();
-    if !roster.exists() {
-        return Ok(None);
-    }
-    let tf = roster.read()?;
-    for m in tf.teammates().filter(|m| !m.tmux_pane_id.is_empty()) {
-        if let Some(s) = m.tmux_socket()? {
-            return Ok(Some(s));
+    if roster.exists() {
+        let tf = roster.read()?;
+        for m in tf.teammates().filter(|m| !m.tmux_pane_id.is_empty()) {
+            if let Some(s) = m.tmux_socket()? {
+                return Ok(Some(RecordedServer::Socket(s)));
+            }
         }
     }
-    Ok(None)
+    let opened_on_tmux = record.backend == Some(BackendKind::Tmux)
+        && (record.session.is_some() || record.lead_pane.is_some());
+    Ok(opened_on_tmux.then_some(RecordedServer::Default))
 }
 
 /// The one error when an explicit socket (`--tmux-socket` /
 /// `SWARM_TMUX_SOCKET`) names another server than the one the team is
 /// recorded on while that one still answers (a team whose server is gone
 /// may be started again elsewhere).
-pub fn socket_conflict(team: &str, asked: &Path, recorded: &Path) -> Option<String> {
-    let same = match (
-        std::fs::canonicalize(asked),
-        std::fs::canonicalize(recorded),
-    ) {
+pub fn socket_conflict(team: &str, asked: &Path, recorded: &RecordedServer) -> Option<String> {
+    let known = recorded.socket();
+    let same = match (std::fs::canonicalize(asked), std::fs::canonicalize(&known)) {
         (Ok(a), Ok(b)) => a == b,
-        _ => asked == recorded,
+        _ => asked == known,
     };
     // Asked only when they differ: a server that answers on its socket.
-    let answers = || std::os::unix::net::UnixStream::connect(recorded).is_ok();
+    let answers = || std::os::unix::net::UnixStream::connect(&known).is_ok();
     (!same && answers()).then(|| {
         format!(
-            "team {team} runs on the tmux server at {} (recorded when its panes were opened), \
-             but --tmux-socket/SWARM_TMUX_SOCKET names {}; unset it (the team's server is \
-             found from its record) or name that socket",
-            recorded.display(),
+            "team {team} runs on {} (recorded when its panes were opened), but \
+             --tmux-socket/SWARM_TMUX_SOCKET names {}; unset it (the team's server is found \
+             from its record) or name that socket",
+            recorded.describe(),
             asked.display()
         )
     })
@@ -210,11 +246,11 @@ pub fn socket_conflict(team: &str, asked: &Path, recorded: &Path) -> Option<Stri
 /// Opens the team's backend: an explicit `--backend` wins, then the team's
 /// record, then detection. The tmux server is `--tmux-socket` (an error if
 /// it is not the team's recorded server while that one runs), else the
-/// recorded one ([`recorded_tmux_socket`]), else the one this process runs
+/// recorded one ([`recorded_tmux_server`]), else the one this process runs
 /// inside, else the default. The only place a concrete backend is named.
 pub fn open(root: &Root, team: &str, args: &BackendArgs) -> Result<Opened> {
     let mut record = SessionRecord::load(root, team)?;
-    let recorded = recorded_tmux_socket(root, team, &record)?;
+    let recorded = recorded_tmux_server(root, team, &record)?;
     if let (Some(asked), Some(known)) = (&args.tmux_socket, &recorded)
         && let Some(e) = socket_conflict(team, asked, known)
     {
@@ -228,7 +264,10 @@ pub fn open(root: &Root, team: &str, args: &BackendArgs) -> Result<Opened> {
         .or(recorded.is_some().then_some(BackendKind::Tmux));
     // With an explicit or recorded socket, "inside tmux" only counts if it
     // is that server.
-    let socket = args.tmux_socket.clone().or(recorded);
+    let socket = args.tmux_socket.clone().or(match recorded {
+        Some(RecordedServer::Socket(s)) => Some(s),
+        _ => None,
+    });
     if let (Some(sock), Some(cur)) = (socket.as_ref(), current_tmux_socket())
         && sock != &cur
     {
