@@ -182,7 +182,7 @@ pub struct BackendArgs {
     /// Pane backend [default: auto: tmux inside tmux, iTerm2, Windows Terminal, tmux if installed, else in-process]
     #[arg(long, value_enum, env = "SWARM_BACKEND")]
     pub backend: Option<BackendChoice>,
-    /// tmux server socket to use outside tmux [default: tmux's default server]
+    /// tmux server socket [default: the team's recorded server, else the tmux you are in, else tmux's default server]; one that is not the team's running server is an error
     #[arg(long, env = "SWARM_TMUX_SOCKET", value_name = "PATH")]
     pub tmux_socket: Option<PathBuf>,
 }

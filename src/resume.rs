@@ -53,7 +53,9 @@ pub enum Conversation {
 /// A Claude Code teammate gets its session id now (kept across respawns
 /// until `--fresh` clears it). True when it already had one: it continues
 /// that conversation, which holds its first prompt already (so the prompt
-/// is not sent again, and its unread mail is not swept aside for it).
+/// is not sent again). Started anew, it gets the prompt again, ahead of
+/// the unread mail that waits for it
+/// ([`crate::agents::write_initial_prompt`]).
 pub fn record_at_spawn(m: &mut Member, agent: Agent) -> bool {
     if agent != Agent::Claude {
         return false;
@@ -177,31 +179,13 @@ pub async fn comeback(team: &Team, opened: &Opened, how: Comeback) -> Result<Vec
         },
         h => h,
     };
-    let mut lines = Vec::new();
-    for m in &gone {
-        let line = match how {
-            Comeback::Fresh => {
-                crate::agents::session::Store::of(team, m)?
-                    .forget()
-                    .with_context(|| format!("forgetting {}'s conversation", m.name))?;
-                let back = team.tasks().unassign_all_of(&m.name)?;
-                let ids: Vec<String> = back.iter().map(|t| format!("#{}", t.id)).collect();
-                match ids.is_empty() {
-                    true => format!("{}: started fresh", m.name),
-                    false => format!(
-                        "{}: started fresh; task(s) {} back on the board",
-                        m.name,
-                        ids.join(", ")
-                    ),
-                }
-            }
-            _ => match resumable_session(team, m) {
-                Conversation::Resumed(how) => format!("{}: back; {how}", m.name),
-                Conversation::Fresh(why) => format!("{}: back; {why}", m.name),
-            },
-        };
-        lines.push(line);
-    }
+    let lines = gone
+        .iter()
+        .map(|m| match how {
+            Comeback::Fresh => start_fresh(team, m),
+            _ => bring_back(team, m),
+        })
+        .collect::<Result<Vec<String>>>()?;
     let fresh = how == Comeback::Fresh;
     team.roster()
         .update(|tf| {
@@ -216,6 +200,38 @@ pub async fn comeback(team: &Team, opened: &Opened, how: Comeback) -> Result<Vec
         })
         .context("clearing the gone panes from the roster")?;
     Ok(lines)
+}
+
+/// `--fresh` for one teammate: its recorded conversation forgotten, its
+/// claimed tasks back on the board; the line that says so.
+fn start_fresh(team: &Team, m: &Member) -> Result<String> {
+    crate::agents::session::Store::of(team, m)?
+        .forget()
+        .with_context(|| format!("forgetting {}'s conversation", m.name))?;
+    let back = team.tasks().unassign_all_of(&m.name)?;
+    let ids: Vec<String> = back.iter().map(|t| format!("#{}", t.id)).collect();
+    Ok(match ids.is_empty() {
+        true => format!("{}: started fresh", m.name),
+        false => format!(
+            "{}: started fresh; task(s) {} back on the board",
+            m.name,
+            ids.join(", ")
+        ),
+    })
+}
+
+/// `--resume` for one teammate: the line saying what resumes. A Claude
+/// Code teammate resumes with no first prompt, so the lead's mail that came
+/// meanwhile is stamped afresh for it to trust
+/// ([`crate::agents::claude::restamp_signed_mail`]).
+fn bring_back(team: &Team, m: &Member) -> Result<String> {
+    if Agent::of(m).ok() == Some(Agent::Claude) && session_id(m).is_some() {
+        crate::agents::claude::restamp_signed_mail(team, &m.name)?;
+    }
+    Ok(match resumable_session(team, m) {
+        Conversation::Resumed(how) => format!("{}: back; {how}", m.name),
+        Conversation::Fresh(why) => format!("{}: back; {why}", m.name),
+    })
 }
 
 /// Asks on a terminal; elsewhere says what to run and answers `None`.

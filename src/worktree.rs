@@ -92,8 +92,7 @@ fn git_out(dir: &Path, args: &[&str]) -> Result<GitOut> {
     let drain = |mut r: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut s = Vec::new();
-            let _ = r.read_to_end(&mut s);
-            s
+            r.read_to_end(&mut s).map(|_| s)
         })
     };
     let out = drain(Box::new(child.stdout.take().expect("stdout is piped")));
@@ -115,8 +114,14 @@ fn git_out(dir: &Path, args: &[&str]) -> Result<GitOut> {
         }
         std::thread::sleep(Duration::from_millis(2));
     };
-    let stdout = out.join().unwrap_or_default();
-    let stderr = err.join().unwrap_or_default();
+    // A short read would be taken for git's whole answer: an error instead.
+    let collect = |h: std::thread::JoinHandle<std::io::Result<Vec<u8>>>, what: &str| {
+        h.join()
+            .map_err(|_| anyhow::anyhow!("reading the {what} of git {} panicked", args.join(" ")))?
+            .with_context(|| format!("reading the {what} of git {}", args.join(" ")))
+    };
+    let stdout = collect(out, "output")?;
+    let stderr = collect(err, "errors")?;
     Ok(GitOut {
         ok: status.success(),
         stdout: String::from_utf8_lossy(&stdout).into_owned(),
@@ -471,7 +476,7 @@ pub fn merge(wt: &Worktree, name: &str, mode: MergeMode) -> Result<String> {
     }
     let files = conflicted(&wt.repo);
     let aborted = git_out(&wt.repo, &["merge", "--abort"]);
-    conflict_error(name, &wt.base, &files, &out.stderr, aborted)
+    conflict_error(name, &wt.base, files, &out.stderr, aborted)
 }
 
 /// Rebases the teammate's branch in its own worktree onto `base`; a
@@ -489,19 +494,18 @@ fn rebase_branch(wt: &Worktree, name: &str) -> Result<()> {
     }
     let files = conflicted(&wt.path);
     let aborted = git_out(&wt.path, &["rebase", "--abort"]);
-    conflict_error(name, &wt.base, &files, &out.stderr, aborted)
+    conflict_error(name, &wt.base, files, &out.stderr, aborted)
 }
 
-fn conflicted(dir: &Path) -> Vec<String> {
+fn conflicted(dir: &Path) -> Result<Vec<String>> {
     git(dir, &["diff", "--name-only", "--diff-filter=U"])
         .map(|o| o.lines().map(str::to_string).collect())
-        .unwrap_or_default()
 }
 
 fn conflict_error<T>(
     name: &str,
     base: &str,
-    files: &[String],
+    files: Result<Vec<String>>,
     stderr: &str,
     aborted: Result<GitOut>,
 ) -> Result<T> {
@@ -513,9 +517,14 @@ fn conflict_error<T>(
         ),
         Err(e) => format!("and the abort failed too ({e:#}): resolve it by hand"),
     };
-    if files.is_empty() {
-        bail!("merging {name}'s branch into {base} failed: {stderr}; {undone}");
-    }
+    let files = match files {
+        Ok(f) if !f.is_empty() => f,
+        Ok(_) => bail!("merging {name}'s branch into {base} failed: {stderr}; {undone}"),
+        Err(e) => bail!(
+            "merging {name}'s branch into {base} failed: {stderr} (its conflicted files cannot \
+             be listed: {e:#}); {undone}"
+        ),
+    };
     bail!(
         "merging {name}'s branch into {base} conflicts in {}; {undone}",
         files.join(", ")

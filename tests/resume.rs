@@ -2,9 +2,11 @@
 //! then `swarm up --resume` brings the same three shell teammates back, in
 //! new panes, in their worktrees, with the mail that came meanwhile and
 //! their claimed tasks; `--fresh` hands the claimed tasks back instead.
+//! And a team on a private tmux server is found from its record by
+//! commands run later from another shell, without `SWARM_TMUX_SOCKET`.
 
 use crate::util::tmux::{TmuxTeam, WAIT};
-use crate::util::wait_until;
+use crate::util::{Run, wait_until};
 use crate::worktrees::{repo, spec, worktree_of};
 
 /// Ends the private tmux server and waits until the panes' processes
@@ -168,4 +170,191 @@ fn on_a_terminal(t: &TmuxTeam, args: &str, input: &str) -> String {
         });
     drop(stdin);
     String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+#[test]
+fn a_team_on_a_private_server_is_found_from_its_record_without_the_variable() {
+    let Some(t) = TmuxTeam::new("private_server_found_from_record", "ps") else {
+        return;
+    };
+    let spec = t.sb.path("swarm.toml");
+    std::fs::write(
+        &spec,
+        "team = \"ps\"\n[[teammate]]\nname = \"alice\"\nagent = \"shell\"\n",
+    )
+    .unwrap();
+    t.ok(&["up", "--no-attach", &spec.to_string_lossy()]);
+    t.wait_lead();
+    let alice = t.pane_of("alice");
+    // Another shell: no SWARM_TMUX_SOCKET, and tmux's default server
+    // there is one of the sandbox's (so nothing here, fixed or not, can
+    // reach the developer's).
+    let elsewhere = |args: &[&str], socket: Option<&std::path::Path>| {
+        let mut c = t.cmd(args);
+        c.env_remove("SWARM_TMUX_SOCKET")
+            .env("TMUX_TMPDIR", t.sb.path("default-tmux"));
+        if let Some(s) = socket {
+            c.env("SWARM_TMUX_SOCKET", s);
+        }
+        Run::of(c, args)
+    };
+    std::fs::create_dir_all(t.sb.path("default-tmux")).unwrap();
+
+    // A socket that is not the team's: one error naming both, nothing done.
+    let other = t.sb.path("other.sock");
+    let refused = elsewhere(&["kill", "alice"], Some(&other));
+    refused.assert_error(&t.tmux.sock.to_string_lossy());
+    assert!(
+        refused.stderr.contains(&*other.to_string_lossy()),
+        "{}",
+        refused.explain()
+    );
+    assert!(t.tmux.pane_alive(&alice), "{}", t.explain());
+    let doctor = elsewhere(&["doctor"], Some(&other));
+    assert!(
+        doctor
+            .stdout
+            .contains("problem: team ps runs on the tmux server at"),
+        "doctor names the disagreement\n{}",
+        doctor.explain()
+    );
+
+    // The session record lost (say, a team from before it kept the socket):
+    // the roster's swarmTmuxSocket still names the server.
+    std::fs::remove_file(t.sb.path("swarm/ps/session.json")).unwrap();
+    let status = elsewhere(&["status", "--json"], None);
+    status.assert_code(0);
+    let row = status.json()["members"]
+        .as_array()
+        .and_then(|ms| ms.iter().find(|m| m["name"] == "alice").cloned())
+        .unwrap_or_else(|| panic!("alice in status\n{}", status.explain()));
+    assert_ne!(
+        row["status"],
+        "dead",
+        "alice's pane is looked up on the team's server\n{}",
+        status.explain()
+    );
+    elsewhere(&["down", "--force"], None).assert_code(0);
+    wait_until(
+        "down from another shell ends alice's pane on the team's server",
+        WAIT,
+        || t.tmux.pane(&alice).is_none(),
+        || t.explain(),
+    );
+}
+
+#[test]
+fn a_claude_teammate_started_afresh_or_resumed_gets_the_mail_that_came_meanwhile() {
+    let Some(t) = TmuxTeam::new("up_fresh_claude_keeps_mail", "cf") else {
+        return;
+    };
+    let spec = t.sb.path("swarm.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "team = \"cf\"\n[[teammate]]\nname = \"cc\"\nagent = \"claude\"\n\
+             prompt = \"You are cc.\"\ncommand = [{:?}]\ncwd = {:?}\n",
+            crate::util::tmux::agent("recorder"),
+            t.work.to_string_lossy()
+        ),
+    )
+    .unwrap();
+    t.ok(&["up", "--no-attach", &spec.to_string_lossy()]);
+    t.wait_ready("cc");
+    kill_server(&t, &["cc"]);
+    // While it is down (and before it ever read its prompt): mail for it.
+    t.ok(&["send", "--to", "cc", "while you were down"]);
+    t.ok(&["up", "--fresh", "--no-attach"]);
+    let inbox = t.ok(&["inbox", "cc", "--json"]).json();
+    let texts: Vec<&str> = inbox
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["read"] != true)
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert_eq!(
+        texts,
+        ["You are cc.", "while you were down"],
+        "the prompt once, first, then the mail, all unread\n{}",
+        t.explain()
+    );
+
+    // --resume: no prompt, but the lead's signed mail that came meanwhile,
+    // however old, is stamped afresh and signed again for the resumed
+    // session to trust (reference §4.5: 120 s).
+    kill_server(&t, &["cc"]);
+    let root = swarm::paths::Root::new(t.sb.root());
+    let key = swarm::mailbox::signing::LeadKey::load(&root, "cf", "cc")
+        .unwrap()
+        .expect("cc's signing key");
+    let old = "2026-01-01T00:00:00.000Z";
+    let mut signed = swarm::mailbox::Entry::new("team-lead", "signed meanwhile".into(), None, None);
+    signed.timestamp = old.into();
+    key.sign_entry(&mut signed);
+    swarm::mailbox::Mailbox::new(&root, "cf")
+        .append("cc", signed)
+        .unwrap();
+    t.ok(&["up", "--resume", "--no-attach"]);
+    let inbox = swarm::mailbox::Mailbox::new(&root, "cf")
+        .read("cc")
+        .unwrap();
+    let e = inbox
+        .entries
+        .iter()
+        .find(|e| e.text == "signed meanwhile")
+        .unwrap_or_else(|| panic!("the mail is kept\n{}", t.explain()));
+    let verifier = swarm::mailbox::signing::LeadVerifier::parse(&key.verify_key_arg(0)).unwrap();
+    assert!(
+        e.timestamp != old && verifier.verifies(e),
+        "stamped afresh and signed again: {e:?}"
+    );
+    // The fake never answers a shutdown request.
+    t.ok(&["down", "--force", "--wait", "0"]);
+}
+
+#[test]
+fn a_team_on_the_default_server_refuses_another_socket_named_later() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let Some(t) = TmuxTeam::new("default_server_refuses_another_socket", "ds") else {
+        return;
+    };
+    // tmux's default server, as seen in this sandbox: its socket
+    // ($TMUX_TMPDIR/tmux-<uid>/default) links to the test's private server.
+    let tmpdir = t.sb.path("tmux-tmpdir");
+    let uid = std::fs::metadata(t.sb.root()).unwrap().uid();
+    let dir = tmpdir.join(format!("tmux-{uid}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::symlink(&t.tmux.sock, dir.join("default")).unwrap();
+    let run = |args: &[&str], socket: Option<&std::path::Path>| {
+        let mut c = t.cmd(args);
+        c.env_remove("SWARM_TMUX_SOCKET")
+            .env("TMUX_TMPDIR", &tmpdir);
+        if let Some(s) = socket {
+            c.env("SWARM_TMUX_SOCKET", s);
+        }
+        Run::of(c, args)
+    };
+    let spec = t.sb.path("swarm.toml");
+    std::fs::write(
+        &spec,
+        "team = \"ds\"\n[[teammate]]\nname = \"alice\"\nagent = \"shell\"\n",
+    )
+    .unwrap();
+    run(&["up", "--no-attach", &spec.to_string_lossy()], None).assert_code(0);
+    t.wait_lead();
+    let alice = t.pane_of("alice");
+    assert!(t.tmux.pane_alive(&alice), "{}", t.explain());
+
+    // Another server named later (a stray SWARM_TMUX_SOCKET): refused,
+    // rather than finding alice "gone" there and removing her.
+    let refused = run(&["kill", "alice"], Some(&t.sb.path("other.sock")));
+    refused.assert_error("team ds runs on tmux's default server (");
+    assert!(
+        t.tmux.pane_alive(&alice) && t.member("alice").is_some(),
+        "alice is untouched\n{}",
+        t.explain()
+    );
+    run(&["down", "--force"], None).assert_code(0);
 }

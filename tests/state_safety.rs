@@ -706,3 +706,38 @@ fn a_release_binary_never_reads_swarm_fault() {
         release.display()
     );
 }
+
+#[test]
+fn state_that_does_not_read_is_one_warning_line_never_an_empty_value() {
+    let sb = Sandbox::new();
+    sb.team_with("t", &["alice"]);
+    // The lead's history and the session record: directories where their
+    // files go, so reading either fails.
+    std::fs::create_dir_all(sb.path("swarm/t/history/team-lead.json/x")).unwrap();
+    std::fs::create_dir_all(sb.path("swarm/t/session.json/x")).unwrap();
+    let status = sb.ok(&["status", "--team", "t"]);
+    for said in [
+        "swarm: warning: cannot tell who waits for approval (",
+        "swarm: warning: reading ",
+    ] {
+        assert!(status.stderr.contains(said), "{}", status.explain());
+    }
+    assert!(
+        status
+            .stderr
+            .contains("history/team-lead.json: Is a directory")
+            && status.stderr.contains("session.json: Is a directory"),
+        "each warning names the file and the error\n{}",
+        status.explain()
+    );
+
+    // A teams directory that cannot be listed: a problem, not "no teams".
+    std::fs::remove_dir_all(sb.path("teams")).unwrap();
+    std::fs::write(sb.path("teams"), "").unwrap();
+    let doctor = sb.ok(&["doctor"]);
+    assert!(
+        doctor.stdout.contains("problem: cannot list the teams in "),
+        "{}",
+        doctor.explain()
+    );
+}

@@ -207,3 +207,38 @@ fn with_no_file_watcher_to_be_had_the_team_still_delivers_and_says_who_polls() {
         explain(&sb, &names)
     );
 }
+
+#[test]
+fn a_polling_note_left_by_a_killed_runtime_is_not_reported() {
+    let sb = Sandbox::new();
+    let names = ["alice"];
+    sb.team_with(T, &names);
+    // A directory where alice's doorbell goes: she cannot make it, so she
+    // polls, and says so in her note.
+    let runtime = sb.path(&format!("swarm/{T}/runtime"));
+    std::fs::create_dir_all(runtime.join("alice.wake/in-the-way")).unwrap();
+    let note = runtime.join("alice.polling");
+    let mut rt = start(&sb, &names, &[]);
+    wait_until(
+        "alice polls and leaves a note saying why",
+        WAIT,
+        || note.exists(),
+        || explain(&sb, &names),
+    );
+    let polls = "alice's runtime polls every second";
+    let doctor = sb.ok(&["doctor"]);
+    assert!(doctor.stdout.contains(polls), "{}", doctor.explain());
+
+    // kill -9: no Drop runs, the note stays behind.
+    let child = &mut rt[0].0;
+    child.kill().expect("SIGKILL alice's runtime");
+    child.wait().expect("reaping alice's runtime");
+    assert!(note.exists(), "a killed runtime cannot remove its note");
+    let doctor = sb.ok(&["doctor"]);
+    assert!(
+        !doctor.stdout.contains(polls),
+        "doctor still reports a dead runtime as polling:\n{}",
+        doctor.explain()
+    );
+    assert!(!note.exists(), "the stale note is removed by its reader");
+}

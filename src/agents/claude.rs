@@ -342,37 +342,73 @@ fn permission_args(plan_required: bool, mode: Option<&str>) -> Vec<String> {
 }
 
 /// Writes `prompt` as the first entry of `name`'s inbox, as Claude Code's
-/// lead does before the teammate starts (reference §8.4, §8.5): the inbox
-/// is cleared (anything in it is kept in the member's history), then a
-/// plain entry `from: "team-lead"` with keys `from, text, timestamp, msgV,
+/// lead does before the teammate starts (reference §8.4, §8.5): a plain
+/// entry `from: "team-lead"` with keys `from, text, timestamp, msgV,
 /// msg_id, type, read, lead_sig`, signed with the member's key. A prompt
 /// that is itself a protocol frame is refused.
+///
+/// Where Claude Code's lead clears the inbox first, swarm keeps what waits
+/// there: unread mail (sent while the member was down, or before it was
+/// first spawned) stays unread after the prompt, in its order, so the new
+/// session reads the prompt first and then that mail. An unread copy of
+/// the same prompt (a fresh start before the last one was read) and
+/// entries already consumed (`read:true`) move to the member's history
+/// instead: the prompt is never there twice.
+///
+/// A Claude Code teammate trusts a signed entry only if it is no more than
+/// 120 s older than its own start (reference §4.5); an older one reaches
+/// its model flagged `verified="false"` and its protocol effect (a
+/// shutdown request, a plan approval) is refused. So the unread entries
+/// swarm signed for this member are stamped with the prompt's time and
+/// signed again: the new session verifies them as it does the prompt.
 pub fn write_initial_prompt(team: &Team, name: &str, prompt: &str) -> Result<Entry> {
     if crate::protocol::Message::parse(prompt).is_some() {
         bail!(
             "the initial prompt for {name:?} is a protocol frame; refusing to send it as a prompt"
         );
     }
-    let mailbox = team.mailbox();
-    let old = mailbox
-        .read(name)
-        .with_context(|| format!("reading {name}'s inbox before the initial prompt"))?;
-    let keys: Vec<_> = old.entries.iter().map(Entry::key).collect();
-    mailbox
-        .consume(name, &keys)
-        .with_context(|| format!("clearing {name}'s inbox"))?;
     let key = LeadKey::load_or_create(&team.root, &team.name, name)?;
-    let mut entry = Entry::new(
-        crate::team::names::LEAD_NAME,
-        prompt.to_string(),
-        None,
-        None,
-    );
+    let lead = crate::team::names::LEAD_NAME;
+    let mut entry = Entry::new(lead, prompt.to_string(), None, None);
     key.sign_entry(&mut entry);
-    mailbox
-        .append(name, entry.clone())
+    team.mailbox()
+        .ready_for_start(
+            name,
+            Some(entry.clone()),
+            |e| e.from == lead && e.text == prompt,
+            restamped(&key, &entry.timestamp),
+        )
         .with_context(|| format!("writing the initial prompt to {name}'s inbox"))?;
     Ok(entry)
+}
+
+/// For a Claude Code teammate about to resume its conversation (no first
+/// prompt): the unread entries swarm signed for it stamped now and signed
+/// again, as [`write_initial_prompt`] does, so that the resumed session
+/// trusts the mail that came while it was down.
+pub fn restamp_signed_mail(team: &Team, name: &str) -> Result<()> {
+    let Some(key) = LeadKey::load(&team.root, &team.name, name)? else {
+        return Ok(()); // nothing was ever signed for it
+    };
+    let now = crate::clock::now_iso();
+    team.mailbox()
+        .ready_for_start(name, None, |_| false, restamped(&key, &now))
+        .with_context(|| format!("stamping afresh the lead's unread mail to {name}"))?;
+    Ok(())
+}
+
+/// An entry `key` signed, stamped `now` and signed again; `None` for any
+/// other (another sender's, or one swarm did not sign: left as it is).
+fn restamped<'a>(key: &'a LeadKey, now: &'a str) -> impl Fn(&Entry) -> Option<Entry> + 'a {
+    move |e: &Entry| {
+        let ours = e.lead_sig.as_deref() == Some(key.sign(e).as_str());
+        ours.then(|| {
+            let mut e = e.clone();
+            e.timestamp = now.to_owned();
+            key.sign_entry(&mut e);
+            e
+        })
+    }
 }
 
 #[cfg(test)]
@@ -381,6 +417,70 @@ mod tests {
 
     fn team(root: &Path) -> Team {
         Team::new(&Root::new(root), "t")
+    }
+
+    #[test]
+    fn a_fresh_start_puts_the_prompt_first_and_keeps_the_unread_mail_after_it() {
+        let d = tempfile::tempdir().unwrap();
+        let t = team(d.path());
+        let mb = t.mailbox();
+        // A consumed entry (`read:true`, as Claude Code 2.1.88 leaves
+        // them), then mail that came while alice was down.
+        let inbox = mb.inbox_path("alice").unwrap();
+        std::fs::create_dir_all(inbox.parent().unwrap()).unwrap();
+        std::fs::write(
+            &inbox,
+            r#"[{"from":"bob","text":"old news","timestamp":"2026-01-01T00:00:00.000Z","read":true}]"#,
+        )
+        .unwrap();
+        // The lead's mail, signed for alice, sent long before her start:
+        // a Claude Code teammate would not trust its stamp (reference §4.5).
+        let key = LeadKey::load_or_create(&t.root, "t", "alice").unwrap();
+        let old = "2026-01-01T00:00:00.000Z";
+        let mut signed = Entry::new("team-lead", "and this".into(), None, None);
+        signed.timestamp = old.into();
+        key.sign_entry(&mut signed);
+        let mut unsigned = Entry::new("team-lead", "unsigned".into(), None, None);
+        unsigned.timestamp = old.into();
+        for e in [
+            Entry::new("bob", "while you were down".into(), None, None),
+            signed,
+            unsigned,
+        ] {
+            mb.append("alice", e).unwrap();
+        }
+        let texts = |v: Vec<Entry>| v.into_iter().map(|e| e.text).collect::<Vec<_>>();
+        let unread = [
+            "You are alice.",
+            "while you were down",
+            "and this",
+            "unsigned",
+        ];
+        let first = write_initial_prompt(&t, "alice", "You are alice.").unwrap();
+        let now = mb.read("alice").unwrap().entries;
+        assert!(now.iter().all(Entry::is_unread), "{now:#?}");
+        assert_eq!(now[0].msg_id, first.msg_id);
+        let verifier =
+            crate::mailbox::signing::LeadVerifier::parse(&key.verify_key_arg(0)).unwrap();
+        assert_eq!(now[2].timestamp, first.timestamp, "stamped afresh");
+        assert!(verifier.verifies(&now[2]), "and signed again");
+        assert_eq!(
+            (now[3].timestamp.as_str(), &now[3].lead_sig),
+            (old, &None),
+            "what swarm did not sign is left as it was"
+        );
+        assert_eq!(texts(now), unread, "the prompt first, then the mail");
+        // A fresh start again before alice read any of it: one prompt (the
+        // new one), the mail still after it.
+        let again = write_initial_prompt(&t, "alice", "You are alice.").unwrap();
+        let now = mb.read("alice").unwrap().entries;
+        assert_eq!(now[0].msg_id, again.msg_id);
+        assert_eq!(texts(now), unread, "no second copy of the prompt");
+        assert_eq!(
+            texts(mb.history("alice").unwrap()),
+            ["old news", "You are alice."],
+            "what was consumed and the superseded prompt are kept in history"
+        );
     }
 
     #[test]

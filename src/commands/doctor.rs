@@ -17,10 +17,14 @@ use swarm_backends::{BackendKind, EnvFacts};
 pub(super) async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
     let facts = EnvFacts::from_process_env();
     let tmux_version = tmux_version(&facts, &args).await;
-    let teams = crate::team::list_teams(&ctx.root).unwrap_or_default();
     // Links and directories others can write, where swarm refuses to work.
     let mut problems: Vec<String> = ctx.root.problems().iter().map(|p| p.to_string()).collect();
-    problems.extend(team_problems(ctx, &teams));
+    let teams = crate::team::list_teams(&ctx.root).unwrap_or_else(|e| {
+        let dir = ctx.root.teams_dir();
+        problems.push(format!("cannot list the teams in {}: {e}", dir.display()));
+        Vec::new()
+    });
+    problems.extend(team_problems(ctx, &teams, &args));
     let available = backends(&facts);
     let (chosen, reason) = match swarm_backends::detect(&facts) {
         Ok(d) => (d.kind.as_str().to_string(), d.reason.clone()),
@@ -100,6 +104,21 @@ async fn tmux_version(facts: &EnvFacts, args: &DoctorArgs) -> Result<String, Str
         .map_err(|e| e.to_string())
 }
 
+/// A `--tmux-socket`/`SWARM_TMUX_SOCKET` that is not the running server
+/// team `t` is recorded on (every command of that team would refuse it),
+/// or a record that cannot be read.
+fn tmux_server_problem(ctx: &Context, t: &str, args: &DoctorArgs) -> Option<String> {
+    use crate::lead::session::{SessionRecord, recorded_tmux_server, socket_conflict};
+    let asked = args.backend.tmux_socket.as_deref()?;
+    let recorded = SessionRecord::load(&ctx.root, t)
+        .and_then(|r| recorded_tmux_server(&ctx.root, t, &r))
+        .map_err(|e| format!("team {t}: cannot read which tmux server it is on: {e:#}"));
+    match recorded {
+        Err(e) => Some(e),
+        Ok(known) => socket_conflict(t, asked, &known?),
+    }
+}
+
 /// Each backend and whether it would work here (or why not).
 fn backends(facts: &EnvFacts) -> Vec<(String, String)> {
     BackendKind::ALL
@@ -117,11 +136,12 @@ fn backends(facts: &EnvFacts) -> Vec<(String, String)> {
 }
 
 /// Dead members and teams with teammates but no live lead.
-fn team_problems(ctx: &Context, teams: &[String]) -> Vec<String> {
+fn team_problems(ctx: &Context, teams: &[String], args: &DoctorArgs) -> Vec<String> {
     let mut problems = Vec::new();
     for t in teams {
         let team = Team::new(&ctx.root, t);
         problems.extend(crate::teammate::wake::report(&team));
+        problems.extend(tmux_server_problem(ctx, t, args));
         let Ok(tf) = team.roster().read() else {
             continue;
         };

@@ -62,7 +62,12 @@ fn member_statuses(
                 })
                 .collect()
         });
-    let waiting = crate::lead::teardown::waiting_for_approval(team).unwrap_or_default();
+    let waiting = crate::lead::teardown::waiting_for_approval(team).unwrap_or_else(|e| {
+        let e = format!("{e:#}");
+        let e = escape_line(&e);
+        eprintln!("swarm: warning: cannot tell who waits for approval ({e}); not shown");
+        Vec::new()
+    });
     members
         .iter()
         .zip(panes)
@@ -143,7 +148,12 @@ impl Where {
             // A lead file that does not read: shown as no lead.
             lead_pid: ignore(crate::lead::lead_pid_alive(team), "reading the lead's pid").flatten(),
             record: crate::lead::session::SessionRecord::load(&ctx.root, &team.name)
-                .unwrap_or_default(),
+                .unwrap_or_else(|e| {
+                    let e = format!("{e:#}");
+                    let e = escape_line(&e);
+                    eprintln!("swarm: warning: {e}; the team's backend and tmux server not shown");
+                    Default::default()
+                }),
         }
     }
 

@@ -18,7 +18,7 @@ use crate::paths::Root;
 use crate::team::Member;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use swarm_backends::in_process::InProcessBackend;
 use swarm_backends::iterm2::{Driver, ITerm2Backend};
@@ -56,7 +56,8 @@ impl SessionRecord {
     /// which is logged: it only caches what detection would find again).
     pub fn load(root: &Root, team: &str) -> Result<Self> {
         let path = root.session_record(team)?;
-        match atomic_file::read_optional(&path)? {
+        let read = atomic_file::read_optional(&path);
+        match read.with_context(|| format!("reading {}", path.display()))? {
             None => Ok(Self::default()),
             Some(bytes) => Ok(json_text::parse_lenient(&bytes).unwrap_or_else(|e| {
                 tracing::warn!(path = %path.display(), %e, "unreadable session record ignored");
@@ -154,19 +155,120 @@ fn current_tmux_socket() -> Option<PathBuf> {
     t.split(',').next().map(PathBuf::from)
 }
 
+/// The tmux server a team's panes were opened on, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordedServer {
+    /// The server at this socket.
+    Socket(PathBuf),
+    /// tmux's default server (opened on tmux with no socket recorded).
+    Default,
+}
+
+impl RecordedServer {
+    /// Its socket: tmux's default one is `$TMUX_TMPDIR` (else `/tmp`)
+    /// `/tmux-<uid>/default`, as tmux itself finds it.
+    fn socket(&self) -> PathBuf {
+        match self {
+            RecordedServer::Socket(s) => s.clone(),
+            RecordedServer::Default => {
+                let dir = std::env::var_os("TMUX_TMPDIR")
+                    .filter(|d| !d.is_empty())
+                    .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+                // SAFETY: getuid takes no arguments and cannot fail.
+                let uid = unsafe { libc::getuid() };
+                dir.join(format!("tmux-{uid}")).join("default")
+            }
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            RecordedServer::Socket(s) => format!("the tmux server at {}", s.display()),
+            RecordedServer::Default => {
+                format!("tmux's default server ({})", self.socket().display())
+            }
+        }
+    }
+}
+
+/// The tmux server the team's panes were opened on, as recorded: the
+/// session record's socket, else the one its roster records on the
+/// members that have a pane (`swarmTmuxSocket`), else tmux's default
+/// server when the record says the team was opened on tmux; so that a
+/// command run later from another shell, without `SWARM_TMUX_SOCKET`,
+/// reaches that server, never another by accident. `None`: nothing says
+/// (a team not yet opened, or not on tmux).
+pub fn recorded_tmux_server(
+    root: &Root,
+    team: &str,
+    record: &SessionRecord,
+) -> Result<Option<RecordedServer>> {
+    if let Some(s) = &record.tmux_socket {
+        return Ok(Some(RecordedServer::Socket(s.clone())));
+    }
+    let roster = crate::team::Team::new(root, team).roster();
+    if roster.exists() {
+        let tf = roster.read()?;
+        for m in tf.teammates().filter(|m| !m.tmux_pane_id.is_empty()) {
+            if let Some(s) = m.tmux_socket()? {
+                return Ok(Some(RecordedServer::Socket(s)));
+            }
+        }
+    }
+    let opened_on_tmux = record.backend == Some(BackendKind::Tmux)
+        && (record.session.is_some() || record.lead_pane.is_some());
+    Ok(opened_on_tmux.then_some(RecordedServer::Default))
+}
+
+/// The one error when an explicit socket (`--tmux-socket` /
+/// `SWARM_TMUX_SOCKET`) names another server than the one the team is
+/// recorded on while that one still answers (a team whose server is gone
+/// may be started again elsewhere).
+pub fn socket_conflict(team: &str, asked: &Path, recorded: &RecordedServer) -> Option<String> {
+    let known = recorded.socket();
+    let same = match (std::fs::canonicalize(asked), std::fs::canonicalize(&known)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => asked == known,
+    };
+    // Asked only when they differ: a server that answers on its socket.
+    let answers = || std::os::unix::net::UnixStream::connect(&known).is_ok();
+    (!same && answers()).then(|| {
+        format!(
+            "team {team} runs on {} (recorded when its panes were opened), but \
+             --tmux-socket/SWARM_TMUX_SOCKET names {}; unset it (the team's server is found \
+             from its record) or name that socket",
+            recorded.describe(),
+            asked.display()
+        )
+    })
+}
+
 /// Opens the team's backend: an explicit `--backend` wins, then the team's
-/// record, then detection. The tmux server is `--tmux-socket`, else the
-/// record's, else the one this process runs inside, else the default.
-/// The only place a concrete backend is named.
+/// record, then detection. The tmux server is `--tmux-socket` (an error if
+/// it is not the team's recorded server while that one runs), else the
+/// recorded one ([`recorded_tmux_server`]), else the one this process runs
+/// inside, else the default. The only place a concrete backend is named.
 pub fn open(root: &Root, team: &str, args: &BackendArgs) -> Result<Opened> {
     let mut record = SessionRecord::load(root, team)?;
+    let recorded = recorded_tmux_server(root, team, &record)?;
+    if let (Some(asked), Some(known)) = (&args.tmux_socket, &recorded)
+        && let Some(e) = socket_conflict(team, asked, known)
+    {
+        bail!(e);
+    }
     let mut facts = EnvFacts::from_process_env();
     facts.requested = args
         .backend
         .and_then(BackendChoice::kind)
-        .or(record.backend);
-    // With an explicit socket, "inside tmux" only counts if it is that server.
-    if let (Some(sock), Some(cur)) = (args.tmux_socket.as_ref(), current_tmux_socket())
+        .or(record.backend)
+        .or(recorded.is_some().then_some(BackendKind::Tmux));
+    // With an explicit or recorded socket, "inside tmux" only counts if it
+    // is that server.
+    let socket = args.tmux_socket.clone().or(match recorded {
+        Some(RecordedServer::Socket(s)) => Some(s),
+        _ => None,
+    });
+    if let (Some(sock), Some(cur)) = (socket.as_ref(), current_tmux_socket())
         && sock != &cur
     {
         facts.in_tmux = false;
@@ -176,11 +278,7 @@ pub fn open(root: &Root, team: &str, args: &BackendArgs) -> Result<Opened> {
     let own_pane = detection.lead_pane.clone();
     let backend: Arc<dyn PaneBackendExecutor> = match detection.kind {
         BackendKind::Tmux => {
-            let socket = args
-                .tmux_socket
-                .clone()
-                .or_else(|| record.tmux_socket.clone())
-                .or_else(|| facts.in_tmux.then(current_tmux_socket).flatten());
+            let socket = socket.or_else(|| facts.in_tmux.then(current_tmux_socket).flatten());
             record.tmux_socket = socket.clone();
             let server = match socket {
                 Some(s) => TmuxServer::socket(s),

@@ -30,6 +30,7 @@ mod delivery;
 pub mod doorbell;
 mod entry;
 mod fault;
+mod first;
 mod history;
 mod inbox;
 pub mod signing;

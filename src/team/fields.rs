@@ -209,6 +209,12 @@ impl Member {
             .and_then(serde_json::Value::as_str)
     }
 
+    /// `swarmTmuxSocket`: the tmux server its pane was opened on, when that
+    /// is not tmux's default server.
+    pub fn tmux_socket(&self) -> Result<Option<std::path::PathBuf>, FieldError> {
+        self.typed(SwarmField::TmuxSocket, "a socket path")
+    }
+
     /// `swarmHidden`: the pane is hidden.
     pub fn hidden(&self) -> bool {
         self.swarm_field(SwarmField::Hidden).is_some()

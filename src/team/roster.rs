@@ -137,7 +137,8 @@ pub enum RosterError {
     NotFound {
         team: String,
         root: PathBuf,
-        existing: Vec<String>,
+        /// The teams there are, or why they cannot be listed.
+        existing: Result<Vec<String>, String>,
     },
     #[error("team {0:?} already exists")]
     Exists(String),
@@ -174,11 +175,13 @@ pub enum RosterError {
     },
 }
 
-fn list_hint(existing: &[String]) -> String {
-    if existing.is_empty() {
-        " (there are no teams; create one with `swarm team create NAME` or `swarm up`)".into()
-    } else {
-        format!(" (teams: {})", existing.join(", "))
+fn list_hint(existing: &Result<Vec<String>, String>) -> String {
+    match existing {
+        Err(e) => format!(" (the teams there cannot be listed: {e})"),
+        Ok(teams) if teams.is_empty() => {
+            " (there are no teams; create one with `swarm team create NAME` or `swarm up`)".into()
+        }
+        Ok(teams) => format!(" (teams: {})", teams.join(", ")),
     }
 }
 
@@ -478,7 +481,7 @@ impl Roster {
         RosterError::NotFound {
             team: self.team.clone(),
             root: self.root.dir().to_path_buf(),
-            existing: list_teams(&self.root).unwrap_or_default(),
+            existing: list_teams(&self.root).map_err(|e| format!("{e:#}")),
         }
     }
 

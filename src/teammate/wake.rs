@@ -25,7 +25,10 @@
 //! (`.team-watcher.json`, `<member>.polling` under `<state>/runtime/`), logs
 //! it, shows it in the pane banner and tells the lead in a message;
 //! `swarm doctor` lists it ([`report`]) and `swarm up` warns beforehand
-//! ([`preflight`]).
+//! ([`preflight`]). Each record names its writer (the team watcher's by the
+//! lock it holds, a `<member>.polling` note by pid and start time), so a
+//! runtime killed without a chance to clean up is never reported as
+//! polling: its note is ignored and removed.
 
 use crate::mailbox::doorbell::{self, Doorbell};
 use crate::mailbox::{Changes, InboxWatcher};
@@ -134,7 +137,7 @@ impl Wakeups {
         let res = match self.polling_reason() {
             Some(why) => {
                 tracing::warn!(%why, "polling every second for messages and tasks");
-                crate::atomic_file::write_atomic(&self.note, why.as_bytes())
+                crate::atomic_file::write_atomic(&self.note, &PollingNote::mine(why).to_bytes())
             }
             None => crate::atomic_file::remove_if_there(&self.note),
         };
@@ -147,13 +150,82 @@ impl Wakeups {
 impl Drop for Wakeups {
     fn drop(&mut self) {
         if self.polling_reason().is_some() {
-            // A note left behind names a runtime that is gone; the next
-            // runtime of this member rewrites or removes it.
+            // A note left behind (this process killed before it got
+            // here) names its writer, so readers see it is gone.
             crate::dropped::ignore(
                 crate::atomic_file::remove_if_there(&self.note),
                 "removing the polling note",
             );
         }
+    }
+}
+
+/// `<member>.polling`: why a runtime polls, and which process wrote it
+/// (pid and start time, as the lead's lock records it), so that a note a
+/// killed runtime left behind is seen to be stale ([`PollingNote::live`]).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PollingNote {
+    pid: u32,
+    /// `None` where the platform gives no start time.
+    start: Option<String>,
+    why: String,
+}
+
+impl PollingNote {
+    /// A note by this process.
+    fn mine(why: &str) -> PollingNote {
+        let pid = std::process::id();
+        PollingNote {
+            pid,
+            start: swarm_backends::process::start_time(pid),
+            why: why.to_owned(),
+        }
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        crate::json_text::to_pretty(self)
+    }
+
+    /// Whether the process that wrote the note still runs. By its start
+    /// time where there is one: `same_process_alive` would also say "gone"
+    /// for this process's own group leader (it refuses to signal that), and
+    /// a shell teammate's `swarm doctor` runs in its runtime's group.
+    fn writer_runs(&self) -> bool {
+        use swarm_backends::process::{is_zombie, same_process_alive, start_time};
+        let pid = self.pid;
+        if pid == std::process::id() {
+            return true;
+        }
+        match self.start.as_deref() {
+            Some(s) => start_time(pid).as_deref() == Some(s) && is_zombie(pid) != Some(true),
+            None => same_process_alive(pid, None),
+        }
+    }
+
+    /// The note at `path` if its writer still runs. A note whose writer is
+    /// gone is removed (the next runtime of that member would rewrite or
+    /// remove it anyway); one that cannot be read says so as its reason.
+    fn live(path: &std::path::Path) -> Option<String> {
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            // Removed meanwhile: nothing to say.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => return Some(format!("(its note {} is unreadable: {e})", path.display())),
+        };
+        let Ok(note) = serde_json::from_slice::<PollingNote>(&bytes) else {
+            // Written before notes named their writer: it cannot be checked.
+            return Some(String::from_utf8_lossy(&bytes).trim().to_owned());
+        };
+        if note.writer_runs() {
+            return Some(note.why);
+        }
+        tracing::info!(note = %path.display(), pid = note.pid, "removing a polling note whose runtime is gone");
+        crate::dropped::ignore(
+            crate::atomic_file::remove_if_there(path),
+            "removing a stale polling note",
+        );
+        None
     }
 }
 
@@ -302,12 +374,7 @@ pub fn report(team: &Team) -> Vec<String> {
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
             let member = member_from_file_stem(name.strip_suffix(".polling")?)?;
-            // A note removed meanwhile has nothing to say.
-            let why = crate::dropped::ignore(
-                std::fs::read_to_string(e.path()),
-                "reading a polling note",
-            )?;
-            Some((member, why))
+            Some((member, PollingNote::live(&e.path())?))
         })
         .collect();
     notes.sort();
