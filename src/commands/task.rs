@@ -119,6 +119,7 @@ fn claim(
     busy_check: bool,
     json: bool,
 ) -> Result<Exit> {
+    super::acting_member(ctx)?;
     let me = ctx.me()?;
     match store.claim(id, me, busy_check)? {
         Claim::Claimed(task) => {
