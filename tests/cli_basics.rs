@@ -541,10 +541,6 @@ fn not_found_is_exit_1_with_one_wording_in_every_command() {
             &["task", "update", "1", "--owner", "ghost", "--team", "alpha"],
             no_member,
         ),
-        (
-            &["task", "claim", "1", "--as", "ghost", "--team", "alpha"],
-            no_member,
-        ),
         (&["output", "ghost", "--team", "alpha"], no_member),
         (&["kill", "ghost", "--team", "alpha"], no_member),
         (&["shutdown", "ghost", "--team", "alpha"], no_member),

@@ -82,8 +82,8 @@ fn is_not_found(e: &anyhow::Error) -> bool {
 
 /// `--as NAME` must be a member of the team: a message signed by a name
 /// nobody answers to would mislead its reader and its replies would go
-/// nowhere, and a task claimed by one would wait for nobody forever.
-pub(super) fn acting_member(ctx: &Context) -> Result<()> {
+/// nowhere.
+fn acting_member(ctx: &Context) -> Result<()> {
     let me = ctx.me()?;
     let roster = ctx.team()?.roster().read()?;
     if roster.member(me).is_none() {
