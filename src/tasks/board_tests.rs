@@ -260,6 +260,28 @@ fn a_claim_without_id_takes_candidates_from_the_index_and_checks_each_afresh() {
     assert_eq!(looks::take(), None, "taken from the index's candidates");
 }
 
+#[test]
+fn a_claim_from_the_index_still_takes_the_lowest_task_that_became_claimable() {
+    let b = Board::with(3);
+    let by = |ids: &[&str]| TaskUpdate {
+        add_blocked_by: ids.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    };
+    b.store.update("2", by(&["1"]), "lead").unwrap();
+    b.store.claim(Some("1"), "carol", false).unwrap();
+    // The index: 1 in progress, 2 blocked by it, 3 the one candidate.
+    b.settle();
+    let done = TaskUpdate {
+        status: Some(Status::Completed),
+        ..Default::default()
+    };
+    b.store.update("1", done, "carol").unwrap();
+    match b.store.claim(None, "bob", false).unwrap() {
+        Claim::Claimed(t) => assert_eq!(t.id, "2", "2 was freed below the candidate 3"),
+        Claim::Refused(r) => panic!("refused: {r}"),
+    }
+}
+
 /// A tiny deterministic generator (no dependence on proptest's shrinking:
 /// the sequence needs real pauses to reach the index-alone path).
 struct Lcg(u64);

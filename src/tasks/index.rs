@@ -29,8 +29,9 @@
 //! Writes of the index are atomic but not durable ([`write_cache`]): a torn
 //! or foreign file fails [`Index::decode`] (magic, lengths, UTF-8, the
 //! trailer) and is simply rebuilt. Claims never decide from the index: it
-//! only suggests candidates, each then checked on a fresh read under its
-//! lock (`store/claim.rs`).
+//! only suggests candidates (its open tasks, [`Index::open`], read without
+//! decoding the rest), each then checked on a fresh read under its lock
+//! (`store/claim.rs`).
 //!
 //! [`write_cache`]: crate::atomic_file::write_cache
 
@@ -135,6 +136,20 @@ pub struct Candidate {
     pub seen: Option<Stamp>,
 }
 
+/// A task that was not completed when the index was taken: a candidate,
+/// or one that could become claimable later (blocked, owned, in
+/// progress), with its blockers. A claim without id that takes a
+/// candidate first makes sure no such task below it has changed, nor any
+/// of their blockers, so it still takes the lowest claimable id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Open {
+    pub id: u64,
+    pub seen: Option<Stamp>,
+    pub claimable: bool,
+    /// Ids of its `blockedBy` (numeric ones; none for a candidate).
+    pub blockers: Vec<u64>,
+}
+
 impl Index {
     /// Whether the whole index is the board as it is now, with the
     /// directory's stamp `now` read at `now_ns`.
@@ -167,16 +182,29 @@ impl Index {
             let at = entries.binary_search_by_key(&n, |e| e.2.number()).ok()?;
             Some(entries[at].2.status)
         };
-        let claimable: Vec<_> = entries
+        let open: Vec<_> = entries
             .iter()
-            .filter(|e| super::rules::is_claimable(e.2, status_of))
+            .filter(|e| e.2.status != Status::Completed)
             .collect();
-        put_u64(&mut out, claimable.len() as u64);
-        for (stamp, settled, task) in claimable {
+        put_u64(&mut out, open.len() as u64);
+        for (stamp, settled, task) in open {
+            let claimable = super::rules::is_claimable(task, status_of);
             put_u64(&mut out, task.number());
-            out.push(u8::from(*settled));
+            out.push(u8::from(*settled) | u8::from(claimable) << 1);
             for w in stamp.words() {
                 put_i64(&mut out, w);
+            }
+            let blockers: Vec<u64> = if claimable {
+                Vec::new()
+            } else {
+                task.blocked_by
+                    .iter()
+                    .filter_map(|b| super::task::parse_id(b))
+                    .collect()
+            };
+            out.extend_from_slice(&(blockers.len() as u32).to_le_bytes());
+            for b in blockers {
+                put_u64(&mut out, b);
             }
         }
         put_u64(&mut out, entries.len() as u64);
@@ -192,7 +220,7 @@ impl Index {
     /// `None` for anything that is not a whole index of this version.
     pub fn decode(bytes: &[u8]) -> Option<Index> {
         let (mut r, head) = Reader::open(bytes)?;
-        r.candidates()?;
+        r.open_tasks()?;
         let count = usize::try_from(r.u64()?).ok()?;
         // Each entry takes more than 64 bytes: a count past that is garbage.
         if count > r.rest.len() / 64 {
@@ -217,11 +245,11 @@ impl Index {
         })
     }
 
-    /// Only when the index was taken and what was claimable then, without
-    /// decoding the tasks: what a claim without id needs.
-    pub fn candidates(bytes: &[u8]) -> Option<(i64, Vec<Candidate>)> {
+    /// Only when the index was taken and the tasks not completed then,
+    /// without decoding the tasks: what a claim without id needs.
+    pub fn open(bytes: &[u8]) -> Option<(i64, Vec<Open>)> {
         let (mut r, head) = Reader::open(bytes)?;
-        Some((head.began_ns, r.candidates()?))
+        Some((head.began_ns, r.open_tasks()?))
     }
 }
 
@@ -321,22 +349,32 @@ impl<'a> Reader<'a> {
         Some((r, head))
     }
 
-    fn candidates(&mut self) -> Option<Vec<Candidate>> {
+    fn open_tasks(&mut self) -> Option<Vec<Open>> {
         let count = usize::try_from(self.u64()?).ok()?;
-        if count > self.rest.len() / 65 {
+        if count > self.rest.len() / 69 {
             return None;
         }
         let mut out = Vec::with_capacity(count);
         for _ in 0..count {
             let id = self.u64()?;
-            let settled = self.flag()?;
+            let flags = self.take(1)?[0];
+            if flags > 3 {
+                return None;
+            }
             let mut words = [0i64; 7];
             for w in &mut words {
                 *w = self.i64()?;
             }
-            out.push(Candidate {
+            let n = self.u32()?;
+            if n > self.rest.len() / 8 {
+                return None;
+            }
+            let blockers = (0..n).map(|_| self.u64()).collect::<Option<_>>()?;
+            out.push(Open {
                 id,
-                seen: settled.then(|| Stamp::from_words(words)),
+                seen: (flags & 1 == 1).then(|| Stamp::from_words(words)),
+                claimable: flags & 2 == 2,
+                blockers,
             });
         }
         Some(out)
@@ -483,6 +521,14 @@ mod tests {
             .map(|(s, t)| (s.stamp, s.settled, t))
             .collect();
         assert_eq!(back, entries);
+        let (began, open) = Index::open(&bytes).unwrap();
+        assert_eq!(began, 42);
+        let open: Vec<_> = open
+            .iter()
+            .map(|o| (o.id, o.seen.is_some(), o.claimable, o.blockers.clone()))
+            .collect();
+        // a: in progress, blocked by 2 (settled stamp); b: claimable.
+        assert_eq!(open, [(1, true, false, vec![2]), (2, false, true, vec![])]);
         // Every cut of it, and a byte changed in its header, trailer or
         // lengths, is refused rather than misread.
         for n in 0..bytes.len() {

@@ -2,15 +2,17 @@
 //! from the index alone when the task directory has provably not changed,
 //! else with one `stat` per task file and a read of only the files that
 //! changed; the index is saved again after every such look. Used by `list`,
-//! `status`, unassigning and the claim checks; a claim without id takes its
-//! candidates from a young index without looking at the directory at all
-//! ([`TaskStore::suggestions`]), since every candidate is checked afresh
-//! under its lock anyway.
+//! `status`, unassigning and the claim checks. A claim without id takes its
+//! candidates from a young index without listing the directory at all
+//! ([`TaskStore::suggestions`]): every candidate is checked afresh under its
+//! lock anyway, and one is taken only while no open task below it (nor a
+//! blocker of one) has changed since, so it is still the lowest claimable
+//! id (`store/claim.rs`, `Lower`).
 
 use super::{ListLock, Loaded, Salvage, TaskError, TaskList, TaskStore};
 use crate::atomic_file;
 use crate::tasks::cache::Stamp;
-use crate::tasks::index::{self, Candidate, DirStamp, Index, Seen};
+use crate::tasks::index::{self, DirStamp, Index, Open, Seen};
 use crate::tasks::task::{Task, absurd_task_file, task_file_id};
 use std::fs;
 use std::io;
@@ -146,22 +148,13 @@ impl TaskStore {
         Ok((absurd, files))
     }
 
-    /// Candidates for a claim without id: those of an index younger than
-    /// [`SUGGEST_FOR`] (read without decoding its tasks), else those of a
-    /// fresh [`TaskStore::scan`]. Either way each is checked again under
-    /// its lock before it is taken.
-    pub(super) fn suggestions(&self) -> Result<Vec<Candidate>, TaskError> {
+    /// What a claim without id starts from: the open tasks of an index
+    /// younger than [`SUGGEST_FOR`] (read without decoding its tasks), or
+    /// `None` when there is none.
+    pub(super) fn suggestions(&self) -> Option<Vec<Open>> {
         let now = index::now_ns();
-        let young = self
-            .read_index_bytes()
-            .and_then(|b| Index::candidates(&b))
-            .filter(|(began, _)| {
-                now >= *began && ((now - began) as u128) <= SUGGEST_FOR.as_nanos()
-            });
-        if let Some((_, candidates)) = young {
-            return Ok(candidates);
-        }
-        Ok(super::claim::claimable(&self.scan(None)?.tasks))
+        let (began, open) = Index::open(&self.read_index_bytes()?)?;
+        (now >= began && ((now - began) as u128) <= SUGGEST_FOR.as_nanos()).then_some(open)
     }
 
     /// The task directory's stamp; `None` when there is no directory.

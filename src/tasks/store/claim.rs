@@ -6,9 +6,10 @@
 
 use super::{ListLock, Loaded, TaskError, TaskStore};
 use crate::atomic_file::LockError;
-use crate::tasks::index::Candidate;
+use crate::tasks::index::{Candidate, Open};
 use crate::tasks::rules::{self, Refusal};
 use crate::tasks::task::{Status, Task, parse_id};
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::fs;
 use std::time::Duration;
@@ -97,9 +98,20 @@ impl TaskStore {
     /// a race on one candidate moves on to the next.
     fn claim_next(&self, claimant: &str, list: Option<&ListLock>) -> Result<Claim, TaskError> {
         if list.is_none()
-            && let Some(task) = self.claim_among(&self.suggestions()?, claimant, list)?
+            && let Some(open) = self.suggestions()
         {
-            return Ok(Claim::Claimed(task));
+            let candidates: Vec<Candidate> = open
+                .iter()
+                .filter(|o| o.claimable)
+                .map(|o| Candidate {
+                    id: o.id,
+                    seen: o.seen,
+                })
+                .collect();
+            let lower = Lower::new(&open);
+            if let Some(task) = self.claim_among(&candidates, claimant, list, Some(&lower))? {
+                return Ok(Claim::Claimed(task));
+            }
         }
         let snapshot = self.scan(list)?.tasks;
         if list.is_some() {
@@ -109,24 +121,33 @@ impl TaskStore {
             }
         }
         Ok(
-            match self.claim_among(&claimable(&snapshot), claimant, list)? {
+            match self.claim_among(&claimable(&snapshot), claimant, list, None)? {
                 Some(task) => Claim::Claimed(task),
                 None => Claim::Refused(Refusal::NothingClaimable),
             },
         )
     }
 
+    /// Tries `candidates` in id order. With `lower` (candidates from an
+    /// index, not a fresh look) it stops, answering `None`, at the first
+    /// candidate below which some task may have become claimable since.
     fn claim_among(
         &self,
         candidates: &[Candidate],
         claimant: &str,
         list: Option<&ListLock>,
+        lower: Option<&Lower>,
     ) -> Result<Option<Task>, TaskError> {
         // First pass: only candidates whose lock is free at once. A held lock
         // most likely means another claimant is taking that very task, so
         // queueing behind it would only form a convoy; come back to it last.
         let mut deferred = Vec::new();
         for c in candidates {
+            if let Some(lower) = lower
+                && !lower.unchanged_below(self, c.id)?
+            {
+                return Ok(None);
+            }
             let id = c.id.to_string();
             // Racing claimants walk the same list: a look without the lock
             // (one `stat` when unchanged) skips what was taken meanwhile.
@@ -225,4 +246,51 @@ pub(super) fn claimable(snapshot: &[Task]) -> Vec<Candidate> {
             seen: None,
         })
         .collect()
+}
+
+/// The open tasks of an index a claim walks: those not claimable then are
+/// vouched for in id order, so that a candidate is taken only while no
+/// task below it (nor a blocker of one) has changed since: else a lower
+/// task may have become claimable, and a fresh look decides.
+pub(super) struct Lower<'a> {
+    open: &'a [Open],
+    /// How many of `open` are vouched for.
+    done: Cell<usize>,
+}
+
+impl<'a> Lower<'a> {
+    pub(super) fn new(open: &'a [Open]) -> Lower<'a> {
+        Lower {
+            open,
+            done: Cell::new(0),
+        }
+    }
+
+    /// Whether every open, unclaimable task below `id`, and each of its
+    /// blockers that was open, is as the index saw it (settled stamps).
+    fn unchanged_below(&self, store: &TaskStore, id: u64) -> Result<bool, TaskError> {
+        let mut k = self.done.get();
+        while let Some(o) = self.open.get(k).filter(|o| o.id < id) {
+            if !o.claimable {
+                if !self.same(store, o)? {
+                    return Ok(false);
+                }
+                for b in &o.blockers {
+                    let at = self.open.binary_search_by_key(b, |x| x.id);
+                    if let Ok(at) = at
+                        && !self.same(store, &self.open[at])?
+                    {
+                        return Ok(false);
+                    }
+                }
+            }
+            k += 1;
+            self.done.set(k);
+        }
+        Ok(true)
+    }
+
+    fn same(&self, store: &TaskStore, o: &Open) -> Result<bool, TaskError> {
+        Ok(o.seen.is_some() && store.stamp(&o.id.to_string())? == o.seen)
+    }
 }
