@@ -38,8 +38,6 @@
 use super::cache::Stamp;
 use super::task::{Status, Task};
 use serde_json::{Map, Value};
-use std::fs::Metadata;
-use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const MAGIC: &[u8; 8] = b"SWBIDX01";
@@ -77,30 +75,6 @@ pub fn settled(changed: (i64, i64), scan_began_ns: i64) -> bool {
     changed_ns + granule.as_nanos() as i128 <= i128::from(scan_began_ns)
 }
 
-/// What identifies one state of the task directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DirStamp {
-    dev: u64,
-    ino: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl DirStamp {
-    pub fn of(meta: &Metadata) -> DirStamp {
-        DirStamp {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-        }
-    }
-
-    pub fn changed(&self) -> (i64, i64) {
-        self.ctime
-    }
-}
-
 /// Of one indexed task: the stamp of the file it was read from (taken
 /// before the read), and whether that stamp was settled then.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,7 +88,7 @@ pub struct Seen {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Index {
     /// The directory's stamp, taken before its names were read.
-    pub dir: DirStamp,
+    pub dir: Stamp,
     /// `dir` was settled when the scan began.
     pub dir_settled: bool,
     /// When the scan began.
@@ -153,7 +127,7 @@ pub struct Open {
 impl Index {
     /// Whether the whole index is the board as it is now, with the
     /// directory's stamp `now` read at `now_ns`.
-    pub fn is_whole(&self, now: DirStamp, now_ns: i64) -> bool {
+    pub fn is_whole(&self, now: Stamp, now_ns: i64) -> bool {
         self.dir_settled
             && self.dir == now
             && now_ns >= self.began_ns
@@ -163,7 +137,7 @@ impl Index {
     /// The index's bytes, from its parts (the tasks by reference, so a
     /// scan need not copy them).
     pub fn encode<'a>(
-        dir: DirStamp,
+        dir: Stamp,
         dir_settled: bool,
         began_ns: i64,
         entries: impl ExactSizeIterator<Item = (Stamp, bool, &'a Task)>,
@@ -172,10 +146,9 @@ impl Index {
         let mut out = Vec::with_capacity(64 + entries.len() * 192);
         out.extend_from_slice(MAGIC);
         put_i64(&mut out, began_ns);
-        put_u64(&mut out, dir.dev);
-        put_u64(&mut out, dir.ino);
-        put_pair(&mut out, dir.mtime);
-        put_pair(&mut out, dir.ctime);
+        for w in dir.words() {
+            put_i64(&mut out, w);
+        }
         out.push(u8::from(dir_settled));
         let status_of = |b: &str| {
             let n = super::task::parse_id(b)?;
@@ -256,7 +229,7 @@ impl Index {
 /// The fixed part at the start of an index.
 struct Head {
     began_ns: i64,
-    dir: DirStamp,
+    dir: Stamp,
     dir_settled: bool,
 }
 
@@ -266,11 +239,6 @@ fn put_u64(out: &mut Vec<u8>, v: u64) {
 
 fn put_i64(out: &mut Vec<u8>, v: i64) {
     out.extend_from_slice(&v.to_le_bytes());
-}
-
-fn put_pair(out: &mut Vec<u8>, (s, ns): (i64, i64)) {
-    put_i64(out, s);
-    put_i64(out, ns);
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -338,12 +306,7 @@ impl<'a> Reader<'a> {
         };
         let head = Head {
             began_ns: r.i64()?,
-            dir: DirStamp {
-                dev: r.u64()?,
-                ino: r.u64()?,
-                mtime: r.pair()?,
-                ctime: r.pair()?,
-            },
+            dir: r.stamp()?,
             dir_settled: r.flag()?,
         };
         Some((r, head))
@@ -361,10 +324,7 @@ impl<'a> Reader<'a> {
             if flags > 3 {
                 return None;
             }
-            let mut words = [0i64; 7];
-            for w in &mut words {
-                *w = self.i64()?;
-            }
+            let stamp = self.stamp()?;
             let n = self.u32()?;
             if n > self.rest.len() / 8 {
                 return None;
@@ -372,7 +332,7 @@ impl<'a> Reader<'a> {
             let blockers = (0..n).map(|_| self.u64()).collect::<Option<_>>()?;
             out.push(Open {
                 id,
-                seen: (flags & 1 == 1).then(|| Stamp::from_words(words)),
+                seen: (flags & 1 == 1).then_some(stamp),
                 claimable: flags & 2 == 2,
                 blockers,
             });
@@ -398,8 +358,12 @@ impl<'a> Reader<'a> {
         usize::try_from(u32::from_le_bytes(self.take(4)?.try_into().ok()?)).ok()
     }
 
-    fn pair(&mut self) -> Option<(i64, i64)> {
-        Some((self.i64()?, self.i64()?))
+    fn stamp(&mut self) -> Option<Stamp> {
+        let mut words = [0i64; 7];
+        for w in &mut words {
+            *w = self.i64()?;
+        }
+        Some(Stamp::from_words(words))
     }
 
     fn flag(&mut self) -> Option<bool> {
@@ -440,10 +404,7 @@ impl<'a> Reader<'a> {
 
     fn entry(&mut self) -> Option<(Seen, Task)> {
         let id = self.u64()?;
-        let mut words = [0i64; 7];
-        for w in &mut words {
-            *w = self.i64()?;
-        }
+        let stamp = self.stamp()?;
         let settled = self.flag()?;
         let status = match self.take(1)?[0] {
             0 => Status::Pending,
@@ -463,11 +424,7 @@ impl<'a> Reader<'a> {
             metadata: self.object()?,
             extra: self.object()?.unwrap_or_default(),
         };
-        let seen = Seen {
-            id,
-            stamp: Stamp::from_words(words),
-            settled,
-        };
+        let seen = Seen { id, stamp, settled };
         Some((seen, task))
     }
 }
@@ -509,7 +466,7 @@ mod tests {
         let mut b = Task::new("2", "");
         b.active_form = Some("doing".into());
         b.blocks = vec!["1".into()];
-        let dir = DirStamp::of(&std::fs::metadata(d.path()).unwrap());
+        let dir = Stamp::of(&std::fs::metadata(d.path()).unwrap());
         let entries = [(stamp_of(&f), true, &a), (stamp_of(&f), false, &b)];
         let bytes = Index::encode(dir, true, 42, entries.iter().copied());
         let ix = Index::decode(&bytes).unwrap();
@@ -536,7 +493,9 @@ mod tests {
         }
         // (The data bytes themselves are not checked: a crash tears, it does
         // not flip bits.)
-        for at in [0, 65, bytes.len() - 12, bytes.len() - 1] {
+        // Magic, the count of open tasks (after the 73-byte head), the length
+        // and the trailer.
+        for at in [0, 73, bytes.len() - 12, bytes.len() - 1] {
             let mut bad = bytes.clone();
             bad[at] ^= 0xff;
             assert_eq!(Index::decode(&bad), None, "byte {at} changed");
@@ -568,7 +527,7 @@ mod tests {
     #[test]
     fn a_whole_index_needs_the_same_settled_directory_and_a_young_index() {
         let d = tempfile::tempdir().unwrap();
-        let dir = DirStamp::of(&std::fs::metadata(d.path()).unwrap());
+        let dir = Stamp::of(&std::fs::metadata(d.path()).unwrap());
         let ix = |settled| Index {
             dir,
             dir_settled: settled,
@@ -581,10 +540,9 @@ mod tests {
         let late = 100 + WHOLE_FOR.as_nanos() as i64 + 1;
         assert!(!ix(true).is_whole(dir, late), "too old");
         assert!(!ix(true).is_whole(dir, 99), "clock went back");
-        let moved = DirStamp {
-            ctime: (dir.ctime.0, dir.ctime.1 + 1),
-            ..dir
-        };
+        let mut words = dir.words();
+        words[6] += 1;
+        let moved = Stamp::from_words(words);
         assert!(!ix(true).is_whole(moved, 100), "directory changed");
     }
 }

@@ -12,7 +12,7 @@
 use super::{ListLock, Loaded, Salvage, TaskError, TaskList, TaskStore};
 use crate::atomic_file;
 use crate::tasks::cache::Stamp;
-use crate::tasks::index::{self, DirStamp, Index, Open, Seen};
+use crate::tasks::index::{self, Index, Open, Seen};
 use crate::tasks::task::{Task, absurd_task_file, task_file_id};
 use std::fs;
 use std::io;
@@ -158,9 +158,9 @@ impl TaskStore {
     }
 
     /// The task directory's stamp; `None` when there is no directory.
-    fn dir_stamp(&self, dir: &Path) -> Result<Option<DirStamp>, TaskError> {
+    fn dir_stamp(&self, dir: &Path) -> Result<Option<Stamp>, TaskError> {
         match fs::symlink_metadata(dir) {
-            Ok(meta) => Ok(Some(DirStamp::of(&meta))),
+            Ok(meta) => Ok(Some(Stamp::of(&meta))),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(self.io_err("look at the task directory", dir, e)),
         }
@@ -201,7 +201,7 @@ impl TaskStore {
 
     /// Saves what a look found. A failure costs speed, not correctness:
     /// it is logged, and the next look reads the files.
-    fn save_index(&self, dir: DirStamp, began: i64, stamps: &[(Stamp, bool)], tasks: &[Task]) {
+    fn save_index(&self, dir: Stamp, began: i64, stamps: &[(Stamp, bool)], tasks: &[Task]) {
         let entries = stamps.iter().zip(tasks).map(|((s, ok), t)| (*s, *ok, t));
         let bytes = Index::encode(dir, index::settled(dir.changed(), began), began, entries);
         let saved = self
