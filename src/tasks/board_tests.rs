@@ -282,6 +282,24 @@ fn a_claim_from_the_index_still_takes_the_lowest_task_that_became_claimable() {
     }
 }
 
+#[test]
+fn finishing_a_task_below_the_candidates_keeps_the_claim_on_the_index() {
+    let b = Board::with(3);
+    b.store.claim(Some("1"), "carol", false).unwrap();
+    b.settle();
+    let done = TaskUpdate {
+        status: Some(Status::Completed),
+        ..Default::default()
+    };
+    b.store.update("1", done, "carol").unwrap();
+    looks::take();
+    match b.store.claim(None, "carol", false).unwrap() {
+        Claim::Claimed(t) => assert_eq!(t.id, "2"),
+        Claim::Refused(r) => panic!("refused: {r}"),
+    }
+    assert_eq!(looks::take(), None, "1 was read again, not the board");
+}
+
 /// A tiny deterministic generator (no dependence on proptest's shrinking:
 /// the sequence needs real pauses to reach the index-alone path).
 struct Lcg(u64);

@@ -120,7 +120,8 @@ pub struct Open {
     pub id: u64,
     pub seen: Option<Stamp>,
     pub claimable: bool,
-    /// Ids of its `blockedBy` (numeric ones; none for a candidate).
+    /// For a pending, ownerless task that was blocked: the ids of its
+    /// `blockedBy` (numeric ones); empty for every other.
     pub blockers: Vec<u64>,
 }
 
@@ -167,7 +168,9 @@ impl Index {
             for w in stamp.words() {
                 put_i64(&mut out, w);
             }
-            let blockers: Vec<u64> = if claimable {
+            // A blocked task waits for these; others are not waiting.
+            let blocked = !claimable && task.status == Status::Pending && task.owner.is_none();
+            let blockers: Vec<u64> = if !blocked {
                 Vec::new()
             } else {
                 task.blocked_by
@@ -484,8 +487,20 @@ mod tests {
             .iter()
             .map(|o| (o.id, o.seen.is_some(), o.claimable, o.blockers.clone()))
             .collect();
-        // a: in progress, blocked by 2 (settled stamp); b: claimable.
-        assert_eq!(open, [(1, true, false, vec![2]), (2, false, true, vec![])]);
+        // a: in progress (its blockers do not matter: it is taken); b:
+        // claimable.
+        assert_eq!(open, [(1, true, false, vec![]), (2, false, true, vec![])]);
+        // A pending, ownerless task waiting for an open one keeps its
+        // blockers.
+        a.owner = None;
+        a.status = Status::Pending;
+        let entries = [(stamp_of(&f), true, &a), (stamp_of(&f), false, &b)];
+        let bytes2 = Index::encode(dir, true, 42, entries.iter().copied());
+        let (_, open2) = Index::open(&bytes2).unwrap();
+        assert_eq!(
+            (open2[0].claimable, open2[0].blockers.clone()),
+            (false, vec![2])
+        );
         // Every cut of it, and a byte changed in its header, trailer or
         // lengths, is refused rather than misread.
         for n in 0..bytes.len() {

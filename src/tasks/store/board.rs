@@ -20,9 +20,10 @@ use std::path::Path;
 use std::time::Duration;
 
 /// How old an index a claim without id takes its candidates from before it
-/// looks at the directory itself: a task that became claimable since is
-/// found by the next look (or by the full look before "nothing claimable").
-const SUGGEST_FOR: Duration = Duration::from_secs(1);
+/// looks at the directory itself. Every task the index saw open is checked
+/// (`claim.rs`, `Lower`); what this bounds is a task finished then and
+/// reopened since, which a claim may pass over this long.
+const SUGGEST_FOR: Duration = Duration::from_secs(10);
 
 /// A task file as listed: its number and its directory entry.
 type TaskFile = (u64, fs::DirEntry);

@@ -6,6 +6,7 @@
 
 use super::{ListLock, Loaded, TaskError, TaskStore};
 use crate::atomic_file::LockError;
+use crate::tasks::cache::Stamp;
 use crate::tasks::index::{Candidate, Open};
 use crate::tasks::rules::{self, Refusal};
 use crate::tasks::task::{Status, Task, parse_id};
@@ -249,9 +250,10 @@ pub(super) fn claimable(snapshot: &[Task]) -> Vec<Candidate> {
 }
 
 /// The open tasks of an index a claim walks: those not claimable then are
-/// vouched for in id order, so that a candidate is taken only while no
-/// task below it (nor a blocker of one) has changed since: else a lower
-/// task may have become claimable, and a fresh look decides.
+/// vouched for in id order, so that a candidate is taken only while no task
+/// below it can have become claimable since: one that changed is read again
+/// and must not be pending and ownerless now; a blocked one's blockers that
+/// changed must still be open. Else a fresh look decides.
 pub(super) struct Lower<'a> {
     open: &'a [Open],
     /// How many of `open` are vouched for.
@@ -266,23 +268,13 @@ impl<'a> Lower<'a> {
         }
     }
 
-    /// Whether every open, unclaimable task below `id`, and each of its
-    /// blockers that was open, is as the index saw it (settled stamps).
+    /// Whether no task below `id` that was open and unclaimable when the
+    /// index was taken can be claimable now.
     fn unchanged_below(&self, store: &TaskStore, id: u64) -> Result<bool, TaskError> {
         let mut k = self.done.get();
         while let Some(o) = self.open.get(k).filter(|o| o.id < id) {
-            if !o.claimable {
-                if !self.same(store, o)? {
-                    return Ok(false);
-                }
-                for b in &o.blockers {
-                    let at = self.open.binary_search_by_key(b, |x| x.id);
-                    if let Ok(at) = at
-                        && !self.same(store, &self.open[at])?
-                    {
-                        return Ok(false);
-                    }
-                }
+            if !o.claimable && !self.still_unclaimable(store, o)? {
+                return Ok(false);
             }
             k += 1;
             self.done.set(k);
@@ -290,7 +282,33 @@ impl<'a> Lower<'a> {
         Ok(true)
     }
 
-    fn same(&self, store: &TaskStore, o: &Open) -> Result<bool, TaskError> {
-        Ok(o.seen.is_some() && store.stamp(&o.id.to_string())? == o.seen)
+    fn still_unclaimable(&self, store: &TaskStore, o: &Open) -> Result<bool, TaskError> {
+        if !self.same(store, o.id, o.seen)? {
+            let now = store.peek(o.id)?;
+            if now.is_some_and(|t| t.status == Status::Pending && t.owner.is_none()) {
+                return Ok(false);
+            }
+            // Taken, finished or gone: its blockers no longer matter.
+            return Ok(true);
+        }
+        for &b in &o.blockers {
+            let Ok(at) = self.open.binary_search_by_key(&b, |x| x.id) else {
+                continue; // not open then: it was not what blocked this one
+            };
+            if !self.same(store, b, self.open[at].seen)?
+                && !store
+                    .peek(b)?
+                    .is_some_and(|t| t.status != Status::Completed)
+            {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Whether task `id`'s file is the version the index read (a settled
+    /// stamp, so no later write can have left it as it is).
+    fn same(&self, store: &TaskStore, id: u64, seen: Option<Stamp>) -> Result<bool, TaskError> {
+        Ok(seen.is_some() && store.stamp(&id.to_string())? == seen)
     }
 }
