@@ -38,6 +38,8 @@
 use super::cache::Stamp;
 use super::task::{Status, Task};
 use serde_json::{Map, Value};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const MAGIC: &[u8; 8] = b"SWBIDX01";
@@ -221,11 +223,35 @@ impl Index {
         })
     }
 
-    /// Only when the index was taken and the tasks not completed then,
-    /// without decoding the tasks: what a claim without id needs.
-    pub fn open(bytes: &[u8]) -> Option<(i64, Vec<Open>)> {
-        let (mut r, head) = Reader::open(bytes)?;
-        Some((head.began_ns, r.open_tasks()?))
+    /// Only when the index in `file` was taken and the tasks not completed
+    /// then, without decoding the tasks: what a claim without id needs. The
+    /// frame is checked at the file's end, and only as much of its start is
+    /// read as the open tasks take (64 KB holds about 900).
+    pub fn open_in(file: &File) -> Option<(i64, Vec<Open>)> {
+        let size = file.metadata().ok()?.len();
+        let mut tail = [0u8; 16];
+        file.read_exact_at(&mut tail, size.checked_sub(16)?).ok()?;
+        let (len, trailer) = tail.split_at(8);
+        if trailer != TRAILER || u64::from_le_bytes(len.try_into().ok()?) != size {
+            return None;
+        }
+        let body = size - 16;
+        let mut want = 64 * 1024;
+        loop {
+            let mut start = vec![0u8; usize::try_from(want.min(body)).ok()?];
+            file.read_exact_at(&mut start, 0).ok()?;
+            let mut r = Reader {
+                rest: start.strip_prefix(MAGIC)?,
+            };
+            let head = r.head()?;
+            if let Some(open) = r.open_tasks() {
+                return Some((head.began_ns, open));
+            }
+            if want >= body {
+                return None;
+            }
+            want *= 8;
+        }
     }
 }
 
@@ -307,12 +333,16 @@ impl<'a> Reader<'a> {
         let mut r = Reader {
             rest: body.strip_prefix(MAGIC)?,
         };
-        let head = Head {
-            began_ns: r.i64()?,
-            dir: r.stamp()?,
-            dir_settled: r.flag()?,
-        };
+        let head = r.head()?;
         Some((r, head))
+    }
+
+    fn head(&mut self) -> Option<Head> {
+        Some(Head {
+            began_ns: self.i64()?,
+            dir: self.stamp()?,
+            dir_settled: self.flag()?,
+        })
     }
 
     fn open_tasks(&mut self) -> Option<Vec<Open>> {
@@ -481,7 +511,12 @@ mod tests {
             .map(|(s, t)| (s.stamp, s.settled, t))
             .collect();
         assert_eq!(back, entries);
-        let (began, open) = Index::open(&bytes).unwrap();
+        let open_of = |bytes: &[u8]| {
+            let on_disk = d.path().join("index");
+            std::fs::write(&on_disk, bytes).unwrap();
+            Index::open_in(&File::open(&on_disk).unwrap())
+        };
+        let (began, open) = open_of(&bytes).unwrap();
         assert_eq!(began, 42);
         let open: Vec<_> = open
             .iter()
@@ -496,7 +531,7 @@ mod tests {
         a.status = Status::Pending;
         let entries = [(stamp_of(&f), true, &a), (stamp_of(&f), false, &b)];
         let bytes2 = Index::encode(dir, true, 42, entries.iter().copied());
-        let (_, open2) = Index::open(&bytes2).unwrap();
+        let (_, open2) = open_of(&bytes2).unwrap();
         assert_eq!(
             (open2[0].claimable, open2[0].blockers.clone()),
             (false, vec![2])
@@ -505,7 +540,17 @@ mod tests {
         // lengths, is refused rather than misread.
         for n in 0..bytes.len() {
             assert_eq!(Index::decode(&bytes[..n]), None, "cut at {n}");
+            assert_eq!(open_of(&bytes[..n]), None, "cut at {n}");
         }
+        // More open tasks than the first read holds: read further.
+        let many: Vec<Task> = (1..=3000).map(|i| Task::new(i.to_string(), "x")).collect();
+        let bytes3 = Index::encode(dir, true, 7, many.iter().map(|t| (stamp_of(&f), true, t)));
+        assert!(bytes3.len() > 3 * 64 * 1024);
+        let (_, open3) = open_of(&bytes3).unwrap();
+        assert_eq!(
+            open3.iter().map(|o| o.id).collect::<Vec<_>>(),
+            (1..=3000).collect::<Vec<_>>()
+        );
         // (The data bytes themselves are not checked: a crash tears, it does
         // not flip bits.)
         // Magic, the count of open tasks (after the 73-byte head), the length

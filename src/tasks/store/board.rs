@@ -154,7 +154,16 @@ impl TaskStore {
     /// `None` when there is none.
     pub(super) fn suggestions(&self) -> Option<Vec<Open>> {
         let now = index::now_ns();
-        let (began, open) = Index::open(&self.read_index_bytes()?)?;
+        let path = self.root.board_index(&self.team).ok()?;
+        let file = match atomic_file::open_optional(&path) {
+            Ok(file) => file?,
+            Err(e) => {
+                tracing::warn!(team = %self.team, file = %path.display(), error = %e,
+                    "cannot read the board index; looking at every task file");
+                return None;
+            }
+        };
+        let (began, open) = Index::open_in(&file)?;
         (now >= began && ((now - began) as u128) <= SUGGEST_FOR.as_nanos()).then_some(open)
     }
 
