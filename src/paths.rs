@@ -181,6 +181,12 @@ impl Root {
         Ok(self.state_dir(team)?.join("board.index"))
     }
 
+    /// Held (an OS lock) by the one process refreshing the board index for
+    /// the claims waiting on it.
+    pub fn board_look_lock(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.state_dir(team)?.join("board.look"))
+    }
+
     /// A teammate's git worktree: outside the team's state, which `swarm
     /// down` deletes, because a worktree holding work outlives its team.
     /// Only names that pass the member and team rules become components.

@@ -2,11 +2,11 @@
 //! sidecar file beside each (the parent module has the protocol), and how a
 //! holder knows its lock is still its own.
 
+use super::DIR_MODE;
 use super::safe_path::{self, PathProblem, UnsafePath};
-use super::{DIR_MODE, FILE_MODE};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -173,16 +173,7 @@ fn wait_for_os_lock(
 /// create a file outside the root), never truncating on open.
 fn open_sidecar(dir: &Path) -> Result<File, LockError> {
     let path = crate::paths::sidecar_for(dir);
-    super::check_dir(super::parent_of(&path)).map_err(|e| LockError::io(dir, e))?;
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(FILE_MODE)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&path)
-        .map_err(|e| LockError::io(dir, safe_path::refused_link(&path, e)))
+    super::open_lock_file(&path).map_err(|e| LockError::io(dir, e))
 }
 
 /// The OS lock on a lock directory's sidecar, held exclusively: no other

@@ -162,6 +162,22 @@ pub fn open_optional(path: &Path) -> io::Result<Option<File>> {
     }
 }
 
+/// Opens (creating it, 0600, empty) a file that is only ever locked with
+/// the OS's locks, never written, in a directory that passes
+/// [`check_dir`], refusing a link in its place.
+pub fn open_lock_file(path: &Path) -> io::Result<File> {
+    check_dir(parent_of(path))?;
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| safe_path::refused_link(path, e))
+}
+
 /// Opens a file for reading, refusing a link in its place.
 pub fn open_nofollow(path: &Path) -> io::Result<File> {
     OpenOptions::new()

@@ -300,6 +300,36 @@ fn finishing_a_task_below_the_candidates_keeps_the_claim_on_the_index() {
     assert_eq!(looks::take(), None, "1 was read again, not the board");
 }
 
+#[test]
+fn claimants_woken_together_wait_for_one_look_at_the_board() {
+    let b = Board::with(3);
+    b.store.list().unwrap();
+    // The index too old to take candidates from, and another process in
+    // the middle of looking (it holds the look lock).
+    b.age_index(Duration::from_secs(60));
+    let lock = fs::File::create(b.root.board_look_lock(TEAM).unwrap()).unwrap();
+    lock.lock().unwrap();
+    let (root, done) = (b.root.clone(), std::sync::mpsc::channel());
+    let claimant = std::thread::spawn(move || {
+        looks::take();
+        let claim = TaskStore::new(&root, TEAM)
+            .claim(None, "bob", false)
+            .unwrap();
+        done.0.send(()).unwrap();
+        (claim, looks::take())
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        done.1.try_recv().is_err(),
+        "the claimant waits for the look"
+    );
+    b.store.list().unwrap(); // the other process's look: a fresh index
+    drop(lock);
+    let (claim, looked) = claimant.join().unwrap();
+    assert!(matches!(claim, Claim::Claimed(t) if t.id == "1"));
+    assert_eq!(looked, None, "it took the index the other look saved");
+}
+
 /// A tiny deterministic generator (no dependence on proptest's shrinking:
 /// the sequence needs real pauses to reach the index-alone path).
 struct Lcg(u64);

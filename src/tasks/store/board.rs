@@ -25,6 +25,10 @@ use std::time::Duration;
 /// reopened since, which a claim may pass over this long.
 const SUGGEST_FOR: Duration = Duration::from_secs(10);
 
+/// How long a claim waits for another process's look at the board before
+/// it looks itself.
+const LOOK_WAIT: Duration = Duration::from_secs(2);
+
 /// A task file as listed: its number and its directory entry.
 type TaskFile = (u64, fs::DirEntry);
 
@@ -150,9 +154,26 @@ impl TaskStore {
     }
 
     /// What a claim without id starts from: the open tasks of an index
-    /// younger than [`SUGGEST_FOR`] (read without decoding its tasks), or
-    /// `None` when there is none.
-    pub(super) fn suggestions(&self) -> Option<Vec<Open>> {
+    /// younger than [`SUGGEST_FOR`] (read without decoding its tasks). When
+    /// there is none, one process looks at the board for all the claimants
+    /// woken together (a task change wakes every idle runtime): it holds
+    /// the look lock while it looks and saves the index, the others wait
+    /// for it ([`LOOK_WAIT`] at most) and take what it saved. `None` when
+    /// no index could be had.
+    pub(super) fn suggestions(&self) -> Result<Option<Vec<Open>>, TaskError> {
+        if let Some(open) = self.young_open() {
+            return Ok(Some(open));
+        }
+        let _looking = self.look_lock();
+        if let Some(open) = self.young_open() {
+            return Ok(Some(open));
+        }
+        self.scan(None)?;
+        Ok(self.young_open())
+    }
+
+    /// The open tasks of the saved index if it is young enough.
+    fn young_open(&self) -> Option<Vec<Open>> {
         let now = index::now_ns();
         let path = self.root.board_index(&self.team).ok()?;
         let file = match atomic_file::open_optional(&path) {
@@ -165,6 +186,34 @@ impl TaskStore {
         };
         let (began, open) = Index::open_in(&file)?;
         (now >= began && ((now - began) as u128) <= SUGGEST_FOR.as_nanos()).then_some(open)
+    }
+
+    /// The look lock, waiting [`LOOK_WAIT`] at most for the process that
+    /// holds it; `None` (look anyway) when it cannot be had. The kernel
+    /// releases it if its holder dies.
+    fn look_lock(&self) -> Option<fs::File> {
+        let path = self.root.board_look_lock(&self.team).ok()?;
+        let file = path
+            .parent()
+            .map_or(Ok(()), atomic_file::ensure_dir)
+            .and_then(|()| atomic_file::open_lock_file(&path));
+        let file = match file {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::debug!(error = %e, "no board look lock; looking without it");
+                return None;
+            }
+        };
+        let deadline = std::time::Instant::now() + LOOK_WAIT;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Some(file),
+                Err(fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Err(_) => return None,
+            }
+        }
     }
 
     /// The task directory's stamp; `None` when there is no directory.

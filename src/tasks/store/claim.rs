@@ -99,7 +99,7 @@ impl TaskStore {
     /// a race on one candidate moves on to the next.
     fn claim_next(&self, claimant: &str, list: Option<&ListLock>) -> Result<Claim, TaskError> {
         if list.is_none()
-            && let Some(open) = self.suggestions()
+            && let Some(open) = self.suggestions()?
         {
             let candidates: Vec<Candidate> = open
                 .iter()
