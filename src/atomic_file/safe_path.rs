@@ -256,9 +256,13 @@ pub(crate) fn problems_below(dir: &Path) -> Vec<UnsafePath> {
     found
 }
 
+/// The effective uid, asked of the kernel once: swarm never changes it,
+/// and a path check asks for it at every component (a short command such
+/// as `swarm send` checks some 40 components).
 fn euid() -> u32 {
+    static EUID: OnceLock<u32> = OnceLock::new();
     // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
+    *EUID.get_or_init(|| unsafe { libc::geteuid() })
 }
 
 /// Whether `gid` is the caller's user private group: its own primary
