@@ -18,6 +18,10 @@ type Registered = (String, PaneId, Option<u32>, Option<String>);
 /// roster; until then its reservation (with the nonce its pane carries)
 /// lets an interrupted burst's pane be recognised and adopted.
 const REGISTER_EVERY: Duration = Duration::from_millis(100);
+/// The first panes of a burst are written as they open, as a small team's
+/// always were (a pane on the roster at once); past them, every
+/// [`REGISTER_EVERY`].
+const REGISTER_AT_ONCE: usize = 8;
 
 /// Records spawned panes on the roster: one write at a time, off the async
 /// thread, at most one every [`REGISTER_EVERY`], each taking every pane that
@@ -32,6 +36,9 @@ pub(super) struct Registrar {
     began: Option<Instant>,
     /// [`REGISTER_EVERY`] (tests set another).
     every: Duration,
+    /// Panes queued so far, and [`REGISTER_AT_ONCE`] (tests set another).
+    added: usize,
+    at_once: usize,
 }
 
 impl Registrar {
@@ -43,12 +50,14 @@ impl Registrar {
             writing: None,
             began: None,
             every: REGISTER_EVERY,
+            added: 0,
+            at_once: REGISTER_AT_ONCE,
         }
     }
 
-    /// Queues a pane; starts a write unless one is running or the last
-    /// began less than [`REGISTER_EVERY`] ago. A finished write's failure
-    /// is returned here.
+    /// Queues a pane; starts a write unless one is running or, past the
+    /// burst's first [`REGISTER_AT_ONCE`] panes, the last began less than
+    /// [`REGISTER_EVERY`] ago. A finished write's failure is returned here.
     pub(super) async fn add(
         &mut self,
         name: &str,
@@ -58,6 +67,7 @@ impl Registrar {
     ) -> Result<()> {
         self.pending
             .push((name.to_string(), pane.clone(), pid, apart));
+        self.added += 1;
         if let Some(w) = &self.writing {
             if !w.is_finished() {
                 return Ok(());
@@ -66,7 +76,7 @@ impl Registrar {
                 w.await.context("recording pane ids")??;
             }
         }
-        if self.began.is_some_and(|t| t.elapsed() < self.every) {
+        if self.added > self.at_once && self.began.is_some_and(|t| t.elapsed() < self.every) {
             return Ok(());
         }
         self.began = Some(Instant::now());
@@ -157,6 +167,7 @@ mod tests {
         let team = team_of(dir.path(), 10);
         let mut r = Registrar::new(&team, None);
         r.every = Duration::from_secs(3600);
+        r.at_once = 1;
         r.add("m0", &PaneId::new("%0"), None, None).await.unwrap();
         // The first pane's write, then nine more panes while it is recent.
         if let Some(w) = r.writing.take() {
