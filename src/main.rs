@@ -17,6 +17,12 @@ fn main() -> ExitCode {
         cli.command,
         Command::Up(_) | Command::Lead(_) | Command::Teammate(_)
     );
+    if matches!(cli.command, Command::Send(_)) {
+        // A directory that passed the path rule is not walked again by a
+        // send (see `atomic_file::safe_path`): a send walks the same ~8
+        // components five times.
+        swarm::atomic_file::hold_checks();
+    }
     if short_lived {
         swarm::logging::init_stderr();
         end_quietly_on_a_closed_pipe();

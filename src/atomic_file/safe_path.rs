@@ -32,7 +32,13 @@
 //! The checks are made before each use, not held: a process of the same
 //! user that swaps a directory for a link between the check and the use can
 //! still win that race. What they stop is a link or an open directory
-//! planted beforehand, which is how the confusion comes about.
+//! planted beforehand, which is how the confusion comes about. The one
+//! exception is `swarm send`'s main thread ([`hold_checks`], called by
+//! `main`): there a directory that passed stays passed, so that a send,
+//! one process per message, walks the ~8 components above an inbox once,
+//! not five times. Only the same user or root could change a directory
+//! that passed (its parents passed too, so no one else can replace it), and
+//! the race above is the same one.
 
 use std::ffi::CStr;
 use std::fs;
@@ -161,15 +167,46 @@ fn components(dir: &Path) -> Vec<&Path> {
     chain
 }
 
+thread_local! {
+    /// Directories that passed on this thread, when it holds its checks
+    /// ([`hold_checks`]); `None`: every check is made afresh.
+    static PASSED: std::cell::RefCell<Option<std::collections::HashSet<PathBuf>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// From now on, on this thread, a directory that passed the rule is not
+/// checked again (see the module doc): for short-lived commands only.
+pub fn hold_checks() {
+    PASSED.with(|p| {
+        p.borrow_mut().get_or_insert_with(Default::default);
+    });
+}
+
+fn passed_before(p: &Path) -> bool {
+    PASSED.with(|set| set.borrow().as_ref().is_some_and(|s| s.contains(p)))
+}
+
+fn note_passed(p: &Path) {
+    PASSED.with(|set| {
+        if let Some(s) = set.borrow_mut().as_mut() {
+            s.insert(p.to_path_buf());
+        }
+    });
+}
+
 /// Checks every existing component of `dir` against the rule; components
 /// that do not exist yet are fine (whoever creates them makes them safe).
 pub fn check_dir(dir: &Path) -> io::Result<()> {
     for p in components(dir) {
+        if passed_before(p) {
+            continue;
+        }
         match fs::symlink_metadata(p) {
             Ok(meta) => check_dir_component(p, &meta)?,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(e),
         }
+        note_passed(p);
     }
     Ok(())
 }
@@ -179,11 +216,21 @@ pub fn check_dir(dir: &Path) -> io::Result<()> {
 pub(crate) fn ensure_dir(dir: &Path) -> io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     let mut creating = false;
+    if passed_before(dir) {
+        // It passed with its parents: it only has to be there still (swarm
+        // may have removed it since), as the directory it was.
+        match fs::symlink_metadata(dir) {
+            Ok(meta) => return check_dir_component(dir, &meta),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
     for p in components(dir) {
         if !creating {
             match fs::symlink_metadata(p) {
                 Ok(meta) => {
                     check_dir_component(p, &meta)?;
+                    note_passed(p);
                     continue;
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => creating = true,
@@ -193,7 +240,10 @@ pub(crate) fn ensure_dir(dir: &Path) -> io::Result<()> {
         match fs::DirBuilder::new().mode(super::DIR_MODE).create(p) {
             // Through a descriptor opened without following links, so a
             // link swapped in meanwhile is refused, not chmodded.
-            Ok(()) => open_dir(p)?.set_permissions(fs::Permissions::from_mode(super::DIR_MODE))?,
+            Ok(()) => {
+                open_dir(p)?.set_permissions(fs::Permissions::from_mode(super::DIR_MODE))?;
+                note_passed(p);
+            }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 check_dir_component(p, &fs::symlink_metadata(p)?)?;
             }
@@ -358,6 +408,33 @@ fn group(gid: u32) -> Option<(String, Vec<String>)> {
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    #[test]
+    fn a_thread_that_holds_its_checks_checks_a_directory_once_and_others_always() {
+        let t = tempfile::tempdir().unwrap();
+        let (a, b) = (t.path().join("a"), t.path().join("a/b"));
+        fs::create_dir_all(&b).unwrap();
+        for d in [&a, &b] {
+            fs::set_permissions(d, fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        let (held_a, held_b) = (a.clone(), b.clone());
+        std::thread::spawn(move || {
+            hold_checks();
+            check_dir(&held_b).unwrap();
+            // One swarm removed since is made again.
+            fs::remove_dir(&held_b).unwrap();
+            ensure_dir(&held_b).unwrap();
+            assert!(held_b.is_dir());
+            fs::set_permissions(&held_a, fs::Permissions::from_mode(0o777)).unwrap();
+            check_dir(&held_b).expect("a directory that passed is not checked again");
+            ensure_dir(&held_b).expect("nor when it is ensured");
+        })
+        .join()
+        .unwrap();
+        // Any other thread checks afresh.
+        let e = check_dir(&b).unwrap_err();
+        assert!(matches!(problem(e), PathProblem::WritableByOthers { .. }));
+    }
 
     fn problem(e: io::Error) -> PathProblem {
         UnsafePath::of(&e)
