@@ -215,17 +215,9 @@ pub fn check_dir(dir: &Path) -> io::Result<()> {
 /// (0700, set explicitly because the umask may have narrowed it).
 pub(crate) fn ensure_dir(dir: &Path) -> io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
+    let chain = components(dir);
     let mut creating = false;
-    if passed_before(dir) {
-        // It passed with its parents: it only has to be there still (swarm
-        // may have removed it since), as the directory it was.
-        match fs::symlink_metadata(dir) {
-            Ok(meta) => return check_dir_component(dir, &meta),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
-        }
-    }
-    for p in components(dir) {
+    for p in &chain[held_prefix(&chain)?..] {
         if !creating {
             match fs::symlink_metadata(p) {
                 Ok(meta) => {
@@ -251,6 +243,21 @@ pub(crate) fn ensure_dir(dir: &Path) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// How many components of `chain` (outermost first) need no walk: up to
+/// the deepest that passed before on this thread ([`hold_checks`]), if it
+/// is still there as the directory it was (swarm may have removed it
+/// since; its parents then exist too). 0 when nothing is held.
+fn held_prefix(chain: &[&Path]) -> io::Result<usize> {
+    let Some(i) = chain.iter().rposition(|p| passed_before(p)) else {
+        return Ok(0);
+    };
+    match fs::symlink_metadata(chain[i]) {
+        Ok(meta) => check_dir_component(chain[i], &meta).map(|()| i + 1),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(e),
+    }
 }
 
 /// Opens a directory without following a link at its last component.
