@@ -549,3 +549,125 @@ pub struct TaskUpdateArgs {
     #[arg(long)]
     pub json: bool,
 }
+
+impl Cli {
+    /// This process's command line, parsed. `swarm send …` (one process per
+    /// message, so the one command run by the thousand) is parsed by a
+    /// parser built of its own subcommand only: the full parser builds all
+    /// ~40 subcommands first. Anything else, and a line that does not
+    /// parse as a send (help,
+    /// version, a mistake), goes through the full parser, so every message
+    /// and exit code is the full parser's.
+    pub fn from_env() -> Cli {
+        Cli::send_only(std::env::args_os()).unwrap_or_else(Cli::parse)
+    }
+
+    /// `args` parsed as `swarm send …` by the send-only parser, if they are
+    /// one that parses.
+    pub fn send_only(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cli> {
+        use clap::FromArgMatches;
+        let args: Vec<std::ffi::OsString> = args.into_iter().collect();
+        if args.get(1).map(|a| a.as_os_str()) != Some("send".as_ref()) {
+            return None;
+        }
+        let send = SendArgs::augment_args(clap::Command::new("send"));
+        // The name shows only in messages, and those come from the full parser.
+        let parser = Global::augment_args(clap::Command::new("swarm"))
+            .subcommand_required(true)
+            .subcommand(send);
+        let matches = parser.try_get_matches_from(args).ok()?;
+        let (_, sub) = matches.subcommand()?;
+        Some(Cli {
+            global: Global::from_arg_matches(&matches).ok()?,
+            command: Command::Send(SendArgs::from_arg_matches(sub).ok()?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(line: &[&str]) -> Vec<std::ffi::OsString> {
+        std::iter::once("swarm")
+            .chain(line.iter().copied())
+            .map(Into::into)
+            .collect()
+    }
+
+    #[test]
+    fn the_send_only_parser_reads_a_send_as_the_full_parser_does() {
+        let sends: &[&[&str]] = &[
+            &["send", "--to", "bob", "hi"],
+            &["send", "--as", "m0", "--to", "team-lead", "hello"],
+            &[
+                "send", "--to", "bob", "--team", "t", "--home", "/h", "--json", "x y",
+            ],
+            &[
+                "send",
+                "--to",
+                "*",
+                "--summary",
+                "s",
+                "--force",
+                "--",
+                "-a dash",
+            ],
+            &["send", "--stdin", "--to", "bob"],
+            &["send", "--stdin"],
+            &["send", "--to", "bob", "-"],
+            &[
+                "send",
+                "--shutdown-request",
+                "--to",
+                "bob",
+                "--reason",
+                "done",
+            ],
+            &[
+                "send",
+                "--to",
+                "team-lead",
+                "--shutdown-response",
+                "r1",
+                "--approve",
+            ],
+            &[
+                "send",
+                "--to",
+                "bob",
+                "--plan-response",
+                "p1",
+                "--reject",
+                "--feedback",
+                "no",
+            ],
+            &["send", "--to", "bob", "--mode-set", "plan"],
+        ];
+        for line in sends {
+            let lean = Cli::send_only(argv(line)).unwrap_or_else(|| panic!("{line:?}"));
+            let full = Cli::try_parse_from(argv(line)).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+            assert_eq!(format!("{lean:?}"), format!("{full:?}"), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn the_full_parser_answers_what_is_not_a_send_that_parses() {
+        let others: &[&[&str]] = &[
+            &["send"],
+            &["send", "--to", "bob"],
+            &["send", "--help"],
+            &["send", "-h"],
+            &["send", "--version"],
+            &["send", "--to", "bob", "hi", "--no-such-flag"],
+            &["send", "--stdin", "hi"],
+            &["send", "--to", "bob", "--approve", "--reject", "x"],
+            &["--team", "t", "send", "--to", "bob", "hi"],
+            &["status"],
+            &[],
+        ];
+        for line in others {
+            assert!(Cli::send_only(argv(line)).is_none(), "{line:?}");
+        }
+    }
+}

@@ -2,7 +2,6 @@
 //! the command, prints any error once and maps the outcome to an exit code
 //! (0 ok, 1 "the answer is no", 2 error).
 
-use clap::Parser;
 use std::process::ExitCode;
 use swarm::cli::Cli;
 use swarm::commands::{self, Exit};
@@ -10,7 +9,7 @@ use swarm::text::escape_line;
 
 fn main() -> ExitCode {
     swarm::logging::install_panic_hook();
-    let cli = Cli::parse();
+    let cli = Cli::from_env();
     // The lead and the teammate runtime log to their own files (they own a
     // terminal someone watches); every other command to stderr if asked.
     use swarm::cli::Command;
@@ -18,6 +17,12 @@ fn main() -> ExitCode {
         cli.command,
         Command::Up(_) | Command::Lead(_) | Command::Teammate(_)
     );
+    if matches!(cli.command, Command::Send(_)) {
+        // A directory that passed the path rule is not walked again by a
+        // send (see `atomic_file::safe_path`): a send walks the same ~8
+        // components five times.
+        swarm::atomic_file::hold_checks();
+    }
     if short_lived {
         swarm::logging::init_stderr();
         end_quietly_on_a_closed_pipe();

@@ -32,7 +32,13 @@
 //! The checks are made before each use, not held: a process of the same
 //! user that swaps a directory for a link between the check and the use can
 //! still win that race. What they stop is a link or an open directory
-//! planted beforehand, which is how the confusion comes about.
+//! planted beforehand, which is how the confusion comes about. The one
+//! exception is `swarm send`'s main thread ([`hold_checks`], called by
+//! `main`): there a directory that passed stays passed, so that a send,
+//! one process per message, walks the ~8 components above an inbox once,
+//! not five times. Only the same user or root could change a directory
+//! that passed (its parents passed too, so no one else can replace it), and
+//! the race above is the same one.
 
 use std::ffi::CStr;
 use std::fs;
@@ -161,15 +167,46 @@ fn components(dir: &Path) -> Vec<&Path> {
     chain
 }
 
+thread_local! {
+    /// Directories that passed on this thread, when it holds its checks
+    /// ([`hold_checks`]); `None`: every check is made afresh.
+    static PASSED: std::cell::RefCell<Option<std::collections::HashSet<PathBuf>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// From now on, on this thread, a directory that passed the rule is not
+/// checked again (see the module doc): for short-lived commands only.
+pub fn hold_checks() {
+    PASSED.with(|p| {
+        p.borrow_mut().get_or_insert_with(Default::default);
+    });
+}
+
+fn passed_before(p: &Path) -> bool {
+    PASSED.with(|set| set.borrow().as_ref().is_some_and(|s| s.contains(p)))
+}
+
+fn note_passed(p: &Path) {
+    PASSED.with(|set| {
+        if let Some(s) = set.borrow_mut().as_mut() {
+            s.insert(p.to_path_buf());
+        }
+    });
+}
+
 /// Checks every existing component of `dir` against the rule; components
 /// that do not exist yet are fine (whoever creates them makes them safe).
 pub fn check_dir(dir: &Path) -> io::Result<()> {
     for p in components(dir) {
+        if passed_before(p) {
+            continue;
+        }
         match fs::symlink_metadata(p) {
             Ok(meta) => check_dir_component(p, &meta)?,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(e),
         }
+        note_passed(p);
     }
     Ok(())
 }
@@ -178,12 +215,14 @@ pub fn check_dir(dir: &Path) -> io::Result<()> {
 /// (0700, set explicitly because the umask may have narrowed it).
 pub(crate) fn ensure_dir(dir: &Path) -> io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
+    let chain = components(dir);
     let mut creating = false;
-    for p in components(dir) {
+    for p in &chain[held_prefix(&chain)?..] {
         if !creating {
             match fs::symlink_metadata(p) {
                 Ok(meta) => {
                     check_dir_component(p, &meta)?;
+                    note_passed(p);
                     continue;
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => creating = true,
@@ -193,7 +232,10 @@ pub(crate) fn ensure_dir(dir: &Path) -> io::Result<()> {
         match fs::DirBuilder::new().mode(super::DIR_MODE).create(p) {
             // Through a descriptor opened without following links, so a
             // link swapped in meanwhile is refused, not chmodded.
-            Ok(()) => open_dir(p)?.set_permissions(fs::Permissions::from_mode(super::DIR_MODE))?,
+            Ok(()) => {
+                open_dir(p)?.set_permissions(fs::Permissions::from_mode(super::DIR_MODE))?;
+                note_passed(p);
+            }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 check_dir_component(p, &fs::symlink_metadata(p)?)?;
             }
@@ -201,6 +243,21 @@ pub(crate) fn ensure_dir(dir: &Path) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// How many components of `chain` (outermost first) need no walk: up to
+/// the deepest that passed before on this thread ([`hold_checks`]), if it
+/// is still there as the directory it was (swarm may have removed it
+/// since; its parents then exist too). 0 when nothing is held.
+fn held_prefix(chain: &[&Path]) -> io::Result<usize> {
+    let Some(i) = chain.iter().rposition(|p| passed_before(p)) else {
+        return Ok(0);
+    };
+    match fs::symlink_metadata(chain[i]) {
+        Ok(meta) => check_dir_component(chain[i], &meta).map(|()| i + 1),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(e),
+    }
 }
 
 /// Opens a directory without following a link at its last component.
@@ -256,9 +313,13 @@ pub(crate) fn problems_below(dir: &Path) -> Vec<UnsafePath> {
     found
 }
 
+/// The effective uid, asked of the kernel once: swarm never changes it,
+/// and a path check asks for it at every component (a short command such
+/// as `swarm send` checks some 40 components).
 fn euid() -> u32 {
+    static EUID: OnceLock<u32> = OnceLock::new();
     // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
+    *EUID.get_or_init(|| unsafe { libc::geteuid() })
 }
 
 /// Whether `gid` is the caller's user private group: its own primary
@@ -354,6 +415,33 @@ fn group(gid: u32) -> Option<(String, Vec<String>)> {
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    #[test]
+    fn a_thread_that_holds_its_checks_checks_a_directory_once_and_others_always() {
+        let t = tempfile::tempdir().unwrap();
+        let (a, b) = (t.path().join("a"), t.path().join("a/b"));
+        fs::create_dir_all(&b).unwrap();
+        for d in [&a, &b] {
+            fs::set_permissions(d, fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        let (held_a, held_b) = (a.clone(), b.clone());
+        std::thread::spawn(move || {
+            hold_checks();
+            check_dir(&held_b).unwrap();
+            // One swarm removed since is made again.
+            fs::remove_dir(&held_b).unwrap();
+            ensure_dir(&held_b).unwrap();
+            assert!(held_b.is_dir());
+            fs::set_permissions(&held_a, fs::Permissions::from_mode(0o777)).unwrap();
+            check_dir(&held_b).expect("a directory that passed is not checked again");
+            ensure_dir(&held_b).expect("nor when it is ensured");
+        })
+        .join()
+        .unwrap();
+        // Any other thread checks afresh.
+        let e = check_dir(&b).unwrap_err();
+        assert!(matches!(problem(e), PathProblem::WritableByOthers { .. }));
+    }
 
     fn problem(e: io::Error) -> PathProblem {
         UnsafePath::of(&e)

@@ -42,9 +42,11 @@ pub fn run(cli: Cli) -> Result<Exit> {
     let outcome = match cli.command {
         Command::Team(cmd) => team::run(&ctx, cmd),
         Command::Status(args) => status::run(&ctx, args),
-        Command::Send(args) => acting_member(&ctx).and_then(|()| send::run(&ctx, args)),
+        Command::Send(args) => {
+            acting_member(&ctx).and_then(|roster| send::run(&ctx, args, &roster))
+        }
         Command::Inbox(args) => inbox::run(&ctx, args),
-        Command::Ask(args) => acting_member(&ctx).and_then(|()| ask::run(&ctx, args)),
+        Command::Ask(args) => acting_member(&ctx).and_then(|_| ask::run(&ctx, args)),
         Command::Task(cmd) => task::run(&ctx, cmd),
         Command::Diff(args) => diff::run(&ctx, args),
         Command::Merge(args) => merge::run(&ctx, args),
@@ -82,8 +84,8 @@ fn is_not_found(e: &anyhow::Error) -> bool {
 
 /// `--as NAME` must be a member of the team: a message signed by a name
 /// nobody answers to would mislead its reader and its replies would go
-/// nowhere.
-fn acting_member(ctx: &Context) -> Result<()> {
+/// nowhere. Returns the roster it read.
+fn acting_member(ctx: &Context) -> Result<crate::team::TeamFile> {
     let me = ctx.me()?;
     let roster = ctx.team()?.roster().read()?;
     if roster.member(me).is_none() {
@@ -94,7 +96,7 @@ fn acting_member(ctx: &Context) -> Result<()> {
         })
         .context("--as");
     }
-    Ok(())
+    Ok(roster)
 }
 
 /// Prints a value as pretty JSON on stdout.

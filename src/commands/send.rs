@@ -5,12 +5,14 @@ use super::{Context, Exit, print_json};
 use crate::cli::SendArgs;
 use crate::clock;
 use crate::protocol::{self, Message};
+use crate::team::TeamFile;
 use crate::team::names::LEAD_NAME;
 use crate::text::escape_line;
 use anyhow::{Context as _, Result, bail};
 use std::io::{BufRead, Read};
 
-pub fn run(ctx: &Context, args: SendArgs) -> Result<Exit> {
+/// `roster` is the team's, as `--as` was checked against it.
+pub fn run(ctx: &Context, args: SendArgs, roster: &TeamFile) -> Result<Exit> {
     let team = ctx.team()?;
     let me = ctx.me()?;
     if args.stdin {
@@ -18,7 +20,7 @@ pub fn run(ctx: &Context, args: SendArgs) -> Result<Exit> {
         return send_lines(&team, me, &args, input);
     }
     let to = args.to.as_deref().context("--to NAME is needed")?;
-    if let Some(msg) = protocol_message(ctx, &args, me, to)? {
+    if let Some(msg) = protocol_message(ctx, &args, roster, me, to)? {
         let d = team.send_protocol(me, to, &msg, args.force)?;
         report(&args, std::slice::from_ref(&d))?;
         return Ok(Exit::Ok);
@@ -35,7 +37,8 @@ pub fn run(ctx: &Context, args: SendArgs) -> Result<Exit> {
         None => bail!("nothing to send: give TEXT (or '-' to read standard input)"),
     };
     check_length(&text)?;
-    let delivered = team.send_text(me, to, &text, args.summary.as_deref(), args.force)?;
+    let delivered =
+        team.send_text_on(roster, me, to, &text, args.summary.as_deref(), args.force)?;
     report(&args, &delivered)?;
     Ok(Exit::Ok)
 }
@@ -216,15 +219,21 @@ fn report(args: &SendArgs, delivered: &[crate::team::post::Delivered]) -> Result
 }
 
 /// The structured message the flags ask for, if any.
-fn protocol_message(ctx: &Context, args: &SendArgs, me: &str, to: &str) -> Result<Option<Message>> {
+fn protocol_message(
+    ctx: &Context,
+    args: &SendArgs,
+    roster: &TeamFile,
+    me: &str,
+    to: &str,
+) -> Result<Option<Message>> {
     if args.shutdown_request {
         return shutdown_request(args, me, to).map(Some);
     }
     if let Some(request_id) = &args.shutdown_response {
-        return shutdown_response(ctx, args, me, request_id).map(Some);
+        return shutdown_response(args, roster, me, request_id).map(Some);
     }
     if let Some(mode) = &args.mode_set {
-        return mode_set(ctx, args, me, to, mode).map(Some);
+        return mode_set(args, roster, me, to, mode).map(Some);
     }
     if let Some(request_id) = &args.plan_response {
         return plan_response(ctx, args, me, request_id).map(Some);
@@ -248,8 +257,8 @@ fn shutdown_request(args: &SendArgs, me: &str, to: &str) -> Result<Message> {
 /// `--shutdown-response ID --approve|--reject`: a teammate's answer; an
 /// approval names the teammate's pane, a rejection needs a reason.
 fn shutdown_response(
-    ctx: &Context,
     args: &SendArgs,
+    roster: &TeamFile,
     me: &str,
     request_id: &str,
 ) -> Result<Message> {
@@ -258,7 +267,6 @@ fn shutdown_response(
     }
     let now = clock::now_iso();
     if args.approve {
-        let roster = ctx.team()?.roster().read()?;
         let mine = roster.member(me);
         let pane = mine
             .map(|m| m.tmux_pane_id.clone())
@@ -283,7 +291,7 @@ fn shutdown_response(
 }
 
 /// `--mode-set MODE`: the lead changes `to`'s permission mode.
-fn mode_set(ctx: &Context, args: &SendArgs, me: &str, to: &str, mode: &str) -> Result<Message> {
+fn mode_set(args: &SendArgs, roster: &TeamFile, me: &str, to: &str, mode: &str) -> Result<Message> {
     if me != LEAD_NAME {
         bail!("only {LEAD_NAME} may change a teammate's permission mode (you are {me:?})");
     }
@@ -291,13 +299,12 @@ fn mode_set(ctx: &Context, args: &SendArgs, me: &str, to: &str, mode: &str) -> R
     // A teammate whose agent ignores the request is refused with the
     // reason (the same rule as the TeamsDialog's Shift+Tab), unless
     // --force: reporting success would be a lie.
-    if !args.force && to != "*" {
-        let roster = ctx.team()?.roster().read()?;
-        if let Some(m) = roster.member(to)
-            && let crate::agents::ModeChange::Unsupported(why) = crate::agents::mode_change(m)
-        {
-            bail!("cannot change the mode of {to}: {why}");
-        }
+    if !args.force
+        && to != "*"
+        && let Some(m) = roster.member(to)
+        && let crate::agents::ModeChange::Unsupported(why) = crate::agents::mode_change(m)
+    {
+        bail!("cannot change the mode of {to}: {why}");
     }
     Ok(Message::ModeSetRequest(protocol::ModeSetRequest {
         mode: mode.name().to_string(),

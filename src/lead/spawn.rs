@@ -24,9 +24,12 @@ use crate::atomic_file;
 use crate::team::names;
 use crate::team::{Member, SwarmField, Team, colors};
 use anyhow::{Context, Result, bail};
+use registrar::Registrar;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use swarm_backends::{PaneId, PaneMark, PaneRef, PaneStatus, SpawnSpec};
+use swarm_backends::{PaneMark, PaneRef, PaneStatus, SpawnSpec};
+
+mod registrar;
 
 /// What to spawn.
 #[derive(Debug, Clone, Default)]
@@ -696,103 +699,4 @@ pub fn check_startable(program: &str, cwd: &Path, env: &[(String, String)]) -> R
             .map(|l| format!(" ({l})"))
             .unwrap_or_default()
     )
-}
-
-/// One opened pane to record: member, pane, pid, where it went apart.
-type Registered = (String, PaneId, Option<u32>, Option<String>);
-
-/// Records spawned panes on the roster: one write at a time, off the async
-/// thread, each taking every pane that opened while the previous write ran.
-struct Registrar {
-    roster: crate::team::Roster,
-    socket: Option<PathBuf>,
-    pending: Vec<Registered>,
-    writing: Option<tokio::task::JoinHandle<Result<()>>>,
-}
-
-impl Registrar {
-    fn new(team: &Team, socket: Option<PathBuf>) -> Self {
-        Self {
-            roster: team.roster(),
-            socket,
-            pending: Vec::new(),
-            writing: None,
-        }
-    }
-
-    /// Queues a pane; starts a write unless one is running. A finished
-    /// write's failure is returned here.
-    async fn add(
-        &mut self,
-        name: &str,
-        pane: &PaneId,
-        pid: Option<u32>,
-        apart: Option<String>,
-    ) -> Result<()> {
-        self.pending
-            .push((name.to_string(), pane.clone(), pid, apart));
-        if let Some(w) = &self.writing {
-            if !w.is_finished() {
-                return Ok(());
-            }
-            if let Some(w) = self.writing.take() {
-                w.await.context("recording pane ids")??;
-            }
-        }
-        let batch = std::mem::take(&mut self.pending);
-        let (roster, socket) = (self.roster.clone(), self.socket.clone());
-        self.writing = Some(tokio::task::spawn_blocking(move || {
-            register(&roster, socket.as_deref(), &batch)
-        }));
-        Ok(())
-    }
-
-    /// Waits for the running write, then writes what is still queued.
-    async fn finish(&mut self) -> Result<()> {
-        if let Some(w) = self.writing.take() {
-            w.await.context("recording pane ids")??;
-        }
-        let batch = std::mem::take(&mut self.pending);
-        if batch.is_empty() {
-            return Ok(());
-        }
-        register(&self.roster, self.socket.as_deref(), &batch)
-    }
-}
-
-/// One roster write recording each `(name, pane, pid)`.
-fn register(
-    roster: &crate::team::Roster,
-    socket: Option<&Path>,
-    batch: &[Registered],
-) -> Result<()> {
-    let socket = socket
-        .map(|s| Value::String(s.to_string_lossy().into_owned()))
-        .unwrap_or(Value::Null);
-    roster.update(|tf| {
-        for (name, pane, pid, apart) in batch {
-            let members = tf.member_names();
-            let Some(m) = tf.member_mut(name) else {
-                return Err(crate::team::RosterError::NoSuchMember {
-                    team: tf.name.clone(),
-                    name: name.clone(),
-                    members,
-                });
-            };
-            m.tmux_pane_id = pane.as_str().to_string();
-            m.set_swarm_field(SwarmField::Pid, pid.map(Value::from).unwrap_or(Value::Null));
-            let start = pid
-                .and_then(swarm_backends::process::start_time)
-                .map(Value::String)
-                .unwrap_or(Value::Null);
-            m.set_swarm_field(SwarmField::PidStart, start);
-            m.set_swarm_field(SwarmField::TmuxSocket, socket.clone());
-            m.set_swarm_field(
-                SwarmField::Apart,
-                apart.clone().map(Value::String).unwrap_or(Value::Null),
-            );
-        }
-        Ok(())
-    })?;
-    Ok(())
 }

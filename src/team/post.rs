@@ -68,8 +68,21 @@ impl Team {
         summary: Option<&str>,
         force: bool,
     ) -> Result<Vec<Delivered>> {
-        let roster = self.roster().read()?;
-        let targets = recipients(&roster, from, to, force)?;
+        self.send_text_on(&self.roster().read()?, from, to, text, summary, force)
+    }
+
+    /// [`Team::send_text`] on a roster the caller has just read (`swarm
+    /// send` reads it once, for `--as` and the recipients both).
+    pub fn send_text_on(
+        &self,
+        roster: &TeamFile,
+        from: &str,
+        to: &str,
+        text: &str,
+        summary: Option<&str>,
+        force: bool,
+    ) -> Result<Vec<Delivered>> {
+        let targets = recipients(roster, from, to, force)?;
         let color = roster.member(from).and_then(|m| m.color.clone());
         let summary = summary_for(text, summary);
         let mut out = Vec::new();

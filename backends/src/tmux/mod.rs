@@ -125,6 +125,9 @@ struct State {
     lead: Option<PaneId>,
     /// The window id (`@N`) teammates overflow into.
     overflow: Option<String>,
+    /// That window as the last spawn into it left it (listed in that
+    /// spawn's own invocation). Taken by the spawn that uses it.
+    overflow_panes: Option<Vec<WindowPane>>,
     /// Hidden panes and the pane they were beside.
     hidden: HashMap<PaneId, PaneId>,
     /// Panes a `RightOfLead` spawn put in the overflow window, with that
@@ -658,6 +661,7 @@ impl PaneBackendExecutor for TmuxBackend {
         let window = self.window_of(pane).await?;
         let beside = rejoin_target(&window, pane);
         self.tmux(commands::break_pane(pane)?).await?;
+        self.forget_layouts().await;
         if let Some(beside) = beside {
             self.state.lock().await.hidden.insert(pane.clone(), beside);
         }
@@ -700,6 +704,7 @@ impl PaneBackendExecutor for TmuxBackend {
             commands::join_pane(pane, &target)?
         };
         self.tmux(join).await?;
+        self.forget_layouts().await;
         self.state.lock().await.hidden.remove(pane);
         if self.state.lock().await.lead.is_some() {
             return self.rebalance().await;

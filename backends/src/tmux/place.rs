@@ -221,27 +221,44 @@ impl TmuxBackend {
         Ok(pane)
     }
 
+    /// A teammate's pane in the overflow window, tiled there while panes
+    /// stay readable, else in a new overflow window. Like the lead's window
+    /// (`spawn_beside`), the overflow window is listed in the invocation
+    /// that splits it, and the next spawn of a burst plans on that listing
+    /// instead of running a `list-panes` of its own (one tmux client a pane,
+    /// not two); a split that fails before creating anything (the listing
+    /// was stale) is planned again on a fresh one.
     pub(super) async fn spawn_overflow(
         &self,
         session: &str,
         launch: &Launch<'_>,
         finish: &Finish<'_>,
     ) -> Result<PaneId> {
-        let overflow = self.state.lock().await.overflow.clone();
+        let (overflow, cached) = {
+            let mut state = self.state.lock().await;
+            (state.overflow.clone(), state.overflow_panes.take())
+        };
         if let Some(window_id) = overflow {
-            let all = self.tmux(commands::list_panes_window(&window_id)).await;
-            if let Ok(out) = all {
+            let mut full = false;
+            if let Some(panes) = cached {
+                match self.split_overflow(&window_id, panes, launch, finish).await {
+                    Ok(Some(pane)) => return Ok(pane),
+                    // Full as the last split left it: a new window.
+                    Ok(None) => full = true,
+                    Err(SplitError::NotCreated(_)) => {}
+                    Err(SplitError::Other(e)) => return Err(e),
+                }
+            }
+            let all = match full {
+                true => None,
+                false => Some(self.tmux(commands::list_panes_window(&window_id)).await),
+            };
+            if let Some(Ok(out)) = all {
                 let panes = commands::parse_window_panes(&out.stdout)?;
-                if let Some(first) = panes.first()
-                    && tiled_fits(first.window_width, first.window_height, panes.len() as u32)
+                if let Some(pane) = self
+                    .split_overflow(&window_id, panes, launch, finish)
+                    .await?
                 {
-                    let last = panes.last().unwrap_or(first).pane.clone();
-                    let mut cmds = vec![commands::split_window(&last, Split::Vertical, launch)?];
-                    cmds.extend(finish(None)?);
-                    cmds.push(commands::restore_focus());
-                    cmds.push(commands::select_layout(&window_id, "tiled"));
-                    let pane = self.run_spawn(cmds).await?.0;
-                    self.note_apart(&pane, first.window_index).await;
                     return Ok(pane);
                 }
             }
@@ -249,10 +266,55 @@ impl TmuxBackend {
         let pane = self.spawn_window(session, launch, finish).await?;
         let window = self.window_of(&pane).await?;
         if let Some(row) = window.first() {
-            self.state.lock().await.overflow = Some(row.window_id.clone());
+            let mut state = self.state.lock().await;
+            state.overflow = Some(row.window_id.clone());
+            state.overflow_panes = Some(window.clone());
+            drop(state);
             self.note_apart(&pane, row.window_index).await;
         }
         Ok(pane)
+    }
+
+    /// Splits the last pane of the overflow window `window_id` (listed as
+    /// `panes`) and tiles the window, if one more pane keeps them all
+    /// readable (`Ok(None)`: it would not). Records the window as the split
+    /// leaves it, listed in the same invocation.
+    async fn split_overflow(
+        &self,
+        window_id: &str,
+        panes: Vec<WindowPane>,
+        launch: &Launch<'_>,
+        finish: &Finish<'_>,
+    ) -> std::result::Result<Option<PaneId>, SplitError> {
+        let Some(first) = panes.first() else {
+            return Ok(None);
+        };
+        if !tiled_fits(first.window_width, first.window_height, panes.len() as u32) {
+            return Ok(None);
+        }
+        let last = panes.last().unwrap_or(first).pane.clone();
+        let mut cmds = vec![commands::split_window(&last, Split::Vertical, launch)?];
+        cmds.extend(finish(None)?);
+        cmds.push(commands::restore_focus());
+        cmds.push(commands::select_layout(window_id, "tiled"));
+        cmds.push(commands::list_panes_window(window_id));
+        let (pane, rest) = self.run_spawn(cmds).await?;
+        if let Ok(after) = commands::parse_window_panes(&rest)
+            && after.iter().any(|p| p.pane == pane)
+        {
+            self.state.lock().await.overflow_panes = Some(after);
+        }
+        self.note_apart(&pane, first.window_index).await;
+        Ok(Some(pane))
+    }
+
+    /// Drops the listings kept for the next split of a burst: a pane moved
+    /// to or from a window (hidden, shown) leaves them stale, and a split
+    /// below a pane that moved would land in that pane's new window.
+    pub(super) async fn forget_layouts(&self) {
+        let mut state = self.state.lock().await;
+        state.window = None;
+        state.overflow_panes = None;
     }
 
     /// Remembers that `pane` went to the overflow window `index`, for
@@ -263,5 +325,77 @@ impl TmuxBackend {
             .await
             .apart
             .insert(pane.clone(), format!("window {index}"));
+    }
+}
+
+// The private tmux server of the integration tests (a self-contained file).
+#[cfg(test)]
+#[allow(dead_code)]
+#[path = "../../../tests/util/tmux_server.rs"]
+mod tmux_server;
+
+#[cfg(test)]
+mod tests {
+    use super::tmux_server;
+    use super::*;
+    use crate::{PaneBackendExecutor, Placement, SpawnSpec};
+
+    /// The tmux subcommands `log` recorded, one line per client run.
+    fn runs(log: &std::path::Path, subcommand: &str) -> usize {
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.split(' ').any(|w| w == subcommand))
+            .count()
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_overflow_panes_runs_one_tmux_client_a_pane() {
+        if !tmux_server::tmux_available("a_burst_of_overflow_panes_runs_one_tmux_client_a_pane") {
+            return;
+        }
+        let tmux = tmux_server::TmuxServer::start();
+        let lead = PaneId::new(tmux.new_session("lead", (200, 50), &["sleep", "100000"]));
+        // tmux through a wrapper that records each client run.
+        let log = tmux.dir.path().join("runs.log");
+        let wrapper = tmux.dir.path().join("tmux");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\necho \"$*\" >> '{}'\nexec tmux \"$@\"\n",
+                log.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut backend = TmuxBackend::new(super::super::TmuxServer::socket(&tmux.sock));
+        backend.program = wrapper.to_string_lossy().into_owned();
+        let spec = || {
+            SpawnSpec::new("sleep", ["100000"], tmux.dir.path())
+                .env("PATH", "/usr/bin:/bin")
+                .placement(Placement::RightOfLead { lead: lead.clone() })
+        };
+        let mut windows = std::collections::BTreeSet::new();
+        for _ in 0..24 {
+            let p = backend.spawn(&spec()).await.expect("spawn");
+            windows.insert(tmux.display(p.id.as_str(), "#{window_id}"));
+        }
+        // 5 beside the lead in 200x50, then overflow windows of 15 panes.
+        assert_eq!(windows.len(), 3, "{}", tmux.dump());
+        let opened = runs(&log, "split-window") + runs(&log, "new-window");
+        assert_eq!(opened, 24, "{}", std::fs::read_to_string(&log).unwrap());
+        // Listings: the lead's window once, each new overflow window once
+        // after it opened (and planned on afterwards from the listing each
+        // split prints), never one a pane.
+        let listed = runs(&log, "list-panes") - runs(&log, "split-window");
+        assert!(
+            listed <= 3,
+            "{listed} separate listings for 24 panes:\n{}",
+            std::fs::read_to_string(&log).unwrap()
+        );
+        for p in tmux.panes() {
+            assert!(!p.dead, "{}", tmux.dump());
+        }
     }
 }
