@@ -330,6 +330,24 @@ fn claimants_woken_together_wait_for_one_look_at_the_board() {
     assert_eq!(looked, None, "it took the index the other look saved");
 }
 
+#[test]
+fn a_large_board_after_two_changes_reads_only_those_two_files() {
+    let b = Board::with(1);
+    for i in 2..=2100 {
+        let t = Task::new(i.to_string(), format!("task {i:04}"));
+        fs::write(b.file(&format!("{i}.json")), t.to_file_bytes()).unwrap();
+    }
+    let (tasks, reads) = b.look();
+    assert_eq!((tasks.len(), reads), (2100, 2100));
+    assert_eq!(tasks, b.truth());
+    b.settle();
+    b.claude_edit("3", |t| t.subject = "first half".into());
+    b.claude_edit("2090", |t| t.subject = "second half".into());
+    let (tasks, reads) = b.look();
+    assert_eq!(reads, 2, "only the two changed files are read again");
+    assert_eq!(tasks, b.truth());
+}
+
 /// A tiny deterministic generator (no dependence on proptest's shrinking:
 /// the sequence needs real pauses to reach the index-alone path).
 struct Lcg(u64);
