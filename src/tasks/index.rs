@@ -474,7 +474,7 @@ fn decimal(mut n: u64) -> String {
             break;
         }
     }
-    digits[at..].iter().map(|&d| char::from(d)).collect()
+    String::from_utf8_lossy(&digits[at..]).into_owned()
 }
 
 #[cfg(test)]
