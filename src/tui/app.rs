@@ -1,7 +1,8 @@
 //! The event loop: the one place that joins the lead ([`LeadControl`]), the
 //! keys, the clock and the terminal. It redraws only when something changed
 //! (a wake-up from the lead, a key, a resize, a countdown or activity-age
-//! tick) and at most once per [`RunOptions::min_frame`]; between changes it
+//! tick) and at most once per [`RunOptions::min_frame`], and asks the lead
+//! for a snapshot only when a frame or a key needs one; between changes it
 //! sleeps on one channel. It never prints: notices go to the footer, logs to
 //! the lead's log file.
 
@@ -314,12 +315,16 @@ fn ages_in_seconds(view: &TeamView) -> bool {
         .any(|r| r.age.is_some_and(|a| a < Duration::from_secs(60)))
 }
 
-/// What the loop shows: the last snapshot, where the user is, and whether
-/// the frame on screen is out of date.
+/// What the loop shows: the last snapshot, where the user is, whether the
+/// frame on screen is out of date, and whether the snapshot is.
 struct Shown {
     view: TeamView,
     ui: UiState,
     dirty: bool,
+    /// The lead said something changed since the snapshot: a new one is
+    /// taken when it is next needed (a frame drawn, a key handled), so the
+    /// wake-ups between two frames cost one snapshot, not one each.
+    stale: bool,
 }
 
 impl Shown {
@@ -327,6 +332,14 @@ impl Shown {
     fn refresh(&mut self, control: &mut dyn LeadControl) {
         self.view = control.snapshot();
         self.ui.sync(&self.view);
+        self.stale = false;
+    }
+
+    /// A fresh snapshot if the lead said something changed since the last.
+    fn catch_up(&mut self, control: &mut dyn LeadControl) {
+        if self.stale {
+            self.refresh(control);
+        }
     }
 }
 
@@ -350,6 +363,7 @@ where
         view,
         ui,
         dirty: true,
+        stale: false,
     };
     let mut last_draw: Option<Instant> = None;
     let mut last_tick = Instant::now();
@@ -370,15 +384,14 @@ where
         if now >= last_tick + tick_every {
             shown.ui.tick(now - last_tick);
             last_tick = now;
-            if fast {
-                shown.refresh(control);
-            }
+            shown.stale |= fast;
             shown.dirty = true;
         }
         let mut wait = (last_tick + tick_every).saturating_duration_since(now);
         if shown.dirty {
             let due = last_draw.map_or(now, |t| t + min_frame);
             if now >= due {
+                shown.catch_up(control);
                 if let Some(a) = alerts.next(&shown.view) {
                     alert(&a);
                 }
@@ -408,9 +421,10 @@ where
     }
 }
 
-/// Applies one input to what is shown; `Some` ends the loop. A burst of
-/// wake-ups becomes one snapshot, and whatever else was queued behind
-/// them (a key press) is put in `stashed`, to be applied next.
+/// Applies one input to what is shown; `Some` ends the loop. A wake-up
+/// only marks the snapshot stale (the next frame or key takes a new one);
+/// whatever was queued behind a burst of them (a key press) is put in
+/// `stashed`, to be applied next.
 fn apply(
     input: Input,
     control: &mut dyn LeadControl,
@@ -420,6 +434,8 @@ fn apply(
 ) -> Result<Option<Exit>> {
     match input {
         Input::Term(Event::Key(key)) => {
+            // A key acts on the team as it is now.
+            shown.catch_up(control);
             if let Some(action) = keymap::handle(key, &shown.view, &mut shown.ui) {
                 if action == Action::Quit {
                     return Ok(Some(Exit::Quit));
@@ -445,7 +461,7 @@ fn apply(
                     break;
                 }
             }
-            shown.refresh(control);
+            shown.stale = true;
             shown.dirty = true;
         }
         Input::Signal(sig) => return Ok(Some(Exit::Signal(sig))),
@@ -604,6 +620,31 @@ mod tests {
         assert_eq!(lead.snapshots, 2, "the first, then one for the burst");
         let screen = format!("{:?}", terminal.backend().buffer());
         assert!(screen.contains("1 teammate ·"), "{screen}");
+    }
+
+    #[test]
+    fn wake_ups_between_two_frames_cost_one_snapshot() {
+        // Wake-ups that arrive one by one, each on its own, while the next
+        // frame is not yet due: the lead is asked once, when the key that
+        // follows needs the team as it is (or the frame is drawn).
+        let mut lead = FakeLead::new(&["alice"], false);
+        let (tx, rx) = mpsc::channel();
+        let sender = thread::spawn(move || {
+            for _ in 0..3 {
+                tx.send(Input::Wake).unwrap();
+                thread::sleep(Duration::from_millis(20));
+            }
+            tx.send(key('q')).unwrap();
+        });
+        let _serial = crate::tui::terminal::SIGNAL_TESTS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+        let long = Duration::from_secs(3600);
+        let exit = event_loop(&mut terminal, &mut lead, &rx, (false, long), &mut |_| {});
+        sender.join().unwrap();
+        assert_eq!(exit.unwrap(), Exit::Quit);
+        assert_eq!(lead.snapshots, 2, "the first, then one for the key");
     }
 
     #[test]
