@@ -151,6 +151,33 @@ pub fn watch_board(
     Ok(w)
 }
 
+/// Changes to the board past which it is built whole rather than changed
+/// task by task (each change copies the board's pointers once).
+const REBUILD_AFTER: usize = 32;
+
+/// What changed on the board since the view last built it.
+#[derive(Debug, Default)]
+enum Changed {
+    #[default]
+    Nothing,
+    /// These tasks (by number).
+    Tasks(BTreeSet<u64>),
+    /// Anything: build it whole.
+    All,
+}
+
+impl Changed {
+    fn task(&mut self, n: u64) {
+        match self {
+            Changed::Nothing => *self = Changed::Tasks(BTreeSet::from([n])),
+            Changed::Tasks(ids) => {
+                ids.insert(n);
+            }
+            Changed::All => {}
+        }
+    }
+}
+
 /// A value read from a file, with the stamp it was read at.
 #[derive(Debug)]
 struct Cached<T> {
@@ -172,9 +199,9 @@ fn settled_stamp(path: &Path) -> Option<Stamp> {
 pub struct TeamState {
     roster: Option<Cached<TeamFile>>,
     tasks: BTreeMap<u64, Arc<Task>>,
-    /// The board the last view showed; stale when a task changed since.
+    /// The board the last view showed, and what changed since.
     board: Board,
-    board_stale: bool,
+    board_changed: Changed,
     unread: HashMap<String, Cached<usize>>,
     lead_unread: Option<Cached<Vec<Entry>>>,
     /// The notice of the last refresh's trouble (an unreadable inbox).
@@ -225,12 +252,14 @@ impl TeamState {
                         // keeps the board.
                         if self.tasks.get(&n).is_none_or(|old| **old != t) {
                             self.tasks.insert(n, Arc::new(t));
-                            self.board_stale = true;
+                            self.board_changed.task(n);
                         }
                         Ok(())
                     }
                     Ok(None) | Err(TaskError::Corrupt { .. }) => {
-                        self.board_stale |= self.tasks.remove(&n).is_some();
+                        if self.tasks.remove(&n).is_some() {
+                            self.board_changed.task(n);
+                        }
                         Ok(())
                     }
                     Err(e) => Err(e),
@@ -262,14 +291,25 @@ impl TeamState {
                 (n, task)
             })
             .collect();
-        self.board_stale |= changed || !old.is_empty();
+        if changed || !old.is_empty() {
+            self.board_changed = Changed::All;
+        }
     }
 
-    /// The board as last refreshed, shared: built again only when a task
-    /// changed since the last call.
+    /// The board as last refreshed, shared: changed task by task when a
+    /// few tasks changed since the last call ([`Board::with_task`]), built
+    /// again after a full listing or many changes.
     fn board(&mut self) -> Board {
-        if std::mem::take(&mut self.board_stale) {
-            self.board = Board::new(self.tasks.values().cloned());
+        match std::mem::take(&mut self.board_changed) {
+            Changed::Nothing => {}
+            Changed::Tasks(ids) if ids.len() <= REBUILD_AFTER => {
+                for n in ids {
+                    self.board = self.board.with_task(n, self.tasks.get(&n).cloned());
+                }
+            }
+            Changed::Tasks(_) | Changed::All => {
+                self.board = Board::new(self.tasks.values().cloned());
+            }
         }
         self.board.clone()
     }
@@ -516,7 +556,11 @@ mod tests {
             state.refresh_board(store, shared).unwrap();
             let mine: Vec<Task> = state.tasks().cloned().collect();
             let all = full(store);
-            if mine == all {
+            // The shared board too: changed task by task, it must equal
+            // one built whole in every part (what shows, what is done,
+            // each owner's tasks).
+            let whole = Board::from(all.clone());
+            if mine == all && state.board().same_in_every_part(&whole) {
                 return;
             }
             assert!(
@@ -582,7 +626,16 @@ mod tests {
                         let path = dir.join(format!("{id}.json"));
                         let mut task = store.get(&id.to_string()).unwrap().unwrap();
                         task.subject = format!("edited behind its back at {step}");
-                        task.owner = Some("cc".into());
+                        task.owner = Some(format!("m{}", next(3)));
+                        task.status = [Status::Pending, Status::InProgress, Status::Completed]
+                            [next(3) as usize];
+                        // Failed, internal, or neither.
+                        task.metadata = match next(4) {
+                            0 => Some(serde_json::json!({"failed": true})),
+                            1 => Some(serde_json::json!({"_internal": true})),
+                            _ => None,
+                        }
+                        .and_then(|v| v.as_object().cloned());
                         std::fs::write(&path, task.to_file_bytes()).unwrap();
                         "in-place write"
                     }
