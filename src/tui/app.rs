@@ -1,8 +1,9 @@
 //! The event loop: the one place that joins the lead ([`LeadControl`]), the
 //! keys, the clock and the terminal. It redraws only when something changed
 //! (a wake-up from the lead, a key, a resize, a countdown or activity-age
-//! tick) and at most once per [`RunOptions::min_frame`], and asks the lead
-//! for a snapshot only when a frame or a key needs one; between changes it
+//! tick), at most once per [`RunOptions::min_frame`] and, after a wake-up,
+//! once the change has settled; it asks the lead for a snapshot only when a
+//! frame or a key needs one. Between changes it
 //! sleeps on one channel. It never prints: notices go to the footer, logs to
 //! the lead's log file.
 
@@ -325,6 +326,16 @@ struct Shown {
     /// taken when it is next needed (a frame drawn, a key handled), so the
     /// wake-ups between two frames cost one snapshot, not one each.
     stale: bool,
+    /// When the first wake-up since the snapshot came: the frame waits
+    /// [`settle`] after it, so the several writes of one change (a task
+    /// file, then a message, then its consumption) make one frame.
+    woke: Option<Instant>,
+}
+
+/// How long a frame waits after the first wake-up of a change: half the
+/// shortest time between frames.
+fn settle(min_frame: Duration) -> Duration {
+    min_frame / 2
 }
 
 impl Shown {
@@ -333,6 +344,7 @@ impl Shown {
         self.view = control.snapshot();
         self.ui.sync(&self.view);
         self.stale = false;
+        self.woke = None;
     }
 
     /// A fresh snapshot if the lead said something changed since the last.
@@ -364,6 +376,7 @@ where
         ui,
         dirty: true,
         stale: false,
+        woke: None,
     };
     let mut last_draw: Option<Instant> = None;
     let mut last_tick = Instant::now();
@@ -389,7 +402,9 @@ where
         }
         let mut wait = (last_tick + tick_every).saturating_duration_since(now);
         if shown.dirty {
-            let due = last_draw.map_or(now, |t| t + min_frame);
+            let due = last_draw
+                .map_or(now, |t| t + min_frame)
+                .max(shown.woke.map_or(now, |w| w + settle(min_frame)));
             if now >= due {
                 shown.catch_up(control);
                 if let Some(a) = alerts.next(&shown.view) {
@@ -462,6 +477,7 @@ fn apply(
                 }
             }
             shown.stale = true;
+            shown.woke.get_or_insert_with(Instant::now);
             shown.dirty = true;
         }
         Input::Signal(sig) => return Ok(Some(Exit::Signal(sig))),
@@ -645,6 +661,37 @@ mod tests {
         sender.join().unwrap();
         assert_eq!(exit.unwrap(), Exit::Quit);
         assert_eq!(lead.snapshots, 2, "the first, then one for the key");
+    }
+
+    #[test]
+    fn the_wake_ups_of_one_change_make_one_frame() {
+        // The frame before is long past; three wake-ups come close
+        // together (one change: a task file, a message, its consumption).
+        let mut lead = FakeLead::new(&["alice"], false);
+        let (tx, rx) = mpsc::channel();
+        let min_frame = Duration::from_millis(400);
+        let sender = thread::spawn(move || {
+            thread::sleep(min_frame + min_frame / 2);
+            for _ in 0..3 {
+                tx.send(Input::Wake).unwrap();
+                thread::sleep(Duration::from_millis(10));
+            }
+            thread::sleep(min_frame * 2);
+        });
+        let _serial = crate::tui::terminal::SIGNAL_TESTS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+        let exit = event_loop(
+            &mut terminal,
+            &mut lead,
+            &rx,
+            (false, min_frame),
+            &mut |_| {},
+        );
+        sender.join().unwrap();
+        assert_eq!(exit.unwrap(), Exit::Quit);
+        assert_eq!(lead.snapshots, 2, "the first, then one for the change");
     }
 
     #[test]
