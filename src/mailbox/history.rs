@@ -85,18 +85,7 @@ pub(crate) fn record(path: &Path, consumed: &[Stored]) -> Result<(), MailboxErro
         Some(kept) => kept,
         None => load(path)?,
     };
-    let fresh: Vec<&Stored> = {
-        // Borrowed identities: nothing is copied to compare.
-        let mut ids: HashSet<&str> = kept.iter().filter_map(Stored::msg_id).collect();
-        let mut keys: HashSet<KeyRef<'_>> = kept.iter().map(KeyRef::of).collect();
-        consumed
-            .iter()
-            .filter(|s| {
-                let seen = s.msg_id().is_some_and(|id| !ids.insert(id));
-                !seen && keys.insert(KeyRef::of(s))
-            })
-            .collect()
-    };
+    let fresh = not_in(&kept, consumed);
     kept.extend(fresh.into_iter().cloned());
     if kept.len() > MAX_ENTRIES {
         kept.drain(..kept.len() - MAX_ENTRIES);
@@ -141,6 +130,34 @@ fn load(path: &Path) -> Result<Vec<Stored>, MailboxError> {
             }
         },
     })
+}
+
+/// The entries of `consumed` that `kept` does not hold yet (by `msg_id`,
+/// or by identity), each once. Identities are compared borrowed; a few
+/// entries (a message or two consumed at a time) are looked for one by
+/// one rather than by hashing the whole history.
+fn not_in<'a>(kept: &[Stored], consumed: &'a [Stored]) -> Vec<&'a Stored> {
+    let same = |a: &Stored, b: &Stored| {
+        a.msg_id().is_some_and(|id| b.msg_id() == Some(id)) || KeyRef::of(a) == KeyRef::of(b)
+    };
+    if consumed.len() <= 8 {
+        let mut fresh: Vec<&Stored> = Vec::new();
+        for s in consumed {
+            if !kept.iter().chain(fresh.iter().copied()).any(|k| same(k, s)) {
+                fresh.push(s);
+            }
+        }
+        return fresh;
+    }
+    let mut ids: HashSet<&str> = kept.iter().filter_map(Stored::msg_id).collect();
+    let mut keys: HashSet<KeyRef<'_>> = kept.iter().map(KeyRef::of).collect();
+    consumed
+        .iter()
+        .filter(|s| {
+            let seen = s.msg_id().is_some_and(|id| !ids.insert(id));
+            !seen && keys.insert(KeyRef::of(s))
+        })
+        .collect()
 }
 
 /// An entry's identity ([`EntryKey`](super::entry::EntryKey)) borrowed
@@ -263,6 +280,28 @@ mod tests {
         record(&path, &[a, b]).unwrap();
         let texts: Vec<_> = read(&path).unwrap().into_iter().map(|e| e.text).collect();
         assert_eq!(texts, ["a", "theirs", "c", "b"]);
+    }
+
+    #[test]
+    fn a_few_and_many_consumed_entries_are_told_apart_by_the_same_rule() {
+        let a = stored("a");
+        let mut same_id = Entry::new("bob", "a, edited".into(), None, None);
+        same_id.msg_id = a.entry().msg_id.clone();
+        // Claude Code's entries carry no msg_id: the triple decides.
+        let mut b = Entry::new("cc", "b".into(), None, None);
+        b.msg_id = None;
+        let kept = vec![a.clone(), Stored::new(b.clone())];
+        let d = stored("d");
+        let few = vec![Stored::new(same_id), Stored::new(b), d.clone(), d.clone()];
+        let texts = |v: Vec<&Stored>| -> Vec<String> {
+            v.into_iter().map(|s| s.entry().text.clone()).collect()
+        };
+        assert_eq!(texts(not_in(&kept, &few)), ["d"]);
+        let mut many = few.clone();
+        many.extend((0..10).map(|i| stored(&format!("n{i}"))));
+        let mut want = vec!["d".to_owned()];
+        want.extend((0..10).map(|i| format!("n{i}")));
+        assert_eq!(texts(not_in(&kept, &many)), want);
     }
 
     #[test]
