@@ -335,7 +335,8 @@ impl TeamState {
         Ok(value)
     }
 
-    /// The lead's unread entries, its inbox read again only when it changed.
+    /// The lead's newest [`INBOX_SHOWN`] unread entries, its inbox read again
+    /// only when it changed.
     fn lead_unread(&mut self, team: &Team) -> Result<Vec<Entry>> {
         let mb = team.mailbox();
         let stamp = settled_stamp(&mb.inbox_path(LEAD_NAME)?);
@@ -345,12 +346,19 @@ impl TeamState {
         {
             return Ok(c.value.clone());
         }
-        let value: Vec<Entry> = mb
-            .read(LEAD_NAME)?
-            .entries
-            .into_iter()
-            .filter(Entry::is_unread)
-            .collect();
+        let read = mb.read(LEAD_NAME)?.entries;
+        let large = read.len() > INBOX_SHOWN;
+        let mut value: Vec<Entry> = read.into_iter().filter(Entry::is_unread).collect();
+        // The dialog shows the newest: thousands of unread entries (a
+        // burst the lead has not consumed yet) are not all kept and copied
+        // into every view.
+        if value.len() > INBOX_SHOWN {
+            value.drain(..value.len() - INBOX_SHOWN);
+            value.shrink_to_fit();
+        }
+        if large {
+            trim_heap();
+        }
         self.lead_unread = Some(Cached {
             stamp,
             value: value.clone(),

@@ -271,3 +271,24 @@ fn consumed_entries_follow_the_history_once_each() {
         "the ring holds room for {held} entries"
     );
 }
+
+#[test]
+fn a_burst_of_unread_messages_shows_only_its_newest() {
+    let t = tempfile::tempdir().unwrap();
+    let team = Team {
+        root: Root::new(t.path()),
+        name: "demo".into(),
+    };
+    let burst: Vec<Entry> = (0..INBOX_SHOWN + 50)
+        .map(|i| Entry::new("bob", format!("m{i}"), None, None))
+        .collect();
+    team.mailbox().append_all(LEAD_NAME, burst).unwrap();
+    let mut state = TeamState::default();
+    let unread = state.lead_unread(&team).unwrap();
+    assert_eq!(unread.len(), INBOX_SHOWN);
+    assert_eq!(unread[0].text, "m50");
+    assert_eq!(
+        unread.last().unwrap().text,
+        format!("m{}", INBOX_SHOWN + 49)
+    );
+}
