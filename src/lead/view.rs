@@ -251,7 +251,7 @@ impl TeamState {
                         // A rewrite that changed nothing (a lock's touch)
                         // keeps the board.
                         if self.tasks.get(&n).is_none_or(|old| **old != t) {
-                            self.tasks.insert(n, Arc::new(compact(t)));
+                            self.tasks.insert(n, Arc::new(t));
                             self.board_changed.task(n);
                         }
                         Ok(())
@@ -285,7 +285,7 @@ impl TeamState {
                     Some(kept) if *kept == t => kept,
                     _ => {
                         changed = true;
-                        Arc::new(compact(t))
+                        Arc::new(t)
                     }
                 };
                 (n, task)
@@ -423,16 +423,6 @@ impl TeamState {
         self.refresh_board(&team.tasks(), shared)?;
         Ok(tf)
     }
-}
-
-/// `t` holding no more than it needs: a parsed task's maps keep the
-/// capacity of the whole object they were taken from (about 730 bytes a
-/// task, 7 MB of the lead's heap at 10,000 tasks), so they are rebuilt to
-/// their size.
-fn compact(mut t: Task) -> Task {
-    t.extra = std::mem::take(&mut t.extra).into_iter().collect();
-    t.metadata = t.metadata.map(|m| m.into_iter().collect());
-    t
 }
 
 /// Hands the heap's free pages back to the system after a full listing:
