@@ -674,49 +674,56 @@ mod tests {
         assert_eq!(ui.task_row, 1, "the selection stays among the shown");
     }
 
-    #[test]
-    fn a_board_changed_task_by_task_equals_one_built_whole() {
-        use std::collections::BTreeMap;
-        let mut seed: u64 = 0xb0a4d;
-        let mut next = move |n: u64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) % n
-        };
-        let mut tasks: BTreeMap<u64, Arc<Task>> = BTreeMap::new();
-        let mut board = Board::default();
-        for step in 0..2000 {
-            let n = 1 + next(40);
-            let change = if next(6) == 0 {
-                None
-            } else {
-                let mut t = Task::new(n.to_string(), format!("task {n} at {step}"));
-                t.status =
-                    [Status::Pending, Status::InProgress, Status::Completed][next(3) as usize];
-                t.owner = ["ann", "bob", "cy"]
-                    .get(next(4) as usize)
-                    .map(|o| o.to_string());
-                let mut md = serde_json::Map::new();
-                if next(4) == 0 {
-                    md.insert("failed".into(), serde_json::json!(true));
-                }
-                if next(5) == 0 {
-                    md.insert("_internal".into(), serde_json::json!(true));
-                }
-                t.metadata = (!md.is_empty()).then_some(md);
-                Some(Arc::new(t))
-            };
-            match &change {
-                Some(t) => tasks.insert(n, t.clone()),
-                None => tasks.remove(&n),
-            };
-            board = board.with_task(n, change);
-            let whole = Board::new(tasks.values().cloned());
-            assert!(
-                board.same_in_every_part(&whole),
-                "step {step}, task {n}:\n{board:#?}\nwhole:\n{whole:#?}"
-            );
+    /// One change: task `n` becomes this (status, owner, failed, internal)
+    /// or (`None`) goes.
+    type Change = (u64, Option<(usize, usize, bool, bool)>);
+
+    fn task_of(
+        n: u64,
+        step: usize,
+        (status, owner, failed, internal): (usize, usize, bool, bool),
+    ) -> Task {
+        let mut t = Task::new(n.to_string(), format!("task {n} at {step}"));
+        t.status = [Status::Pending, Status::InProgress, Status::Completed][status];
+        t.owner = ["ann", "bob", "cy"].get(owner).map(|o| o.to_string());
+        let mut md = serde_json::Map::new();
+        if failed {
+            md.insert("failed".into(), serde_json::json!(true));
+        }
+        if internal {
+            md.insert("_internal".into(), serde_json::json!(true));
+        }
+        t.metadata = (!md.is_empty()).then_some(md);
+        t
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_board_changed_task_by_task_equals_one_built_whole(
+            changes in proptest::collection::vec(
+                (1u64..40, proptest::option::weighted(
+                    0.85,
+                    (0usize..3, 0usize..4, proptest::bool::weighted(0.25), proptest::bool::weighted(0.2)),
+                )),
+                1..300,
+            )
+        ) {
+            let changes: Vec<Change> = changes;
+            let mut tasks: std::collections::BTreeMap<u64, Arc<Task>> = Default::default();
+            let mut board = Board::default();
+            for (step, (n, change)) in changes.into_iter().enumerate() {
+                let change = change.map(|c| Arc::new(task_of(n, step, c)));
+                match &change {
+                    Some(t) => tasks.insert(n, t.clone()),
+                    None => tasks.remove(&n),
+                };
+                board = board.with_task(n, change);
+                let whole = Board::new(tasks.values().cloned());
+                proptest::prop_assert!(
+                    board.same_in_every_part(&whole),
+                    "step {step}, task {n}:\n{board:#?}\nwhole:\n{whole:#?}"
+                );
+            }
         }
     }
 
