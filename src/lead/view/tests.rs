@@ -237,13 +237,18 @@ fn the_shared_board_is_reused_until_a_task_changes() {
     assert_eq!(third.len(), 1);
 }
 
+/// A team `demo` under `dir`.
+fn team_in(dir: &tempfile::TempDir) -> Team {
+    Team {
+        root: Root::new(dir.path()),
+        name: "demo".into(),
+    }
+}
+
 #[test]
 fn consumed_entries_follow_the_history_once_each() {
     let t = tempfile::tempdir().unwrap();
-    let team = Team {
-        root: Root::new(t.path()),
-        name: "demo".into(),
-    };
+    let team = team_in(&t);
     let shared = Mutex::new(Shared::default());
     let e = |s: &str| Entry::new("bob", s.into(), None, None);
     consumed(&mut lock(&shared), &[e("before the view")]);
@@ -275,10 +280,7 @@ fn consumed_entries_follow_the_history_once_each() {
 #[test]
 fn a_burst_of_unread_messages_shows_only_its_newest() {
     let t = tempfile::tempdir().unwrap();
-    let team = Team {
-        root: Root::new(t.path()),
-        name: "demo".into(),
-    };
+    let team = team_in(&t);
     let burst: Vec<Entry> = (0..INBOX_SHOWN + 50)
         .map(|i| Entry::new("bob", format!("m{i}"), None, None))
         .collect();

@@ -119,28 +119,38 @@ fn wake_ups_coalesce_into_one_snapshot() {
     assert!(screen.contains("1 teammate ·"), "{screen}");
 }
 
+/// Runs the loop with `min_frame` between frames over the inputs `feed`
+/// sends from a thread of its own, as they come; the loop's exit.
+fn run_fed(
+    lead: &mut FakeLead,
+    min_frame: Duration,
+    feed: impl FnOnce(mpsc::Sender<Input>) + Send + 'static,
+) -> Exit {
+    let (tx, rx) = mpsc::channel();
+    let sender = thread::spawn(move || feed(tx));
+    let _serial = crate::tui::terminal::SIGNAL_TESTS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    let exit = event_loop(&mut terminal, lead, &rx, (false, min_frame), &mut |_| {});
+    sender.join().unwrap();
+    exit.unwrap()
+}
+
 #[test]
 fn wake_ups_between_two_frames_cost_one_snapshot() {
     // Wake-ups that arrive one by one, each on its own, while the next
     // frame is not yet due: the lead is asked once, when the key that
     // follows needs the team as it is (or the frame is drawn).
     let mut lead = FakeLead::new(&["alice"], false);
-    let (tx, rx) = mpsc::channel();
-    let sender = thread::spawn(move || {
+    let exit = run_fed(&mut lead, Duration::from_secs(3600), |tx| {
         for _ in 0..3 {
             tx.send(Input::Wake).unwrap();
             thread::sleep(Duration::from_millis(20));
         }
         tx.send(key('q')).unwrap();
     });
-    let _serial = crate::tui::terminal::SIGNAL_TESTS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
-    let long = Duration::from_secs(3600);
-    let exit = event_loop(&mut terminal, &mut lead, &rx, (false, long), &mut |_| {});
-    sender.join().unwrap();
-    assert_eq!(exit.unwrap(), Exit::Quit);
+    assert_eq!(exit, Exit::Quit);
     assert_eq!(lead.snapshots, 2, "the first, then one for the key");
 }
 
@@ -149,9 +159,8 @@ fn the_wake_ups_of_one_change_make_one_frame() {
     // The frame before is long past; three wake-ups come close
     // together (one change: a task file, a message, its consumption).
     let mut lead = FakeLead::new(&["alice"], false);
-    let (tx, rx) = mpsc::channel();
     let min_frame = Duration::from_millis(400);
-    let sender = thread::spawn(move || {
+    let exit = run_fed(&mut lead, min_frame, move |tx| {
         thread::sleep(min_frame + min_frame / 2);
         for _ in 0..3 {
             tx.send(Input::Wake).unwrap();
@@ -159,19 +168,7 @@ fn the_wake_ups_of_one_change_make_one_frame() {
         }
         thread::sleep(min_frame * 2);
     });
-    let _serial = crate::tui::terminal::SIGNAL_TESTS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
-    let exit = event_loop(
-        &mut terminal,
-        &mut lead,
-        &rx,
-        (false, min_frame),
-        &mut |_| {},
-    );
-    sender.join().unwrap();
-    assert_eq!(exit.unwrap(), Exit::Quit);
+    assert_eq!(exit, Exit::Quit);
     assert_eq!(lead.snapshots, 2, "the first, then one for the change");
 }
 
