@@ -31,6 +31,10 @@ pub struct LeadUi {
     notice: Option<String>,
     /// The files as last read (see [`view`]).
     state: view::TeamState,
+    /// Held by a background hide or show from its pane move to its roster
+    /// write: `H` right after `h` found the roster not yet saying hidden
+    /// and left the pane parked.
+    hiding: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl LeadUi {
@@ -42,6 +46,7 @@ impl LeadUi {
             rt,
             notice: None,
             state: view::TeamState::default(),
+            hiding: Arc::default(),
         }
     }
 
@@ -220,7 +225,9 @@ impl LeadUi {
 
     /// Shows every hidden pane, in the background.
     fn show_all(&self, team: Team, opened: Arc<Opened>) {
+        let hiding = self.hiding.clone();
         self.in_background(async move {
+            let _one_at_a_time = hiding.lock().await;
             let tf = team.roster().read()?;
             for m in tf.teammates().filter(|m| m.hidden()) {
                 if let Some(pane) = member_pane(m) {
@@ -336,7 +343,9 @@ impl LeadControl for LeadUi {
             Action::Prune(names) => Ok(Some(self.prune(team, opened, names))),
             Action::Hide(name) => {
                 let pane = self.pane_of(&name)?;
+                let hiding = self.hiding.clone();
                 self.in_background(async move {
+                    let _one_at_a_time = hiding.lock().await;
                     opened.backend.hide(&pane).await?;
                     set_hidden(&team, &name, Value::Bool(true)).await?;
                     Ok(format!("hid @{name}"))

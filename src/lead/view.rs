@@ -151,6 +151,33 @@ pub fn watch_board(
     Ok(w)
 }
 
+/// Changes to the board past which it is built whole rather than changed
+/// task by task (each change copies the board's pointers once).
+const REBUILD_AFTER: usize = 32;
+
+/// What changed on the board since the view last built it.
+#[derive(Debug, Default)]
+enum Changed {
+    #[default]
+    Nothing,
+    /// These tasks (by number).
+    Tasks(BTreeSet<u64>),
+    /// Anything: build it whole.
+    All,
+}
+
+impl Changed {
+    fn task(&mut self, n: u64) {
+        match self {
+            Changed::Nothing => *self = Changed::Tasks(BTreeSet::from([n])),
+            Changed::Tasks(ids) => {
+                ids.insert(n);
+            }
+            Changed::All => {}
+        }
+    }
+}
+
 /// A value read from a file, with the stamp it was read at.
 #[derive(Debug)]
 struct Cached<T> {
@@ -172,9 +199,9 @@ fn settled_stamp(path: &Path) -> Option<Stamp> {
 pub struct TeamState {
     roster: Option<Cached<TeamFile>>,
     tasks: BTreeMap<u64, Arc<Task>>,
-    /// The board the last view showed; stale when a task changed since.
+    /// The board the last view showed, and what changed since.
     board: Board,
-    board_stale: bool,
+    board_changed: Changed,
     unread: HashMap<String, Cached<usize>>,
     lead_unread: Option<Cached<Vec<Entry>>>,
     /// The notice of the last refresh's trouble (an unreadable inbox).
@@ -225,12 +252,14 @@ impl TeamState {
                         // keeps the board.
                         if self.tasks.get(&n).is_none_or(|old| **old != t) {
                             self.tasks.insert(n, Arc::new(t));
-                            self.board_stale = true;
+                            self.board_changed.task(n);
                         }
                         Ok(())
                     }
                     Ok(None) | Err(TaskError::Corrupt { .. }) => {
-                        self.board_stale |= self.tasks.remove(&n).is_some();
+                        if self.tasks.remove(&n).is_some() {
+                            self.board_changed.task(n);
+                        }
                         Ok(())
                     }
                     Err(e) => Err(e),
@@ -262,14 +291,25 @@ impl TeamState {
                 (n, task)
             })
             .collect();
-        self.board_stale |= changed || !old.is_empty();
+        if changed || !old.is_empty() {
+            self.board_changed = Changed::All;
+        }
     }
 
-    /// The board as last refreshed, shared: built again only when a task
-    /// changed since the last call.
+    /// The board as last refreshed, shared: changed task by task when a
+    /// few tasks changed since the last call ([`Board::with_task`]), built
+    /// again after a full listing or many changes.
     fn board(&mut self) -> Board {
-        if std::mem::take(&mut self.board_stale) {
-            self.board = Board::new(self.tasks.values().cloned());
+        match std::mem::take(&mut self.board_changed) {
+            Changed::Nothing => {}
+            Changed::Tasks(ids) if ids.len() <= REBUILD_AFTER => {
+                for n in ids {
+                    self.board = self.board.with_task(n, self.tasks.get(&n).cloned());
+                }
+            }
+            Changed::Tasks(_) | Changed::All => {
+                self.board = Board::new(self.tasks.values().cloned());
+            }
         }
         self.board.clone()
     }
@@ -295,7 +335,8 @@ impl TeamState {
         Ok(value)
     }
 
-    /// The lead's unread entries, its inbox read again only when it changed.
+    /// The lead's newest [`INBOX_SHOWN`] unread entries, its inbox read again
+    /// only when it changed.
     fn lead_unread(&mut self, team: &Team) -> Result<Vec<Entry>> {
         let mb = team.mailbox();
         let stamp = settled_stamp(&mb.inbox_path(LEAD_NAME)?);
@@ -305,12 +346,19 @@ impl TeamState {
         {
             return Ok(c.value.clone());
         }
-        let value: Vec<Entry> = mb
-            .read(LEAD_NAME)?
-            .entries
-            .into_iter()
-            .filter(Entry::is_unread)
-            .collect();
+        let read = mb.read(LEAD_NAME)?.entries;
+        let large = read.len() > INBOX_SHOWN;
+        let mut value: Vec<Entry> = read.into_iter().filter(Entry::is_unread).collect();
+        // The dialog shows the newest: thousands of unread entries (a
+        // burst the lead has not consumed yet) are not all kept and copied
+        // into every view.
+        if value.len() > INBOX_SHOWN {
+            value.drain(..value.len() - INBOX_SHOWN);
+            value.shrink_to_fit();
+        }
+        if large {
+            trim_heap();
+        }
         self.lead_unread = Some(Cached {
             stamp,
             value: value.clone(),
@@ -419,6 +467,7 @@ fn consumed_shown(team: &Team, shared: &std::sync::Mutex<Shared>) -> Result<Vec<
     while all.len() > INBOX_SHOWN {
         all.pop_front();
     }
+    all.shrink_to_fit();
     *ring = all;
     Ok(ring.iter().cloned().collect())
 }
@@ -427,8 +476,11 @@ fn consumed_shown(team: &Team, shared: &std::sync::Mutex<Shared>) -> Result<Vec<
 /// view has read the history; before that the history holds them).
 pub fn consumed(shared: &mut Shared, entries: &[Entry]) {
     if let Some(ring) = &mut shared.consumed {
+        // Only the newest can be shown: a batch of thousands must not
+        // leave the ring that large (it keeps its capacity).
+        let newest = &entries[entries.len().saturating_sub(INBOX_SHOWN)..];
         let seen: std::collections::HashSet<EntryKey> = ring.iter().map(Entry::key).collect();
-        ring.extend(entries.iter().filter(|e| !seen.contains(&e.key())).cloned());
+        ring.extend(newest.iter().filter(|e| !seen.contains(&e.key())).cloned());
         while ring.len() > INBOX_SHOWN {
             ring.pop_front();
         }
@@ -497,252 +549,4 @@ fn pending_requests(sh: &Shared) -> Vec<PendingRequest> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::paths::Root;
-    use crate::tasks::{NewTask, Status, TaskUpdate};
-    use std::sync::Mutex;
-
-    /// The board as a full listing reads it.
-    fn full(store: &TaskStore) -> Vec<Task> {
-        store.list().unwrap().tasks
-    }
-
-    /// Refreshes `state` until it equals a full listing, or fails naming
-    /// the difference after a deadline (events arrive asynchronously).
-    fn settles(state: &mut TeamState, store: &TaskStore, shared: &Mutex<Shared>, step: &str) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            state.refresh_board(store, shared).unwrap();
-            let mine: Vec<Task> = state.tasks().cloned().collect();
-            let all = full(store);
-            if mine == all {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "after {step}: the incremental board differs from a full listing\n\
-                 incremental: {mine:#?}\nfull: {all:#?}"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    #[test]
-    fn the_incremental_board_equals_a_full_listing_after_every_kind_of_write() {
-        let t = tempfile::tempdir().unwrap();
-        let root = Root::new(t.path());
-        let store = TaskStore::new(&root, "demo");
-        let dir = store.dir().unwrap();
-        crate::atomic_file::ensure_dir(&dir).unwrap();
-        let shared = Arc::new(Mutex::new(Shared::default()));
-        let _w = watch_board(&dir, shared.clone(), || {}).unwrap();
-        let mut state = TeamState::default();
-        settles(&mut state, &store, &shared, "start");
-        // A small deterministic sequence mixing swarm's writes with the
-        // ones made behind its back.
-        let mut seed: u64 = 0x5eed;
-        let mut next = move |n: u64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) % n
-        };
-        for step in 0..120 {
-            let ids: Vec<u64> = full(&store).iter().map(Task::number).collect();
-            let pick = |i: u64| ids.get(i as usize % ids.len().max(1)).copied();
-            let what = match next(10) {
-                0..=3 | 9 => {
-                    store
-                        .create(NewTask {
-                            subject: format!("task {step}"),
-                            ..Default::default()
-                        })
-                        .unwrap();
-                    "create"
-                }
-                4 => {
-                    store.claim(None, &format!("m{}", next(3)), false).unwrap();
-                    "claim"
-                }
-                5 => match pick(next(1000)) {
-                    Some(id) => {
-                        let upd = TaskUpdate {
-                            status: Some(Status::Completed),
-                            ..Default::default()
-                        };
-                        store.update(&id.to_string(), upd, "m0").unwrap();
-                        "update"
-                    }
-                    None => "nothing",
-                },
-                6 => match pick(next(1000)) {
-                    Some(id) => {
-                        // Claude Code's in-place write: truncate and write.
-                        let path = dir.join(format!("{id}.json"));
-                        let mut task = store.get(&id.to_string()).unwrap().unwrap();
-                        task.subject = format!("edited behind its back at {step}");
-                        task.owner = Some("cc".into());
-                        std::fs::write(&path, task.to_file_bytes()).unwrap();
-                        "in-place write"
-                    }
-                    None => "nothing",
-                },
-                7 => match pick(next(1000)) {
-                    Some(id) => {
-                        let _ = std::fs::remove_file(dir.join(format!("{id}.json")));
-                        "delete behind its back"
-                    }
-                    None => "nothing",
-                },
-                _ => match pick(next(1000)) {
-                    Some(id) => {
-                        std::fs::write(dir.join(format!("{id}.json")), b"{\"id\": ").unwrap();
-                        "corrupt"
-                    }
-                    None => "nothing",
-                },
-            };
-            if next(3) == 0 {
-                settles(
-                    &mut state,
-                    &store,
-                    &shared,
-                    &format!("step {step} ({what})"),
-                );
-            }
-        }
-        settles(&mut state, &store, &shared, "the end");
-        let left = full(&store).len();
-        assert!(
-            left > 3,
-            "the sequence left a board to compare: {left} task(s)"
-        );
-    }
-
-    #[test]
-    fn only_events_about_task_files_count() {
-        use notify::event::{AccessKind, AccessMode, CreateKind, Flag, ModifyKind};
-        use notify::{Event, EventKind};
-        let dir = Path::new("/r/tasks/t");
-        let ev = |kind: EventKind, name: &str| Event::new(kind).add_path(dir.join(name));
-        let mut c = BoardChanges {
-            watched: true,
-            ..BoardChanges::default()
-        };
-        c.take();
-        let create = EventKind::Create(CreateKind::Any);
-        for name in [
-            "3.json.lock",
-            "3.json.tmp.0a1b2c3d",
-            ".highwatermark",
-            ".lock",
-        ] {
-            assert!(!c.note_event(dir, &ev(create, name)), "{name}");
-        }
-        let read = EventKind::Access(AccessKind::Close(AccessMode::Read));
-        assert!(!c.note_event(dir, &ev(read, "3.json")), "a read");
-        assert_eq!(c.take(), (false, BTreeSet::new()));
-        let written = EventKind::Access(AccessKind::Close(AccessMode::Write));
-        assert!(c.note_event(dir, &ev(written, "3.json")));
-        assert!(c.note_event(dir, &ev(EventKind::Modify(ModifyKind::Any), "12.json")));
-        assert_eq!(c.take(), (false, BTreeSet::from([3, 12])));
-        let overflow = Event::new(EventKind::Other).set_flag(Flag::Rescan);
-        assert!(c.note_event(dir, &overflow));
-        assert!(c.take().0, "an overflow reads everything again");
-        assert!(
-            c.note_event(
-                dir,
-                &Event::new(EventKind::Remove(notify::event::RemoveKind::Any))
-                    .add_path(dir.to_path_buf())
-            )
-        );
-        assert!(c.take().0, "the directory itself changed");
-    }
-
-    #[test]
-    fn without_a_watcher_every_refresh_is_a_full_listing() {
-        let t = tempfile::tempdir().unwrap();
-        let store = TaskStore::new(&Root::new(t.path()), "demo");
-        let shared = Mutex::new(Shared::default());
-        let mut state = TeamState::default();
-        state.refresh_board(&store, &shared).unwrap();
-        store.create(NewTask::default()).unwrap();
-        state.refresh_board(&store, &shared).unwrap();
-        assert_eq!(state.tasks().count(), 1);
-        // A listing that found nothing new keeps the shared board.
-        let first = state.board();
-        state.refresh_board(&store, &shared).unwrap();
-        assert!(state.board().shares(&first), "an unchanged listing");
-        store.create(NewTask::default()).unwrap();
-        state.refresh_board(&store, &shared).unwrap();
-        assert!(!state.board().shares(&first), "a new task");
-        assert_eq!(state.board().len(), 2);
-    }
-
-    #[test]
-    fn the_shared_board_is_reused_until_a_task_changes() {
-        let t = tempfile::tempdir().unwrap();
-        let store = TaskStore::new(&Root::new(t.path()), "demo");
-        let mut shared = Shared::default();
-        shared.board.watched = true; // the events are the test's own
-        let shared = Mutex::new(shared);
-        let mut state = TeamState::default();
-        let (a, _) = (
-            store.create(NewTask::default()).unwrap(),
-            store.create(NewTask::default()).unwrap(),
-        );
-        state.refresh_board(&store, &shared).unwrap();
-        let first = state.board();
-        assert_eq!(first.iter().cloned().collect::<Vec<_>>(), full(&store));
-        let event = |id: &str| lock(&shared).board.task(id.parse().unwrap());
-        // Nothing happened, then a write that changed nothing.
-        state.refresh_board(&store, &shared).unwrap();
-        assert!(state.board().shares(&first), "no change: the same board");
-        event(&a.id);
-        state.refresh_board(&store, &shared).unwrap();
-        assert!(state.board().shares(&first), "an identical rewrite");
-        // A task changed: a new board, the old one (an old view's) intact.
-        let upd = TaskUpdate {
-            status: Some(Status::Completed),
-            ..Default::default()
-        };
-        store.update(&a.id, upd, "m0").unwrap();
-        event(&a.id);
-        state.refresh_board(&store, &shared).unwrap();
-        let second = state.board();
-        assert!(!second.shares(&first), "a changed task: a new board");
-        assert_eq!(second.iter().cloned().collect::<Vec<_>>(), full(&store));
-        assert_eq!(first.iter().next().unwrap().status, Status::Pending);
-        assert!(state.board().shares(&second), "and that one is kept");
-        // A task removed behind its back.
-        std::fs::remove_file(store.dir().unwrap().join(format!("{}.json", a.id))).unwrap();
-        event(&a.id);
-        state.refresh_board(&store, &shared).unwrap();
-        let third = state.board();
-        assert!(!third.shares(&second), "a removed task: a new board");
-        assert_eq!(third.len(), 1);
-    }
-
-    #[test]
-    fn consumed_entries_follow_the_history_once_each() {
-        let t = tempfile::tempdir().unwrap();
-        let team = Team {
-            root: Root::new(t.path()),
-            name: "demo".into(),
-        };
-        let shared = Mutex::new(Shared::default());
-        let e = |s: &str| Entry::new("bob", s.into(), None, None);
-        consumed(&mut lock(&shared), &[e("before the view")]);
-        assert_eq!(consumed_shown(&team, &shared).unwrap(), Vec::<Entry>::new());
-        let (a, b) = (e("a"), e("b"));
-        consumed(&mut lock(&shared), &[a.clone(), b.clone()]);
-        consumed(&mut lock(&shared), std::slice::from_ref(&b));
-        assert_eq!(consumed_shown(&team, &shared).unwrap(), vec![a, b]);
-        let many: Vec<Entry> = (0..INBOX_SHOWN + 3).map(|i| e(&i.to_string())).collect();
-        consumed(&mut lock(&shared), &many);
-        let shown = consumed_shown(&team, &shared).unwrap();
-        assert_eq!(shown.len(), INBOX_SHOWN);
-        assert_eq!(shown.last().unwrap().text, (INBOX_SHOWN + 2).to_string());
-    }
-}
+mod tests;

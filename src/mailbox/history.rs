@@ -10,9 +10,10 @@
 //! duplicate an entry.
 
 use super::MailboxError;
-use super::entry::{Entry, EntryKey};
+use super::entry::Entry;
 use super::inbox::{self, Parsed, Stored};
 use crate::atomic_file;
+use crate::tasks::cache::Stamp;
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -80,36 +81,12 @@ pub(crate) fn record(path: &Path, consumed: &[Stored]) -> Result<(), MailboxErro
         return Ok(());
     }
     let io = |e| MailboxError::io(path, e);
-    let mut kept = match atomic_file::read_optional(path).map_err(io)? {
-        None => Vec::new(),
-        Some(bytes) => match inbox::parse(&bytes) {
-            Parsed::Clean(v) => v,
-            Parsed::Corrupt { salvaged, problem } => {
-                let copy = atomic_file::quarantine(path).map_err(io)?;
-                tracing::warn!(
-                    history = %path.display(),
-                    copy = %copy.display(),
-                    %problem,
-                    "history file was corrupt; copied aside and rewritten"
-                );
-                salvaged
-            }
-        },
+    let mut kept = match take_written(path) {
+        Some(kept) => kept,
+        None => load(path)?,
     };
-    let mut ids: HashSet<String> = kept
-        .iter()
-        .filter_map(|s| s.msg_id().map(str::to_owned))
-        .collect();
-    let mut keys: HashSet<EntryKey> = kept.iter().map(|s| s.entry().key()).collect();
-    for s in consumed {
-        let seen = match s.msg_id() {
-            Some(id) => !ids.insert(id.to_owned()),
-            None => false,
-        };
-        if !seen && keys.insert(s.entry().key()) {
-            kept.push(s.clone());
-        }
-    }
+    let fresh = not_in(&kept, consumed);
+    kept.extend(fresh.into_iter().cloned());
     if kept.len() > MAX_ENTRIES {
         kept.drain(..kept.len() - MAX_ENTRIES);
     }
@@ -126,7 +103,139 @@ pub(crate) fn record(path: &Path, consumed: &[Stored]) -> Result<(), MailboxErro
     if let Some(dir) = path.parent() {
         atomic_file::ensure_dir(dir).map_err(|e| MailboxError::io(dir, e))?;
     }
-    atomic_file::write_atomic(path, &inbox::render(&kept)).map_err(io)
+    atomic_file::write_atomic(path, &inbox::render(&kept)).map_err(io)?;
+    keep_written(path, kept);
+    Ok(())
+}
+
+/// The history at `path` as the file holds it; a corrupt file is copied
+/// aside and what could be salvaged kept.
+fn load(path: &Path) -> Result<Vec<Stored>, MailboxError> {
+    #[cfg(test)]
+    LOADS.with(|n| n.set(n.get() + 1));
+    let io = |e| MailboxError::io(path, e);
+    Ok(match atomic_file::read_optional(path).map_err(io)? {
+        None => Vec::new(),
+        Some(bytes) => match inbox::parse(&bytes) {
+            Parsed::Clean(v) => v,
+            Parsed::Corrupt { salvaged, problem } => {
+                let copy = atomic_file::quarantine(path).map_err(io)?;
+                tracing::warn!(
+                    history = %path.display(),
+                    copy = %copy.display(),
+                    %problem,
+                    "history file was corrupt; copied aside and rewritten"
+                );
+                salvaged
+            }
+        },
+    })
+}
+
+/// The entries of `consumed` that `kept` does not hold yet (by `msg_id`,
+/// or by identity), each once. Identities are compared borrowed; a few
+/// entries (a message or two consumed at a time) are looked for one by
+/// one rather than by hashing the whole history.
+fn not_in<'a>(kept: &[Stored], consumed: &'a [Stored]) -> Vec<&'a Stored> {
+    let same = |a: &Stored, b: &Stored| {
+        a.msg_id().is_some_and(|id| b.msg_id() == Some(id)) || KeyRef::of(a) == KeyRef::of(b)
+    };
+    if consumed.len() <= 8 {
+        let mut fresh: Vec<&Stored> = Vec::new();
+        for s in consumed {
+            if !kept.iter().chain(fresh.iter().copied()).any(|k| same(k, s)) {
+                fresh.push(s);
+            }
+        }
+        return fresh;
+    }
+    let mut ids: HashSet<&str> = kept.iter().filter_map(Stored::msg_id).collect();
+    let mut keys: HashSet<KeyRef<'_>> = kept.iter().map(KeyRef::of).collect();
+    consumed
+        .iter()
+        .filter(|s| {
+            let seen = s.msg_id().is_some_and(|id| !ids.insert(id));
+            !seen && keys.insert(KeyRef::of(s))
+        })
+        .collect()
+}
+
+/// An entry's identity ([`EntryKey`](super::entry::EntryKey)) borrowed
+/// from it.
+#[derive(PartialEq, Eq, Hash)]
+struct KeyRef<'a> {
+    msg_id: Option<&'a str>,
+    from: &'a str,
+    timestamp: &'a str,
+    text: &'a str,
+}
+
+impl<'a> KeyRef<'a> {
+    fn of(s: &'a Stored) -> KeyRef<'a> {
+        let e = s.entry();
+        KeyRef {
+            msg_id: e.msg_id.as_deref(),
+            from: &e.from,
+            timestamp: &e.timestamp,
+            text: &e.text,
+        }
+    }
+}
+
+/// The histories this process wrote last, each with the stamp of the file
+/// it wrote. A consumer that takes one message at a time (the lead)
+/// records into the same history again and again: when the file is still
+/// the one written here, its entries are taken from memory instead of
+/// being read and parsed again (4 ms for a full history of
+/// [`MAX_ENTRIES`]). Any other write to the file (another process's, under
+/// the same inbox lock) gives it a new inode, so a stamp that differs means
+/// reading the file. At most [`KEPT_HISTORIES`] are kept.
+struct Written {
+    stamp: Stamp,
+    kept: Vec<Stored>,
+}
+
+/// Histories kept in memory (an in-process host consumes for many members).
+const KEPT_HISTORIES: usize = 8;
+
+static LAST_WRITTEN: std::sync::Mutex<Vec<(std::path::PathBuf, Written)>> =
+    std::sync::Mutex::new(Vec::new());
+
+#[cfg(test)]
+thread_local! {
+    /// Histories this thread read from their files.
+    static LOADS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+fn last_written() -> std::sync::MutexGuard<'static, Vec<(std::path::PathBuf, Written)>> {
+    LAST_WRITTEN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The entries of the history at `path` if it is still as this process
+/// wrote it. They leave the cache: a failed write must not leave it
+/// claiming what is not on disk.
+fn take_written(path: &Path) -> Option<Vec<Stored>> {
+    let written = {
+        let mut all = last_written();
+        let i = all.iter().position(|(p, _)| p == path)?;
+        all.swap_remove(i).1
+    };
+    let now = std::fs::symlink_metadata(path).ok().map(|m| Stamp::of(&m));
+    (now == Some(written.stamp)).then_some(written.kept)
+}
+
+/// Remembers `kept` as what was just written to `path`.
+fn keep_written(path: &Path, kept: Vec<Stored>) {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return;
+    };
+    let mut all = last_written();
+    all.retain(|(p, _)| p != path);
+    if all.len() >= KEPT_HISTORIES {
+        all.remove(0);
+    }
+    let stamp = Stamp::of(&meta);
+    all.push((path.to_path_buf(), Written { stamp, kept }));
 }
 
 #[cfg(test)]
@@ -146,6 +255,53 @@ mod tests {
         record(&path, &[a.clone(), b.clone()]).unwrap();
         let texts: Vec<_> = read(&path).unwrap().into_iter().map(|e| e.text).collect();
         assert_eq!(texts, ["a", "b"]);
+    }
+
+    #[test]
+    fn a_history_this_process_wrote_is_not_read_again_unless_it_changed() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("bob.json");
+        let loads = || LOADS.with(std::cell::Cell::get);
+        let (a, b, c) = (stored("a"), stored("b"), stored("c"));
+        record(&path, std::slice::from_ref(&a)).unwrap();
+        let before = loads();
+        record(&path, &[a.clone(), b.clone()]).unwrap();
+        assert_eq!(loads(), before, "the file it wrote: taken from memory");
+        // Another writer replaces it (as a sender's compaction does).
+        let theirs = stored("theirs");
+        std::fs::write(&path, inbox::render(&[a.clone(), theirs])).unwrap();
+        record(&path, std::slice::from_ref(&c)).unwrap();
+        assert_eq!(loads(), before + 1, "a file written elsewhere is read");
+        let texts: Vec<_> = read(&path).unwrap().into_iter().map(|e| e.text).collect();
+        assert_eq!(texts, ["a", "theirs", "c"]);
+        // Another history in between: each is read as it is on disk.
+        let other = t.path().join("ann.json");
+        record(&other, std::slice::from_ref(&b)).unwrap();
+        record(&path, &[a, b]).unwrap();
+        let texts: Vec<_> = read(&path).unwrap().into_iter().map(|e| e.text).collect();
+        assert_eq!(texts, ["a", "theirs", "c", "b"]);
+    }
+
+    #[test]
+    fn a_few_and_many_consumed_entries_are_told_apart_by_the_same_rule() {
+        let a = stored("a");
+        let mut same_id = Entry::new("bob", "a, edited".into(), None, None);
+        same_id.msg_id = a.entry().msg_id.clone();
+        // Claude Code's entries carry no msg_id: the triple decides.
+        let mut b = Entry::new("cc", "b".into(), None, None);
+        b.msg_id = None;
+        let kept = vec![a.clone(), Stored::new(b.clone())];
+        let d = stored("d");
+        let few = vec![Stored::new(same_id), Stored::new(b), d.clone(), d.clone()];
+        let texts = |v: Vec<&Stored>| -> Vec<String> {
+            v.into_iter().map(|s| s.entry().text.clone()).collect()
+        };
+        assert_eq!(texts(not_in(&kept, &few)), ["d"]);
+        let mut many = few.clone();
+        many.extend((0..10).map(|i| stored(&format!("n{i}"))));
+        let mut want = vec!["d".to_owned()];
+        want.extend((0..10).map(|i| format!("n{i}")));
+        assert_eq!(texts(not_in(&kept, &many)), want);
     }
 
     #[test]

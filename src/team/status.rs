@@ -140,26 +140,56 @@ impl ByOwner {
     where
         T: Borrow<Task> + Clone + Into<Arc<Task>> + 'a,
     {
-        let mut owners: HashMap<String, Owned> = HashMap::new();
+        let mut index = ByOwner::default();
         for t in tasks {
-            let task: &Task = t.borrow();
-            let Some(owner) = task.owner.as_deref() else {
-                continue;
-            };
-            let current = task.status == Status::InProgress;
-            let failed = task_failed(task);
-            if !current && !failed {
-                continue;
-            }
-            let o = owners.entry(owner.to_owned()).or_default();
-            if current && o.current.is_none() {
-                o.current = Some(t.clone().into());
-            }
-            if failed && o.failed.is_none() {
-                o.failed = Some(t.clone().into());
-            }
+            index.add(t, None);
         }
-        ByOwner { owners }
+        index
+    }
+
+    /// Takes `t` into the index (after the tasks before it in board
+    /// order); with `only`, only if that is its owner.
+    fn add<T>(&mut self, t: &T, only: Option<&str>)
+    where
+        T: Borrow<Task> + Clone + Into<Arc<Task>>,
+    {
+        let task: &Task = t.borrow();
+        let Some(owner) = task.owner.as_deref() else {
+            return;
+        };
+        if only.is_some_and(|o| o != owner) {
+            return;
+        }
+        let current = task.status == Status::InProgress;
+        let failed = task_failed(task);
+        if !current && !failed {
+            return;
+        }
+        let o = self.owners.entry(owner.to_owned()).or_default();
+        if current && o.current.is_none() {
+            o.current = Some(t.clone().into());
+        }
+        if failed && o.failed.is_none() {
+            o.failed = Some(t.clone().into());
+        }
+    }
+
+    /// Whether `task` counts for its owner here (in progress, or failed).
+    pub fn counts(task: &Task) -> bool {
+        task.owner.is_some() && (task.status == Status::InProgress || task_failed(task))
+    }
+
+    /// Finds `owner`'s tasks again in `tasks` (the whole board, in order),
+    /// after a task of theirs changed: the index then equals
+    /// [`ByOwner::of`] the board.
+    pub fn refresh_owner<'a, T>(&mut self, owner: &str, tasks: impl IntoIterator<Item = &'a T>)
+    where
+        T: Borrow<Task> + Clone + Into<Arc<Task>> + 'a,
+    {
+        self.owners.remove(owner);
+        for t in tasks {
+            self.add(t, Some(owner));
+        }
     }
 
     /// `name`'s task in progress, if it has one.

@@ -1,7 +1,9 @@
 //! The event loop: the one place that joins the lead ([`LeadControl`]), the
 //! keys, the clock and the terminal. It redraws only when something changed
 //! (a wake-up from the lead, a key, a resize, a countdown or activity-age
-//! tick) and at most once per [`RunOptions::min_frame`]; between changes it
+//! tick), at most once per [`RunOptions::min_frame`] and, after a wake-up,
+//! once the change has settled; it asks the lead for a snapshot only when a
+//! frame or a key needs one. Between changes it
 //! sleeps on one channel. It never prints: notices go to the footer, logs to
 //! the lead's log file.
 
@@ -314,12 +316,26 @@ fn ages_in_seconds(view: &TeamView) -> bool {
         .any(|r| r.age.is_some_and(|a| a < Duration::from_secs(60)))
 }
 
-/// What the loop shows: the last snapshot, where the user is, and whether
-/// the frame on screen is out of date.
+/// What the loop shows: the last snapshot, where the user is, whether the
+/// frame on screen is out of date, and whether the snapshot is.
 struct Shown {
     view: TeamView,
     ui: UiState,
     dirty: bool,
+    /// The lead said something changed since the snapshot: a new one is
+    /// taken when it is next needed (a frame drawn, a key handled), so the
+    /// wake-ups between two frames cost one snapshot, not one each.
+    stale: bool,
+    /// When the first wake-up since the snapshot came: the frame waits
+    /// [`settle`] after it, so the several writes of one change (a task
+    /// file, then a message, then its consumption) make one frame.
+    woke: Option<Instant>,
+}
+
+/// How long a frame waits after the first wake-up of a change: half the
+/// shortest time between frames.
+fn settle(min_frame: Duration) -> Duration {
+    min_frame / 2
 }
 
 impl Shown {
@@ -327,6 +343,15 @@ impl Shown {
     fn refresh(&mut self, control: &mut dyn LeadControl) {
         self.view = control.snapshot();
         self.ui.sync(&self.view);
+        self.stale = false;
+        self.woke = None;
+    }
+
+    /// A fresh snapshot if the lead said something changed since the last.
+    fn catch_up(&mut self, control: &mut dyn LeadControl) {
+        if self.stale {
+            self.refresh(control);
+        }
     }
 }
 
@@ -350,6 +375,8 @@ where
         view,
         ui,
         dirty: true,
+        stale: false,
+        woke: None,
     };
     let mut last_draw: Option<Instant> = None;
     let mut last_tick = Instant::now();
@@ -370,15 +397,16 @@ where
         if now >= last_tick + tick_every {
             shown.ui.tick(now - last_tick);
             last_tick = now;
-            if fast {
-                shown.refresh(control);
-            }
+            shown.stale |= fast;
             shown.dirty = true;
         }
         let mut wait = (last_tick + tick_every).saturating_duration_since(now);
         if shown.dirty {
-            let due = last_draw.map_or(now, |t| t + min_frame);
+            let due = last_draw
+                .map_or(now, |t| t + min_frame)
+                .max(shown.woke.map_or(now, |w| w + settle(min_frame)));
             if now >= due {
+                shown.catch_up(control);
                 if let Some(a) = alerts.next(&shown.view) {
                     alert(&a);
                 }
@@ -408,9 +436,10 @@ where
     }
 }
 
-/// Applies one input to what is shown; `Some` ends the loop. A burst of
-/// wake-ups becomes one snapshot, and whatever else was queued behind
-/// them (a key press) is put in `stashed`, to be applied next.
+/// Applies one input to what is shown; `Some` ends the loop. A wake-up
+/// only marks the snapshot stale (the next frame or key takes a new one);
+/// whatever was queued behind a burst of them (a key press) is put in
+/// `stashed`, to be applied next.
 fn apply(
     input: Input,
     control: &mut dyn LeadControl,
@@ -420,6 +449,8 @@ fn apply(
 ) -> Result<Option<Exit>> {
     match input {
         Input::Term(Event::Key(key)) => {
+            // A key acts on the team as it is now.
+            shown.catch_up(control);
             if let Some(action) = keymap::handle(key, &shown.view, &mut shown.ui) {
                 if action == Action::Quit {
                     return Ok(Some(Exit::Quit));
@@ -445,7 +476,8 @@ fn apply(
                     break;
                 }
             }
-            shown.refresh(control);
+            shown.stale = true;
+            shown.woke.get_or_insert_with(Instant::now);
             shown.dirty = true;
         }
         Input::Signal(sig) => return Ok(Some(Exit::Signal(sig))),
@@ -487,254 +519,4 @@ where
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tui::state::{Attention, MemberRow};
-    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-    use ratatui::backend::TestBackend;
-    use tui_term::vt100;
-
-    /// A lead with one or two teammates that records what it was asked.
-    struct FakeLead {
-        members: Vec<&'static str>,
-        in_process: bool,
-        snapshots: usize,
-        done: Vec<Action>,
-        /// Members whose pane is dead, from the n-th snapshot on.
-        dead_from: Option<(usize, &'static str)>,
-        alerts: Vec<Alert>,
-    }
-
-    impl FakeLead {
-        fn new(members: &[&'static str], in_process: bool) -> FakeLead {
-            FakeLead {
-                members: members.to_vec(),
-                in_process,
-                snapshots: 0,
-                done: vec![],
-                dead_from: None,
-                alerts: vec![],
-            }
-        }
-    }
-
-    impl ScreenSource for FakeLead {
-        fn with_screen(&self, _: &str, _: &mut dyn FnMut(&vt100::Screen)) -> bool {
-            false
-        }
-    }
-
-    impl LeadControl for FakeLead {
-        fn snapshot(&mut self) -> TeamView {
-            self.snapshots += 1;
-            let mut members: Vec<MemberRow> =
-                self.members.iter().map(|n| MemberRow::new(*n)).collect();
-            for m in &mut members {
-                if self
-                    .dead_from
-                    .is_some_and(|(n, who)| self.snapshots >= n && m.name == who)
-                {
-                    m.status = MemberStatus::Dead { exit_code: None };
-                    m.attention = Attention::of(&m.status, &m.name, &Default::default());
-                }
-            }
-            TeamView {
-                team: "demo".into(),
-                backend_name: "fake".into(),
-                members,
-                in_process: self.in_process,
-                ..TeamView::default()
-            }
-        }
-
-        fn perform(&mut self, action: Action) -> Result<Option<String>> {
-            if let Action::Kill(name) = &action {
-                self.members.retain(|m| m != name);
-            }
-            self.done.push(action);
-            Ok(Some("done".into()))
-        }
-    }
-
-    fn key(c: char) -> Input {
-        Input::Term(Event::Key(KeyEvent::new(
-            KeyCode::Char(c),
-            KeyModifiers::NONE,
-        )))
-    }
-
-    fn run_with(lead: &mut FakeLead, inputs: Vec<Input>) -> (Exit, Terminal<TestBackend>) {
-        let (tx, rx) = mpsc::channel();
-        for i in inputs {
-            tx.send(i).unwrap();
-        }
-        drop(tx);
-        let _serial = crate::tui::terminal::SIGNAL_TESTS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
-        let mut alerts = vec![];
-        let exit = event_loop(
-            &mut terminal,
-            lead,
-            &rx,
-            (false, Duration::ZERO),
-            &mut |a: &Alert| alerts.push(a.clone()),
-        )
-        .unwrap();
-        lead.alerts = alerts;
-        (exit, terminal)
-    }
-
-    #[test]
-    fn k_then_y_kills_the_selected_member_and_q_quits() {
-        let mut lead = FakeLead::new(&["alice", "bob"], false);
-        let (exit, _) = run_with(&mut lead, vec![key('k'), key('y'), key('q')]);
-        assert_eq!(exit, Exit::Quit);
-        assert_eq!(lead.done, [Action::Kill("alice".into())]);
-        assert_eq!(lead.members, ["bob"]);
-    }
-
-    #[test]
-    fn wake_ups_coalesce_into_one_snapshot() {
-        let mut lead = FakeLead::new(&["alice"], false);
-        let wakes = (0..50).map(|_| Input::Wake).collect();
-        let (exit, terminal) = run_with(&mut lead, wakes);
-        assert_eq!(exit, Exit::Quit, "all senders gone");
-        assert_eq!(lead.snapshots, 2, "the first, then one for the burst");
-        let screen = format!("{:?}", terminal.backend().buffer());
-        assert!(screen.contains("1 teammate ·"), "{screen}");
-    }
-
-    #[test]
-    fn zooming_resizes_the_pane_to_the_zoom_area_and_forwards_keys() {
-        let mut lead = FakeLead::new(&["alice"], true);
-        let enter = Input::Term(Event::Key(KeyEvent::new(
-            KeyCode::Enter,
-            KeyModifiers::NONE,
-        )));
-        let (_, _) = run_with(&mut lead, vec![enter, key('x')]);
-        let after_focus: Vec<&Action> = lead
-            .done
-            .iter()
-            .skip_while(|a| !matches!(a, Action::Focus(_)))
-            .collect();
-        assert_eq!(
-            after_focus,
-            [
-                &Action::Focus("alice".into()),
-                &Action::ResizePane {
-                    name: "alice".into(),
-                    rows: 23,
-                    cols: 80
-                },
-                &Action::Input {
-                    to: "alice".into(),
-                    bytes: b"x".to_vec()
-                },
-            ]
-        );
-    }
-
-    #[test]
-    fn every_grid_pane_is_sized_to_its_tile_once() {
-        // 80×24: a status line and a footer leave 80×22, two tiles side by
-        // side of 40×22, each 38×20 inside its border.
-        let mut lead = FakeLead::new(&["alice", "bob"], true);
-        run_with(&mut lead, vec![Input::Wake, Input::Wake]);
-        let resized: Vec<&Action> = lead
-            .done
-            .iter()
-            .filter(|a| matches!(a, Action::ResizePane { .. }))
-            .collect();
-        let tile = |name: &str| Action::ResizePane {
-            name: name.into(),
-            rows: 20,
-            cols: 38,
-        };
-        assert_eq!(resized, [&tile("alice"), &tile("bob")], "{:?}", lead.done);
-    }
-
-    #[test]
-    fn a_teammate_dying_is_signalled_once_however_many_frames_follow() {
-        let mut lead = FakeLead::new(&["alice", "bob"], false);
-        lead.dead_from = Some((2, "bob"));
-        let wakes = vec![Input::Wake, key('x'), Input::Wake, key('y'), Input::Wake];
-        run_with(&mut lead, wakes);
-        let rang: Vec<&Vec<String>> = lead
-            .alerts
-            .iter()
-            .filter(|a| !a.fresh.is_empty())
-            .map(|a| &a.fresh)
-            .collect();
-        assert_eq!(rang, [&vec!["@bob: dead".to_owned()]], "{:?}", lead.alerts);
-        assert_eq!(lead.alerts.last().map(|a| a.count), Some(1));
-    }
-
-    #[test]
-    fn a_signal_ends_the_loop() {
-        let mut lead = FakeLead::new(&[], false);
-        let (exit, _) = run_with(&mut lead, vec![Input::Signal(libc::SIGTERM)]);
-        assert_eq!(exit, Exit::Signal(libc::SIGTERM));
-    }
-
-    #[test]
-    fn a_hang_up_ends_the_loop_as_terminal_lost() {
-        let mut lead = FakeLead::new(&[], false);
-        let (exit, _) = run_with(&mut lead, vec![Input::HungUp]);
-        assert_eq!(exit, Exit::TerminalLost);
-    }
-
-    /// A pseudo-terminal pair: (master, slave) file descriptors.
-    fn open_pty() -> (libc::c_int, libc::c_int) {
-        // SAFETY: plain libc calls on descriptors this test owns.
-        unsafe {
-            let master = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
-            assert!(master >= 0, "posix_openpt");
-            assert_eq!(libc::grantpt(master), 0);
-            assert_eq!(libc::unlockpt(master), 0);
-            let name = libc::ptsname(master);
-            assert!(!name.is_null());
-            let slave = libc::open(name, libc::O_RDWR | libc::O_NOCTTY);
-            assert!(slave >= 0, "open the slave");
-            (master, slave)
-        }
-    }
-
-    #[test]
-    fn the_watch_sleeps_while_the_terminal_lives_and_wakes_when_it_goes() {
-        let (master, slave) = open_pty();
-        let (tx, rx) = mpsc::channel();
-        thread::spawn(move || tx.send(watch_terminal(slave, None)).unwrap());
-        // Typed input is not a hang-up: the watch asks for no events.
-        // SAFETY: writing two bytes from a live buffer to our master.
-        assert_eq!(unsafe { libc::write(master, b"q\r".as_ptr().cast(), 2) }, 2);
-        assert!(
-            rx.recv_timeout(Duration::from_millis(300)).is_err(),
-            "woke while the terminal was alive"
-        );
-        // The other end goes away, as when tmux's server is killed.
-        // SAFETY: closing the master this test opened.
-        unsafe { libc::close(master) };
-        assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(Watched::HungUp));
-        // SAFETY: closing the slave this test opened.
-        unsafe { libc::close(slave) };
-    }
-
-    #[test]
-    fn the_watch_reports_a_signal_byte_and_ends_when_its_pipe_hangs_up() {
-        use std::io::Write;
-        let (master, slave) = open_pty();
-        let (r, mut w) = std::io::pipe().unwrap();
-        w.write_all(b"X").unwrap();
-        assert_eq!(watch_terminal(slave, Some(&r)), Watched::Signalled);
-        // The guard dropped: its write ends close.
-        drop(w);
-        assert_eq!(watch_terminal(slave, Some(&r)), Watched::Stopped);
-        // SAFETY: closing descriptors this test opened.
-        unsafe {
-            libc::close(master);
-            libc::close(slave);
-        }
-    }
-}
+mod tests;

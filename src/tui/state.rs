@@ -69,6 +69,75 @@ impl Board {
         }
     }
 
+    /// This board with task number `n` replaced by `task`, added, or
+    /// (`None`) taken out: equal in every part to [`Board::new`] of the
+    /// changed tasks, but built from this one. The tasks are copied as
+    /// pointers; what shows, what is done and each owner's tasks are
+    /// adjusted for the one task, not found again. The board must be in
+    /// number order (the lead's).
+    pub fn with_task(&self, n: u64, task: Option<Arc<Task>>) -> Board {
+        let at = self.tasks.binary_search_by_key(&n, |t| t.number());
+        let old = at.ok().map(|i| self.tasks[i].clone());
+        if old.as_deref() == task.as_deref() {
+            return self.clone();
+        }
+        let mut tasks: Vec<Arc<Task>> = self.tasks.to_vec();
+        let place = match (at, &task) {
+            (Ok(i), Some(t)) => {
+                tasks[i] = t.clone();
+                None
+            }
+            (Ok(i), None) => Some(tasks.remove(i)),
+            (Err(i), Some(t)) => {
+                tasks.insert(i, t.clone());
+                None
+            }
+            (Err(_), None) => return self.clone(),
+        };
+        let tasks: Arc<[Arc<Task>]> = tasks.into();
+        let shows = |t: Option<&Task>| t.is_some_and(|t| !t.is_internal());
+        let (was, is) = (shows(old.as_deref()), shows(task.as_deref()));
+        // Positions move only when a task comes or goes.
+        let visible = if place.is_none() && old.is_some() && was == is {
+            self.visible.clone()
+        } else {
+            (0..tasks.len())
+                .filter(|&i| !tasks[i].is_internal())
+                .collect()
+        };
+        let done_of = |t: Option<&Task>, shown: bool| {
+            usize::from(shown && t.is_some_and(|t| t.status == Status::Completed))
+        };
+        let done = self.done + done_of(task.as_deref(), is) - done_of(old.as_deref(), was);
+        let mut owners = self.owners.clone();
+        let mut touched: Vec<&str> = [old.as_deref(), task.as_deref()]
+            .into_iter()
+            .flatten()
+            .filter(|t| ByOwner::counts(t))
+            .filter_map(|t| t.owner.as_deref())
+            .collect();
+        touched.dedup();
+        for owner in touched {
+            Arc::make_mut(&mut owners).refresh_owner(owner, tasks.iter());
+        }
+        Board {
+            tasks,
+            visible,
+            done,
+            owners,
+        }
+    }
+
+    /// Whether every part of `other` (tasks, what shows, what is done,
+    /// each owner's tasks) equals this board's.
+    #[cfg(test)]
+    pub fn same_in_every_part(&self, other: &Board) -> bool {
+        self.tasks == other.tasks
+            && self.visible == other.visible
+            && self.done == other.done
+            && self.owners == other.owners
+    }
+
     /// The tasks the board shows (internal ones left out), in order.
     pub fn visible(&self) -> impl Iterator<Item = &Task> {
         self.visible.iter().map(|&i| &*self.tasks[i])
@@ -603,6 +672,59 @@ mod tests {
         ui.task_row = 9;
         ui.sync(&v);
         assert_eq!(ui.task_row, 1, "the selection stays among the shown");
+    }
+
+    /// One change: task `n` becomes this (status, owner, failed, internal)
+    /// or (`None`) goes.
+    type Change = (u64, Option<(usize, usize, bool, bool)>);
+
+    fn task_of(
+        n: u64,
+        step: usize,
+        (status, owner, failed, internal): (usize, usize, bool, bool),
+    ) -> Task {
+        let mut t = Task::new(n.to_string(), format!("task {n} at {step}"));
+        t.status = [Status::Pending, Status::InProgress, Status::Completed][status];
+        t.owner = ["ann", "bob", "cy"].get(owner).map(|o| o.to_string());
+        let mut md = serde_json::Map::new();
+        if failed {
+            md.insert("failed".into(), serde_json::json!(true));
+        }
+        if internal {
+            md.insert("_internal".into(), serde_json::json!(true));
+        }
+        t.metadata = (!md.is_empty()).then_some(md);
+        t
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_board_changed_task_by_task_equals_one_built_whole(
+            changes in proptest::collection::vec(
+                (1u64..40, proptest::option::weighted(
+                    0.85,
+                    (0usize..3, 0usize..4, proptest::bool::weighted(0.25), proptest::bool::weighted(0.2)),
+                )),
+                1..300,
+            )
+        ) {
+            let changes: Vec<Change> = changes;
+            let mut tasks: std::collections::BTreeMap<u64, Arc<Task>> = Default::default();
+            let mut board = Board::default();
+            for (step, (n, change)) in changes.into_iter().enumerate() {
+                let change = change.map(|c| Arc::new(task_of(n, step, c)));
+                match &change {
+                    Some(t) => tasks.insert(n, t.clone()),
+                    None => tasks.remove(&n),
+                };
+                board = board.with_task(n, change);
+                let whole = Board::new(tasks.values().cloned());
+                proptest::prop_assert!(
+                    board.same_in_every_part(&whole),
+                    "step {step}, task {n}:\n{board:#?}\nwhole:\n{whole:#?}"
+                );
+            }
+        }
     }
 
     #[test]
