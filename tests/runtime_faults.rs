@@ -373,6 +373,82 @@ fn a_task_running_when_its_runtime_is_killed_is_reported_interrupted_and_not_run
     );
 }
 
+/// Kills the tmux server under a team (or closes a pane): the runtime is
+/// hung up and ends its agent on the way out. Its agent's end is its own
+/// ending, not a crash: the task it was running stays its own (a resumed
+/// teammate finds its claim; `up --resume` lost carol's task this way) and
+/// the next runtime reports it interrupted. The runtime's death is held
+/// off (`SWARM_FAULT_ENDING_DELAY_MS`) so that a runtime taking its
+/// agent's end for a crash always has the time to hand the task back.
+#[test]
+fn a_task_running_when_its_runtime_is_hung_up_stays_its_own_and_is_reported_interrupted() {
+    let sb = Sandbox::new();
+    let t = team_of(&sb, &["alice"], |_| {});
+    let (marker, pid) = (sb.path("ran.txt"), sb.path("agent.pid"));
+    let mut md = serde_json::Map::new();
+    md.insert(
+        "command".into(),
+        json!(long_command("first", &marker, &pid)),
+    );
+    let long = t
+        .tasks()
+        .create(NewTask {
+            subject: "long job".into(),
+            metadata: Some(md),
+            ..NewTask::default()
+        })
+        .expect("create task");
+    let mut rt = Runtimes::new(&sb);
+    rt.env
+        .push(("SWARM_FAULT_ENDING_DELAY_MS".into(), "2000".into()));
+    rt.start("alice");
+    wait_until(
+        "alice's agent is running the task",
+        WAIT,
+        || std::fs::read_to_string(&pid).is_ok_and(|p| p.ends_with('\n')),
+        || rt.explain(),
+    );
+    let runtime = rt.latest("alice").id();
+    let hung_up = Command::new("kill")
+        .args(["-HUP", &runtime.to_string()])
+        .status()
+        .expect("kill -HUP the runtime");
+    assert!(hung_up.success(), "the runtime {runtime} was running");
+    rt.wait_exit("alice");
+    let after = t.tasks().get(&long.id).unwrap().unwrap();
+    assert_eq!(
+        after.owner.as_deref(),
+        Some("alice"),
+        "the hung-up runtime's task is still its own: {after:?}\n{}",
+        rt.explain()
+    );
+    assert!(
+        lead_heard(&sb, "alice", "killed by signal").is_empty(),
+        "its agent's end is no crash to report\n{}",
+        rt.explain()
+    );
+    rt.env.clear();
+    rt.start("alice");
+    let report = format!(
+        "alice: interrupted while running task {} (long job); not re-run",
+        long.id
+    );
+    wait_until(
+        "the next runtime reports the task interrupted",
+        WAIT,
+        || !lead_heard(&sb, "alice", &report).is_empty(),
+        || rt.explain(),
+    );
+    let after = t.tasks().get(&long.id).unwrap().unwrap();
+    assert_eq!(
+        (after.status, after.owner.as_deref()),
+        (Status::Pending, Some("alice")),
+        "{}",
+        rt.explain()
+    );
+    assert_eq!(lines_of(&marker), ["first"], "it ran once");
+}
+
 /// A `<inbox>.lock` directory as a Claude Code writer holds it: no swarm
 /// record in the sidecar, its mtime refreshed every second (so it never goes
 /// stale) until the writer lets go, here when dropped.
