@@ -258,6 +258,43 @@ fn lead_heard(sb: &Sandbox, from: &str, needle: &str) -> Vec<String> {
         .collect()
 }
 
+/// A task whose unit runs `command` (its `command` metadata).
+fn command_task(t: &Team, subject: &str, command: String) -> Task {
+    let mut md = serde_json::Map::new();
+    md.insert("command".into(), json!(command));
+    t.tasks()
+        .create(NewTask {
+            subject: subject.into(),
+            metadata: Some(md),
+            ..NewTask::default()
+        })
+        .expect("create task")
+}
+
+/// Waits for alice's new runtime to tell the lead that `task` was
+/// interrupted; insists it is pending and still alice's (so nobody re-runs
+/// it blindly) and returns it.
+fn reported_interrupted(sb: &Sandbox, t: &Team, rt: &Runtimes, task: &Task) -> Task {
+    let report = format!(
+        "alice: interrupted while running task {} ({}); not re-run",
+        task.id, task.subject
+    );
+    wait_until(
+        "the lead hears the task was interrupted",
+        WAIT,
+        || !lead_heard(sb, "alice", &report).is_empty(),
+        || rt.explain(),
+    );
+    let after = t.tasks().get(&task.id).unwrap().unwrap();
+    assert_eq!(
+        (after.status, after.owner.as_deref()),
+        (Status::Pending, Some("alice")),
+        "pending and still assigned, so nobody re-runs it blindly\n{}",
+        rt.explain()
+    );
+    after
+}
+
 #[test]
 fn a_message_running_when_its_runtime_is_killed_is_reported_interrupted_and_not_run_again() {
     let sb = Sandbox::new();
@@ -323,42 +360,19 @@ fn a_task_running_when_its_runtime_is_killed_is_reported_interrupted_and_not_run
     let sb = Sandbox::new();
     let t = team_of(&sb, &["alice"], |_| {});
     let (marker, pid) = (sb.path("ran.txt"), sb.path("agent.pid"));
-    let task = |subject: &str, command: String| -> Task {
-        let mut md = serde_json::Map::new();
-        md.insert("command".into(), json!(command));
-        t.tasks()
-            .create(NewTask {
-                subject: subject.into(),
-                metadata: Some(md),
-                ..NewTask::default()
-            })
-            .expect("create task")
-    };
-    let long = task("long job", long_command("first", &marker, &pid));
+    let long = command_task(&t, "long job", long_command("first", &marker, &pid));
     let mut rt = Runtimes::new(&sb);
     rt.start("alice");
     kill_runtime_mid_unit(&mut rt, "alice", &pid);
     rt.start("alice");
-    let report = format!(
-        "alice: interrupted while running task {} (long job); not re-run",
-        long.id
-    );
-    wait_until(
-        "the lead hears the task was interrupted",
-        WAIT,
-        || !lead_heard(&sb, "alice", &report).is_empty(),
-        || rt.explain(),
-    );
-    let after = t.tasks().get(&long.id).unwrap().unwrap();
-    assert_eq!(
-        (after.status, after.owner.as_deref()),
-        (Status::Pending, Some("alice")),
-        "pending and still assigned, so nobody re-runs it blindly\n{}",
-        rt.explain()
-    );
+    let after = reported_interrupted(&sb, &t, &rt, &long);
     let md = after.metadata.clone().unwrap_or_default();
     assert_eq!(md.get("interrupted"), Some(&json!(true)), "{md:?}");
-    let next = task("next job", format!("echo second >> '{}'", marker.display()));
+    let next = command_task(
+        &t,
+        "next job",
+        format!("echo second >> '{}'", marker.display()),
+    );
     wait_until(
         "the next task is done",
         WAIT,
@@ -385,19 +399,7 @@ fn a_task_running_when_its_runtime_is_hung_up_stays_its_own_and_is_reported_inte
     let sb = Sandbox::new();
     let t = team_of(&sb, &["alice"], |_| {});
     let (marker, pid) = (sb.path("ran.txt"), sb.path("agent.pid"));
-    let mut md = serde_json::Map::new();
-    md.insert(
-        "command".into(),
-        json!(long_command("first", &marker, &pid)),
-    );
-    let long = t
-        .tasks()
-        .create(NewTask {
-            subject: "long job".into(),
-            metadata: Some(md),
-            ..NewTask::default()
-        })
-        .expect("create task");
+    let long = command_task(&t, "long job", long_command("first", &marker, &pid));
     let mut rt = Runtimes::new(&sb);
     rt.env
         .push(("SWARM_FAULT_ENDING_DELAY_MS".into(), "2000".into()));
@@ -429,23 +431,7 @@ fn a_task_running_when_its_runtime_is_hung_up_stays_its_own_and_is_reported_inte
     );
     rt.env.clear();
     rt.start("alice");
-    let report = format!(
-        "alice: interrupted while running task {} (long job); not re-run",
-        long.id
-    );
-    wait_until(
-        "the next runtime reports the task interrupted",
-        WAIT,
-        || !lead_heard(&sb, "alice", &report).is_empty(),
-        || rt.explain(),
-    );
-    let after = t.tasks().get(&long.id).unwrap().unwrap();
-    assert_eq!(
-        (after.status, after.owner.as_deref()),
-        (Status::Pending, Some("alice")),
-        "{}",
-        rt.explain()
-    );
+    reported_interrupted(&sb, &t, &rt, &long);
     assert_eq!(lines_of(&marker), ["first"], "it ran once");
 }
 
