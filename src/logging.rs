@@ -129,6 +129,24 @@ pub fn fault_point(at: &str) {
     let _ = at;
 }
 
+/// A wait a test can stretch: with the `fault-injection` feature (test
+/// builds only), the environment variable `var` holding N makes this
+/// process sleep N ms here, to hold a race's window open. Without the
+/// feature it does nothing.
+pub fn fault_delay(var: &str) {
+    #[cfg(feature = "fault-injection")]
+    if let Some(ms) = std::env::var_os(var).and_then(|ms| {
+        ignore(
+            ms.to_string_lossy().parse::<u64>(),
+            "reading a fault-injection delay (none applies)",
+        )
+    }) {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    let _ = var;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -258,6 +258,43 @@ fn lead_heard(sb: &Sandbox, from: &str, needle: &str) -> Vec<String> {
         .collect()
 }
 
+/// A task whose unit runs `command` (its `command` metadata).
+fn command_task(t: &Team, subject: &str, command: String) -> Task {
+    let mut md = serde_json::Map::new();
+    md.insert("command".into(), json!(command));
+    t.tasks()
+        .create(NewTask {
+            subject: subject.into(),
+            metadata: Some(md),
+            ..NewTask::default()
+        })
+        .expect("create task")
+}
+
+/// Waits for alice's new runtime to tell the lead that `task` was
+/// interrupted; insists it is pending and still alice's (so nobody re-runs
+/// it blindly) and returns it.
+fn reported_interrupted(sb: &Sandbox, t: &Team, rt: &Runtimes, task: &Task) -> Task {
+    let report = format!(
+        "alice: interrupted while running task {} ({}); not re-run",
+        task.id, task.subject
+    );
+    wait_until(
+        "the lead hears the task was interrupted",
+        WAIT,
+        || !lead_heard(sb, "alice", &report).is_empty(),
+        || rt.explain(),
+    );
+    let after = t.tasks().get(&task.id).unwrap().unwrap();
+    assert_eq!(
+        (after.status, after.owner.as_deref()),
+        (Status::Pending, Some("alice")),
+        "pending and still assigned, so nobody re-runs it blindly\n{}",
+        rt.explain()
+    );
+    after
+}
+
 #[test]
 fn a_message_running_when_its_runtime_is_killed_is_reported_interrupted_and_not_run_again() {
     let sb = Sandbox::new();
@@ -323,42 +360,19 @@ fn a_task_running_when_its_runtime_is_killed_is_reported_interrupted_and_not_run
     let sb = Sandbox::new();
     let t = team_of(&sb, &["alice"], |_| {});
     let (marker, pid) = (sb.path("ran.txt"), sb.path("agent.pid"));
-    let task = |subject: &str, command: String| -> Task {
-        let mut md = serde_json::Map::new();
-        md.insert("command".into(), json!(command));
-        t.tasks()
-            .create(NewTask {
-                subject: subject.into(),
-                metadata: Some(md),
-                ..NewTask::default()
-            })
-            .expect("create task")
-    };
-    let long = task("long job", long_command("first", &marker, &pid));
+    let long = command_task(&t, "long job", long_command("first", &marker, &pid));
     let mut rt = Runtimes::new(&sb);
     rt.start("alice");
     kill_runtime_mid_unit(&mut rt, "alice", &pid);
     rt.start("alice");
-    let report = format!(
-        "alice: interrupted while running task {} (long job); not re-run",
-        long.id
-    );
-    wait_until(
-        "the lead hears the task was interrupted",
-        WAIT,
-        || !lead_heard(&sb, "alice", &report).is_empty(),
-        || rt.explain(),
-    );
-    let after = t.tasks().get(&long.id).unwrap().unwrap();
-    assert_eq!(
-        (after.status, after.owner.as_deref()),
-        (Status::Pending, Some("alice")),
-        "pending and still assigned, so nobody re-runs it blindly\n{}",
-        rt.explain()
-    );
+    let after = reported_interrupted(&sb, &t, &rt, &long);
     let md = after.metadata.clone().unwrap_or_default();
     assert_eq!(md.get("interrupted"), Some(&json!(true)), "{md:?}");
-    let next = task("next job", format!("echo second >> '{}'", marker.display()));
+    let next = command_task(
+        &t,
+        "next job",
+        format!("echo second >> '{}'", marker.display()),
+    );
     wait_until(
         "the next task is done",
         WAIT,
@@ -371,6 +385,54 @@ fn a_task_running_when_its_runtime_is_killed_is_reported_interrupted_and_not_run
         "the interrupted task ran once\n{}",
         rt.explain()
     );
+}
+
+/// Kills the tmux server under a team (or closes a pane): the runtime is
+/// hung up and ends its agent on the way out. Its agent's end is its own
+/// ending, not a crash: the task it was running stays its own (a resumed
+/// teammate finds its claim; `up --resume` lost carol's task this way) and
+/// the next runtime reports it interrupted. The runtime's death is held
+/// off (`SWARM_FAULT_ENDING_DELAY_MS`) so that a runtime taking its
+/// agent's end for a crash always has the time to hand the task back.
+#[test]
+fn a_task_running_when_its_runtime_is_hung_up_stays_its_own_and_is_reported_interrupted() {
+    let sb = Sandbox::new();
+    let t = team_of(&sb, &["alice"], |_| {});
+    let (marker, pid) = (sb.path("ran.txt"), sb.path("agent.pid"));
+    let long = command_task(&t, "long job", long_command("first", &marker, &pid));
+    let mut rt = Runtimes::new(&sb);
+    rt.env
+        .push(("SWARM_FAULT_ENDING_DELAY_MS".into(), "2000".into()));
+    rt.start("alice");
+    wait_until(
+        "alice's agent is running the task",
+        WAIT,
+        || std::fs::read_to_string(&pid).is_ok_and(|p| p.ends_with('\n')),
+        || rt.explain(),
+    );
+    let runtime = rt.latest("alice").id();
+    let hung_up = Command::new("kill")
+        .args(["-HUP", &runtime.to_string()])
+        .status()
+        .expect("kill -HUP the runtime");
+    assert!(hung_up.success(), "the runtime {runtime} was running");
+    rt.wait_exit("alice");
+    let after = t.tasks().get(&long.id).unwrap().unwrap();
+    assert_eq!(
+        after.owner.as_deref(),
+        Some("alice"),
+        "the hung-up runtime's task is still its own: {after:?}\n{}",
+        rt.explain()
+    );
+    assert!(
+        lead_heard(&sb, "alice", "killed by signal").is_empty(),
+        "its agent's end is no crash to report\n{}",
+        rt.explain()
+    );
+    rt.env.clear();
+    rt.start("alice");
+    reported_interrupted(&sb, &t, &rt, &long);
+    assert_eq!(lines_of(&marker), ["first"], "it ran once");
 }
 
 /// A `<inbox>.lock` directory as a Claude Code writer holds it: no swarm

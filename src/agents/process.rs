@@ -14,6 +14,8 @@
 //! below it (`PR_SET_CHILD_SUBREAPER`), so they stay under it, and on
 //! SIGTERM, SIGHUP or SIGINT, and when it ends, it ends them all (found in
 //! `/proc`: on Linux; elsewhere the pane's group is all that is signalled).
+//! An agent ended that way ended with its runtime: its run is never
+//! reported (no crash, no task handed back; see `unless_ending`).
 
 use std::collections::VecDeque;
 use std::io::{Read, Write};
@@ -183,6 +185,7 @@ impl Invocation {
         let out_tail = Arc::new(Mutex::new(Tail::default()));
         let (readers, done_rx) = start_pumps(&mut child, &tail, &out_tail, &pane);
         let status = child.wait();
+        unless_ending();
         let deadline = Instant::now() + DRAIN_WAIT;
         for _ in 0..readers {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -390,18 +393,30 @@ static GUARDED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::n
 /// Signals that end the runtime, and first everything under it.
 const ENDING: [i32; 3] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT];
 
+/// The ending signal this process caught (0: none), set by the signal
+/// handler itself, so it is set before anything the signal ends is seen
+/// to end ([`guard_descendants`]).
+static CAUGHT: std::sync::LazyLock<Arc<std::sync::atomic::AtomicUsize>> =
+    std::sync::LazyLock::new(|| Arc::new(std::sync::atomic::AtomicUsize::new(0)));
+
+/// The ending signal (SIGTERM, SIGHUP, SIGINT) this process is dying of,
+/// once [`guard_descendants`] caught one.
+fn ending_signal() -> Option<i32> {
+    let sig = CAUGHT.load(std::sync::atomic::Ordering::SeqCst);
+    i32::try_from(sig).ok().filter(|s| *s != 0)
+}
+
 /// Makes this process the reaper of orphans below it, and on SIGTERM,
 /// SIGHUP or SIGINT ends every descendant ([`end_descendants`]) before it
 /// dies of the signal. Once per process (the runtime's).
 pub fn guard_descendants() -> std::io::Result<()> {
     adopt_orphans()?;
     GUARDED.store(true, std::sync::atomic::Ordering::SeqCst);
-    let caught = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let (mut read, write) = std::io::pipe()?;
     for sig in ENDING {
         let n = usize::try_from(sig).expect("signal numbers are positive");
         // Stored before the byte wakes the thread (actions run in order).
-        signal_hook::flag::register_usize(sig, Arc::clone(&caught), n)?;
+        signal_hook::flag::register_usize(sig, Arc::clone(&CAUGHT), n)?;
         signal_hook::low_level::pipe::register(sig, write.try_clone()?)?;
     }
     std::thread::Builder::new()
@@ -409,20 +424,38 @@ pub fn guard_descendants() -> std::io::Result<()> {
         .spawn(move || {
             let mut byte = [0u8; 1];
             while read.read(&mut byte).is_ok_and(|n| n > 0) {
-                let sig = caught.load(std::sync::atomic::Ordering::SeqCst);
-                let Ok(sig) = i32::try_from(sig) else {
+                let Some(sig) = ending_signal() else {
                     continue;
                 };
-                if sig == 0 {
-                    continue;
-                }
                 let ended = end_descendants(DESCENDANTS_GRACE);
                 tracing::info!(signal = sig, ended, "ending: descendants ended");
+                crate::logging::fault_delay("SWARM_FAULT_ENDING_DELAY_MS");
                 // Dies of the signal, as it would have without the guard.
                 let _ = signal_hook::low_level::emulate_default_handler(sig);
             }
         })?;
     Ok(())
+}
+
+/// Called when a run's agent has ended: if this process is dying of an
+/// ending signal, the agent ended because the runtime (its pane, its tmux
+/// server) is going away, not by its own failure, and nothing of it may
+/// be reported: no crash, no task handed back, its in-flight record kept
+/// for the next runtime to report as interrupted. So this never returns
+/// then: it waits for the signal's thread to end the process (its
+/// descendants first), and past that thread's grace and a second dies of
+/// the signal itself.
+fn unless_ending() {
+    let Some(sig) = ending_signal() else {
+        return;
+    };
+    tracing::info!(
+        signal = sig,
+        "the agent ended with this runtime: nothing of the run is reported"
+    );
+    std::thread::sleep(DESCENDANTS_GRACE + Duration::from_secs(1));
+    let _ = signal_hook::low_level::emulate_default_handler(sig);
+    std::process::exit(128 + sig);
 }
 
 /// Makes this process the reaper of orphans below it (Linux's

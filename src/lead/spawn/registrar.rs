@@ -101,12 +101,16 @@ impl Registrar {
     }
 }
 
-/// One roster write recording each `(name, pane, pid)`.
+/// One roster write recording each `(name, pane, pid)`. A test holds it
+/// off (`SWARM_FAULT_REGISTER_LATE_MS`, see [`crate::logging::fault_delay`])
+/// to have every pane of a burst recorded late, as a burst past
+/// [`REGISTER_AT_ONCE`] has them.
 fn register(
     roster: &crate::team::Roster,
     socket: Option<&Path>,
     batch: &[Registered],
 ) -> Result<()> {
+    crate::logging::fault_delay("SWARM_FAULT_REGISTER_LATE_MS");
     let socket = socket
         .map(|s| Value::String(s.to_string_lossy().into_owned()))
         .unwrap_or(Value::Null);
