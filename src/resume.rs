@@ -15,19 +15,17 @@
 //! `--session-id <uuid>`, the uuid kept as the member's `sessionId` (the
 //! member field Claude Code itself reads for it), and later started with
 //! `--resume <uuid>` once Claude Code has written that session's
-//! transcript (`<config dir>/projects/*/<uuid>.jsonl`). Nothing else of the
-//! formats other tools read changes.
+//! transcript (`<config dir>/projects/*/<uuid>.jsonl`); those flags and
+//! the field are Claude Code's, so they live in [`crate::agents::claude`].
+//! Nothing else of the formats other tools read changes.
 
+use crate::agents::claude::{SESSION_KEY, session_id};
 use crate::agents::{Agent, Preset};
 use crate::lead::session::Opened;
 use crate::team::{Member, SwarmField, Team};
 use anyhow::{Context, Result};
 use serde_json::Value;
-use std::path::Path;
 use swarm_backends::PaneStatus;
-
-/// The member field holding a Claude Code teammate's session id.
-const SESSION_KEY: &str = "sessionId";
 
 /// What `up` does with a team whose panes are all gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,39 +66,6 @@ pub fn record_at_spawn(m: &mut Member, agent: Agent) -> bool {
         Value::String(uuid::Uuid::new_v4().to_string()),
     );
     false
-}
-
-/// The member's recorded Claude Code session id.
-pub fn session_id(m: &Member) -> Option<&str> {
-    m.extra
-        .get(SESSION_KEY)
-        .and_then(Value::as_str)
-        .filter(|s| uuid::Uuid::parse_str(s).is_ok())
-}
-
-/// Whether Claude Code has written the transcript of `session` under its
-/// config dir (`projects/<any project>/<session>.jsonl`).
-fn transcript_exists(config_dir: &Path, session: &str) -> bool {
-    let Ok(projects) = std::fs::read_dir(config_dir.join("projects")) else {
-        return false;
-    };
-    let file = format!("{session}.jsonl");
-    projects.flatten().any(|p| p.path().join(&file).is_file())
-}
-
-/// The session flags of a Claude Code teammate's launch: `--resume ID`
-/// when its transcript exists in `config_dir` (the `CLAUDE_CONFIG_DIR` it
-/// runs with), else `--session-id ID` so that the session it starts is the
-/// one recorded.
-pub fn claude_session_args(m: &Member, config_dir: Option<&Path>) -> Vec<String> {
-    let Some(id) = session_id(m) else {
-        return Vec::new();
-    };
-    if config_dir.is_some_and(|d| transcript_exists(d, id)) {
-        vec!["--resume".into(), id.to_string()]
-    } else {
-        vec!["--session-id".into(), id.to_string()]
-    }
 }
 
 /// The one answer to "can this member's conversation be resumed, and how".
@@ -262,6 +227,7 @@ fn ask(team: &str, names: &[String]) -> Result<Option<Comeback>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agents::claude::claude_session_args;
 
     #[test]
     fn a_claude_teammate_starts_with_its_recorded_session_then_resumes_it() {

@@ -315,10 +315,7 @@ pub fn claude_launch_for(
         ConfigHome::Users => user.config_dir(),
         ConfigHome::Linked { dir, .. } => Some(dir.clone()),
     };
-    argv.extend(crate::resume::claude_session_args(
-        member,
-        config_dir.as_deref(),
-    ));
+    argv.extend(claude_session_args(member, config_dir.as_deref()));
     let mut env: Vec<(String, String)> = vec![
         ("CLAUDECODE".into(), "1".into()),
         ("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS".into(), "1".into()),
@@ -339,6 +336,42 @@ fn permission_args(plan_required: bool, mode: Option<&str>) -> Vec<String> {
         return vec!["--dangerously-skip-permissions".into()];
     }
     vec!["--permission-mode".into(), mode.to_string()]
+}
+
+/// The member field holding a Claude Code teammate's session id.
+pub(crate) const SESSION_KEY: &str = "sessionId";
+
+/// The member's recorded Claude Code session id.
+pub fn session_id(m: &Member) -> Option<&str> {
+    m.extra
+        .get(SESSION_KEY)
+        .and_then(serde_json::Value::as_str)
+        .filter(|s| uuid::Uuid::parse_str(s).is_ok())
+}
+
+/// Whether Claude Code has written the transcript of `session` under its
+/// config dir (`projects/<any project>/<session>.jsonl`).
+fn transcript_exists(config_dir: &Path, session: &str) -> bool {
+    let Ok(projects) = std::fs::read_dir(config_dir.join("projects")) else {
+        return false;
+    };
+    let file = format!("{session}.jsonl");
+    projects.flatten().any(|p| p.path().join(&file).is_file())
+}
+
+/// The session flags of a Claude Code teammate's launch: `--resume ID`
+/// when its transcript exists in `config_dir` (the `CLAUDE_CONFIG_DIR` it
+/// runs with), else `--session-id ID` so that the session it starts is the
+/// one recorded.
+pub fn claude_session_args(m: &Member, config_dir: Option<&Path>) -> Vec<String> {
+    let Some(id) = session_id(m) else {
+        return Vec::new();
+    };
+    if config_dir.is_some_and(|d| transcript_exists(d, id)) {
+        vec!["--resume".into(), id.to_string()]
+    } else {
+        vec!["--session-id".into(), id.to_string()]
+    }
 }
 
 /// Writes `prompt` as the first entry of `name`'s inbox, as Claude Code's
