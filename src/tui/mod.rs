@@ -17,6 +17,7 @@
 //! the wake-up channel of [`RunOptions`].
 
 pub mod app;
+mod chunked;
 pub mod keymap;
 pub mod reading;
 pub mod state;

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::chunked::Chunked;
 pub use super::reading::Reading;
 use crate::mailbox::Entry;
 use crate::tasks::{Status, Task};
@@ -41,7 +42,7 @@ pub struct TeamView {
 /// ([`ByOwner`]). Two boards are equal when their tasks are.
 #[derive(Debug, Clone, Default)]
 pub struct Board {
-    tasks: Arc<[Arc<Task>]>,
+    tasks: Chunked<Arc<Task>>,
     /// Where the visible tasks are in `tasks`.
     visible: Arc<[usize]>,
     /// Visible tasks completed.
@@ -52,13 +53,16 @@ pub struct Board {
 impl Board {
     /// The board of `tasks`, in the order to show.
     pub fn new(tasks: impl IntoIterator<Item = Arc<Task>>) -> Board {
-        let tasks: Arc<[Arc<Task>]> = tasks.into_iter().collect();
-        let visible: Arc<[usize]> = (0..tasks.len())
-            .filter(|&i| !tasks[i].is_internal())
-            .collect();
-        let done = visible
+        let tasks: Chunked<Arc<Task>> = tasks.into_iter().collect();
+        let visible: Arc<[usize]> = tasks
             .iter()
-            .filter(|&&i| tasks[i].status == Status::Completed)
+            .enumerate()
+            .filter(|(_, t)| !t.is_internal())
+            .map(|(i, _)| i)
+            .collect();
+        let done = tasks
+            .iter()
+            .filter(|t| !t.is_internal() && t.status == Status::Completed)
             .count();
         let owners = Arc::new(ByOwner::of(tasks.iter()));
         Board {
@@ -76,33 +80,40 @@ impl Board {
     /// adjusted for the one task, not found again. The board must be in
     /// number order (the lead's).
     pub fn with_task(&self, n: u64, task: Option<Arc<Task>>) -> Board {
-        let at = self.tasks.binary_search_by_key(&n, |t| t.number());
-        let old = at.ok().map(|i| self.tasks[i].clone());
+        let at = self.position(n);
+        let old = at.ok().and_then(|i| self.tasks.get(i).cloned());
         if old.as_deref() == task.as_deref() {
             return self.clone();
         }
-        let mut tasks: Vec<Arc<Task>> = self.tasks.to_vec();
-        let place = match (at, &task) {
-            (Ok(i), Some(t)) => {
-                tasks[i] = t.clone();
-                None
+        // A task replaced copies one chunk of the board; one that comes or
+        // goes moves every position after it, so the board is laid anew.
+        let (tasks, place) = match (at, &task) {
+            (Ok(i), Some(t)) => match self.tasks.with(i, t.clone()) {
+                Some(tasks) => (tasks, None),
+                None => return self.clone(),
+            },
+            (Ok(i), None) => {
+                let rest = self.tasks.iter().enumerate().filter(|&(k, _)| k != i);
+                (rest.map(|(_, t)| t.clone()).collect(), Some(i))
             }
-            (Ok(i), None) => Some(tasks.remove(i)),
             (Err(i), Some(t)) => {
-                tasks.insert(i, t.clone());
-                None
+                let (before, after) = (self.tasks.iter().take(i), self.tasks.iter().skip(i));
+                let all = before.chain(std::iter::once(t)).chain(after);
+                (all.cloned().collect(), Some(i))
             }
             (Err(_), None) => return self.clone(),
         };
-        let tasks: Arc<[Arc<Task>]> = tasks.into();
         let shows = |t: Option<&Task>| t.is_some_and(|t| !t.is_internal());
         let (was, is) = (shows(old.as_deref()), shows(task.as_deref()));
         // Positions move only when a task comes or goes.
         let visible = if place.is_none() && old.is_some() && was == is {
             self.visible.clone()
         } else {
-            (0..tasks.len())
-                .filter(|&i| !tasks[i].is_internal())
+            tasks
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| !t.is_internal())
+                .map(|(i, _)| i)
                 .collect()
         };
         let done_of = |t: Option<&Task>, shown: bool| {
@@ -138,9 +149,27 @@ impl Board {
             && self.owners == other.owners
     }
 
+    /// Where task number `n` is (or would go), the board being in number
+    /// order.
+    fn position(&self, n: u64) -> Result<usize, usize> {
+        let (mut lo, mut hi) = (0, self.tasks.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.tasks.get(mid).map_or(u64::MAX, |t| t.number()).cmp(&n) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+
     /// The tasks the board shows (internal ones left out), in order.
     pub fn visible(&self) -> impl Iterator<Item = &Task> {
-        self.visible.iter().map(|&i| &*self.tasks[i])
+        self.visible
+            .iter()
+            .filter_map(|&i| self.tasks.get(i))
+            .map(|t| &**t)
     }
 
     /// How many tasks the board shows.
@@ -168,7 +197,7 @@ impl Board {
 
     /// Whether `other` is this very board (shared, not an equal copy).
     pub fn shares(&self, other: &Board) -> bool {
-        Arc::ptr_eq(&self.tasks, &other.tasks)
+        self.tasks.ptr_eq(&other.tasks)
     }
 }
 
