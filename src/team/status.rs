@@ -14,7 +14,7 @@
 //! never by a scan of the board per member.
 
 use std::borrow::Borrow;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::Arc;
@@ -117,13 +117,16 @@ pub fn task_failed(task: &Task) -> bool {
             == Some(true)
 }
 
-/// The tasks of one owner the rules look at.
+/// The tasks of one owner the rules look at, by number (then id): the
+/// first of each is the one shown. Kept whole rather than the first only,
+/// so that a task that stops counting hands over to the next without a
+/// look at the board.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Owned {
-    /// Its task in progress (the first in board order).
-    current: Option<Arc<Task>>,
-    /// Its failed task ([`task_failed`], the first in board order).
-    failed: Option<Arc<Task>>,
+    /// Its tasks in progress; the first is its current task.
+    current: BTreeMap<(u64, String), Arc<Task>>,
+    /// Its failed tasks ([`task_failed`]).
+    failed: BTreeMap<(u64, String), Arc<Task>>,
 }
 
 /// Each owner's task in progress and failed task, found in one pass over
@@ -142,14 +145,13 @@ impl ByOwner {
     {
         let mut index = ByOwner::default();
         for t in tasks {
-            index.add(t, None);
+            index.add(t);
         }
         index
     }
 
-    /// Takes `t` into the index (after the tasks before it in board
-    /// order); with `only`, only if that is its owner.
-    fn add<T>(&mut self, t: &T, only: Option<&str>)
+    /// Takes `t` into the index.
+    pub fn add<T>(&mut self, t: &T)
     where
         T: Borrow<Task> + Clone + Into<Arc<Task>>,
     {
@@ -157,20 +159,34 @@ impl ByOwner {
         let Some(owner) = task.owner.as_deref() else {
             return;
         };
-        if only.is_some_and(|o| o != owner) {
-            return;
-        }
         let current = task.status == Status::InProgress;
         let failed = task_failed(task);
         if !current && !failed {
             return;
         }
+        let key = (task.number(), task.id.clone());
         let o = self.owners.entry(owner.to_owned()).or_default();
-        if current && o.current.is_none() {
-            o.current = Some(t.clone().into());
+        if current {
+            o.current.insert(key.clone(), t.clone().into());
         }
-        if failed && o.failed.is_none() {
-            o.failed = Some(t.clone().into());
+        if failed {
+            o.failed.insert(key, t.clone().into());
+        }
+    }
+
+    /// Takes `task` (as it was taken in) out of the index.
+    pub fn remove(&mut self, task: &Task) {
+        let Some(owner) = task.owner.as_deref() else {
+            return;
+        };
+        let Some(o) = self.owners.get_mut(owner) else {
+            return;
+        };
+        let key = (task.number(), task.id.clone());
+        o.current.remove(&key);
+        o.failed.remove(&key);
+        if o.current.is_empty() && o.failed.is_empty() {
+            self.owners.remove(owner);
         }
     }
 
@@ -179,27 +195,14 @@ impl ByOwner {
         task.owner.is_some() && (task.status == Status::InProgress || task_failed(task))
     }
 
-    /// Finds `owner`'s tasks again in `tasks` (the whole board, in order),
-    /// after a task of theirs changed: the index then equals
-    /// [`ByOwner::of`] the board.
-    pub fn refresh_owner<'a, T>(&mut self, owner: &str, tasks: impl IntoIterator<Item = &'a T>)
-    where
-        T: Borrow<Task> + Clone + Into<Arc<Task>> + 'a,
-    {
-        self.owners.remove(owner);
-        for t in tasks {
-            self.add(t, Some(owner));
-        }
-    }
-
     /// `name`'s task in progress, if it has one.
     pub fn current(&self, name: &str) -> Option<&Task> {
-        self.owners.get(name)?.current.as_deref()
+        self.owners.get(name)?.current.values().next().map(|t| &**t)
     }
 
     /// `name`'s failed task, if it has one.
     pub fn failed(&self, name: &str) -> Option<&Task> {
-        self.owners.get(name)?.failed.as_deref()
+        self.owners.get(name)?.failed.values().next().map(|t| &**t)
     }
 }
 

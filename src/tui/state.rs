@@ -121,15 +121,18 @@ impl Board {
         };
         let done = self.done + done_of(task.as_deref(), is) - done_of(old.as_deref(), was);
         let mut owners = self.owners.clone();
-        let mut touched: Vec<&str> = [old.as_deref(), task.as_deref()]
+        if [old.as_deref(), task.as_deref()]
             .into_iter()
             .flatten()
-            .filter(|t| ByOwner::counts(t))
-            .filter_map(|t| t.owner.as_deref())
-            .collect();
-        touched.dedup();
-        for owner in touched {
-            Arc::make_mut(&mut owners).refresh_owner(owner, tasks.iter());
+            .any(ByOwner::counts)
+        {
+            let index = Arc::make_mut(&mut owners);
+            if let Some(old) = &old {
+                index.remove(old);
+            }
+            if let Some(t) = &task {
+                index.add(t);
+            }
         }
         Board {
             tasks,
