@@ -176,15 +176,23 @@ impl Root {
     }
 
     /// The task board index (`tasks::index`): swarm's own, outside the
-    /// task directory so that writing it never changes that directory.
+    /// task directory so that writing it never changes that directory, and
+    /// outside the team's state (`<root>/swarm/.board/`; no team's state
+    /// directory has a dot in its name), so that a process saving it while
+    /// the team is deleted never leaves that directory half removed.
     pub fn board_index(&self, team: &str) -> Result<PathBuf, NameError> {
-        Ok(self.state_dir(team)?.join("board.index"))
+        let t = component("team", team, sanitize_s2(team))?;
+        Ok(self
+            .dir
+            .join("swarm")
+            .join(".board")
+            .join(format!("{t}.index")))
     }
 
     /// Held (an OS lock) by the one process refreshing the board index for
-    /// the claims waiting on it.
+    /// the claims waiting on it; beside the index.
     pub fn board_look_lock(&self, team: &str) -> Result<PathBuf, NameError> {
-        Ok(self.state_dir(team)?.join("board.look"))
+        Ok(self.board_index(team)?.with_extension("look"))
     }
 
     /// A teammate's git worktree: outside the team's state, which `swarm

@@ -1,6 +1,6 @@
 //! The board index: every task of a team as last read, with the `stat`
 //! stamp of its file, in one binary file of swarm's own
-//! (`<root>/swarm/<team>/board.index`, [`crate::paths::Root::board_index`]),
+//! (`<root>/swarm/.board/<team>.index`, [`crate::paths::Root::board_index`]),
 //! so `task list`, `status` and a claim without id need not open and parse
 //! 10,000 task files on every call.
 //!

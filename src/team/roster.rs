@@ -604,6 +604,17 @@ impl Roster {
                 }
             }
         }
+        // The board index is a cache another team of this name would
+        // rebuild anyway (its task directory is new); it goes with the team.
+        for cache in [
+            self.root.board_index(&self.team)?,
+            self.root.board_look_lock(&self.team)?,
+        ] {
+            crate::dropped::ignore(
+                crate::atomic_file::remove_if_there(&cache),
+                "removing the board index of a deleted team",
+            );
+        }
         Ok(())
     }
 }
