@@ -110,6 +110,23 @@ impl Board {
         self.claude_write(id, &t.to_file_bytes());
     }
 
+    /// A claim without id by `who` that must succeed.
+    fn claim_next(&self, who: &str) -> Task {
+        match self.store.claim(None, who, false).unwrap() {
+            Claim::Claimed(t) => t,
+            Claim::Refused(r) => panic!("{who} refused: {r}"),
+        }
+    }
+
+    /// Task `id` completed, as `by` would.
+    fn complete(&self, id: &str, by: &str) {
+        let done = TaskUpdate {
+            status: Some(Status::Completed),
+            ..Default::default()
+        };
+        self.store.update(id, done, by).unwrap();
+    }
+
     /// Makes the saved index look `by` older than it is.
     fn age_index(&self, by: Duration) {
         let ix = Index::decode(&fs::read(self.index()).unwrap()).unwrap();
@@ -234,10 +251,8 @@ fn a_claim_without_id_takes_candidates_from_the_index_and_checks_each_afresh() {
     }
     b.claude_write("4", &Task::new("4", "new").to_file_bytes());
     looks::take();
-    match b.store.claim(None, "bob", false).unwrap() {
-        Claim::Claimed(t) => assert_eq!((t.id.as_str(), t.owner.as_deref()), ("4", Some("bob"))),
-        Claim::Refused(r) => panic!("refused: {r}"),
-    }
+    let t = b.claim_next("bob");
+    assert_eq!((t.id.as_str(), t.owner.as_deref()), ("4", Some("bob")));
     assert!(
         looks::take().is_some(),
         "the stale candidates ran out: a fresh look found 4"
@@ -253,10 +268,7 @@ fn a_claim_without_id_takes_candidates_from_the_index_and_checks_each_afresh() {
     let c = Board::with(3);
     c.store.list().unwrap();
     looks::take();
-    match c.store.claim(None, "bob", false).unwrap() {
-        Claim::Claimed(t) => assert_eq!(t.id, "1"),
-        Claim::Refused(r) => panic!("refused: {r}"),
-    }
+    assert_eq!(c.claim_next("bob").id, "1");
     assert_eq!(looks::take(), None, "taken from the index's candidates");
 }
 
@@ -271,15 +283,12 @@ fn a_claim_from_the_index_still_takes_the_lowest_task_that_became_claimable() {
     b.store.claim(Some("1"), "carol", false).unwrap();
     // The index: 1 in progress, 2 blocked by it, 3 the one candidate.
     b.settle();
-    let done = TaskUpdate {
-        status: Some(Status::Completed),
-        ..Default::default()
-    };
-    b.store.update("1", done, "carol").unwrap();
-    match b.store.claim(None, "bob", false).unwrap() {
-        Claim::Claimed(t) => assert_eq!(t.id, "2", "2 was freed below the candidate 3"),
-        Claim::Refused(r) => panic!("refused: {r}"),
-    }
+    b.complete("1", "carol");
+    assert_eq!(
+        b.claim_next("bob").id,
+        "2",
+        "2 was freed below the candidate 3"
+    );
 }
 
 #[test]
@@ -287,16 +296,9 @@ fn finishing_a_task_below_the_candidates_keeps_the_claim_on_the_index() {
     let b = Board::with(3);
     b.store.claim(Some("1"), "carol", false).unwrap();
     b.settle();
-    let done = TaskUpdate {
-        status: Some(Status::Completed),
-        ..Default::default()
-    };
-    b.store.update("1", done, "carol").unwrap();
+    b.complete("1", "carol");
     looks::take();
-    match b.store.claim(None, "carol", false).unwrap() {
-        Claim::Claimed(t) => assert_eq!(t.id, "2"),
-        Claim::Refused(r) => panic!("refused: {r}"),
-    }
+    assert_eq!(b.claim_next("carol").id, "2");
     assert_eq!(looks::take(), None, "1 was read again, not the board");
 }
 
@@ -384,11 +386,7 @@ fn the_index_matches_the_files_through_a_random_sequence_of_writers() {
             }
             2 if !live.is_empty() => {
                 let id = pick(&mut rng);
-                let upd = TaskUpdate {
-                    status: Some(Status::Completed),
-                    ..Default::default()
-                };
-                b.store.update(&id, upd, "lead").unwrap();
+                b.complete(&id, "lead");
             }
             3 => {
                 b.store.claim(None, "bob", false).unwrap();
