@@ -5,7 +5,7 @@
 //! right after a send, and the team watcher (`teammate::wake`) for writes
 //! that ring nothing (Claude Code's). A ring is one byte written without
 //! blocking; one nobody listens to (no runtime, a full pipe: a wake-up is
-//! already pending) costs a failed `open` or `write` and is dropped.
+//! already pending) costs an `open` and a `write` and is dropped.
 //!
 //! A FIFO is a file: coordination stays through files only, and no inotify
 //! instance is spent per runtime.
@@ -87,17 +87,40 @@ impl Doorbell {
 /// Rings the doorbell at `path` if a runtime listens on it; never blocks,
 /// never fails (see the module docs).
 pub fn ring(path: &Path) {
-    let Ok(f) = OpenOptions::new()
+    if let Some(bell) = open_to_ring(path) {
+        // A full pipe already rings; a ring is never an error (see above).
+        crate::dropped::ignore(knock(&bell), "ringing a doorbell");
+    }
+}
+
+/// The doorbell at `path`, opened to ring it: `None` when nothing is there
+/// or it is no FIFO (a file planted in its place is never written).
+///
+/// Opened read-write, not write-only: this end then counts as a reader
+/// too, so a listener that closes between this open and [`knock`] (a
+/// runtime ending just as it is rung) leaves a pipe that still has one, and
+/// the write cannot fail with `EPIPE`, which raises SIGPIPE, and the
+/// short-lived commands keep SIGPIPE at its default action (`main.rs`): a
+/// `swarm down` ringing a teammate that had just approved and ended was
+/// killed by it half-way through asking the team, and a `swarm send` whose
+/// message was already on disk exited 141 without a word. With nobody
+/// listening the byte lands in a pipe only this end holds, and is gone
+/// when it closes.
+fn open_to_ring(path: &Path) -> Option<File> {
+    let f = OpenOptions::new()
+        .read(true)
         .write(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
         .open(path)
-    else {
-        return;
-    };
-    if f.metadata().is_ok_and(|m| m.file_type().is_fifo()) {
-        // A full pipe already rings; a ring is never an error (see above).
-        crate::dropped::ignore((&f).write(&[1]), "ringing a doorbell");
-    }
+        .ok()?;
+    f.metadata()
+        .is_ok_and(|m| m.file_type().is_fifo())
+        .then_some(f)
+}
+
+/// One ring on an opened doorbell.
+fn knock(bell: &File) -> io::Result<()> {
+    (&*bell).write_all(&[1])
 }
 
 fn mkfifo(path: &Path) -> io::Result<()> {
@@ -138,6 +161,24 @@ mod tests {
         ring(&path); // the FIFO stays, its listener gone: dropped
         let again = Doorbell::open(&path).unwrap();
         assert!(!again.wait(Duration::from_millis(20)));
+    }
+
+    #[test]
+    fn a_listener_that_ends_between_open_and_ring_breaks_no_pipe() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("bob.wake");
+        let bell = Doorbell::open(&path).unwrap();
+        let end = open_to_ring(&path).expect("a FIFO with a listener");
+        drop(bell); // the runtime ends before the byte is written
+        // Write-only, this was EPIPE (SIGPIPE, ignored by the test harness,
+        // kills `swarm down` and `swarm send`).
+        knock(&end).expect("no broken pipe");
+        drop(end);
+        let again = Doorbell::open(&path).unwrap();
+        assert!(
+            !again.wait(Duration::from_millis(20)),
+            "a ring nobody heard is not kept for the next listener"
+        );
     }
 
     #[test]
