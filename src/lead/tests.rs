@@ -110,6 +110,34 @@ async fn a_spawned_pane_is_marked_with_the_nonce_on_the_roster() {
 }
 
 #[tokio::test]
+async fn down_asks_every_teammate_once_a_few_at_a_time() {
+    let b = Bench::new();
+    let names: Vec<String> = (0..11).map(|i| format!("m{i}")).collect();
+    for n in &names {
+        b.spawn(n).await;
+    }
+    let members: Vec<_> = names.iter().map(|n| b.member(n).unwrap()).collect();
+    let asked = teardown::ask_all(&b.team, members).unwrap();
+    assert_eq!(asked.len(), names.len());
+    for (a, n) in asked.iter().zip(&names) {
+        assert_eq!(&a.member.name, n, "in the order asked");
+        let requests: Vec<String> = b
+            .team
+            .mailbox()
+            .read(n)
+            .unwrap()
+            .entries
+            .iter()
+            .filter_map(|e| match e.protocol() {
+                Some(crate::protocol::Message::ShutdownRequest(r)) => Some(r.request_id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(requests, vec![a.request.clone()], "{n}'s inbox");
+    }
+}
+
+#[tokio::test]
 async fn a_stubborn_pane_gets_the_whole_ladder_and_its_tasks_go_back() {
     let b = Bench::new();
     let pane = b.spawn("stubborn").await;
