@@ -87,9 +87,16 @@ impl Runtime {
                 .filter(|p| !p.is_empty()),
             backend_type: mine.and_then(|m| m.backend_type.clone()),
         });
+        let active = mine.is_some_and(|m| m.is_active == Some(true));
         self.team.send_protocol(&self.me, LEAD_NAME, &msg, true)?;
         self.consume(std::slice::from_ref(entry))?;
-        self.team.roster().set_active(&self.me, false)?;
+        // Whoever asked removes the member from the roster; an idle one
+        // (already `isActive:false`) does not take the roster's lock to
+        // find nothing to change: in a `down` of 32 the runtimes queued on
+        // that lock, one after another, before their panes could end.
+        if active {
+            self.team.roster().set_active(&self.me, false)?;
+        }
         let why = req.reason.as_deref().unwrap_or("no reason given");
         self.say(&format!("■ shutdown approved ({why}); bye"));
         Ok(Exit::Ok)
