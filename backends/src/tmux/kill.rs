@@ -9,6 +9,10 @@ use super::{TmuxBackend, commands};
 use crate::error::{BackendError, Result};
 use crate::{PaneRef, process};
 
+/// How many chained `kill-pane` calls [`TmuxBackend::close_rows`] makes
+/// before it closes what is left one pane at a time.
+const CHAIN_TRIES: usize = 3;
+
 /// Per pane asked for: its result once known (`None`: still to kill).
 type Outcomes = Vec<Option<Result<()>>>;
 
@@ -77,36 +81,48 @@ impl TmuxBackend {
         groups
     }
 
-    /// Closes the panes in one chained call; where that fails (one of them
-    /// closed meanwhile: the chain stops there), one by one. A pane that is
-    /// already gone is fine: [`Self::await_closed`] checks what is left.
+    /// Closes the panes in one chained call. Where that fails, one of them
+    /// closed meanwhile (the lead closing the same panes as `swarm down`)
+    /// and the chain stopped there: the panes still listed with the same
+    /// mark are chained again (up to [`CHAIN_TRIES`] calls), and only then
+    /// closed one by one (a `down` of 32 racing its lead ran 32 clients).
+    /// A pane that is already gone is fine: [`Self::await_closed`] checks
+    /// what is left.
     async fn close_rows(&self, closing: &[&commands::PaneRow]) {
-        let cmds: Vec<Vec<String>> = closing
-            .iter()
-            .filter_map(|r| commands::kill_pane(&r.pane).ok())
-            .collect();
-        let chained = match commands::chain(cmds) {
-            Ok(argv) => self
-                .invocation(argv)
-                .output()
-                .await
-                .ok()
-                .filter(|o| o.success()),
-            Err(_) => None,
-        };
-        if chained.is_none() {
-            for r in closing {
-                if let Ok(argv) =
-                    commands::kill_pane(&r.pane).and_then(|c| commands::chain(vec![c]))
-                {
-                    // Deliberate ignore: `await_closed` checks what is left.
-                    let _ = self.invocation(argv).output().await;
-                }
+        let mut left: Vec<&commands::PaneRow> = closing.to_vec();
+        for _ in 0..CHAIN_TRIES {
+            if left.is_empty() || self.kill_chained(&left).await {
+                left.clear();
+                break;
             }
+            let Ok(listed) = self.rows().await else {
+                break;
+            };
+            left.retain(|r| listed.iter().any(|l| l.pane == r.pane && l.mark == r.mark));
+        }
+        for r in left {
+            // Deliberate ignore: `await_closed` checks what is left.
+            let _ = self.kill_chained(&[r]).await;
         }
         let mut state = self.state.lock().await;
         for r in closing {
             state.hidden.remove(&r.pane);
+        }
+    }
+
+    /// `kill-pane` of each row, in one tmux call; true when every one ran.
+    async fn kill_chained(&self, rows: &[&commands::PaneRow]) -> bool {
+        let cmds: Vec<Vec<String>> = rows
+            .iter()
+            .filter_map(|r| commands::kill_pane(&r.pane).ok())
+            .collect();
+        match commands::chain(cmds) {
+            Ok(argv) => self
+                .invocation(argv)
+                .output()
+                .await
+                .is_ok_and(|o| o.success()),
+            Err(_) => false,
         }
     }
 
@@ -178,4 +194,56 @@ fn sort_targets(panes: &[PaneRef], rows: &[commands::PaneRow]) -> (Outcomes, Tar
         }
     }
     (out, targets)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::place::{recording_backend, runs, tmux_server};
+    use crate::{PaneBackendExecutor, PaneId, Placement, SpawnSpec};
+
+    /// The lead closing some of the panes `swarm down` closes: the chain
+    /// stops at the first one gone, and the rest are chained again, not
+    /// closed one client at a time.
+    #[tokio::test]
+    async fn a_chain_broken_by_a_pane_closed_meanwhile_is_chained_again() {
+        if !tmux_server::tmux_available("a_chain_broken_by_a_pane_closed_meanwhile") {
+            return;
+        }
+        let tmux = tmux_server::TmuxServer::start();
+        let lead = PaneId::new(tmux.new_session("lead", (200, 50), &["sleep", "100000"]));
+        let (backend, log) = recording_backend(&tmux);
+        let mut mine = Vec::new();
+        for _ in 0..6 {
+            let spec = SpawnSpec::new("sleep", ["100000"], tmux.dir.path())
+                .env("PATH", "/usr/bin:/bin")
+                .placement(Placement::RightOfLead { lead: lead.clone() });
+            mine.push(backend.spawn(&spec).await.expect("spawn").id);
+        }
+        let rows = backend.rows().await.expect("listing");
+        let closing: Vec<&super::commands::PaneRow> = mine
+            .iter()
+            .map(|p| rows.iter().find(|r| &r.pane == p).expect("listed"))
+            .collect();
+        // Closed by someone else after the listing: first and fourth.
+        for gone in [&mine[0], &mine[3]] {
+            tmux.ok(&["kill-pane", "-t", gone.as_str()]);
+        }
+        let before = runs(&log, "kill-pane");
+        backend.close_rows(&closing).await;
+        let ran = runs(&log, "kill-pane") - before;
+        assert!(
+            ran <= 3,
+            "{ran} clients for 6 panes:\n{}",
+            std::fs::read_to_string(&log).unwrap()
+        );
+        let left = backend.rows().await.expect("listing");
+        for p in &mine {
+            assert!(
+                left.iter().all(|r| &r.pane != p),
+                "{p} still there: {}",
+                tmux.dump()
+            );
+        }
+        assert!(left.iter().any(|r| r.pane == lead), "the lead's pane lives");
+    }
 }

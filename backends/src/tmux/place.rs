@@ -332,22 +332,47 @@ impl TmuxBackend {
 #[cfg(test)]
 #[allow(dead_code)]
 #[path = "../../../tests/util/tmux_server.rs"]
-mod tmux_server;
+pub(super) mod tmux_server;
+
+/// A backend on the private server `tmux` whose every client run is
+/// recorded, one line of arguments each, in the returned log.
+#[cfg(test)]
+pub(super) fn recording_backend(
+    tmux: &tmux_server::TmuxServer,
+) -> (TmuxBackend, std::path::PathBuf) {
+    let log = tmux.dir.path().join("runs.log");
+    let wrapper = tmux.dir.path().join("tmux");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec tmux \"$@\"\n",
+            log.display()
+        ),
+    )
+    .expect("writing the tmux wrapper");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))
+        .expect("making the wrapper executable");
+    let mut backend = TmuxBackend::new(super::TmuxServer::socket(&tmux.sock));
+    backend.program = wrapper.to_string_lossy().into_owned();
+    (backend, log)
+}
+
+/// How many client runs recorded in `log` ran `subcommand`.
+#[cfg(test)]
+pub(super) fn runs(log: &std::path::Path, subcommand: &str) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.split(' ').any(|w| w == subcommand))
+        .count()
+}
 
 #[cfg(test)]
 mod tests {
     use super::tmux_server;
     use super::*;
     use crate::{PaneBackendExecutor, Placement, SpawnSpec};
-
-    /// The tmux subcommands `log` recorded, one line per client run.
-    fn runs(log: &std::path::Path, subcommand: &str) -> usize {
-        std::fs::read_to_string(log)
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.split(' ').any(|w| w == subcommand))
-            .count()
-    }
 
     #[tokio::test]
     async fn a_burst_of_overflow_panes_runs_one_tmux_client_a_pane() {
@@ -357,20 +382,7 @@ mod tests {
         let tmux = tmux_server::TmuxServer::start();
         let lead = PaneId::new(tmux.new_session("lead", (200, 50), &["sleep", "100000"]));
         // tmux through a wrapper that records each client run.
-        let log = tmux.dir.path().join("runs.log");
-        let wrapper = tmux.dir.path().join("tmux");
-        std::fs::write(
-            &wrapper,
-            format!(
-                "#!/bin/sh\necho \"$*\" >> '{}'\nexec tmux \"$@\"\n",
-                log.display()
-            ),
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let mut backend = TmuxBackend::new(super::super::TmuxServer::socket(&tmux.sock));
-        backend.program = wrapper.to_string_lossy().into_owned();
+        let (backend, log) = recording_backend(&tmux);
         let spec = || {
             SpawnSpec::new("sleep", ["100000"], tmux.dir.path())
                 .env("PATH", "/usr/bin:/bin")
