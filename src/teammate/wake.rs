@@ -12,7 +12,9 @@
 //!   thread of their own (no CPU); when the holder exits the kernel hands the
 //!   lock to the next, which rings every bell once to cover the hand-over.
 //!   A changed `<member>.json` inbox rings that member's bell only; a changed
-//!   task file rings every bell (any idle member may claim it).
+//!   task file rings every bell when it may offer work to a claim (it is
+//!   claimable now, or was completed or removed: `TaskStore::may_offer_work`),
+//!   none when it is a claim, progress or metadata.
 //!   Latency of a Claude Code write, lead or no lead: one inotify event and
 //!   one ring, about a millisecond, as long as any swarm runtime of the team
 //!   runs (the lead is not needed).
@@ -32,6 +34,7 @@
 
 use crate::mailbox::doorbell::{self, Doorbell};
 use crate::mailbox::{Changes, InboxWatcher};
+use crate::tasks::parse_id;
 use crate::team::Team;
 use crate::team::names::member_from_file_stem;
 use serde::{Deserialize, Serialize};
@@ -284,19 +287,26 @@ fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
             }
             Some(Changes::All) => ring_all(team),
             Some(Changes::Files(files)) => {
-                let mut tasks = false;
+                let mut tasks: Vec<String> = Vec::new();
                 for (dir, name) in files {
+                    let name = name.to_string_lossy();
+                    let stem = name.strip_suffix(".json");
                     if dir != 0 {
-                        tasks = true;
+                        // Task files only: temp files, locks and the
+                        // high-water mark end in a write of one of them.
+                        if let Some(id) = stem.filter(|s| parse_id(s).is_some())
+                            && !tasks.iter().any(|t| t == id)
+                        {
+                            tasks.push(id.to_owned());
+                        }
                         continue;
                     }
-                    let name = name.to_string_lossy();
-                    let member = name.strip_suffix(".json").and_then(member_from_file_stem);
-                    if let Some(m) = member {
+                    if let Some(m) = stem.and_then(member_from_file_stem) {
                         team.mailbox().ring(&m);
                     }
                 }
-                if tasks {
+                let ids: Vec<&str> = tasks.iter().map(String::as_str).collect();
+                if !ids.is_empty() && team.tasks().may_offer_work(&ids) {
                     ring_all(team);
                 }
             }
@@ -438,7 +448,7 @@ mod tests {
     }
 
     #[test]
-    fn a_direct_inbox_write_wakes_its_member_only_and_a_task_wakes_all() {
+    fn a_direct_inbox_write_wakes_its_member_only_and_a_task_that_offers_work_wakes_all() {
         let (_t, team, dirs) = team();
         let mut a = Wakeups::new(&team, "alice", &dirs).unwrap();
         let mut b = Wakeups::new(&team, "bob", &dirs).unwrap();
@@ -459,6 +469,31 @@ mod tests {
         crate::atomic_file::write_atomic(&task, b"{}").unwrap();
         assert!(a.wait(Duration::from_secs(5)) && b.wait(Duration::from_secs(5)));
         assert!(report(&team).is_empty(), "{:?}", report(&team));
+
+        // Task writes that offer nothing to a claim wake nobody; one that
+        // does (claimable, or completed: it may unblock others) wakes all.
+        let write = |id: &str, status: &str, owner: Option<&str>, blocked_by: &[&str]| {
+            let t = serde_json::json!({
+                "id": id, "subject": format!("task {id}"), "description": "",
+                "status": status, "owner": owner, "blocks": [], "blockedBy": blocked_by,
+            });
+            let path = team.root.task("t", id).unwrap();
+            crate::atomic_file::write_atomic(&path, t.to_string().as_bytes()).unwrap();
+        };
+        let quiet = |w: &mut Wakeups, what: &str| {
+            assert!(!w.wait(Duration::from_millis(300)), "woken by {what}");
+        };
+        write("1", "in_progress", Some("carol"), &[]);
+        write("2", "pending", None, &["1"]);
+        write("3", "pending", Some("carol"), &[]);
+        quiet(&mut a, "a claim, a blocked task and an owned one");
+        quiet(&mut b, "a claim, a blocked task and an owned one");
+        write("1", "completed", Some("carol"), &[]);
+        assert!(a.wait(Duration::from_secs(5)) && b.wait(Duration::from_secs(5)));
+        write("4", "pending", None, &[]);
+        assert!(a.wait(Duration::from_secs(5)) && b.wait(Duration::from_secs(5)));
+        std::fs::remove_file(team.root.task("t", "3").unwrap()).unwrap();
+        assert!(a.wait(Duration::from_secs(5)) && b.wait(Duration::from_secs(5)));
     }
 
     #[test]

@@ -209,6 +209,27 @@ impl TaskStore {
         Ok(Attempt::Won(task))
     }
 
+    /// Whether a change just written to the task files `ids` (made,
+    /// updated or deleted) can have left an idle claimant something to
+    /// claim: one of them is claimable now, or it was completed or is gone
+    /// (either may unblock others), or it cannot be read. The team watcher
+    /// wakes every idle runtime only then: a claim, a status or progress
+    /// write, metadata or an owner change offers nothing to a claim without
+    /// an id (assignments reach their owner as messages), and each of them
+    /// woke a team of 100 (28 ms of the runtimes' CPU per task update).
+    pub fn may_offer_work(&self, ids: &[&str]) -> bool {
+        ids.iter().any(|id| match self.load(id) {
+            Ok(Loaded::Found(t)) => match t.status {
+                Status::Completed => true,
+                Status::Pending if t.owner.is_none() => {
+                    self.open_blockers(&t).map_or(true, |open| open.is_empty())
+                }
+                _ => false,
+            },
+            Ok(Loaded::Missing | Loaded::Corrupt(_)) | Err(_) => true,
+        })
+    }
+
     /// The blockers of `task` that are still open, from fresh reads. A
     /// blocker that cannot be read counts as open: claiming too early is the
     /// worse mistake.
