@@ -260,7 +260,8 @@ fn enter_election(
 }
 
 /// The team watcher, holding the lock: rings the bell of each member whose
-/// inbox changes (every bell when a task changes) until the team is gone.
+/// inbox changes (every bell when a task change may offer work to a claim)
+/// until the team is gone.
 fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
     let watcher = InboxWatcher::over(dirs);
     tracing::info!(polling = ?watcher.polling_reason(), "watching the team's files for its runtimes");

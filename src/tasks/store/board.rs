@@ -156,7 +156,7 @@ impl TaskStore {
     /// What a claim without id starts from: the open tasks of an index
     /// younger than [`SUGGEST_FOR`] (read without decoding its tasks). When
     /// there is none, one process looks at the board for all the claimants
-    /// woken together (a task change wakes every idle runtime): it holds
+    /// woken together (a task change that may offer work wakes every idle runtime): it holds
     /// the look lock while it looks and saves the index, the others wait
     /// for it ([`LOOK_WAIT`] at most) and take what it saved. `None` when
     /// no index could be had.
