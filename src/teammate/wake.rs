@@ -466,13 +466,7 @@ mod tests {
             !b.wait(Duration::from_millis(300)),
             "bob woken by alice's mail"
         );
-        let task = team.root.task("t", "1").unwrap();
-        crate::atomic_file::write_atomic(&task, b"{}").unwrap();
-        assert!(a.wait(Duration::from_secs(5)) && b.wait(Duration::from_secs(5)));
-        assert!(report(&team).is_empty(), "{:?}", report(&team));
-
-        // Task writes that offer nothing to a claim wake nobody; one that
-        // does (claimable, or completed: it may unblock others) wakes all.
+        // A claimable task (a Claude Code-style write too) wakes all.
         let write = |id: &str, status: &str, owner: Option<&str>, blocked_by: &[&str]| {
             let t = serde_json::json!({
                 "id": id, "subject": format!("task {id}"), "description": "",
@@ -481,6 +475,12 @@ mod tests {
             let path = team.root.task("t", id).unwrap();
             crate::atomic_file::write_atomic(&path, t.to_string().as_bytes()).unwrap();
         };
+        write("1", "pending", None, &[]);
+        assert!(a.wait(Duration::from_secs(5)) && b.wait(Duration::from_secs(5)));
+        assert!(report(&team).is_empty(), "{:?}", report(&team));
+
+        // Task writes that offer nothing to a claim wake nobody; one that
+        // does (claimable, or a completion that unblocked one) wakes all.
         let quiet = |w: &mut Wakeups, what: &str| {
             assert!(!w.wait(Duration::from_millis(300)), "woken by {what}");
         };
@@ -489,6 +489,9 @@ mod tests {
         write("3", "pending", Some("carol"), &[]);
         quiet(&mut a, "a claim, a blocked task and an owned one");
         quiet(&mut b, "a claim, a blocked task and an owned one");
+        write("3", "completed", Some("carol"), &[]);
+        quiet(&mut a, "a completion that unblocked nothing");
+        quiet(&mut b, "a completion that unblocked nothing");
         write("1", "completed", Some("carol"), &[]);
         assert!(a.wait(Duration::from_secs(5)) && b.wait(Duration::from_secs(5)));
         write("4", "pending", None, &[]);
