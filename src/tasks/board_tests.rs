@@ -333,6 +333,69 @@ fn claimants_woken_together_wait_for_one_look_at_the_board() {
 }
 
 #[test]
+fn claimants_that_lost_the_last_task_share_one_look_to_find_nothing() {
+    let b = Board::with(1);
+    b.store.list().unwrap();
+    // 1 is the index's one candidate; carol takes it first.
+    assert_eq!(b.claim_next("carol").id, "1");
+    // bob woke with carol: he loses 1, and another loser is in the middle
+    // of the look that decides for both (it holds the look lock).
+    let lock = fs::File::create(b.root.board_look_lock(TEAM).unwrap()).unwrap();
+    lock.lock().unwrap();
+    let (root, done) = (b.root.clone(), std::sync::mpsc::channel());
+    let loser = std::thread::spawn(move || {
+        looks::take();
+        let claim = TaskStore::new(&root, TEAM)
+            .claim(None, "bob", false)
+            .unwrap();
+        done.0.send(()).unwrap();
+        (claim, looks::take())
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(done.1.try_recv().is_err(), "bob waits for the look");
+    b.store.list().unwrap(); // the other loser's look, begun after bob's claim
+    drop(lock);
+    let (claim, looked) = loser.join().unwrap();
+    assert!(
+        matches!(claim, Claim::Refused(Refusal::NothingClaimable)),
+        "{claim:?}"
+    );
+    assert_eq!(looked, None, "bob took the other loser's look");
+}
+
+#[test]
+fn a_claimant_that_found_a_candidate_locked_waits_for_its_holder_not_for_its_lock() {
+    let b = Board::with(1);
+    b.store.list().unwrap();
+    // carol's runtime is taking 1: it holds the OS lock (and the lock
+    // directory, which it will hand to a Claude Code writer below).
+    let file = b.file("1.json");
+    let os = crate::atomic_file::FileLock::try_os_lock(&file)
+        .unwrap()
+        .unwrap();
+    fs::create_dir(crate::paths::lock_dir_for(&file)).unwrap();
+    let root = b.root.clone();
+    let loser = std::thread::spawn(move || {
+        TaskStore::new(&root, TEAM)
+            .with_lock_timeout(Duration::from_millis(500))
+            .claim(None, "bob", false)
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let mut taken = b.store.get("1").unwrap().unwrap();
+    taken.owner = Some("carol".into());
+    taken.status = Status::InProgress;
+    crate::atomic_file::write_atomic(&file, &taken.to_file_bytes()).unwrap();
+    // carol lets go; the directory stays (as a Claude Code writer's would):
+    // bob, seeing 1 taken, has no reason to wait for it.
+    drop(os);
+    let claim = loser.join().unwrap();
+    assert!(
+        matches!(claim, Ok(Claim::Refused(Refusal::NothingClaimable))),
+        "{claim:?}"
+    );
+}
+
+#[test]
 fn a_large_board_after_two_changes_reads_only_those_two_files() {
     let b = Board::with(1);
     for i in 2..=2100 {

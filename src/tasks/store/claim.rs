@@ -5,9 +5,9 @@
 //! order and moves on when it loses a race.
 
 use super::{ListLock, Loaded, TaskError, TaskStore};
-use crate::atomic_file::LockError;
+use crate::atomic_file::{FileLock, LockError};
 use crate::tasks::cache::Stamp;
-use crate::tasks::index::{Candidate, Open};
+use crate::tasks::index::{self, Candidate, Open};
 use crate::tasks::rules::{self, Refusal};
 use crate::tasks::task::{Status, Task, parse_id};
 use std::cell::Cell;
@@ -98,19 +98,28 @@ impl TaskStore {
     /// re-checked under its own lock, in id order, so a claimant that loses
     /// a race on one candidate moves on to the next.
     fn claim_next(&self, claimant: &str, list: Option<&ListLock>) -> Result<Claim, TaskError> {
+        let asked = index::now_ns();
+        let mut tried = None;
         if list.is_none()
-            && let Some(open) = self.suggestions()?
+            && let Some((began, open)) = self.suggestions()?
         {
-            let candidates: Vec<Candidate> = open
-                .iter()
-                .filter(|o| o.claimable)
-                .map(|o| Candidate {
-                    id: o.id,
-                    seen: o.seen,
-                })
-                .collect();
-            let lower = Lower::new(&open);
-            if let Some(task) = self.claim_among(&candidates, claimant, list, Some(&lower))? {
+            if let Some(task) = self.claim_from(&open, claimant)? {
+                return Ok(Claim::Claimed(task));
+            }
+            tried = Some(began);
+        }
+        // The candidates ran out: a look that began after this claim did
+        // decides, shared with the claimants that lost the same race (if
+        // this claim already lost that look's candidates, its own does).
+        if list.is_none()
+            && let Some((began, open)) = self.open_since(asked)?
+        {
+            if !open.iter().any(|o| o.claimable) {
+                return Ok(Claim::Refused(Refusal::NothingClaimable));
+            }
+            if tried != Some(began)
+                && let Some(task) = self.claim_from(&open, claimant)?
+            {
                 return Ok(Claim::Claimed(task));
             }
         }
@@ -166,6 +175,14 @@ impl TaskStore {
             }
         }
         for id in deferred {
+            // Its holder most likely took it: wait for the holder to let go
+            // (a shared hold, granted to every waiter at once) and look
+            // without the lock. Queueing for the lock itself, each claimant
+            // that lost made and removed the lock directory in turn (a third
+            // of the CPU of 100 runtimes woken for one freed task).
+            if self.taken_meanwhile(&id)? {
+                continue;
+            }
             match self.try_candidate(&id, claimant, list, self.lock_timeout)? {
                 Attempt::Won(task) => return Ok(Some(task)),
                 // A timeout with a real wait is an error, returned above.
@@ -173,6 +190,24 @@ impl TaskStore {
             }
         }
         Ok(None)
+    }
+
+    /// Whether candidate `id`, whose lock was held, is no longer pending and
+    /// ownerless once no swarm process holds its lock (waiting for that at
+    /// most the lock timeout; a Claude Code holder is not waited for here).
+    fn taken_meanwhile(&self, id: &str) -> Result<bool, TaskError> {
+        let path = self.path(id)?;
+        let held =
+            FileLock::wait_shared(&path, self.lock_timeout).map_err(|source| TaskError::Lock {
+                team: self.team.clone(),
+                what: format!("task {id}"),
+                source,
+            })?;
+        let Some(_shared) = held else {
+            return Ok(false);
+        };
+        let now = self.peek(self.check_id(id)?)?;
+        Ok(now.is_none_or(|t| t.status != Status::Pending || t.owner.is_some()))
     }
 
     /// Claims one candidate of a claim without id if, under its lock and on
@@ -243,6 +278,22 @@ impl TaskStore {
         look && self
             .scan(None)
             .map_or(true, |board| !claimable(&board.tasks).is_empty())
+    }
+
+    /// The lowest candidate of an index's open tasks this claimant wins,
+    /// each checked afresh under its lock, while no task below it can have
+    /// become claimable since the index was taken ([`Lower`]).
+    fn claim_from(&self, open: &[Open], claimant: &str) -> Result<Option<Task>, TaskError> {
+        let candidates: Vec<Candidate> = open
+            .iter()
+            .filter(|o| o.claimable)
+            .map(|o| Candidate {
+                id: o.id,
+                seen: o.seen,
+            })
+            .collect();
+        let lower = Lower::new(open);
+        self.claim_among(&candidates, claimant, None, Some(&lower))
     }
 
     /// The blockers of `task` that are still open, from fresh reads. A
