@@ -168,6 +168,17 @@ fn wait_for_os_lock(
     }
 }
 
+/// Takes the exclusive OS lock of an opened lock file `file` (at `path`),
+/// waiting at most `timeout` blocked in the kernel, not polling: a holder
+/// that lets go hands it on at once. `Ok(None)` on timeout.
+pub fn lock_within(file: File, path: &Path, timeout: Duration) -> Result<Option<File>, LockError> {
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(fs::TryLockError::WouldBlock) => wait_for_os_lock(file, path, timeout, false),
+        Err(fs::TryLockError::Error(e)) => Err(LockError::io(path, e)),
+    }
+}
+
 /// Opens (creating) a lock's sidecar: never through a link (one planted
 /// there would have the record truncate its target, or a dangling one
 /// create a file outside the root), never truncating on open.
@@ -590,6 +601,30 @@ impl Refresher {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn lock_within_waits_for_the_holder_and_gives_up_at_its_deadline() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("look");
+        let open = || super::super::open_lock_file(&path).unwrap();
+        let held = lock_within(open(), &path, Duration::ZERO).unwrap().unwrap();
+        assert!(
+            lock_within(open(), &path, Duration::from_millis(50))
+                .unwrap()
+                .is_none(),
+            "held: none by the deadline"
+        );
+        let waiter = std::thread::spawn({
+            let path = path.clone();
+            move || {
+                let file = super::super::open_lock_file(&path).unwrap();
+                lock_within(file, &path, Duration::from_secs(30)).unwrap()
+            }
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        drop(held);
+        assert!(waiter.join().unwrap().is_some(), "handed on once let go");
+    }
 
     #[test]
     fn lock_excludes_threads_and_cleans_up() {

@@ -232,14 +232,13 @@ impl TaskStore {
                 return None;
             }
         };
-        let deadline = std::time::Instant::now() + LOOK_WAIT;
-        loop {
-            match file.try_lock() {
-                Ok(()) => return Some(file),
-                Err(fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                Err(_) => return None,
+        // Blocked in the kernel, not polling: claimants woken together
+        // queue here, each handed the lock the moment the one before lets go.
+        match atomic_file::lock_within(file, &path, LOOK_WAIT) {
+            Ok(got) => got,
+            Err(e) => {
+                tracing::debug!(error = %e, "no board look lock; looking without it");
+                None
             }
         }
     }
