@@ -25,6 +25,7 @@ pub mod session;
 pub mod spawn;
 pub mod teardown;
 pub mod view;
+pub mod wake;
 
 use crate::mailbox::Entry;
 use crate::protocol::{self, Message};
@@ -142,7 +143,7 @@ pub struct Shared {
     pub board: view::BoardChanges,
     /// The newest entries the lead consumed, as the view shows them
     /// (`None` until the view has read the history).
-    pub consumed: Option<std::collections::VecDeque<Entry>>,
+    pub consumed: Option<std::collections::VecDeque<Arc<Entry>>>,
 }
 
 impl Shared {
@@ -165,7 +166,8 @@ pub struct Lead {
     pub team: Team,
     pub opened: Arc<Opened>,
     pub shared: Arc<Mutex<Shared>>,
-    wake: Option<std::sync::mpsc::Sender<()>>,
+    /// Rings the TeamsDialog (when it runs) after a change it shows.
+    wake: Option<wake::Wake>,
     dirty: bool,
     /// The files as the plain status view last read them.
     state: view::TeamState,
@@ -230,8 +232,8 @@ impl Lead {
     fn changed(&mut self) {
         self.dirty = true;
         if let Some(w) = &self.wake {
-            // Only a loop that has ended drops the receiver.
-            crate::dropped::ignore(w.send(()), "waking the lead's loop");
+            // False only once the dialog's loop has ended.
+            w.ring();
         }
     }
 
@@ -606,8 +608,8 @@ pub fn run_lead(mut lead: Lead, rt: &tokio::runtime::Runtime) -> Result<()> {
     if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
         return rt.block_on(supervise_loop(lead, true));
     }
-    let (tx, rx) = std::sync::mpsc::channel();
-    lead.wake = Some(tx);
+    let (wake, rx) = wake::Wake::channel();
+    lead.wake = Some(wake);
     let in_process = !lead.opened.caps().panes_outlive_lead;
     let mut ui = control::LeadUi::new(&lead, rt.handle().clone());
     let supervisor = rt.spawn(supervise_loop(lead, false));
@@ -633,13 +635,24 @@ pub fn run_lead(mut lead: Lead, rt: &tokio::runtime::Runtime) -> Result<()> {
     }
 }
 
+/// What woke the supervisor's loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Woke {
+    /// The lead's inbox changed (or maybe did): read it.
+    LeadInbox,
+    /// Something only the view shows (another inbox, the roster, the board).
+    Shown,
+}
+
 /// Starts the watchers that wake the lead's loop: the inboxes, and the
 /// task board and the roster, which the dialog shows. The receiver gets
-/// one `()` per change; the board's watcher (if it runs) must be kept.
+/// one [`Woke`] per change; the board's watcher (if it runs) must be kept.
+/// With the dialog up, the board's watcher rings the dialog itself: a task
+/// change needs nothing of the supervisor.
 fn watch_files(
     lead: &Lead,
 ) -> Result<(
-    tokio::sync::mpsc::UnboundedReceiver<()>,
+    tokio::sync::mpsc::UnboundedReceiver<Woke>,
     Option<notify::RecommendedWatcher>,
 )> {
     let root = &lead.team.root;
@@ -647,40 +660,59 @@ fn watch_files(
     let tasks_dir = root.tasks_dir(team)?;
     crate::atomic_file::ensure_dir(&tasks_dir)
         .with_context(|| format!("creating {}", tasks_dir.display()))?;
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let lead_inbox = lead.team.mailbox().inbox_path(LEAD_NAME)?;
+    let lead_inbox = lead_inbox.file_name().map(std::ffi::OsStr::to_owned);
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Woke>();
     let mut watchers = vec![
-        lead.team
-            .mailbox()
-            .watch()
-            .context("watching the inboxes")?,
-        crate::mailbox::InboxWatcher::new(&root.team_dir(team)?),
+        (
+            lead.team
+                .mailbox()
+                .watch()
+                .context("watching the inboxes")?,
+            lead_inbox,
+        ),
+        (
+            crate::mailbox::InboxWatcher::new(&root.team_dir(team)?),
+            None,
+        ),
     ];
     // The board's watcher names the task files that changed, so the view
     // reads only those; where it cannot run, the directory is polled and
     // every refresh reads the whole board.
     let board_tx = tx.clone();
-    let board = match view::watch_board(&tasks_dir, lead.shared.clone(), move || {
-        crate::dropped::ignore(board_tx.send(()), "waking the lead's loop");
-    }) {
+    let dialog = lead.wake.clone();
+    let ring = move || match &dialog {
+        Some(dialog) => {
+            dialog.ring();
+        }
+        None => {
+            crate::dropped::ignore(board_tx.send(Woke::Shown), "waking the lead's loop");
+        }
+    };
+    let board = match view::watch_board(&tasks_dir, lead.shared.clone(), ring) {
         Ok(w) => {
             // The full listing the watch asks for is done now, not on the
             // first change that follows.
-            crate::dropped::ignore(tx.send(()), "waking the lead's loop");
+            crate::dropped::ignore(tx.send(Woke::Shown), "waking the lead's loop");
             Some(w)
         }
         Err(e) => {
             tracing::warn!(dir = %tasks_dir.display(), error = %e, "cannot watch the board; polling it");
-            watchers.push(crate::mailbox::InboxWatcher::new(&tasks_dir));
+            watchers.push((crate::mailbox::InboxWatcher::new(&tasks_dir), None));
             None
         }
     };
-    for watcher in watchers {
+    for (watcher, inbox) in watchers {
         let tx = tx.clone();
         std::thread::Builder::new()
             .name("file-watch".into())
             .spawn(move || {
                 loop {
-                    if watcher.wait(Duration::from_secs(3600)) && tx.send(()).is_err() {
+                    let woke = match watcher.changes(Duration::from_secs(3600)) {
+                        None => continue,
+                        Some(changes) => woken_by(&changes, inbox.as_deref()),
+                    };
+                    if tx.send(woke).is_err() {
                         return;
                     }
                 }
@@ -688,6 +720,21 @@ fn watch_files(
             .context("starting a file watcher")?;
     }
     Ok((rx, board))
+}
+
+/// What `changes` in a watched directory mean for the supervisor:
+/// `lead_inbox` is the lead's inbox file name in the inboxes directory
+/// (`None` for the other directories).
+fn woken_by(changes: &crate::mailbox::Changes, lead_inbox: Option<&std::ffi::OsStr>) -> Woke {
+    use crate::mailbox::Changes;
+    match (changes, lead_inbox) {
+        (_, None) => Woke::Shown,
+        (Changes::All, Some(_)) => Woke::LeadInbox,
+        (Changes::Files(files), Some(name)) if files.iter().any(|(_, f)| f == name) => {
+            Woke::LeadInbox
+        }
+        (Changes::Files(_), Some(_)) => Woke::Shown,
+    }
 }
 
 /// The supervisor: inbox handling on every change, pane liveness on a tick.
@@ -715,12 +762,18 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
     });
     let mut stdout = std::io::stdout();
     let started = Instant::now();
+    // The inbox is read at the start, after each tick (a safety net for an
+    // event that never came) and when it changed; not for a change to
+    // another inbox, the roster or the board.
+    let mut inbox_due = true;
     loop {
         if !lead.team.roster().exists() {
             tracing::info!("the team was deleted; the lead exits");
             return Ok(());
         }
-        if let Err(e) = lead.handle_inbox().await {
+        if std::mem::take(&mut inbox_due)
+            && let Err(e) = lead.handle_inbox().await
+        {
             lead.event(format!("error reading the lead's inbox: {e:#}"));
         }
         if plain_view {
@@ -728,18 +781,23 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
         }
         tokio::select! {
             _ = tick.tick() => {
+                inbox_due = true;
                 if let Err(e) = lead.supervise().await {
                     lead.event(format!("error checking panes: {e:#}"));
                 }
             }
             _ = lead.opened.backend.changed(), if exit_events => {
+                inbox_due = true;
                 if let Err(e) = lead.supervise().await {
                     lead.event(format!("error checking panes: {e:#}"));
                 }
             }
-            _ = rx.recv() => {
+            Some(woke) = rx.recv() => {
                 // One refresh for a burst: a write is several events.
-                while rx.try_recv().is_ok() {}
+                inbox_due |= woke == Woke::LeadInbox;
+                while let Ok(woke) = rx.try_recv() {
+                    inbox_due |= woke == Woke::LeadInbox;
+                }
                 lead.changed();
             }
             Some(_) = async { term.as_mut()?.recv().await }, if term.is_some() => {

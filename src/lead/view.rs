@@ -203,7 +203,7 @@ pub struct TeamState {
     board: Board,
     board_changed: Changed,
     unread: HashMap<String, Cached<usize>>,
-    lead_unread: Option<Cached<Vec<Entry>>>,
+    lead_unread: Option<Cached<Vec<Arc<Entry>>>>,
     /// The notice of the last refresh's trouble (an unreadable inbox).
     trouble: Vec<String>,
 }
@@ -337,7 +337,7 @@ impl TeamState {
 
     /// The lead's newest [`INBOX_SHOWN`] unread entries, its inbox read again
     /// only when it changed.
-    fn lead_unread(&mut self, team: &Team) -> Result<Vec<Entry>> {
+    fn lead_unread(&mut self, team: &Team) -> Result<Vec<Arc<Entry>>> {
         let mb = team.mailbox();
         let stamp = settled_stamp(&mb.inbox_path(LEAD_NAME)?);
         if let Some(c) = &self.lead_unread
@@ -348,7 +348,11 @@ impl TeamState {
         }
         let read = mb.read(LEAD_NAME)?.entries;
         let large = read.len() > INBOX_SHOWN;
-        let mut value: Vec<Entry> = read.into_iter().filter(Entry::is_unread).collect();
+        let mut value: Vec<Arc<Entry>> = read
+            .into_iter()
+            .filter(Entry::is_unread)
+            .map(Arc::new)
+            .collect();
         // The dialog shows the newest: thousands of unread entries (a
         // burst the lead has not consumed yet) are not all kept and copied
         // into every view.
@@ -446,7 +450,7 @@ fn lock(shared: &std::sync::Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> 
 
 /// The newest consumed entries of the lead's inbox: read from the history
 /// the first time, then kept from what the lead hands over as it consumes.
-fn consumed_shown(team: &Team, shared: &std::sync::Mutex<Shared>) -> Result<Vec<Entry>> {
+fn consumed_shown(team: &Team, shared: &std::sync::Mutex<Shared>) -> Result<Vec<Arc<Entry>>> {
     if let Some(ring) = &lock(shared).consumed {
         return Ok(ring.iter().cloned().collect());
     }
@@ -458,10 +462,11 @@ fn consumed_shown(team: &Team, shared: &std::sync::Mutex<Shared>) -> Result<Vec<
     // Entries consumed while the history was read were handed over
     // meanwhile (or are in the history): keep each once.
     let ring = sh.consumed.get_or_insert_with(VecDeque::new);
-    let seen: std::collections::HashSet<EntryKey> = ring.iter().map(Entry::key).collect();
-    let mut all: VecDeque<Entry> = history
+    let seen: std::collections::HashSet<EntryKey> = ring.iter().map(|e| e.key()).collect();
+    let mut all: VecDeque<Arc<Entry>> = history
         .into_iter()
         .filter(|e| !seen.contains(&e.key()))
+        .map(Arc::new)
         .collect();
     all.extend(ring.drain(..));
     while all.len() > INBOX_SHOWN {
@@ -479,8 +484,13 @@ pub fn consumed(shared: &mut Shared, entries: &[Entry]) {
         // Only the newest can be shown: a batch of thousands must not
         // leave the ring that large (it keeps its capacity).
         let newest = &entries[entries.len().saturating_sub(INBOX_SHOWN)..];
-        let seen: std::collections::HashSet<EntryKey> = ring.iter().map(Entry::key).collect();
-        ring.extend(newest.iter().filter(|e| !seen.contains(&e.key())).cloned());
+        let seen: std::collections::HashSet<EntryKey> = ring.iter().map(|e| e.key()).collect();
+        ring.extend(
+            newest
+                .iter()
+                .filter(|e| !seen.contains(&e.key()))
+                .map(|e| Arc::new(e.clone())),
+        );
         while ring.len() > INBOX_SHOWN {
             ring.pop_front();
         }
