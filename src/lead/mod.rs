@@ -26,6 +26,8 @@ pub mod spawn;
 pub mod teardown;
 pub mod view;
 pub mod wake;
+#[cfg(target_os = "linux")]
+pub mod watch;
 
 use crate::mailbox::Entry;
 use crate::protocol::{self, Message};
@@ -637,32 +639,76 @@ pub fn run_lead(mut lead: Lead, rt: &tokio::runtime::Runtime) -> Result<()> {
 
 /// What woke the supervisor's loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Woke {
+pub enum Woke {
     /// The lead's inbox changed (or maybe did): read it.
     LeadInbox,
     /// Something only the view shows (another inbox, the roster, the board).
     Shown,
 }
 
+/// What keeps the lead's watchers running (dropped with its loop).
+enum Watching {
+    #[cfg(target_os = "linux")]
+    One(#[allow(dead_code)] watch::LeadWatch),
+    /// The `notify` watchers' threads run for the process's life; the
+    /// board's watcher (if it runs) must be kept.
+    Notify(#[allow(dead_code)] Option<notify::RecommendedWatcher>),
+}
+
 /// Starts the watchers that wake the lead's loop: the inboxes, and the
 /// task board and the roster, which the dialog shows. The receiver gets
-/// one [`Woke`] per change; the board's watcher (if it runs) must be kept.
-/// With the dialog up, the board's watcher rings the dialog itself: a task
-/// change needs nothing of the supervisor.
-fn watch_files(
-    lead: &Lead,
-) -> Result<(
-    tokio::sync::mpsc::UnboundedReceiver<Woke>,
-    Option<notify::RecommendedWatcher>,
-)> {
+/// one [`Woke`] per change. With the dialog up, a change that only the
+/// dialog shows (a task, another member's inbox) rings it directly: it
+/// needs nothing of the supervisor.
+fn watch_files(lead: &Lead) -> Result<(tokio::sync::mpsc::UnboundedReceiver<Woke>, Watching)> {
     let root = &lead.team.root;
     let team = &lead.team.name;
     let tasks_dir = root.tasks_dir(team)?;
     crate::atomic_file::ensure_dir(&tasks_dir)
         .with_context(|| format!("creating {}", tasks_dir.display()))?;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Woke>();
+    #[cfg(target_os = "linux")]
+    {
+        let inboxes = root.inboxes_dir(team)?;
+        crate::atomic_file::ensure_dir(&inboxes)
+            .with_context(|| format!("creating {}", inboxes.display()))?;
+        let lead_inbox = lead.team.mailbox().inbox_path(LEAD_NAME)?;
+        let dirs = watch::Dirs {
+            team: root.team_dir(team)?,
+            inboxes,
+            tasks: tasks_dir.clone(),
+            lead_inbox: lead_inbox.file_name().unwrap_or_default().to_owned(),
+        };
+        let to_loop = tx.clone();
+        match watch::start(&dirs, lead.shared.clone(), lead.wake.clone(), move |w| {
+            to_loop.send(w).is_ok()
+        }) {
+            Ok(w) => {
+                // The full listing the watch asks for is done now, not on
+                // the first change that follows.
+                crate::dropped::ignore(tx.send(Woke::Shown), "waking the lead's loop");
+                return Ok((rx, Watching::One(w)));
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch the team with inotify; using notify");
+            }
+        }
+    }
+    let board = watch_with_notify(lead, &tasks_dir, tx)?;
+    Ok((rx, Watching::Notify(board)))
+}
+
+/// [`watch_files`] through the `notify` watchers (polling where they
+/// cannot run): one per directory, each with a thread that passes its
+/// changes on to `tx`.
+fn watch_with_notify(
+    lead: &Lead,
+    tasks_dir: &std::path::Path,
+    tx: tokio::sync::mpsc::UnboundedSender<Woke>,
+) -> Result<Option<notify::RecommendedWatcher>> {
+    let root = &lead.team.root;
     let lead_inbox = lead.team.mailbox().inbox_path(LEAD_NAME)?;
     let lead_inbox = lead_inbox.file_name().map(std::ffi::OsStr::to_owned);
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Woke>();
     let mut watchers = vec![
         (
             lead.team
@@ -672,7 +718,7 @@ fn watch_files(
             lead_inbox,
         ),
         (
-            crate::mailbox::InboxWatcher::new(&root.team_dir(team)?),
+            crate::mailbox::InboxWatcher::new(&root.team_dir(&lead.team.name)?),
             None,
         ),
     ];
@@ -689,7 +735,7 @@ fn watch_files(
             crate::dropped::ignore(board_tx.send(Woke::Shown), "waking the lead's loop");
         }
     };
-    let board = match view::watch_board(&tasks_dir, lead.shared.clone(), ring) {
+    let board = match view::watch_board(tasks_dir, lead.shared.clone(), ring) {
         Ok(w) => {
             // The full listing the watch asks for is done now, not on the
             // first change that follows.
@@ -698,7 +744,7 @@ fn watch_files(
         }
         Err(e) => {
             tracing::warn!(dir = %tasks_dir.display(), error = %e, "cannot watch the board; polling it");
-            watchers.push((crate::mailbox::InboxWatcher::new(&tasks_dir), None));
+            watchers.push((crate::mailbox::InboxWatcher::new(tasks_dir), None));
             None
         }
     };
@@ -719,7 +765,7 @@ fn watch_files(
             })
             .context("starting a file watcher")?;
     }
-    Ok((rx, board))
+    Ok(board)
 }
 
 /// What `changes` in a watched directory mean for the supervisor:
@@ -741,7 +787,7 @@ fn woken_by(changes: &crate::mailbox::Changes, lead_inbox: Option<&std::ffi::OsS
 async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
     // Without the board and roster watchers a task created or a teammate
     // killed from the command line reached the dialog only on its 30 s tick.
-    let (mut rx, _board) = watch_files(&lead)?;
+    let (mut rx, _watching) = watch_files(&lead)?;
     // With the dialog up, the TUI owns SIGTERM (with SIGHUP and SIGINT): it
     // ends tui::run with Exit::Signal and run_lead aborts this loop. Only
     // the plain view takes it here, so it is registered once.

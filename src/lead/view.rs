@@ -78,8 +78,22 @@ impl BoardChanges {
         self.all = true;
     }
 
+    /// A watcher feeds these from now on; whatever happened before it
+    /// began is read whole once.
+    pub fn watched(&mut self) {
+        self.watched = true;
+        self.all = true;
+    }
+
+    /// The watcher stopped (its directory went): every refresh reads the
+    /// whole board again.
+    pub fn unwatched(&mut self) {
+        self.watched = false;
+        self.all = true;
+    }
+
     /// What changed since the last call; everything when no watcher runs.
-    fn take(&mut self) -> (bool, BTreeSet<u64>) {
+    pub(super) fn take(&mut self) -> (bool, BTreeSet<u64>) {
         let all = std::mem::replace(&mut self.all, false) || !self.watched;
         (all, std::mem::take(&mut self.ids))
     }
@@ -145,9 +159,7 @@ pub fn watch_board(
         }
     })?;
     w.watch(dir, notify::RecursiveMode::NonRecursive)?;
-    let mut sh = shared.lock().unwrap_or_else(|e| e.into_inner());
-    sh.board.watched = true;
-    sh.board.unsure(); // whatever happened before the watch began
+    lock(&shared).board.watched();
     Ok(w)
 }
 
@@ -444,7 +456,7 @@ fn trim_heap() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn trim_heap() {}
 
-fn lock(shared: &std::sync::Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
+pub(super) fn lock(shared: &std::sync::Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
     shared.lock().unwrap_or_else(|e| e.into_inner())
 }
 
