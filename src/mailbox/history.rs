@@ -10,7 +10,7 @@
 //! duplicate an entry.
 
 use super::MailboxError;
-use super::entry::Entry;
+use super::entry::{Entry, EntryKeyRef};
 use super::inbox::{self, Parsed, Stored};
 use crate::atomic_file;
 use crate::tasks::cache::Stamp;
@@ -138,7 +138,8 @@ fn load(path: &Path) -> Result<Vec<Stored>, MailboxError> {
 /// one rather than by hashing the whole history.
 fn not_in<'a>(kept: &[Stored], consumed: &'a [Stored]) -> Vec<&'a Stored> {
     let same = |a: &Stored, b: &Stored| {
-        a.msg_id().is_some_and(|id| b.msg_id() == Some(id)) || KeyRef::of(a) == KeyRef::of(b)
+        a.msg_id().is_some_and(|id| b.msg_id() == Some(id))
+            || a.entry().key_ref() == b.entry().key_ref()
     };
     if consumed.len() <= 8 {
         let mut fresh: Vec<&Stored> = Vec::new();
@@ -150,36 +151,14 @@ fn not_in<'a>(kept: &[Stored], consumed: &'a [Stored]) -> Vec<&'a Stored> {
         return fresh;
     }
     let mut ids: HashSet<&str> = kept.iter().filter_map(Stored::msg_id).collect();
-    let mut keys: HashSet<KeyRef<'_>> = kept.iter().map(KeyRef::of).collect();
+    let mut keys: HashSet<EntryKeyRef<'_>> = kept.iter().map(|s| s.entry().key_ref()).collect();
     consumed
         .iter()
         .filter(|s| {
             let seen = s.msg_id().is_some_and(|id| !ids.insert(id));
-            !seen && keys.insert(KeyRef::of(s))
+            !seen && keys.insert(s.entry().key_ref())
         })
         .collect()
-}
-
-/// An entry's identity ([`EntryKey`](super::entry::EntryKey)) borrowed
-/// from it.
-#[derive(PartialEq, Eq, Hash)]
-struct KeyRef<'a> {
-    msg_id: Option<&'a str>,
-    from: &'a str,
-    timestamp: &'a str,
-    text: &'a str,
-}
-
-impl<'a> KeyRef<'a> {
-    fn of(s: &'a Stored) -> KeyRef<'a> {
-        let e = s.entry();
-        KeyRef {
-            msg_id: e.msg_id.as_deref(),
-            from: &e.from,
-            timestamp: &e.timestamp,
-            text: &e.text,
-        }
-    }
 }
 
 /// The histories this process wrote last, each with the stamp of the file
