@@ -11,6 +11,8 @@
 //! - [`teardown`]: kill ladder, graceful shutdown, prune, down.
 //! - [`control`]: the TeamsDialog's view of the lead: snapshots and actions.
 //! - [`view`]: the team as shown, kept up to date from what changed.
+//! - [`watch`]: what wakes the lead's loop and the dialog (one inotify
+//!   watcher on Linux), and [`wake`]: the dialog rung once per snapshot.
 //! - this file: the lead process itself ([`run_lead`]): it records itself in
 //!   `leadProcess`, re-discovers live panes after a restart, notices a pane
 //!   whose process exited or vanished within about a second, handles
@@ -26,7 +28,6 @@ pub mod spawn;
 pub mod teardown;
 pub mod view;
 pub mod wake;
-#[cfg(target_os = "linux")]
 pub mod watch;
 
 use crate::mailbox::Entry;
@@ -637,157 +638,11 @@ pub fn run_lead(mut lead: Lead, rt: &tokio::runtime::Runtime) -> Result<()> {
     }
 }
 
-/// What woke the supervisor's loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Woke {
-    /// The lead's inbox changed (or maybe did): read it.
-    LeadInbox,
-    /// Something only the view shows (another inbox, the roster, the board).
-    Shown,
-}
-
-/// What keeps the lead's watchers running (dropped with its loop).
-enum Watching {
-    #[cfg(target_os = "linux")]
-    One(#[allow(dead_code)] watch::LeadWatch),
-    /// The `notify` watchers' threads run for the process's life; the
-    /// board's watcher (if it runs) must be kept.
-    Notify(#[allow(dead_code)] Option<notify::RecommendedWatcher>),
-}
-
-/// Starts the watchers that wake the lead's loop: the inboxes, and the
-/// task board and the roster, which the dialog shows. The receiver gets
-/// one [`Woke`] per change. With the dialog up, a change that only the
-/// dialog shows (a task, another member's inbox) rings it directly: it
-/// needs nothing of the supervisor.
-fn watch_files(lead: &Lead) -> Result<(tokio::sync::mpsc::UnboundedReceiver<Woke>, Watching)> {
-    let root = &lead.team.root;
-    let team = &lead.team.name;
-    let tasks_dir = root.tasks_dir(team)?;
-    crate::atomic_file::ensure_dir(&tasks_dir)
-        .with_context(|| format!("creating {}", tasks_dir.display()))?;
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Woke>();
-    #[cfg(target_os = "linux")]
-    {
-        let inboxes = root.inboxes_dir(team)?;
-        crate::atomic_file::ensure_dir(&inboxes)
-            .with_context(|| format!("creating {}", inboxes.display()))?;
-        let lead_inbox = lead.team.mailbox().inbox_path(LEAD_NAME)?;
-        let dirs = watch::Dirs {
-            team: root.team_dir(team)?,
-            inboxes,
-            tasks: tasks_dir.clone(),
-            lead_inbox: lead_inbox.file_name().unwrap_or_default().to_owned(),
-        };
-        let to_loop = tx.clone();
-        match watch::start(&dirs, lead.shared.clone(), lead.wake.clone(), move |w| {
-            to_loop.send(w).is_ok()
-        }) {
-            Ok(w) => {
-                // The full listing the watch asks for is done now, not on
-                // the first change that follows.
-                crate::dropped::ignore(tx.send(Woke::Shown), "waking the lead's loop");
-                return Ok((rx, Watching::One(w)));
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot watch the team with inotify; using notify");
-            }
-        }
-    }
-    let board = watch_with_notify(lead, &tasks_dir, tx)?;
-    Ok((rx, Watching::Notify(board)))
-}
-
-/// [`watch_files`] through the `notify` watchers (polling where they
-/// cannot run): one per directory, each with a thread that passes its
-/// changes on to `tx`.
-fn watch_with_notify(
-    lead: &Lead,
-    tasks_dir: &std::path::Path,
-    tx: tokio::sync::mpsc::UnboundedSender<Woke>,
-) -> Result<Option<notify::RecommendedWatcher>> {
-    let root = &lead.team.root;
-    let lead_inbox = lead.team.mailbox().inbox_path(LEAD_NAME)?;
-    let lead_inbox = lead_inbox.file_name().map(std::ffi::OsStr::to_owned);
-    let mut watchers = vec![
-        (
-            lead.team
-                .mailbox()
-                .watch()
-                .context("watching the inboxes")?,
-            lead_inbox,
-        ),
-        (
-            crate::mailbox::InboxWatcher::new(&root.team_dir(&lead.team.name)?),
-            None,
-        ),
-    ];
-    // The board's watcher names the task files that changed, so the view
-    // reads only those; where it cannot run, the directory is polled and
-    // every refresh reads the whole board.
-    let board_tx = tx.clone();
-    let dialog = lead.wake.clone();
-    let ring = move || match &dialog {
-        Some(dialog) => {
-            dialog.ring();
-        }
-        None => {
-            crate::dropped::ignore(board_tx.send(Woke::Shown), "waking the lead's loop");
-        }
-    };
-    let board = match view::watch_board(tasks_dir, lead.shared.clone(), ring) {
-        Ok(w) => {
-            // The full listing the watch asks for is done now, not on the
-            // first change that follows.
-            crate::dropped::ignore(tx.send(Woke::Shown), "waking the lead's loop");
-            Some(w)
-        }
-        Err(e) => {
-            tracing::warn!(dir = %tasks_dir.display(), error = %e, "cannot watch the board; polling it");
-            watchers.push((crate::mailbox::InboxWatcher::new(tasks_dir), None));
-            None
-        }
-    };
-    for (watcher, inbox) in watchers {
-        let tx = tx.clone();
-        std::thread::Builder::new()
-            .name("file-watch".into())
-            .spawn(move || {
-                loop {
-                    let woke = match watcher.changes(Duration::from_secs(3600)) {
-                        None => continue,
-                        Some(changes) => woken_by(&changes, inbox.as_deref()),
-                    };
-                    if tx.send(woke).is_err() {
-                        return;
-                    }
-                }
-            })
-            .context("starting a file watcher")?;
-    }
-    Ok(board)
-}
-
-/// What `changes` in a watched directory mean for the supervisor:
-/// `lead_inbox` is the lead's inbox file name in the inboxes directory
-/// (`None` for the other directories).
-fn woken_by(changes: &crate::mailbox::Changes, lead_inbox: Option<&std::ffi::OsStr>) -> Woke {
-    use crate::mailbox::Changes;
-    match (changes, lead_inbox) {
-        (_, None) => Woke::Shown,
-        (Changes::All, Some(_)) => Woke::LeadInbox,
-        (Changes::Files(files), Some(name)) if files.iter().any(|(_, f)| f == name) => {
-            Woke::LeadInbox
-        }
-        (Changes::Files(_), Some(_)) => Woke::Shown,
-    }
-}
-
 /// The supervisor: inbox handling on every change, pane liveness on a tick.
 async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
     // Without the board and roster watchers a task created or a teammate
     // killed from the command line reached the dialog only on its 30 s tick.
-    let (mut rx, _watching) = watch_files(&lead)?;
+    let (mut rx, _watching) = watch::watch_files(&lead)?;
     // With the dialog up, the TUI owns SIGTERM (with SIGHUP and SIGINT): it
     // ends tui::run with Exit::Signal and run_lead aborts this loop. Only
     // the plain view takes it here, so it is registered once.
@@ -840,9 +695,9 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
             }
             Some(woke) = rx.recv() => {
                 // One refresh for a burst: a write is several events.
-                inbox_due |= woke == Woke::LeadInbox;
+                inbox_due |= woke == watch::Woke::LeadInbox;
                 while let Ok(woke) = rx.try_recv() {
-                    inbox_due |= woke == Woke::LeadInbox;
+                    inbox_due |= woke == watch::Woke::LeadInbox;
                 }
                 lead.changed();
             }

@@ -370,17 +370,20 @@ fn only_the_leads_inbox_makes_the_supervisor_read_it() {
         |names: &[&str]| Changes::Files(names.iter().map(|n| (0, OsString::from(n))).collect());
     let lead = Some(OsStr::new("team-lead.json"));
     assert_eq!(
-        super::woken_by(&files(&["bob.json"]), lead),
-        super::Woke::Shown
+        super::watch::woken_by(&files(&["bob.json"]), lead),
+        super::watch::Woke::Shown
     );
     assert_eq!(
-        super::woken_by(&files(&["bob.json", "team-lead.json"]), lead),
-        super::Woke::LeadInbox
+        super::watch::woken_by(&files(&["bob.json", "team-lead.json"]), lead),
+        super::watch::Woke::LeadInbox
     );
-    assert_eq!(super::woken_by(&Changes::All, lead), super::Woke::LeadInbox);
     assert_eq!(
-        super::woken_by(&files(&["team-lead.json"]), None),
-        super::Woke::Shown,
+        super::watch::woken_by(&Changes::All, lead),
+        super::watch::Woke::LeadInbox
+    );
+    assert_eq!(
+        super::watch::woken_by(&files(&["team-lead.json"]), None),
+        super::watch::Woke::Shown,
         "a file of that name in another directory"
     );
 }

@@ -1,251 +1,167 @@
-//! The lead's one watcher on Linux ([`LeadWatch`]): a single inotify
-//! instance over the team's directory (the roster), its inboxes and its
-//! task board, asked only for what ends a writer's change: a file closed
-//! after writing (Claude Code writes in place), renamed in or out (swarm
-//! writes a temp file and renames it), deleted, and the directories
-//! themselves going. The `notify` watchers it replaces were three inotify
-//! instances, three threads and two forwarding threads, woken as well by
-//! every open (the lead's own reads of the files it was told about), every
-//! write call, temp file, `fchmod` and lock directory: one task update woke
-//! them a dozen times. One thread reads this one, and each batch of events
-//! becomes at most one ring of the dialog and one message to the
-//! supervisor.
-//!
-//! - a task file: named in the board's changes ([`view::BoardChanges`]),
-//!   the dialog rung (the supervisor has nothing to do for it);
-//! - the lead's inbox: the supervisor reads it ([`Woke::LeadInbox`]);
-//! - another inbox: the dialog rung (its unread counts);
-//! - the roster, or a directory going: the supervisor wakes
-//!   ([`Woke::Shown`]) and checks that the team still exists;
-//! - an overflow of the queue: all of these, the board read whole.
-//!
-//! Where inotify cannot be had (no instance left), the lead falls back to
-//! the `notify` watchers, which poll when they must.
+//! What wakes the lead's loop ([`watch_files`]): the team's directory (the
+//! roster), its inboxes and its board. On Linux one inotify watcher
+//! ([`linux`]) serves all three; elsewhere, or when no inotify instance is
+//! left, the `notify` watchers do (polling where they cannot run). Either
+//! way a change that only the dialog shows rings the dialog, and only a
+//! change to the lead's own inbox makes the supervisor read it
+//! ([`Woke`]).
 
-use super::view::BoardChanges;
-use super::wake::Wake;
-use super::{Shared, Woke};
-use crate::tasks::task::task_file_id;
-use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
-use std::ffi::{OsStr, OsString};
-use std::os::fd::AsRawFd;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+#[cfg(target_os = "linux")]
+pub mod linux;
 
-/// The directories the lead watches, and the files in them it tells apart.
-#[derive(Debug, Clone)]
-pub struct Dirs {
-    /// `teams/<team>/`: the roster.
-    pub team: PathBuf,
-    /// `teams/<team>/inboxes/`.
-    pub inboxes: PathBuf,
-    /// `tasks/<team>/`: the board.
-    pub tasks: PathBuf,
-    /// The lead's inbox file name (`team-lead.json`).
-    pub lead_inbox: OsString,
+use super::{Lead, view};
+use crate::team::names::LEAD_NAME;
+use anyhow::{Context, Result};
+use std::time::Duration;
+
+/// What woke the supervisor's loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Woke {
+    /// The lead's inbox changed (or maybe did): read it.
+    LeadInbox,
+    /// Something only the view shows (another inbox, the roster, the board).
+    Shown,
 }
 
-/// The events that end a change (see the module docs); the directory's own
-/// deletion or move comes with every watch.
-fn mask() -> WatchMask {
-    WatchMask::CLOSE_WRITE
-        | WatchMask::MOVED_TO
-        | WatchMask::MOVED_FROM
-        | WatchMask::DELETE
-        | WatchMask::DELETE_SELF
-        | WatchMask::MOVE_SELF
-        | WatchMask::ONLYDIR
+/// What keeps the lead's watchers running (dropped with its loop).
+pub enum Watching {
+    #[cfg(target_os = "linux")]
+    One(#[allow(dead_code)] linux::LeadWatch),
+    /// The `notify` watchers' threads run for the process's life; the
+    /// board's watcher (if it runs) must be kept.
+    Notify(#[allow(dead_code)] Option<notify::RecommendedWatcher>),
 }
 
-/// The running watcher; dropping it removes its watches, which ends its
-/// thread.
-pub struct LeadWatch {
-    watches: Watches,
-    wds: Vec<WatchDescriptor>,
-}
-
-impl Drop for LeadWatch {
-    fn drop(&mut self) {
-        for wd in self.wds.drain(..) {
-            // A directory already gone took its watch with it.
-            crate::dropped::ignore(self.watches.remove(wd), "removing a watch of the lead");
-        }
-    }
-}
-
-/// What one batch of events asks for.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Batch {
-    /// The dialog shows something that changed.
-    dialog: bool,
-    /// The supervisor must read the lead's inbox.
-    lead_inbox: bool,
-    /// The supervisor must look (the roster changed, a directory went).
-    supervisor: bool,
-    /// Watches gone (their directory removed, or the watcher dropped).
-    gone: usize,
-}
-
-/// Which watched directory an event's watch is (by watch descriptor id).
-struct Watched {
-    team: i32,
-    inboxes: i32,
-    tasks: i32,
-    lead_inbox: OsString,
-}
-
-impl Watched {
-    /// Adds `mask`'s events to `batch` for one event, noting task files in
-    /// `board`.
-    fn note(
-        &self,
-        batch: &mut Batch,
-        board: &mut BoardChanges,
-        wd: i32,
-        mask: EventMask,
-        name: Option<&OsStr>,
-    ) {
-        if mask.contains(EventMask::Q_OVERFLOW) {
-            board.unsure();
-            batch.dialog = true;
-            batch.lead_inbox = true;
-            batch.supervisor = true;
-            return;
-        }
-        let own = mask.intersects(EventMask::DELETE_SELF | EventMask::MOVE_SELF);
-        if mask.contains(EventMask::IGNORED) {
-            batch.gone += 1;
-        }
-        if wd == self.tasks {
-            if own || mask.contains(EventMask::IGNORED) {
-                // The board's directory went: nothing names its changes now.
-                board.unwatched();
-                batch.dialog = true;
-                batch.supervisor = true;
-            } else if let Some(id) = name.and_then(OsStr::to_str).and_then(task_file_id) {
-                board.task(id);
-                batch.dialog = true;
-            }
-        } else if wd == self.inboxes {
-            if own || mask.contains(EventMask::IGNORED) {
-                batch.supervisor = true;
-            } else if name == Some(self.lead_inbox.as_os_str()) {
-                batch.lead_inbox = true;
-            } else if name.is_some_and(counts) {
-                batch.dialog = true;
-            }
-        } else if wd == self.team
-            && (own || mask.contains(EventMask::IGNORED) || name.is_some_and(counts))
-        {
-            batch.supervisor = true;
-        }
-    }
-}
-
-/// `<name>.json`, not a temp file or a copy beside it (as the `notify`
-/// watchers count them).
-fn counts(name: &OsStr) -> bool {
-    let name = name.to_string_lossy();
-    name.ends_with(".json") && !name.starts_with('.')
-}
-
-/// Starts the watcher: task files are noted in `shared`'s board changes,
-/// `dialog` is rung when the dialog shows something that changed (without
-/// a dialog, `supervisor` gets [`Woke::Shown`] instead), and `supervisor`
-/// gets what it must act on; it returns false once its receiver is gone,
-/// which ends the thread.
-pub fn start(
-    dirs: &Dirs,
-    shared: Arc<Mutex<Shared>>,
-    dialog: Option<Wake>,
-    supervisor: impl Fn(Woke) -> bool + Send + 'static,
-) -> std::io::Result<LeadWatch> {
-    let inotify = Inotify::init()?;
-    // One blocking read per batch (the crate opens it non-blocking).
-    // SAFETY: F_GETFL/F_SETFL on a descriptor this function owns, with
-    // flags read from it; no memory is passed.
-    unsafe {
-        let fd = inotify.as_raw_fd();
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    let mut watches = inotify.watches();
-    let wds = vec![
-        watches.add(&dirs.team, mask())?,
-        watches.add(&dirs.inboxes, mask())?,
-        watches.add(&dirs.tasks, mask())?,
-    ];
-    let watched = Watched {
-        team: wds[0].get_watch_descriptor_id(),
-        inboxes: wds[1].get_watch_descriptor_id(),
-        tasks: wds[2].get_watch_descriptor_id(),
-        lead_inbox: dirs.lead_inbox.clone(),
-    };
-    super::view::lock(&shared).board.watched();
-    std::thread::Builder::new()
-        .name("lead-watch".into())
-        .spawn(move || run(inotify, &watched, &shared, dialog.as_ref(), &supervisor))?;
-    Ok(LeadWatch { watches, wds })
-}
-
-/// The watcher's thread: one batch of events at a time, until every watch
-/// is gone or nobody listens.
-fn run(
-    mut inotify: Inotify,
-    watched: &Watched,
-    shared: &Mutex<Shared>,
-    dialog: Option<&Wake>,
-    supervisor: &dyn Fn(Woke) -> bool,
-) {
-    // Room for many events: a burst is read in one call.
-    let mut buffer = vec![0u8; 64 * 1024];
-    let mut alive = 3;
-    loop {
-        let mut batch = Batch::default();
-        match inotify.read_events(&mut buffer) {
-            Ok(events) => {
-                let mut sh = super::view::lock(shared);
-                for e in events {
-                    let wd = e.wd.get_watch_descriptor_id();
-                    watched.note(&mut batch, &mut sh.board, wd, e.mask, e.name);
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                // Nothing can be told any more: read everything once, and
-                // the board whole from now on.
-                tracing::warn!(error = %e, "the lead's watcher failed");
-                super::view::lock(shared).board.unwatched();
-                supervisor(Woke::LeadInbox);
-                return;
-            }
-        }
-        let listening = deliver(&batch, dialog, supervisor);
-        alive -= batch.gone.min(alive);
-        if !listening || alive == 0 {
-            return;
-        }
-    }
-}
-
-/// Rings and sends what `batch` asks for; false once the supervisor is gone.
-fn deliver(batch: &Batch, dialog: Option<&Wake>, supervisor: &dyn Fn(Woke) -> bool) -> bool {
-    let mut listening = true;
-    if batch.lead_inbox {
-        listening &= supervisor(Woke::LeadInbox);
-    }
-    if batch.supervisor || (batch.dialog && dialog.is_none()) {
-        listening &= supervisor(Woke::Shown);
-    }
-    if batch.dialog
-        && let Some(d) = dialog
+/// Starts the watchers that wake the lead's loop: the inboxes, and the
+/// task board and the roster, which the dialog shows. The receiver gets
+/// one [`Woke`] per change. With the dialog up, a change that only the
+/// dialog shows (a task, another member's inbox) rings it directly: it
+/// needs nothing of the supervisor.
+pub fn watch_files(lead: &Lead) -> Result<(tokio::sync::mpsc::UnboundedReceiver<Woke>, Watching)> {
+    let root = &lead.team.root;
+    let team = &lead.team.name;
+    let tasks_dir = root.tasks_dir(team)?;
+    crate::atomic_file::ensure_dir(&tasks_dir)
+        .with_context(|| format!("creating {}", tasks_dir.display()))?;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Woke>();
+    #[cfg(target_os = "linux")]
     {
-        d.ring();
+        let inboxes = root.inboxes_dir(team)?;
+        crate::atomic_file::ensure_dir(&inboxes)
+            .with_context(|| format!("creating {}", inboxes.display()))?;
+        let lead_inbox = lead.team.mailbox().inbox_path(LEAD_NAME)?;
+        let dirs = linux::Dirs {
+            team: root.team_dir(team)?,
+            inboxes,
+            tasks: tasks_dir.clone(),
+            lead_inbox: lead_inbox.file_name().unwrap_or_default().to_owned(),
+        };
+        let to_loop = tx.clone();
+        match linux::start(&dirs, lead.shared.clone(), lead.wake.clone(), move |w| {
+            to_loop.send(w).is_ok()
+        }) {
+            Ok(w) => {
+                // The full listing the watch asks for is done now, not on
+                // the first change that follows.
+                crate::dropped::ignore(tx.send(Woke::Shown), "waking the lead's loop");
+                return Ok((rx, Watching::One(w)));
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch the team with inotify; using notify");
+            }
+        }
     }
-    listening
+    let board = watch_with_notify(lead, &tasks_dir, tx)?;
+    Ok((rx, Watching::Notify(board)))
 }
 
-#[cfg(test)]
+/// [`watch_files`] through the `notify` watchers (polling where they
+/// cannot run): one per directory, each with a thread that passes its
+/// changes on to `tx`.
+fn watch_with_notify(
+    lead: &Lead,
+    tasks_dir: &std::path::Path,
+    tx: tokio::sync::mpsc::UnboundedSender<Woke>,
+) -> Result<Option<notify::RecommendedWatcher>> {
+    let root = &lead.team.root;
+    let lead_inbox = lead.team.mailbox().inbox_path(LEAD_NAME)?;
+    let lead_inbox = lead_inbox.file_name().map(std::ffi::OsStr::to_owned);
+    let mut watchers = vec![
+        (
+            lead.team
+                .mailbox()
+                .watch()
+                .context("watching the inboxes")?,
+            lead_inbox,
+        ),
+        (
+            crate::mailbox::InboxWatcher::new(&root.team_dir(&lead.team.name)?),
+            None,
+        ),
+    ];
+    // The board's watcher names the task files that changed, so the view
+    // reads only those; where it cannot run, the directory is polled and
+    // every refresh reads the whole board.
+    let board_tx = tx.clone();
+    let dialog = lead.wake.clone();
+    let ring = move || match &dialog {
+        Some(dialog) => {
+            dialog.ring();
+        }
+        None => {
+            crate::dropped::ignore(board_tx.send(Woke::Shown), "waking the lead's loop");
+        }
+    };
+    let board = match view::watch_board(tasks_dir, lead.shared.clone(), ring) {
+        Ok(w) => {
+            // The full listing the watch asks for is done now, not on the
+            // first change that follows.
+            crate::dropped::ignore(tx.send(Woke::Shown), "waking the lead's loop");
+            Some(w)
+        }
+        Err(e) => {
+            tracing::warn!(dir = %tasks_dir.display(), error = %e, "cannot watch the board; polling it");
+            watchers.push((crate::mailbox::InboxWatcher::new(tasks_dir), None));
+            None
+        }
+    };
+    for (watcher, inbox) in watchers {
+        let tx = tx.clone();
+        std::thread::Builder::new()
+            .name("file-watch".into())
+            .spawn(move || {
+                loop {
+                    let woke = match watcher.changes(Duration::from_secs(3600)) {
+                        None => continue,
+                        Some(changes) => woken_by(&changes, inbox.as_deref()),
+                    };
+                    if tx.send(woke).is_err() {
+                        return;
+                    }
+                }
+            })
+            .context("starting a file watcher")?;
+    }
+    Ok(board)
+}
+
+/// What `changes` in a watched directory mean for the supervisor:
+/// `lead_inbox` is the lead's inbox file name in the inboxes directory
+/// (`None` for the other directories).
+pub(super) fn woken_by(
+    changes: &crate::mailbox::Changes,
+    lead_inbox: Option<&std::ffi::OsStr>,
+) -> Woke {
+    use crate::mailbox::Changes;
+    match (changes, lead_inbox) {
+        (_, None) => Woke::Shown,
+        (Changes::All, Some(_)) => Woke::LeadInbox,
+        (Changes::Files(files), Some(name)) if files.iter().any(|(_, f)| f == name) => {
+            Woke::LeadInbox
+        }
+        (Changes::Files(_), Some(_)) => Woke::Shown,
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
 mod tests;

@@ -2,9 +2,13 @@
 //! dialog, which wake the supervisor, and which (the lead's own reads, temp
 //! files, locks) wake nobody.
 
-use super::*;
+use super::Woke;
+use super::linux::*;
+use crate::lead::Shared;
+use crate::lead::wake::Wake;
 use std::io::Write;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long something that must come is waited for.
@@ -58,7 +62,7 @@ impl Setup {
     /// takes them (which rearms its ring).
     fn board(&self) -> (bool, Vec<u64>) {
         self.wake.taken();
-        let (all, ids) = super::super::view::lock(&self.shared).board.take();
+        let (all, ids) = crate::lead::view::lock(&self.shared).board.take();
         (all, ids.into_iter().collect())
     }
 
