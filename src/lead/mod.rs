@@ -611,12 +611,12 @@ pub fn run_lead(mut lead: Lead, rt: &tokio::runtime::Runtime) -> Result<()> {
     if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
         return rt.block_on(supervise_loop(lead, true));
     }
-    let (wake, rx) = wake::Wake::channel();
-    lead.wake = Some(wake);
+    let inputs = crate::tui::Inputs::default();
+    lead.wake = Some(wake::Wake::new(inputs.waker()));
     let in_process = !lead.opened.caps().panes_outlive_lead;
     let mut ui = control::LeadUi::new(&lead, rt.handle().clone());
     let supervisor = rt.spawn(supervise_loop(lead, false));
-    let exit = crate::tui::run(&mut ui, crate::tui::RunOptions::from_env(Some(rx)));
+    let exit = crate::tui::run(&mut ui, crate::tui::RunOptions::from_env(inputs));
     supervisor.abort();
     match exit? {
         crate::tui::Exit::Quit if in_process => {
