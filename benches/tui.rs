@@ -75,7 +75,7 @@ fn team(members: usize, tasks: usize) -> TeamView {
             };
             let mut e = Entry::new(&from, text, None, Some("blue".into()));
             e.timestamp = "2026-11-30T07:15:27.589Z".into();
-            e
+            std::sync::Arc::new(e)
         })
         .collect();
     let requests = (0..5)

@@ -179,6 +179,18 @@ pub fn open_lock_file(path: &Path) -> io::Result<File> {
         .map_err(|e| safe_path::refused_link(path, e))
 }
 
+/// Opens an existing file for writing in place, in a directory that passes
+/// [`check_dir`], refusing a link in its place. Only for a file whose
+/// readers can tell a torn write (the history's appends).
+pub fn open_for_write_in_place(path: &Path) -> io::Result<File> {
+    check_dir(parent_of(path))?;
+    OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| safe_path::refused_link(path, e))
+}
+
 /// Opens a file for reading, refusing a link in its place.
 pub fn open_nofollow(path: &Path) -> io::Result<File> {
     OpenOptions::new()

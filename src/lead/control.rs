@@ -35,6 +35,8 @@ pub struct LeadUi {
     /// write: `H` right after `h` found the roster not yet saying hidden
     /// and left the pane parked.
     hiding: Arc<tokio::sync::Mutex<()>>,
+    /// The lead's ring for the dialog, told when a snapshot is taken.
+    wake: Option<super::wake::Wake>,
 }
 
 impl LeadUi {
@@ -47,6 +49,7 @@ impl LeadUi {
             notice: None,
             state: view::TeamState::default(),
             hiding: Arc::default(),
+            wake: lead.wake.clone(),
         }
     }
 
@@ -280,6 +283,10 @@ fn cycle_mode(team: &Team, target: Option<String>, mode: &str) -> Result<String>
 
 impl LeadControl for LeadUi {
     fn snapshot(&mut self) -> TeamView {
+        // Before reading: a change from now on rings again.
+        if let Some(w) = &self.wake {
+            w.taken();
+        }
         let cx = view::Context {
             team: &self.team,
             shared: &self.shared,

@@ -11,6 +11,8 @@
 //! - [`teardown`]: kill ladder, graceful shutdown, prune, down.
 //! - [`control`]: the TeamsDialog's view of the lead: snapshots and actions.
 //! - [`view`]: the team as shown, kept up to date from what changed.
+//! - [`watch`]: what wakes the lead's loop and the dialog (one inotify
+//!   watcher on Linux), and [`wake`]: the dialog rung once per snapshot.
 //! - this file: the lead process itself ([`run_lead`]): it records itself in
 //!   `leadProcess`, re-discovers live panes after a restart, notices a pane
 //!   whose process exited or vanished within about a second, handles
@@ -25,6 +27,8 @@ pub mod session;
 pub mod spawn;
 pub mod teardown;
 pub mod view;
+pub mod wake;
+pub mod watch;
 
 use crate::mailbox::Entry;
 use crate::protocol::{self, Message};
@@ -142,7 +146,7 @@ pub struct Shared {
     pub board: view::BoardChanges,
     /// The newest entries the lead consumed, as the view shows them
     /// (`None` until the view has read the history).
-    pub consumed: Option<std::collections::VecDeque<Entry>>,
+    pub consumed: Option<std::collections::VecDeque<Arc<Entry>>>,
 }
 
 impl Shared {
@@ -165,7 +169,8 @@ pub struct Lead {
     pub team: Team,
     pub opened: Arc<Opened>,
     pub shared: Arc<Mutex<Shared>>,
-    wake: Option<std::sync::mpsc::Sender<()>>,
+    /// Rings the TeamsDialog (when it runs) after a change it shows.
+    wake: Option<wake::Wake>,
     dirty: bool,
     /// The files as the plain status view last read them.
     state: view::TeamState,
@@ -230,8 +235,8 @@ impl Lead {
     fn changed(&mut self) {
         self.dirty = true;
         if let Some(w) = &self.wake {
-            // Only a loop that has ended drops the receiver.
-            crate::dropped::ignore(w.send(()), "waking the lead's loop");
+            // False only once the dialog's loop has ended.
+            w.ring();
         }
     }
 
@@ -606,12 +611,12 @@ pub fn run_lead(mut lead: Lead, rt: &tokio::runtime::Runtime) -> Result<()> {
     if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
         return rt.block_on(supervise_loop(lead, true));
     }
-    let (tx, rx) = std::sync::mpsc::channel();
-    lead.wake = Some(tx);
+    let inputs = crate::tui::Inputs::default();
+    lead.wake = Some(wake::Wake::new(inputs.waker()));
     let in_process = !lead.opened.caps().panes_outlive_lead;
     let mut ui = control::LeadUi::new(&lead, rt.handle().clone());
     let supervisor = rt.spawn(supervise_loop(lead, false));
-    let exit = crate::tui::run(&mut ui, crate::tui::RunOptions::from_env(Some(rx)));
+    let exit = crate::tui::run(&mut ui, crate::tui::RunOptions::from_env(inputs));
     supervisor.abort();
     match exit? {
         crate::tui::Exit::Quit if in_process => {
@@ -633,68 +638,11 @@ pub fn run_lead(mut lead: Lead, rt: &tokio::runtime::Runtime) -> Result<()> {
     }
 }
 
-/// Starts the watchers that wake the lead's loop: the inboxes, and the
-/// task board and the roster, which the dialog shows. The receiver gets
-/// one `()` per change; the board's watcher (if it runs) must be kept.
-fn watch_files(
-    lead: &Lead,
-) -> Result<(
-    tokio::sync::mpsc::UnboundedReceiver<()>,
-    Option<notify::RecommendedWatcher>,
-)> {
-    let root = &lead.team.root;
-    let team = &lead.team.name;
-    let tasks_dir = root.tasks_dir(team)?;
-    crate::atomic_file::ensure_dir(&tasks_dir)
-        .with_context(|| format!("creating {}", tasks_dir.display()))?;
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<()>();
-    let mut watchers = vec![
-        lead.team
-            .mailbox()
-            .watch()
-            .context("watching the inboxes")?,
-        crate::mailbox::InboxWatcher::new(&root.team_dir(team)?),
-    ];
-    // The board's watcher names the task files that changed, so the view
-    // reads only those; where it cannot run, the directory is polled and
-    // every refresh reads the whole board.
-    let board_tx = tx.clone();
-    let board = match view::watch_board(&tasks_dir, lead.shared.clone(), move || {
-        crate::dropped::ignore(board_tx.send(()), "waking the lead's loop");
-    }) {
-        Ok(w) => {
-            // The full listing the watch asks for is done now, not on the
-            // first change that follows.
-            crate::dropped::ignore(tx.send(()), "waking the lead's loop");
-            Some(w)
-        }
-        Err(e) => {
-            tracing::warn!(dir = %tasks_dir.display(), error = %e, "cannot watch the board; polling it");
-            watchers.push(crate::mailbox::InboxWatcher::new(&tasks_dir));
-            None
-        }
-    };
-    for watcher in watchers {
-        let tx = tx.clone();
-        std::thread::Builder::new()
-            .name("file-watch".into())
-            .spawn(move || {
-                loop {
-                    if watcher.wait(Duration::from_secs(3600)) && tx.send(()).is_err() {
-                        return;
-                    }
-                }
-            })
-            .context("starting a file watcher")?;
-    }
-    Ok((rx, board))
-}
-
 /// The supervisor: inbox handling on every change, pane liveness on a tick.
 async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
     // Without the board and roster watchers a task created or a teammate
     // killed from the command line reached the dialog only on its 30 s tick.
-    let (mut rx, _board) = watch_files(&lead)?;
+    let (mut rx, _watching) = watch::watch_files(&lead)?;
     // With the dialog up, the TUI owns SIGTERM (with SIGHUP and SIGINT): it
     // ends tui::run with Exit::Signal and run_lead aborts this loop. Only
     // the plain view takes it here, so it is registered once.
@@ -715,12 +663,18 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
     });
     let mut stdout = std::io::stdout();
     let started = Instant::now();
+    // The inbox is read at the start, after each tick (a safety net for an
+    // event that never came) and when it changed; not for a change to
+    // another inbox, the roster or the board.
+    let mut inbox_due = true;
     loop {
         if !lead.team.roster().exists() {
             tracing::info!("the team was deleted; the lead exits");
             return Ok(());
         }
-        if let Err(e) = lead.handle_inbox().await {
+        if std::mem::take(&mut inbox_due)
+            && let Err(e) = lead.handle_inbox().await
+        {
             lead.event(format!("error reading the lead's inbox: {e:#}"));
         }
         if plain_view {
@@ -728,18 +682,23 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
         }
         tokio::select! {
             _ = tick.tick() => {
+                inbox_due = true;
                 if let Err(e) = lead.supervise().await {
                     lead.event(format!("error checking panes: {e:#}"));
                 }
             }
             _ = lead.opened.backend.changed(), if exit_events => {
+                inbox_due = true;
                 if let Err(e) = lead.supervise().await {
                     lead.event(format!("error checking panes: {e:#}"));
                 }
             }
-            _ = rx.recv() => {
+            Some(woke) = rx.recv() => {
                 // One refresh for a burst: a write is several events.
-                while rx.try_recv().is_ok() {}
+                inbox_due |= woke == watch::Woke::LeadInbox;
+                while let Ok(woke) = rx.try_recv() {
+                    inbox_due |= woke == watch::Woke::LeadInbox;
+                }
                 lead.changed();
             }
             Some(_) = async { term.as_mut()?.recv().await }, if term.is_some() => {

@@ -364,3 +364,54 @@ async fn a_roster_that_lost_its_members_recovers_them_from_the_marks() {
             .all(|m| !m.tmux_pane_id.is_empty())
     );
 }
+
+/// The dialog is rung once per snapshot: the writes of one change (a task
+/// file, a message, its consumption) each woke the dialog's thread.
+#[tokio::test]
+async fn changes_before_a_snapshot_ring_the_dialog_once_and_after_it_again() {
+    use crate::tui::LeadControl;
+    let b = Bench::new();
+    let mut lead = b.lead();
+    let (wake, rings) = super::wake::Wake::channel();
+    lead.wake = Some(wake);
+    let mut ui = super::control::LeadUi::new(&lead, tokio::runtime::Handle::current());
+    lead.changed();
+    lead.changed();
+    assert_eq!(rings.try_iter().count(), 1, "two changes, one ring");
+    ui.snapshot();
+    lead.changed();
+    assert_eq!(
+        rings.try_iter().count(),
+        1,
+        "a change after the snapshot rings again"
+    );
+}
+
+/// Only a change to the lead's own inbox (or one the watcher cannot name)
+/// makes the supervisor read it; another inbox, the roster or the board
+/// only refresh the view.
+#[test]
+fn only_the_leads_inbox_makes_the_supervisor_read_it() {
+    use crate::mailbox::Changes;
+    use std::ffi::{OsStr, OsString};
+    let files =
+        |names: &[&str]| Changes::Files(names.iter().map(|n| (0, OsString::from(n))).collect());
+    let lead = Some(OsStr::new("team-lead.json"));
+    assert_eq!(
+        super::watch::woken_by(&files(&["bob.json"]), lead),
+        super::watch::Woke::Shown
+    );
+    assert_eq!(
+        super::watch::woken_by(&files(&["bob.json", "team-lead.json"]), lead),
+        super::watch::Woke::LeadInbox
+    );
+    assert_eq!(
+        super::watch::woken_by(&Changes::All, lead),
+        super::watch::Woke::LeadInbox
+    );
+    assert_eq!(
+        super::watch::woken_by(&files(&["team-lead.json"]), None),
+        super::watch::Woke::Shown,
+        "a file of that name in another directory"
+    );
+}

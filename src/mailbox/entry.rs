@@ -49,6 +49,16 @@ pub struct EntryKey {
     pub text: String,
 }
 
+/// [`EntryKey`] borrowed from its entry ([`Entry::key_ref`]): the same
+/// identity, compared and hashed without copying the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EntryKeyRef<'a> {
+    pub msg_id: Option<&'a str>,
+    pub from: &'a str,
+    pub timestamp: &'a str,
+    pub text: &'a str,
+}
+
 /// Why an entry read from a file was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidEntry(pub String);
@@ -91,6 +101,16 @@ impl Entry {
             from: self.from.clone(),
             timestamp: self.timestamp.clone(),
             text: self.text.clone(),
+        }
+    }
+
+    /// [`Entry::key`], borrowed.
+    pub fn key_ref(&self) -> EntryKeyRef<'_> {
+        EntryKeyRef {
+            msg_id: self.msg_id.as_deref(),
+            from: &self.from,
+            timestamp: &self.timestamp,
+            text: &self.text,
         }
     }
 

@@ -2,15 +2,26 @@
 //! entry goes when it leaves an inbox, by consumption or compaction, so
 //! nothing vanishes silently.
 //!
-//! Same file format as an inbox, oldest first, bounded to the newest
-//! [`MAX_ENTRIES`] entries and [`MAX_BYTES`]. It is only written while the
-//! member's *inbox* lock is held (consume and append both hold it), so it
-//! needs no lock of its own; it is written before the inbox is rewritten,
-//! and merged by identity, so a crash between the two writes can never
-//! duplicate an entry.
+//! Same file format as an inbox, oldest first; readers get the newest
+//! [`MAX_ENTRIES`] entries within [`MAX_BYTES`]. It is only written while
+//! the member's *inbox* lock is held (consume and append both hold it), so
+//! it needs no lock of its own; it is written, and made durable, before the
+//! inbox is rewritten, and merged by identity, so a crash between the two
+//! writes can never duplicate an entry or lose one.
+//!
+//! A history this process wrote and nobody changed since is appended to in
+//! place (its closing `]` overwritten by the new entries and a new `]`,
+//! then `fdatasync`): the lead consumes one message at a time, and
+//! rewriting the whole file (1,000 entries) through a temp file, its fsync,
+//! a rename and the directory's fsync was most of a consumption. The file
+//! may then hold up to [`SLACK_ENTRIES`] entries (and [`SLACK_BYTES`])
+//! past the bounds before a rewrite trims it. A crash in the middle of an
+//! append leaves a torn tail; a reader keeps every whole entry before it
+//! ([`repaired`]): those were durable before, and the torn ones are still
+//! in the inbox, which is rewritten only after the append is durable.
 
 use super::MailboxError;
-use super::entry::Entry;
+use super::entry::{Entry, EntryKeyRef};
 use super::inbox::{self, Parsed, Stored};
 use crate::atomic_file;
 use crate::tasks::cache::Stamp;
@@ -21,24 +32,66 @@ use std::path::Path;
 pub const MAX_ENTRIES: usize = 1000;
 /// Bytes kept per member.
 pub const MAX_BYTES: usize = 1024 * 1024;
+/// Entries a history appended to may hold past [`MAX_ENTRIES`] before it
+/// is rewritten to its bounds (one rewrite per this many consumptions).
+pub const SLACK_ENTRIES: usize = 256;
+/// Bytes a history appended to may hold past [`MAX_BYTES`].
+pub const SLACK_BYTES: usize = MAX_BYTES / 4;
 
-/// Reads a history file, oldest first. A corrupt file yields what could be
+/// Reads a history file, oldest first, within its bounds. A torn append
+/// yields the whole entries before it; another corrupt file what could be
 /// salvaged (it is quarantined by the next write).
 pub(crate) fn read(path: &Path) -> Result<Vec<Entry>, MailboxError> {
     let Some(bytes) = atomic_file::read_optional(path).map_err(|e| MailboxError::io(path, e))?
     else {
         return Ok(Vec::new());
     };
-    Ok(match inbox::parse(&bytes) {
+    let mut kept = match inbox::parse(&bytes) {
         Parsed::Clean(v) => v,
-        Parsed::Corrupt { salvaged, problem } => {
-            tracing::warn!(history = %path.display(), %problem, "history file is corrupt");
-            salvaged
+        Parsed::Corrupt { salvaged, problem } => match repaired(&bytes) {
+            Some(v) => v,
+            None => {
+                tracing::warn!(history = %path.display(), %problem, "history file is corrupt");
+                salvaged
+            }
+        },
+    };
+    bound(&mut kept);
+    Ok(kept.into_iter().map(Stored::into_entry).collect())
+}
+
+/// The entries of a history whose last append was torn by a crash: every
+/// whole entry before the tear, or `None` when the file is not that. An
+/// entry as rendered ends with a line holding only its closing brace at
+/// the array's indent, and JSON strings hold no raw newline, so `\n  }`
+/// is only ever that; the file is cut after such a line and closed, the
+/// latest first, until it parses.
+fn repaired(bytes: &[u8]) -> Option<Vec<Stored>> {
+    const END: &[u8] = b"\n  }";
+    let mut end = bytes.len();
+    for _ in 0..64 {
+        let at = bytes[..end].windows(END.len()).rposition(|w| w == END)?;
+        let mut cut = bytes[..at + END.len()].to_vec();
+        cut.extend_from_slice(b"\n]");
+        if let Parsed::Clean(v) = inbox::parse(&cut) {
+            return Some(v);
         }
+        end = at;
     }
-    .into_iter()
-    .map(Stored::into_entry)
-    .collect())
+    None
+}
+
+/// Keeps the newest [`MAX_ENTRIES`] of `kept`, within [`MAX_BYTES`] (the
+/// newest always, however large); returns how many went.
+fn bound(kept: &mut Vec<Stored>) -> usize {
+    let mut cut = kept.len().saturating_sub(MAX_ENTRIES);
+    let mut size = inbox::rendered_len(&kept[cut..]);
+    while size > MAX_BYTES && cut + 1 < kept.len() {
+        size -= kept[cut].text.len() + 4;
+        cut += 1;
+    }
+    kept.drain(..cut);
+    cut
 }
 
 /// The newest entries of a long run of consumed ones, as many as the
@@ -81,22 +134,25 @@ pub(crate) fn record(path: &Path, consumed: &[Stored]) -> Result<(), MailboxErro
         return Ok(());
     }
     let io = |e| MailboxError::io(path, e);
-    let mut kept = match take_written(path) {
-        Some(kept) => kept,
-        None => load(path)?,
+    // Only a file as this process wrote it is appended to: its bytes are
+    // known to be `render(kept)`.
+    let (mut kept, ours) = match take_written(path) {
+        Some(kept) => (kept, true),
+        None => (load(path)?, false),
     };
-    let fresh = not_in(&kept, consumed);
-    kept.extend(fresh.into_iter().cloned());
-    if kept.len() > MAX_ENTRIES {
-        kept.drain(..kept.len() - MAX_ENTRIES);
+    let fresh: Vec<Stored> = not_in(&kept, consumed).into_iter().cloned().collect();
+    if ours && fresh.is_empty() {
+        keep_written(path, kept);
+        return Ok(());
     }
-    let mut size = inbox::rendered_len(&kept);
-    let mut cut = 0;
-    while size > MAX_BYTES && cut + 1 < kept.len() {
-        size -= kept[cut].text.len() + 4;
-        cut += 1;
+    if ours && appendable(&kept, &fresh) {
+        let meta = append(path, inbox::rendered_len(&kept), &fresh).map_err(io)?;
+        kept.extend(fresh);
+        remember(path, Stamp::of(&meta), kept);
+        return Ok(());
     }
-    kept.drain(..cut);
+    kept.extend(fresh);
+    let cut = bound(&mut kept);
     if cut > 0 {
         tracing::debug!(history = %path.display(), trimmed = cut, "history trimmed to its byte bound");
     }
@@ -108,8 +164,39 @@ pub(crate) fn record(path: &Path, consumed: &[Stored]) -> Result<(), MailboxErro
     Ok(())
 }
 
-/// The history at `path` as the file holds it; a corrupt file is copied
-/// aside and what could be salvaged kept.
+/// Whether `fresh` may be appended to a history holding `kept` (as this
+/// process wrote it): not to an empty one (`[]`), and within the slack.
+fn appendable(kept: &[Stored], fresh: &[Stored]) -> bool {
+    !kept.is_empty()
+        && kept.len() + fresh.len() <= MAX_ENTRIES + SLACK_ENTRIES
+        && inbox::rendered_len(kept) + inbox::rendered_len(fresh) <= MAX_BYTES + SLACK_BYTES
+}
+
+/// Appends `fresh` to the history at `path`, which holds `len` bytes as
+/// [`inbox::render`] laid them out (ending in `\n]`), durably; the file's
+/// metadata after the write. The result is `render` of all the entries.
+fn append(path: &Path, len: usize, fresh: &[Stored]) -> std::io::Result<std::fs::Metadata> {
+    use std::os::unix::fs::FileExt;
+    let f = atomic_file::open_for_write_in_place(path)?;
+    if f.metadata()?.len() != len as u64 {
+        return Err(std::io::Error::other(
+            "the history changed under its inbox lock",
+        ));
+    }
+    let mut bytes = Vec::with_capacity(inbox::rendered_len(fresh) + 2);
+    for s in fresh {
+        bytes.extend_from_slice(b",\n  ");
+        bytes.extend_from_slice(s.text.as_bytes());
+    }
+    bytes.extend_from_slice(b"\n]");
+    f.write_all_at(&bytes, len as u64 - 2)?;
+    f.sync_data()?;
+    f.metadata()
+}
+
+/// The history at `path` as the file holds it; a torn append keeps its
+/// whole entries; another corrupt file is copied aside and what could be
+/// salvaged kept.
 fn load(path: &Path) -> Result<Vec<Stored>, MailboxError> {
     #[cfg(test)]
     LOADS.with(|n| n.set(n.get() + 1));
@@ -118,6 +205,10 @@ fn load(path: &Path) -> Result<Vec<Stored>, MailboxError> {
         None => Vec::new(),
         Some(bytes) => match inbox::parse(&bytes) {
             Parsed::Clean(v) => v,
+            Parsed::Corrupt { .. } if let Some(v) = repaired(&bytes) => {
+                tracing::warn!(history = %path.display(), "history's last append was torn; its whole entries kept");
+                v
+            }
             Parsed::Corrupt { salvaged, problem } => {
                 let copy = atomic_file::quarantine(path).map_err(io)?;
                 tracing::warn!(
@@ -138,7 +229,8 @@ fn load(path: &Path) -> Result<Vec<Stored>, MailboxError> {
 /// one rather than by hashing the whole history.
 fn not_in<'a>(kept: &[Stored], consumed: &'a [Stored]) -> Vec<&'a Stored> {
     let same = |a: &Stored, b: &Stored| {
-        a.msg_id().is_some_and(|id| b.msg_id() == Some(id)) || KeyRef::of(a) == KeyRef::of(b)
+        a.msg_id().is_some_and(|id| b.msg_id() == Some(id))
+            || a.entry().key_ref() == b.entry().key_ref()
     };
     if consumed.len() <= 8 {
         let mut fresh: Vec<&Stored> = Vec::new();
@@ -150,36 +242,14 @@ fn not_in<'a>(kept: &[Stored], consumed: &'a [Stored]) -> Vec<&'a Stored> {
         return fresh;
     }
     let mut ids: HashSet<&str> = kept.iter().filter_map(Stored::msg_id).collect();
-    let mut keys: HashSet<KeyRef<'_>> = kept.iter().map(KeyRef::of).collect();
+    let mut keys: HashSet<EntryKeyRef<'_>> = kept.iter().map(|s| s.entry().key_ref()).collect();
     consumed
         .iter()
         .filter(|s| {
             let seen = s.msg_id().is_some_and(|id| !ids.insert(id));
-            !seen && keys.insert(KeyRef::of(s))
+            !seen && keys.insert(s.entry().key_ref())
         })
         .collect()
-}
-
-/// An entry's identity ([`EntryKey`](super::entry::EntryKey)) borrowed
-/// from it.
-#[derive(PartialEq, Eq, Hash)]
-struct KeyRef<'a> {
-    msg_id: Option<&'a str>,
-    from: &'a str,
-    timestamp: &'a str,
-    text: &'a str,
-}
-
-impl<'a> KeyRef<'a> {
-    fn of(s: &'a Stored) -> KeyRef<'a> {
-        let e = s.entry();
-        KeyRef {
-            msg_id: e.msg_id.as_deref(),
-            from: &e.from,
-            timestamp: &e.timestamp,
-            text: &e.text,
-        }
-    }
 }
 
 /// The histories this process wrote last, each with the stamp of the file
@@ -229,12 +299,16 @@ fn keep_written(path: &Path, kept: Vec<Stored>) {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return;
     };
+    remember(path, Stamp::of(&meta), kept);
+}
+
+/// Remembers `kept` as the history at `path`, whose file has `stamp`.
+fn remember(path: &Path, stamp: Stamp, kept: Vec<Stored>) {
     let mut all = last_written();
     all.retain(|(p, _)| p != path);
     if all.len() >= KEPT_HISTORIES {
         all.remove(0);
     }
-    let stamp = Stamp::of(&meta);
     all.push((path.to_path_buf(), Written { stamp, kept }));
 }
 
@@ -342,6 +416,97 @@ mod tests {
             std::fs::read(&whole).unwrap(),
             std::fs::read(&tailed).unwrap()
         );
+    }
+
+    /// The consumption the lead makes: one message at a time.
+    fn one_at_a_time(path: &Path, texts: impl IntoIterator<Item = String>) -> Vec<Stored> {
+        let mut all = Vec::new();
+        for t in texts {
+            let s = stored(&t);
+            record(path, std::slice::from_ref(&s)).unwrap();
+            all.push(s);
+        }
+        all
+    }
+
+    fn inode(path: &Path) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).unwrap().ino()
+    }
+
+    #[test]
+    fn a_history_this_process_wrote_is_appended_to_in_place_laid_out_as_a_rewrite() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("bob.json");
+        let first = one_at_a_time(&path, ["a".to_owned()]);
+        let ino = inode(&path);
+        let rest = one_at_a_time(&path, (0..5).map(|i| format!("m{i}")));
+        assert_eq!(inode(&path), ino, "appended in place, not replaced");
+        let all: Vec<Stored> = first.into_iter().chain(rest).collect();
+        assert_eq!(std::fs::read(&path).unwrap(), inbox::render(&all));
+        // Consumed again (a crash before the inbox was rewritten): no copy.
+        record(&path, &all[2..4]).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), inbox::render(&all));
+    }
+
+    #[test]
+    fn a_torn_append_keeps_every_whole_entry_and_the_next_record_completes_it() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("bob.json");
+        let before = one_at_a_time(&path, ["a".to_owned(), "b".to_owned()]);
+        let old = std::fs::read(&path).unwrap();
+        let (c, d) = (stored("c\n  }\n]"), stored("d"));
+        let mut whole = before.clone();
+        whole.extend([c.clone(), d.clone()]);
+        let full = inbox::render(&whole);
+        // Every tear of the append of c and d: the bytes before it, then
+        // any prefix of what the append writes from the old closing `]`.
+        for tear in old.len() - 2..full.len() {
+            let torn = [&old[..old.len() - 2], &full[old.len() - 2..tear]].concat();
+            std::fs::write(&path, &torn).unwrap();
+            let texts: Vec<String> = read(&path).unwrap().into_iter().map(|e| e.text).collect();
+            let c_end = old.len() - 2 + 4 + c.text.len();
+            let d_end = c_end + 4 + d.text.len();
+            let want = match tear {
+                t if t >= d_end => vec!["a", "b", "c\n  }\n]", "d"],
+                t if t >= c_end => vec!["a", "b", "c\n  }\n]"],
+                _ => vec!["a", "b"],
+            };
+            assert_eq!(texts, want, "torn after {tear} of {} bytes", full.len());
+            // The consumer, started again, records both once more.
+            record(&path, &[c.clone(), d.clone()]).unwrap();
+            assert_eq!(std::fs::read(&path).unwrap(), full, "torn after {tear}");
+        }
+        let copies = std::fs::read_dir(t.path()).unwrap().count();
+        assert_eq!(copies, 1, "a torn append is repaired, not copied aside");
+    }
+
+    #[test]
+    fn an_appended_history_is_read_within_its_bounds_and_rewritten_past_its_slack() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("bob.json");
+        let many: Vec<_> = (0..MAX_ENTRIES).map(|i| stored(&i.to_string())).collect();
+        record(&path, &many).unwrap();
+        let mut rewrites = 0;
+        let mut ino = inode(&path);
+        for i in 0..SLACK_ENTRIES + 10 {
+            let text = format!("n{i}");
+            one_at_a_time(&path, [text.clone()]);
+            let h = read(&path).unwrap();
+            assert_eq!(h.len(), MAX_ENTRIES);
+            assert_eq!(h.last().unwrap().text, text);
+            let held = inbox::parse(&std::fs::read(&path).unwrap());
+            let Parsed::Clean(held) = held else {
+                panic!("the file does not parse")
+            };
+            assert!(held.len() <= MAX_ENTRIES + SLACK_ENTRIES);
+            if inode(&path) != ino {
+                rewrites += 1;
+                ino = inode(&path);
+                assert_eq!(held.len(), MAX_ENTRIES, "a rewrite trims to the bound");
+            }
+        }
+        assert_eq!(rewrites, 1, "one rewrite past the slack");
     }
 
     #[test]

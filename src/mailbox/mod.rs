@@ -42,7 +42,7 @@ mod watch;
 #[cfg(test)]
 mod tests;
 
-pub use entry::{Entry, EntryKey, InvalidEntry};
+pub use entry::{Entry, EntryKey, EntryKeyRef, InvalidEntry};
 pub use watch::{Changes, InboxWatcher, POLL_EVERY, watch_available};
 
 use crate::atomic_file::{self, DEFAULT_LOCK_TIMEOUT, FileLock, LockError, TempFile, UnsafePath};

@@ -41,9 +41,10 @@ pub trait LeadControl: ScreenSource {
 pub struct RunOptions {
     /// Draw colours (false under NO_COLOR).
     pub color: bool,
-    /// The lead sends `()` whenever a file it watches or a pane's liveness
-    /// changes; the loop re-snapshots. Several sends coalesce into one redraw.
-    pub wake: Option<Receiver<()>>,
+    /// The loop's inputs, whose [`Inputs::waker`] the lead calls whenever a
+    /// file it watches or a pane's liveness changes; the loop re-snapshots.
+    /// Several wake-ups coalesce into one redraw.
+    pub inputs: Inputs,
     /// The shortest time between two frames.
     pub min_frame: Duration,
     /// Ring the terminal bell once per new attention event (false under
@@ -55,14 +56,38 @@ impl RunOptions {
     /// Colours unless `NO_COLOR` is set to a non-empty value
     /// (<https://no-color.org>), the bell unless `NO_BELL` is, 100 ms
     /// between frames.
-    pub fn from_env(wake: Option<Receiver<()>>) -> RunOptions {
+    pub fn from_env(inputs: Inputs) -> RunOptions {
         let unset = |var: &str| std::env::var_os(var).is_none_or(|v| v.is_empty());
         RunOptions {
             color: unset("NO_COLOR"),
-            wake,
+            inputs,
             min_frame: Duration::from_millis(100),
             bell: unset("NO_BELL"),
         }
+    }
+}
+
+/// The one channel the loop sleeps on: keys, the terminal's hang-up,
+/// signals and the lead's wake-ups. The lead's wake-up goes straight into
+/// it ([`Inputs::waker`]): a channel of its own needed a thread to pass each
+/// one on, two thread wake-ups per change instead of one.
+pub struct Inputs {
+    tx: Sender<Input>,
+    rx: Receiver<Input>,
+}
+
+impl Default for Inputs {
+    fn default() -> Self {
+        let (tx, rx) = mpsc::channel();
+        Inputs { tx, rx }
+    }
+}
+
+impl Inputs {
+    /// Wakes the loop (it re-snapshots); false once the loop has ended.
+    pub fn waker(&self) -> impl Fn() -> bool + Send + Sync + 'static {
+        let tx = self.tx.clone();
+        move || tx.send(Input::Wake).is_ok()
     }
 }
 
@@ -98,30 +123,14 @@ const SLOW_TICK: Duration = Duration::from_secs(30);
 /// The terminal is restored whatever happens.
 pub fn run(control: &mut dyn LeadControl, opts: RunOptions) -> Result<Exit> {
     let mut guard = TerminalGuard::enter()?;
-    let (tx, rx) = mpsc::channel();
-    spawn_input(tx.clone())?;
-    spawn_watch(tx.clone(), guard.take_signal_pipe())?;
     let RunOptions {
         color,
-        wake,
+        inputs: Inputs { tx, rx },
         min_frame,
         bell,
     } = opts;
-    if let Some(wake) = wake {
-        // Ends when the lead drops its sender or the loop has gone.
-        thread::Builder::new()
-            .name("tui-wake".into())
-            .spawn(move || {
-                while wake.recv().is_ok() {
-                    if tx.send(Input::Wake).is_err() {
-                        break;
-                    }
-                }
-            })
-            .context("spawn the TUI wake-up thread")?;
-    } else {
-        drop(tx);
-    }
+    spawn_input(tx.clone())?;
+    spawn_watch(tx, guard.take_signal_pipe())?;
     let mut signal = |alert: &Alert| {
         if let Err(e) = signal_attention(alert, bell) {
             tracing::warn!("signal attention on the terminal: {e}");

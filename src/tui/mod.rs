@@ -13,8 +13,8 @@
 //!   the event loop.
 //!
 //! How the lead gathers the snapshot (file watching, liveness) is not this
-//! module's business: it implements [`LeadControl`] and signals changes on
-//! the wake-up channel of [`RunOptions`].
+//! module's business: it implements [`LeadControl`] and signals changes
+//! through the waker of the loop's [`Inputs`].
 
 pub mod app;
 mod chunked;
@@ -29,7 +29,7 @@ mod sizes;
 #[cfg(test)]
 mod snapshots;
 
-pub use app::{Exit, LeadControl, RunOptions, run};
+pub use app::{Exit, Inputs, LeadControl, RunOptions, run};
 pub use keymap::{Action, KEYS, handle};
 pub use state::{
     MemberRow, MemberStatus, Modal, Panel, PendingRequest, RequestKind, TeamView, UiState,

@@ -3,6 +3,7 @@
 //! `snapshots/` are the reviewed renderings). Plus the properties a snapshot
 //! cannot say: NO_COLOR sets no colour, protocol frames never show as JSON.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use ratatui::Terminal;
@@ -56,7 +57,7 @@ pub(super) fn entry(
     text: &str,
     summary: Option<&str>,
     t: &str,
-) -> Entry {
+) -> Arc<Entry> {
     let mut e = Entry::new(
         from,
         text.to_owned(),
@@ -64,7 +65,7 @@ pub(super) fn entry(
         color.map(str::to_owned),
     );
     e.timestamp = format!("2026-11-30T{t}.000Z");
-    e
+    Arc::new(e)
 }
 
 pub(super) fn member(name: &str, color: &str, status: MemberStatus) -> MemberRow {

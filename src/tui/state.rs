@@ -23,8 +23,9 @@ pub struct TeamView {
     pub members: Vec<MemberRow>,
     /// The board, in the order to show (the lead sorts by id).
     pub tasks: Board,
-    /// The lead's inbox, newest last.
-    pub lead_inbox: Vec<Entry>,
+    /// The lead's inbox, newest last (shared with the lead's own copy: a
+    /// snapshot copies pointers, not hundreds of messages).
+    pub lead_inbox: Vec<Arc<Entry>>,
     /// Plan approvals and permission requests waiting for the user, oldest first.
     pub requests: Vec<PendingRequest>,
     /// A line from the lead (the result of the last action, an error).

@@ -252,11 +252,17 @@ fn consumed_entries_follow_the_history_once_each() {
     let shared = Mutex::new(Shared::default());
     let e = |s: &str| Entry::new("bob", s.into(), None, None);
     consumed(&mut lock(&shared), &[e("before the view")]);
-    assert_eq!(consumed_shown(&team, &shared).unwrap(), Vec::<Entry>::new());
+    assert_eq!(
+        consumed_shown(&team, &shared).unwrap(),
+        Vec::<Arc<Entry>>::new()
+    );
     let (a, b) = (e("a"), e("b"));
     consumed(&mut lock(&shared), &[a.clone(), b.clone()]);
     consumed(&mut lock(&shared), std::slice::from_ref(&b));
-    assert_eq!(consumed_shown(&team, &shared).unwrap(), vec![a, b]);
+    assert_eq!(
+        consumed_shown(&team, &shared).unwrap(),
+        vec![Arc::new(a), Arc::new(b)]
+    );
     let many: Vec<Entry> = (0..INBOX_SHOWN + 3).map(|i| e(&i.to_string())).collect();
     consumed(&mut lock(&shared), &many);
     let shown = consumed_shown(&team, &shared).unwrap();
