@@ -531,6 +531,18 @@ pub trait PaneBackendExecutor: Send + Sync {
         out
     }
 
+    /// Waits, at most `within`, until `pid` (a process that ran in a pane
+    /// of this backend: the lead's, after its session was closed) has ended
+    /// and been reaped. The default waits for it to end; tmux also makes its
+    /// server reap it where the server missed its end, which otherwise left
+    /// it a zombie until some other pane process ended.
+    async fn await_ended(&self, pid: u32, within: Duration) {
+        let deadline = std::time::Instant::now() + within;
+        while process::process_alive(pid) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(process::POLL).await;
+        }
+    }
+
     /// Every pane carrying a swarm mark, with its liveness, where
     /// [`Capabilities::list_marked`] says so.
     async fn list_marked(&self) -> Result<Vec<(PaneRef, PaneMark, PaneStatus)>> {

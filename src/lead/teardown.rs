@@ -671,6 +671,7 @@ fn keep_scratchpad(team: &Team) -> Result<Option<std::path::PathBuf>> {
 /// pane the lead ran in is never closed: its window's options are put back.
 pub async fn stop_lead(team: &Team, opened: &Opened) -> Result<()> {
     let holder = super::lock::lead_holder(team)?;
+    let mut stopping = None;
     if let Some(pid) = holder.as_ref().and_then(|h| h.pid)
         && pid != std::process::id()
         && swarm_backends::process::same_process_alive(
@@ -684,6 +685,7 @@ pub async fn stop_lead(team: &Team, opened: &Opened) -> Result<()> {
             swarm_backends::process::signal_process(pid as i32, libc::SIGTERM),
             "stopping the lead",
         );
+        stopping = Some(pid);
     }
     let record = &opened.record;
     match (&record.session, record.lead_ref(), &record.lead_pane) {
@@ -710,5 +712,13 @@ pub async fn stop_lead(team: &Team, opened: &Opened) -> Result<()> {
         }
         (_, None, None) => {}
     }
+    // Seen to end: a lead that closes its own session as it stops ended
+    // after its pane, and tmux could miss that and keep it a zombie.
+    if let Some(pid) = stopping {
+        opened.backend.await_ended(pid, LEAD_ENDS_WITHIN).await;
+    }
     Ok(())
 }
+
+/// How long `down` waits for the lead it stopped to end.
+const LEAD_ENDS_WITHIN: Duration = Duration::from_secs(2);

@@ -598,6 +598,14 @@ impl PaneBackendExecutor for TmuxBackend {
         Ok(PaneRef::new(pane, lead.mark.nonce.clone()))
     }
 
+    async fn await_ended(&self, pid: u32, within: Duration) {
+        let deadline = tokio::time::Instant::now() + within;
+        while process::process_alive(pid) && tokio::time::Instant::now() < deadline {
+            self.reap_lost_child(pid).await;
+            tokio::time::sleep(process::POLL).await;
+        }
+    }
+
     async fn close_home(&self, name: &str, nonce: &str) -> Result<()> {
         // `has-session` first in the same call: `show-options -q` answers ""
         // for a missing session too, and the chain stops at a missing one.
