@@ -486,6 +486,10 @@ pub async fn down(team: &Team, opened: &Opened, wait: Duration, force: bool) -> 
             report.stayed.push(m.name.clone());
         }
     }
+    // The team is going: the lead is told to stop now, so that it ends
+    // while the panes close, before its own is closed (see `close_lead`).
+    let deleting = report.stayed.is_empty() && report.declined.is_empty();
+    let stopping = if deleting { signal_lead(team)? } else { None };
     // Panes of those that ended are closed at once (a dead pane kept by
     // remain-on-exit); the others get the kill ladder: each set in one
     // backend call.
@@ -494,10 +498,10 @@ pub async fn down(team: &Team, opened: &Opened, wait: Duration, force: bool) -> 
     let released: Vec<String> = done.iter().chain(&killed).map(|m| m.name.clone()).collect();
     report.worktrees = crate::worktree::retire(team, &[done.as_slice(), &killed].concat(), force);
     release_members(team, &released)?;
-    if !report.stayed.is_empty() || !report.declined.is_empty() {
+    if !deleting {
         return Ok(report);
     }
-    stop_lead(team, opened).await?;
+    close_lead(opened, stopping).await?;
     report.kept = keep_scratchpad(team)?;
     team.roster().delete(true)?;
     Ok(report)
@@ -665,27 +669,39 @@ fn keep_scratchpad(team: &Team) -> Result<Option<std::path::PathBuf>> {
     Ok(Some(to))
 }
 
-/// Ends the team's lead and what swarm made for it: SIGTERM to the lead
-/// process (found through its lock); the home session swarm created
-/// (proved by its mark), or the lead pane swarm opened; the user's own
-/// pane the lead ran in is never closed: its window's options are put back.
-pub async fn stop_lead(team: &Team, opened: &Opened) -> Result<()> {
+/// SIGTERM to the team's lead process (found through its lock), unless it
+/// is this process or no longer runs; its pid when signalled.
+fn signal_lead(team: &Team) -> Result<Option<u32>> {
     let holder = super::lock::lead_holder(team)?;
-    let mut stopping = None;
-    if let Some(pid) = holder.as_ref().and_then(|h| h.pid)
-        && pid != std::process::id()
-        && swarm_backends::process::same_process_alive(
-            pid,
-            holder.as_ref().and_then(|h| h.start.as_deref()),
-        )
-    {
-        // Its pane (if swarm made it) closes with it.
-        // It may have exited since it was checked: nothing left to stop.
-        crate::dropped::ignore(
-            swarm_backends::process::signal_process(pid as i32, libc::SIGTERM),
-            "stopping the lead",
-        );
-        stopping = Some(pid);
+    let Some(pid) = holder.as_ref().and_then(|h| h.pid).filter(|pid| {
+        *pid != std::process::id()
+            && swarm_backends::process::same_process_alive(
+                *pid,
+                holder.as_ref().and_then(|h| h.start.as_deref()),
+            )
+    }) else {
+        return Ok(None);
+    };
+    // It may have exited since it was checked: nothing left to stop.
+    crate::dropped::ignore(
+        swarm_backends::process::signal_process(pid as i32, libc::SIGTERM),
+        "stopping the lead",
+    );
+    Ok(Some(pid))
+}
+
+/// Closes what swarm made for the lead: the home session swarm created
+/// (proved by its mark), or the lead pane swarm opened; the user's own
+/// pane the lead ran in is never closed: its window's options are put
+/// back. The lead signalled (`stopping`) is first seen to end (2 s at
+/// most): closed under a lead still ending, its pane went first, and tmux
+/// could miss the lead's end and keep it a zombie of the server (the
+/// backend makes the server reap it then, [`PaneBackendExecutor::await_ended`]).
+///
+/// [`PaneBackendExecutor::await_ended`]: swarm_backends::PaneBackendExecutor::await_ended
+async fn close_lead(opened: &Opened, stopping: Option<u32>) -> Result<()> {
+    if let Some(pid) = stopping {
+        opened.backend.await_ended(pid, LEAD_ENDS_WITHIN).await;
     }
     let record = &opened.record;
     match (&record.session, record.lead_ref(), &record.lead_pane) {
@@ -712,8 +728,7 @@ pub async fn stop_lead(team: &Team, opened: &Opened) -> Result<()> {
         }
         (_, None, None) => {}
     }
-    // Seen to end: a lead that closes its own session as it stops ended
-    // after its pane, and tmux could miss that and keep it a zombie.
+    // A lead that had not ended by then ends with its pane: seen to.
     if let Some(pid) = stopping {
         opened.backend.await_ended(pid, LEAD_ENDS_WITHIN).await;
     }
