@@ -302,13 +302,11 @@ fn finishing_a_task_below_the_candidates_keeps_the_claim_on_the_index() {
     assert_eq!(looks::take(), None, "1 was read again, not the board");
 }
 
-#[test]
-fn claimants_woken_together_wait_for_one_look_at_the_board() {
-    let b = Board::with(3);
-    b.store.list().unwrap();
-    // The index too old to take candidates from, and another process in
-    // the middle of looking (it holds the look lock).
-    b.age_index(Duration::from_secs(60));
+/// bob claims without id while another process holds the look lock (it
+/// is in the middle of looking); once bob waits for it, that look is made
+/// (a fresh index) and the lock let go. bob's claim, and whether bob
+/// looked at the board himself.
+fn claim_behind_anothers_look(b: &Board) -> (Claim, Option<usize>) {
     let lock = fs::File::create(b.root.board_look_lock(TEAM).unwrap()).unwrap();
     lock.lock().unwrap();
     let (root, done) = (b.root.clone(), std::sync::mpsc::channel());
@@ -321,13 +319,19 @@ fn claimants_woken_together_wait_for_one_look_at_the_board() {
         (claim, looks::take())
     });
     std::thread::sleep(Duration::from_millis(100));
-    assert!(
-        done.1.try_recv().is_err(),
-        "the claimant waits for the look"
-    );
+    assert!(done.1.try_recv().is_err(), "bob waits for the look");
     b.store.list().unwrap(); // the other process's look: a fresh index
     drop(lock);
-    let (claim, looked) = claimant.join().unwrap();
+    claimant.join().unwrap()
+}
+
+#[test]
+fn claimants_woken_together_wait_for_one_look_at_the_board() {
+    let b = Board::with(3);
+    b.store.list().unwrap();
+    // The index too old to take candidates from.
+    b.age_index(Duration::from_secs(60));
+    let (claim, looked) = claim_behind_anothers_look(&b);
     assert!(matches!(claim, Claim::Claimed(t) if t.id == "1"));
     assert_eq!(looked, None, "it took the index the other look saved");
 }
@@ -336,26 +340,11 @@ fn claimants_woken_together_wait_for_one_look_at_the_board() {
 fn claimants_that_lost_the_last_task_share_one_look_to_find_nothing() {
     let b = Board::with(1);
     b.store.list().unwrap();
-    // 1 is the index's one candidate; carol takes it first.
+    // 1 is the index's one candidate; carol takes it first. bob woke with
+    // her: he loses 1, and another loser makes the look that decides for
+    // both, begun after bob's claim.
     assert_eq!(b.claim_next("carol").id, "1");
-    // bob woke with carol: he loses 1, and another loser is in the middle
-    // of the look that decides for both (it holds the look lock).
-    let lock = fs::File::create(b.root.board_look_lock(TEAM).unwrap()).unwrap();
-    lock.lock().unwrap();
-    let (root, done) = (b.root.clone(), std::sync::mpsc::channel());
-    let loser = std::thread::spawn(move || {
-        looks::take();
-        let claim = TaskStore::new(&root, TEAM)
-            .claim(None, "bob", false)
-            .unwrap();
-        done.0.send(()).unwrap();
-        (claim, looks::take())
-    });
-    std::thread::sleep(Duration::from_millis(100));
-    assert!(done.1.try_recv().is_err(), "bob waits for the look");
-    b.store.list().unwrap(); // the other loser's look, begun after bob's claim
-    drop(lock);
-    let (claim, looked) = loser.join().unwrap();
+    let (claim, looked) = claim_behind_anothers_look(&b);
     assert!(
         matches!(claim, Claim::Refused(Refusal::NothingClaimable)),
         "{claim:?}"
