@@ -524,39 +524,36 @@ const ASKING_AT_ONCE: usize = 4;
 /// (each to its own inbox, so they do not queue on one lock).
 pub(super) fn ask_all(team: &Team, asking: Vec<Member>) -> Result<Vec<Asked>> {
     let reason = Some("the team is going down".to_string());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let ids: Vec<std::sync::Mutex<Option<Result<String>>>> =
-        asking.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|s| {
-        let senders: Vec<_> = (0..ASKING_AT_ONCE.min(asking.len()))
-            .map(|_| {
-                s.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(m) = asking.get(i) else { break };
-                        let id = send_shutdown_request(team, &m.name, reason.clone());
-                        *ids[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(id);
-                    }
+    // Each thread sends one run of the list, in order.
+    let run = asking.len().div_ceil(ASKING_AT_ONCE).max(1);
+    let ids: Vec<Result<String>> = std::thread::scope(|s| {
+        let senders: Vec<_> = asking
+            .chunks(run)
+            .map(|part| {
+                let reason = &reason;
+                s.spawn(move || {
+                    part.iter()
+                        .map(|m| send_shutdown_request(team, &m.name, reason.clone()))
+                        .collect::<Vec<_>>()
                 })
             })
             .collect();
-        for h in senders {
-            // A sender that panicked leaves its request unanswered: it
-            // reads as "a send panicked" below.
-            crate::dropped::ignore(
-                h.join().map_err(|_| "panicked"),
-                "a shutdown request's sender",
-            );
-        }
+        senders
+            .into_iter()
+            .zip(asking.chunks(run))
+            .flat_map(|(h, part)| {
+                h.join().unwrap_or_else(|_| {
+                    part.iter()
+                        .map(|_| Err(anyhow::anyhow!("a send panicked")))
+                        .collect()
+                })
+            })
+            .collect()
     });
     asking
         .into_iter()
         .zip(ids)
         .map(|(member, id)| {
-            let id = id
-                .into_inner()
-                .unwrap_or_else(|e| e.into_inner())
-                .unwrap_or_else(|| Err(anyhow::anyhow!("a send panicked")));
             Ok(Asked {
                 member,
                 request: id?,
