@@ -82,6 +82,11 @@ fn git_out(dir: &Path, args: &[&str]) -> Result<GitOut> {
         .arg(dir)
         .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
+        // No optional locks: `git status` would otherwise take the
+        // worktree's `index.lock` to refresh the index, and the teammate's
+        // own `git add` in that worktree, meanwhile, failed with "Unable
+        // to create index.lock: File exists" (the dialog asks every 2 s).
+        .env("GIT_OPTIONAL_LOCKS", "0")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -715,6 +720,57 @@ mod tests {
         record(&mut m, &wt);
         assert_eq!(of(&m), Some(wt));
         assert_eq!(m.extra["worktreePath"], "/w/t/alice");
+    }
+
+    /// The dialog's look at a worktree (`git status` every 2 s) never
+    /// writes its index: that takes the index lock a teammate's own git
+    /// in the worktree needs.
+    #[test]
+    fn looking_at_a_worktree_never_takes_its_index_lock() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        let git_in = |at: &Path, args: &[&str]| {
+            let out = Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .current_dir(at)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        git_in(&work, &["init", "--quiet"]);
+        git_in(
+            &work,
+            &["commit", "--quiet", "--allow-empty", "-m", "first"],
+        );
+        let team = Team::new(&crate::paths::Root::new(dir.path().join("root")), "t");
+        let mut m = Member::teammate("t", "alice", "blue", &work.to_string_lossy());
+        want(&mut m);
+        ensure(&team, &mut m, &work).unwrap();
+        let wt = of(&m).unwrap().path;
+        std::fs::write(wt.join("a.txt"), "a").unwrap();
+        git_in(&wt, &["add", "a.txt"]);
+        git_in(&wt, &["commit", "--quiet", "-m", "a"]);
+        // The file's stat no longer matches the index: a status refreshes.
+        std::fs::write(wt.join("a.txt"), "a").unwrap();
+        let index = PathBuf::from(
+            git_in(
+                &wt,
+                &["rev-parse", "--path-format=absolute", "--git-path", "index"],
+            )
+            .trim(),
+        );
+        let before = std::fs::metadata(&index).unwrap();
+        assert!(member_line(&m).is_some_and(|l| !l.contains("git:")));
+        let after = std::fs::metadata(&index).unwrap();
+        assert_eq!(
+            (after.ino(), after.mtime_nsec()),
+            (before.ino(), before.mtime_nsec()),
+            "the index was rewritten (under its lock)"
+        );
     }
 
     /// `swarm shutdown` and the lead both act on one shutdown approval:
