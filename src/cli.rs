@@ -113,6 +113,7 @@ pub struct PaneExecArgs {
     /// read, deleted, and set for the program
     #[arg(long, value_name = "FILE")]
     pub env_file: Option<PathBuf>,
+    /// The program and its arguments, after `--`
     #[arg(last = true, required = true, value_name = "PROGRAM")]
     pub command: Vec<String>,
 }
@@ -209,6 +210,7 @@ pub struct UpArgs {
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
+    /// The teammate whose worktree to compare
     pub name: String,
     /// Only the summary of changed files
     #[arg(long)]
@@ -217,6 +219,7 @@ pub struct DiffArgs {
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {
+    /// The teammate whose branch to merge
     pub name: String,
     /// Rebase the teammate's branch onto the lead's, then fast-forward
     #[arg(long)]
@@ -275,16 +278,17 @@ pub struct SpawnArgs {
     pub env: Vec<String>,
     #[command(flatten)]
     pub backend: BackendArgs,
-    /// Run this command in the pane instead of the teammate runtime
-    /// Work in a git worktree of its own, on branch swarm/<team>/<name>
+    /// Work in a git worktree of its own, on branch swarm/TEAM/NAME
     #[arg(long)]
     pub worktree: bool,
+    /// Run this command in the pane instead of the teammate runtime
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct KillArgs {
+    /// The teammate to kill
     pub name: String,
     /// Seconds between SIGTERM and SIGKILL
     #[arg(long, default_value_t = 2.0, value_name = "SECS")]
@@ -295,7 +299,9 @@ pub struct KillArgs {
 
 #[derive(Debug, Args)]
 pub struct ShutdownArgs {
+    /// The teammate to ask
     pub name: String,
+    /// Why, as the teammate will read it in the request
     #[arg(long)]
     pub reason: Option<String>,
     /// Seconds to wait for the answer
@@ -319,6 +325,7 @@ pub struct PruneArgs {
 
 #[derive(Debug, Args)]
 pub struct OutputArgs {
+    /// The teammate whose pane output to print
     pub name: String,
     /// Keep printing new output as it arrives
     #[arg(long)]
@@ -330,6 +337,7 @@ pub struct OutputArgs {
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
+    /// Print the findings as one JSON object
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -356,11 +364,13 @@ pub enum TeamCmd {
         /// Team name: lowercase letters, digits and '-', at most 64 characters
         #[arg(allow_hyphen_values = true)]
         name: String,
+        /// What the team is for (the roster's description)
         #[arg(long)]
         description: Option<String>,
     },
     /// Delete a team's roster, inboxes, task list and swarm state
     Delete {
+        /// The team to delete
         #[arg(allow_hyphen_values = true)]
         name: String,
         /// Delete even while teammates are active
@@ -369,6 +379,7 @@ pub enum TeamCmd {
     },
     /// List the teams under the state root
     List {
+        /// Print the names as a JSON array
         #[arg(long)]
         json: bool,
     },
@@ -376,6 +387,7 @@ pub enum TeamCmd {
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
+    /// Print the team, its members and its board as one JSON object
     #[arg(long)]
     pub json: bool,
 }
@@ -416,8 +428,10 @@ pub struct SendArgs {
     /// Answer a plan approval request by its id (with --approve or --reject [--feedback])
     #[arg(long, value_name = "REQUEST_ID")]
     pub plan_response: Option<String>,
+    /// Approve (with --shutdown-response or --plan-response)
     #[arg(long, conflicts_with = "reject")]
     pub approve: bool,
+    /// Reject (with --shutdown-response and --reason, or --plan-response)
     #[arg(long)]
     pub reject: bool,
     /// Reason for a shutdown request or a rejection
@@ -473,7 +487,9 @@ pub enum StatusArg {
 pub enum TaskCmd {
     /// Create a task; prints its id
     Create {
+        /// One line saying what is to be done
         subject: String,
+        /// The details a teammate needs to do it
         #[arg(long, default_value = "")]
         description: String,
         /// Present-tense label shown while the task runs ("Counting lines")
@@ -488,30 +504,39 @@ pub enum TaskCmd {
         /// Extra metadata as a JSON object
         #[arg(long, value_name = "JSON")]
         metadata: Option<String>,
+        /// Print the created task as JSON
         #[arg(long)]
         json: bool,
     },
     /// List tasks in id order
     List {
+        /// Print the tasks as a JSON array
         #[arg(long)]
         json: bool,
     },
     /// Show one task (exit 1 if there is no such task)
     Get {
+        /// The task's id
         id: String,
+        /// Print the task as JSON
         #[arg(long)]
         json: bool,
     },
     /// Change a task; an owner change notifies the new owner
     Update(TaskUpdateArgs),
     /// Delete a task (its id is never reused)
-    Delete { id: String },
+    Delete {
+        /// The task's id
+        id: String,
+    },
     /// Claim a task for --as (the lowest-id claimable one if no id); prints its id, exit 1 if none
     Claim {
+        /// The task to claim [default: the lowest-id claimable one]
         id: Option<String>,
         /// Refuse if the claimant already owns another open task
         #[arg(long)]
         busy_check: bool,
+        /// Print the claimed task as JSON
         #[arg(long)]
         json: bool,
     },
@@ -519,13 +544,18 @@ pub enum TaskCmd {
 
 #[derive(Debug, Args)]
 pub struct TaskUpdateArgs {
+    /// The task's id
     pub id: String,
+    /// New subject
     #[arg(long)]
     pub subject: Option<String>,
+    /// New description
     #[arg(long)]
     pub description: Option<String>,
+    /// New present-tense label shown while the task runs
     #[arg(long)]
     pub active_form: Option<String>,
+    /// New status; in-progress with no owner makes --as the owner
     #[arg(long, value_enum)]
     pub status: Option<StatusArg>,
     /// New owner (a member name); notifies them with a task_assignment
@@ -546,6 +576,7 @@ pub struct TaskUpdateArgs {
     /// Allow an owner that is not on the roster
     #[arg(long)]
     pub force: bool,
+    /// Print the updated task as JSON
     #[arg(long)]
     pub json: bool,
 }
@@ -587,6 +618,54 @@ impl Cli {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every argument of every command, with the command's path.
+    fn every_arg(cmd: &clap::Command, path: &str, out: &mut Vec<(String, clap::Arg)>) {
+        let path = format!("{path} {}", cmd.get_name());
+        out.extend(cmd.get_arguments().map(|a| (path.clone(), a.clone())));
+        for sub in cmd.get_subcommands() {
+            every_arg(sub, &path, out);
+        }
+    }
+
+    /// `--help` teaches every argument: each has its own line of help (the
+    /// `-- CMD` of `spawn` had none, its doc comment glued onto
+    /// `--worktree`'s), and no help runs two sentences together.
+    #[test]
+    fn every_argument_of_every_command_has_its_own_help() {
+        use clap::CommandFactory;
+        let mut args = Vec::new();
+        every_arg(&Cli::command(), "", &mut args);
+        assert!(args.len() > 50, "{} arguments", args.len());
+        let mut wrong = Vec::new();
+        for (path, arg) in args {
+            if arg.is_hide_set() || ["help", "version"].contains(&arg.get_id().as_str()) {
+                continue;
+            }
+            let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+            if help.trim().is_empty() {
+                wrong.push(format!("{path}: {} has no help", arg.get_id()));
+            }
+            // Two doc lines glued: "…the runtime Work in a…".
+            let glued = help
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .windows(2)
+                .any(|w| {
+                    w[1].len() > 1
+                        && w[0].chars().all(|c| c.is_ascii_lowercase())
+                        && w[1].chars().next().is_some_and(|c| c.is_ascii_uppercase())
+                        && w[1].chars().skip(1).all(|c| c.is_ascii_lowercase())
+                });
+            if glued {
+                wrong.push(format!(
+                    "{path}: {}'s help runs two lines together: {help}",
+                    arg.get_id()
+                ));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
 
     fn argv(line: &[&str]) -> Vec<std::ffi::OsString> {
         std::iter::once("swarm")

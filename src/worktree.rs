@@ -359,7 +359,7 @@ pub fn member_line(m: &Member) -> Option<String> {
 const SHOWN_FOR: Duration = Duration::from_secs(2);
 
 /// [`member_line`] for the dialog, which redraws often: each worktree's
-/// line is asked of git at most every [`SHOWN_FOR`].
+/// line is asked of git at most every `SHOWN_FOR`.
 pub fn member_line_cached(m: &Member) -> Option<String> {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};

@@ -368,7 +368,7 @@ pub struct DownReport {
     /// Were no longer running when `down` looked (their pane had exited or
     /// was gone): released without a request.
     pub gone: Vec<String>,
-    /// Where the team's scratchpad was kept (see [`keep_scratchpad`]).
+    /// Where the team's scratchpad was kept (see `keep_scratchpad`).
     pub kept: Option<std::path::PathBuf>,
     /// What became of the released teammates' worktrees, one line each.
     pub worktrees: Vec<String>,

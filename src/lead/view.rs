@@ -11,7 +11,7 @@
 //!   the kept tasks' `Arc`s, no task cloned) only when a task changed since
 //!   the last view, and the views in between hand out the same one.
 //! - The roster and the inboxes: each file is read again only when its
-//!   [`Stamp`] changed (inboxes are replaced by rename, so every write is a
+//!   `Stamp` changed (inboxes are replaced by rename, so every write is a
 //!   new inode; the roster is written in place, so a stamp too recent to be
 //!   trusted, within [`SETTLE`] of now, is read again next time).
 //! - The lead's inbox as shown: the newest [`INBOX_SHOWN`] consumed entries

@@ -462,7 +462,7 @@ impl Mailbox {
     /// exactly once each (see [`Mailbox::poll_new`]), until `on_new` breaks.
     /// Sleeps on an [`InboxWatcher`] between arrivals; after the first read
     /// it parses only the entries appended since the previous one whenever
-    /// the file grew by appends alone ([`tail`]).
+    /// the file grew by appends alone (`tail`).
     pub fn follow(
         &self,
         member: &str,
@@ -516,7 +516,7 @@ impl Mailbox {
     }
 
     /// What changed in `member`'s inbox since the read `tail` remembers
-    /// (see [`tail`]): nothing, entries appended (only those parsed), or
+    /// (see `tail`): nothing, entries appended (only those parsed), or
     /// anything else, answered with a whole read ([`Mailbox::read`]: a
     /// corrupt file is repaired and reported). `tail` then remembers this
     /// read: the caller handles what it returns before asking again.

@@ -274,7 +274,7 @@ impl Progress {
 }
 
 /// The last line with something on it in the output log at `path`,
-/// reading only its last [`TAIL_BYTES`]: terminal escapes removed, a
+/// reading only its last `TAIL_BYTES`: terminal escapes removed, a
 /// carriage return's overwrite applied, at most 200 characters.
 pub fn last_output_line(path: &Path) -> Option<String> {
     let mut f = std::fs::File::open(path).ok()?;

@@ -11,9 +11,9 @@
 //!
 //! Then, for `claude`, it execs Claude Code in teammate mode and supervises
 //! it (Claude Code reads its own inbox); for every other agent it runs the
-//! work loop of [`work`]: wake on its doorbell ([`wake`]), pick the most
-//! urgent unit, record it ([`inflight`]), run it through the agent, report,
-//! go idle; outliving errors on the way ([`trouble`]).
+//! work loop of `work`: wake on its doorbell ([`wake`]), pick the most
+//! urgent unit, record it (`inflight`), run it through the agent, report,
+//! go idle; outliving errors on the way (`trouble`).
 
 mod claude;
 mod inflight;
