@@ -1,7 +1,7 @@
 //! `swarm inbox --follow` on a 10,000-entry inbox (issue 13 item 5): after
 //! the first read it parses only what sends append, and still prints every
-//! new message exactly once, across a consumption and a Claude Code-style
-//! rewrite in between.
+//! new message exactly once, across a consumption, a Claude Code-style
+//! rewrite and a re-stamp in between.
 
 use crate::util::{KillOnDrop, Sandbox, WAIT, wait_until};
 use std::io::BufRead;
@@ -94,6 +94,22 @@ fn inbox_follow_on_a_10k_inbox_prints_each_new_message_once() {
     std::fs::write(&tmp, serde_json::to_vec(&all).expect("json")).expect("write");
     std::fs::rename(&tmp, &inbox).expect("rename");
     wait_until("the direct write", WAIT, || count("direct") == 1, explain);
+    // A re-stamp (a Claude Code teammate's start stamps swarm's signed mail
+    // afresh: the same msg_id, a new timestamp) is the same message.
+    team.mailbox()
+        .ready_for_start(
+            "team-lead",
+            None,
+            |_| false,
+            |e| {
+                (e.text == "new 1").then(|| {
+                    let mut e = e.clone();
+                    e.timestamp = "2099-01-01T00:00:00.000Z".into();
+                    e
+                })
+            },
+        )
+        .expect("re-stamp");
     send("new 3");
     wait_until("the last send", WAIT, || count("new 3") == 1, explain);
     for t in [

@@ -115,7 +115,7 @@ fn follow(mailbox: &Mailbox, whose: &str, args: &InboxArgs) -> Result<Exit> {
     let mut seen: HashSet<EntryKey> = HashSet::new();
     if args.all {
         for e in mailbox.history(whose)? {
-            seen.insert(e.key());
+            seen.insert(e.message_key());
             emit(&e, true, args.json)?;
         }
     }
@@ -135,7 +135,7 @@ fn follow(mailbox: &Mailbox, whose: &str, args: &InboxArgs) -> Result<Exit> {
         };
         let mut fresh = Vec::new();
         for e in new {
-            if (args.unread && !e.is_unread()) || !seen.insert(e.key()) {
+            if (args.unread && !e.is_unread()) || !seen.insert(e.message_key()) {
                 continue;
             }
             emit(&e, false, args.json)?;

@@ -104,6 +104,20 @@ impl Entry {
         }
     }
 
+    /// The message this entry carries, for showing it once: its key with
+    /// the timestamp left out when it has a `msg_id`. A Claude Code
+    /// teammate's start stamps swarm's signed mail afresh (same `msg_id`,
+    /// a new timestamp, signed again: `agents::claude`); that is the same
+    /// message, and a follower must not print it twice. A `msg_id` names
+    /// one message in an inbox (another with the same id is refused).
+    pub fn message_key(&self) -> EntryKey {
+        let mut key = self.key();
+        if key.msg_id.is_some() {
+            key.timestamp.clear();
+        }
+        key
+    }
+
     /// [`Entry::key`], borrowed.
     pub fn key_ref(&self) -> EntryKeyRef<'_> {
         EntryKeyRef {

@@ -496,13 +496,14 @@ impl Mailbox {
             Since::Same => Vec::new(),
             Since::Appended(added) => added,
             Since::Whole(read) => {
-                let present: HashSet<EntryKey> = read.entries.iter().map(Entry::key).collect();
+                let present: HashSet<EntryKey> =
+                    read.entries.iter().map(Entry::message_key).collect();
                 seen.retain(|k| present.contains(k));
                 read.entries
             }
         };
         for e in &all {
-            let key = e.key();
+            let key = e.message_key();
             if seen.contains(&key) {
                 continue;
             }

@@ -626,6 +626,42 @@ fn poll_new_reports_each_entry_exactly_once_even_as_entries_leave() {
     assert_eq!(seen.len(), 2, "seen is pruned to what is still in the file");
 }
 
+/// A re-stamped entry (same msg_id, a new timestamp: a Claude Code
+/// teammate's start) is the message already reported, not a new one.
+#[test]
+fn poll_new_does_not_report_a_re_stamped_entry_again() {
+    let s = Sandbox::new();
+    let mut seen = HashSet::new();
+    let mut got = Vec::new();
+    s.send("bob", "a", "1");
+    s.mailbox
+        .poll_new("bob", &mut seen, |e| got.push(e.text.clone()))
+        .unwrap();
+    let restamped = s
+        .mailbox
+        .ready_for_start(
+            "bob",
+            None,
+            |_| false,
+            |e| {
+                let mut e = e.clone();
+                e.timestamp = "2099-01-01T00:00:00.000Z".into();
+                Some(e)
+            },
+        )
+        .unwrap();
+    assert_eq!(restamped, 0, "nothing moved to the history");
+    assert_eq!(
+        s.mailbox.read("bob").unwrap().entries[0].timestamp,
+        "2099-01-01T00:00:00.000Z"
+    );
+    s.send("bob", "a", "2");
+    s.mailbox
+        .poll_new("bob", &mut seen, |e| got.push(e.text.clone()))
+        .unwrap();
+    assert_eq!(got, ["1", "2"]);
+}
+
 #[test]
 fn follow_delivers_messages_as_they_arrive_and_stops_when_asked() {
     let s = Sandbox::new();
