@@ -268,8 +268,18 @@ struct Written {
 /// Histories kept in memory (an in-process host consumes for many members).
 const KEPT_HISTORIES: usize = 8;
 
-static LAST_WRITTEN: std::sync::Mutex<Vec<(std::path::PathBuf, Written)>> =
-    std::sync::Mutex::new(Vec::new());
+type WrittenList = Vec<(std::path::PathBuf, Written)>;
+
+#[cfg(not(test))]
+static LAST_WRITTEN: std::sync::Mutex<WrittenList> = std::sync::Mutex::new(Vec::new());
+
+// One list per test thread: tests run side by side in one process, and a
+// dozen others writing histories evicted a test's own entry, so its next
+// record read the file and rewrote it (a rewrite counted twice in CI).
+#[cfg(test)]
+thread_local! {
+    static LAST_WRITTEN: std::cell::RefCell<WrittenList> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 #[cfg(test)]
 thread_local! {
@@ -277,19 +287,22 @@ thread_local! {
     static LOADS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-fn last_written() -> std::sync::MutexGuard<'static, Vec<(std::path::PathBuf, Written)>> {
-    LAST_WRITTEN.lock().unwrap_or_else(|e| e.into_inner())
+/// Runs `f` on the list of histories this process wrote last.
+fn with_written<R>(f: impl FnOnce(&mut WrittenList) -> R) -> R {
+    #[cfg(not(test))]
+    return f(&mut LAST_WRITTEN.lock().unwrap_or_else(|e| e.into_inner()));
+    #[cfg(test)]
+    return LAST_WRITTEN.with(|all| f(&mut all.borrow_mut()));
 }
 
 /// The entries of the history at `path` if it is still as this process
 /// wrote it. They leave the cache: a failed write must not leave it
 /// claiming what is not on disk.
 fn take_written(path: &Path) -> Option<Vec<Stored>> {
-    let written = {
-        let mut all = last_written();
+    let written = with_written(|all| {
         let i = all.iter().position(|(p, _)| p == path)?;
-        all.swap_remove(i).1
-    };
+        Some(all.swap_remove(i).1)
+    })?;
     let now = std::fs::symlink_metadata(path).ok().map(|m| Stamp::of(&m));
     (now == Some(written.stamp)).then_some(written.kept)
 }
@@ -304,12 +317,13 @@ fn keep_written(path: &Path, kept: Vec<Stored>) {
 
 /// Remembers `kept` as the history at `path`, whose file has `stamp`.
 fn remember(path: &Path, stamp: Stamp, kept: Vec<Stored>) {
-    let mut all = last_written();
-    all.retain(|(p, _)| p != path);
-    if all.len() >= KEPT_HISTORIES {
-        all.remove(0);
-    }
-    all.push((path.to_path_buf(), Written { stamp, kept }));
+    with_written(|all| {
+        all.retain(|(p, _)| p != path);
+        if all.len() >= KEPT_HISTORIES {
+            all.remove(0);
+        }
+        all.push((path.to_path_buf(), Written { stamp, kept }));
+    });
 }
 
 #[cfg(test)]
