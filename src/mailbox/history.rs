@@ -265,7 +265,9 @@ struct Written {
     kept: Vec<Stored>,
 }
 
-/// Histories kept in memory (an in-process host consumes for many members).
+/// Histories kept in memory. A consumer records into its own again and
+/// again; the processes that touch several (a sender compacting recipients'
+/// inboxes, the lead writing first prompts at spawn) touch each once.
 const KEPT_HISTORIES: usize = 8;
 
 type WrittenList = Vec<(std::path::PathBuf, Written)>;
