@@ -152,7 +152,11 @@ pub fn run(control: &mut dyn LeadControl, opts: RunOptions) -> Result<Exit> {
 /// read and is not joined: once the loop has gone its next event finds
 /// the channel closed, or the process ends first. (A thread that woke on
 /// a timer to look for a stop flag cost a wake-up four times a second for
-/// the whole life of the lead.)
+/// the whole life of the lead.) crossterm is built with `use-dev-tty`
+/// (Cargo.toml): its default reader polls edge-triggered and lost a key
+/// typed as a SIGWINCH came (`regression::a_key_typed_while_the_terminal_resizes_is_not_lost`).
+/// With this reader a terminal that hung up keeps its `poll` returning at
+/// once, so the thread spins until [`watch_terminal`] ends the loop.
 fn spawn_input(tx: Sender<Input>) -> Result<()> {
     thread::Builder::new()
         .name("tui-input".into())
@@ -215,8 +219,8 @@ fn spawn_watch(tx: Sender<Input>, signals: Option<PipeReader>) -> Result<()> {
 /// Sleeps in `poll(2)` until the terminal `tty` hangs up or the signal
 /// pipe `signals` has a byte or hangs up.
 ///
-/// crossterm's reader, given a terminal whose other end is gone, reads
-/// end-of-file in a loop and never returns (a lead whose tmux server was
+/// crossterm's reader, given a terminal whose other end is gone, never
+/// returns (it read end-of-file in a loop: a lead whose tmux server was
 /// killed spun a core that way), and the kernel sends SIGHUP only to the
 /// session leader. The terminal is polled for no events: `poll` then
 /// reports only POLLHUP, POLLERR and POLLNVAL, so typed keys do not wake
