@@ -6,7 +6,7 @@
 //!
 //! - 4dfa849, a key queued among coalesced wake-ups was dropped (here, and
 //!   `tui_e2e::k_then_y_kills_exactly_the_selected_member_and_its_pane`).
-//! - (this commit) a key typed while the terminal resized waited in the tty
+//! - a698317, a key typed while the terminal resized waited in the tty
 //!   until the next key (CI: `tui_e2e::p_then_y_prunes_only_the_idle` never
 //!   saw its confirmation): here.
 //! - 02e49b0 / 13a9623, Shift+Tab after a selection never reached the
