@@ -26,6 +26,19 @@ pub fn escape_text(s: &str) -> Cow<'_, str> {
     escape(s, true)
 }
 
+/// `s` as one word of a POSIX shell command the user copies (`'it'\''s'`;
+/// plain words as they are), then, like everything shown, through
+/// [`escape_line`]: a control character is shown escaped, never obeyed
+/// (such a word cannot be copied as it is; it is not run either).
+pub fn shell_word(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        return s.to_owned();
+    }
+    let quoted = format!("'{}'", s.replace('\'', "'\\''"));
+    escape_line(&quoted).into_owned()
+}
+
 fn escape(s: &str, multi_line: bool) -> Cow<'_, str> {
     let keep = |c: char| multi_line && (c == '\n' || c == '\t');
     let unsafe_char = |c: char| (c.is_control() || is_bidi_control(c)) && !keep(c);
@@ -64,6 +77,20 @@ fn is_bidi_control(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shell_word_is_quoted_for_a_shell_and_escaped_for_the_terminal() {
+        assert_eq!(shell_word("/usr/local/bin/swarm"), "/usr/local/bin/swarm");
+        assert_eq!(shell_word("/tmp/my dir/swarm"), "'/tmp/my dir/swarm'");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(shell_word(""), "''");
+        assert_eq!(shell_word("a;b $(x)"), "'a;b $(x)'");
+        // Never a raw control character on the terminal.
+        assert_eq!(
+            shell_word("/tmp/\x1b]0;pwned\x07"),
+            "'/tmp/\\x1b]0;pwned\\x07'"
+        );
+    }
 
     #[test]
     fn plain_text_is_borrowed_unchanged() {

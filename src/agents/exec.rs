@@ -61,7 +61,6 @@
 //! the description). A resumed run gets only the messages or the task:
 //! the session has the rest.
 
-use super::session::Turn;
 use crate::mailbox::Entry;
 use crate::tasks::Task;
 use std::path::{Path, PathBuf};
@@ -90,6 +89,23 @@ pub struct Launch {
     /// The prompt file, when the prompt is not in argv: written before the
     /// run, named in `SWARM_PROMPT_FILE`, and stdin for [`Delivery::Stdin`].
     pub prompt_file: Option<PathBuf>,
+}
+
+/// How one run continues the member's conversation: what
+/// [`super::session`] decides and the presets' flags carry out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Turn {
+    /// A new conversation; `id` is the one to start it with, when the CLI
+    /// takes one (`--session-id`, aider's history file).
+    Fresh { id: Option<String> },
+    /// Continue this session.
+    Resume(String),
+}
+
+impl Turn {
+    pub fn is_fresh(&self) -> bool {
+        matches!(self, Turn::Fresh { .. })
+    }
 }
 
 /// The exec presets.

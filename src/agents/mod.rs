@@ -189,7 +189,7 @@ impl Runner {
         mode: Option<&str>,
         prompt: &str,
         d: Delivery,
-        turn: &session::Turn,
+        turn: &exec::Turn,
     ) -> exec::Launch {
         p.launch(
             self.command.as_deref(),
@@ -204,18 +204,18 @@ impl Runner {
 
     /// Whether the next run starts or resumes the member's session (an
     /// unreadable record: a fresh one, logged).
-    fn turn(&self, p: Preset) -> session::Turn {
+    fn turn(&self, p: Preset) -> exec::Turn {
         self.session
             .next_turn(p, self.command.as_deref())
             .unwrap_or_else(|e| {
                 tracing::warn!(error = %format!("{e:#}"), "no session to resume");
-                session::Turn::Fresh { id: None }
+                exec::Turn::Fresh { id: None }
             })
     }
 
     /// What opens the prompt of a run that starts a session: the role
     /// prompt and, but for `command`, how to reach the team.
-    fn preamble(&self, p: Preset, turn: &session::Turn) -> Option<String> {
+    fn preamble(&self, p: Preset, turn: &exec::Turn) -> Option<String> {
         if !turn.is_fresh() {
             return None;
         }

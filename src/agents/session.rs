@@ -27,7 +27,7 @@
 //! member `command` without an `exec` word cannot take `resume`, so it runs
 //! fresh each time.
 
-use super::exec::Preset;
+use super::exec::{Preset, Turn};
 use crate::team::{Member, Team};
 use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
@@ -46,22 +46,6 @@ pub struct Session {
     /// the same name (spawned again after a kill) starts afresh.
     #[serde(default)]
     pub member_since: Option<u64>,
-}
-
-/// How one run continues the member's conversation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Turn {
-    /// A new conversation; `id` is the one to start it with, when the CLI
-    /// takes one (`--session-id`, aider's history file).
-    Fresh { id: Option<String> },
-    /// Continue this session.
-    Resume(String),
-}
-
-impl Turn {
-    pub fn is_fresh(&self) -> bool {
-        matches!(self, Turn::Fresh { .. })
-    }
 }
 
 /// Where a member's session is recorded, and for which member.

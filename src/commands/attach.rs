@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::lifecycle::open;
+use super::open::open;
 use super::{Context, Exit};
 use crate::cli::BackendArgs;
 use crate::lead::session::{self, Opened};

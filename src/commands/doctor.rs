@@ -2,7 +2,6 @@
 //! why one is chosen, tmux's version, and the problems found (unsafe
 //! directories, dead members, teams without a lead).
 
-use super::lifecycle::esc;
 use super::{Context, Exit, print_json};
 use crate::cli::DoctorArgs;
 use crate::dropped::ignore;
@@ -11,6 +10,7 @@ use crate::lead::lock::lead_holder;
 use crate::paths::RootSource;
 use crate::team::Team;
 use crate::team::status::recorded_exit;
+use crate::text::escape_line as esc;
 use anyhow::Result;
 use swarm_backends::{BackendKind, EnvFacts};
 

@@ -2,10 +2,11 @@
 //! `--force` when it does not answer in time), then the lead and the team;
 //! what each did, the worktrees kept and the scratchpad kept are said.
 
-use super::lifecycle::{esc, open, shell_quoted};
+use super::open::open;
 use super::{Context, Exit};
 use crate::cli::DownArgs;
 use crate::lead::teardown;
+use crate::text::{escape_line as esc, shell_word};
 use anyhow::{Result, bail};
 use std::time::Duration;
 
@@ -46,7 +47,7 @@ pub(super) async fn down(ctx: &Context, args: DownArgs) -> Result<Exit> {
         println!(
             "its scratchpad is kept in {} (remove it with: rm -r {})",
             esc(&kept.display().to_string()),
-            esc(&shell_quoted(&kept.display().to_string()))
+            shell_word(&kept.display().to_string())
         );
     }
     Ok(Exit::Ok)

@@ -3,11 +3,12 @@
 //! what each leaves behind (its tasks back on the board, a worktree kept
 //! or removed) is said in one line.
 
-use super::lifecycle::{esc, open};
+use super::open::open;
 use super::{Context, Exit};
 use crate::cli::{KillArgs, PruneArgs, ShutdownArgs};
 use crate::lead::teardown::{self, ShutdownOutcome};
 use crate::team::Team;
+use crate::text::escape_line as esc;
 use anyhow::{Result, bail};
 use std::time::Duration;
 

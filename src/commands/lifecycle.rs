@@ -1,14 +1,13 @@
 //! The dispatch of the commands that open the team's backend (`up` and
 //! `lead` in `up.rs`, `down`, `kill`/`shutdown`/`prune` in `leave.rs`,
 //! `spawn`, `output`, `attach`, `doctor`: one file each), on one tokio
-//! runtime, and what they share: opening the team and its backend, and
-//! outside text made safe for the terminal or a shell.
+//! runtime. What they share is in `open.rs` (the team and its backend) and
+//! `crate::text` (outside text made safe for the terminal or a shell).
 
 use super::{Context, Exit};
-use crate::cli::{BackendArgs, Command};
+use crate::cli::Command;
 use crate::lead::run_lead;
-use crate::lead::session::{self, Opened};
-use crate::team::Team;
+use crate::lead::session;
 use anyhow::{Result, bail};
 
 pub fn run(ctx: &Context, cmd: Command) -> Result<Exit> {
@@ -39,28 +38,4 @@ fn run_other(ctx: &Context, rt: &tokio::runtime::Runtime, cmd: Command) -> Resul
         Command::Doctor(args) => rt.block_on(super::doctor::doctor(ctx, args)),
         other => bail!("{other:?} is not a lifecycle command"),
     }
-}
-
-/// `text` quoted for a POSIX shell, for a command the user copies.
-pub(super) fn shell_quoted(text: &str) -> String {
-    if text
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c))
-    {
-        text.to_string()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
-}
-
-/// Outside text (names, paths) as one line safe for the terminal.
-pub(super) fn esc(text: &str) -> std::borrow::Cow<'_, str> {
-    crate::text::escape_line(text)
-}
-
-pub(super) fn open(ctx: &Context, args: &BackendArgs) -> Result<(Team, Opened)> {
-    let team = ctx.team()?;
-    team.roster().read()?;
-    let opened = session::open(&ctx.root, &team.name, args)?;
-    Ok((team, opened))
 }

@@ -23,6 +23,7 @@ mod inbox;
 mod leave;
 mod lifecycle;
 mod merge;
+mod open;
 mod output;
 mod send;
 mod spawn;

@@ -1,7 +1,7 @@
 //! `swarm spawn NAME [--agent A] [-- CMD ARGS]`: one more teammate, in a
 //! pane of the team's backend (see `lead::spawn`).
 
-use super::lifecycle::open;
+use super::open::open;
 use super::{Context, Exit};
 use crate::cli::SpawnArgs;
 use crate::lead::spawn::{SpawnRequest, spawn_member};
@@ -37,7 +37,7 @@ pub(super) async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
         worktree: args.worktree,
     };
     let s = spawn_member(&team, &mut opened, &req).await?;
-    let apart = super::up::apart_note(s.apart.as_deref());
+    let apart = apart_note(s.apart.as_deref());
     match s.pid {
         Some(pid) => println!("spawned {} in pane {} (pid {pid}){apart}", s.name, s.pane),
         None => println!("spawned {} in pane {}{apart}", s.name, s.pane),
@@ -46,6 +46,17 @@ pub(super) async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
         eprintln!("{}", passed_note(&s.passed).trim_start_matches("; "));
     }
     Ok(Exit::Ok)
+}
+
+/// " in window 2 (the lead's window is full)" for a pane placed apart.
+pub(super) fn apart_note(apart: Option<&str>) -> String {
+    match apart {
+        Some(w) => format!(
+            " in {} (the lead's window is full)",
+            crate::text::escape_line(w)
+        ),
+        None => String::new(),
+    }
 }
 
 /// "; passed by name: A, B" (the variables taken from the spawner's

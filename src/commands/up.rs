@@ -4,8 +4,8 @@
 //! without a pane spawned, and a team whose panes are all gone brought
 //! back (`--resume` / `--fresh`).
 
-use super::lifecycle::{esc, open, shell_quoted};
-use super::spawn::passed_note;
+use super::open::open;
+use super::spawn::{apart_note, passed_note};
 use super::{Context, Exit};
 use crate::cli::{BackendArgs, UpArgs};
 use crate::dropped::ignore;
@@ -14,6 +14,7 @@ use crate::lead::session::{self, Opened};
 use crate::lead::spawn::{SpawnRequest, spawn_members_locked};
 use crate::lead::{Lead, lead_pid_alive};
 use crate::team::{Roster, Team, names};
+use crate::text::{escape_line as esc, shell_word};
 use anyhow::{Context as _, Result, bail};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -244,7 +245,7 @@ fn come_back_hint(team: &str) -> String {
 }
 
 /// This executable as the user can run it: `swarm` when that is what PATH
-/// finds, else its full path, quoted for a shell.
+/// finds, else its full path as one shell word (escaped for the terminal).
 fn self_command() -> String {
     // A hint only: what cannot be read is shown as the full path.
     let me = ignore(std::env::current_exe(), "reading this executable");
@@ -257,7 +258,7 @@ fn self_command() -> String {
         _ => false,
     };
     match (&me, same) {
-        (Some(p), false) => shell_quoted(&p.display().to_string()),
+        (Some(p), false) => shell_word(&p.display().to_string()),
         _ => "swarm".to_string(),
     }
 }
@@ -435,14 +436,6 @@ async fn spawn_reserved(team: &Team, opened: &mut Opened) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// " in window 2 (the lead's window is full)" for a pane placed apart.
-pub(super) fn apart_note(apart: Option<&str>) -> String {
-    match apart {
-        Some(w) => format!(" in {} (the lead's window is full)", esc(w)),
-        None => String::new(),
-    }
 }
 
 async fn reattach(team: &Team, opened: &Opened, no_attach: bool) -> Result<Exit> {
