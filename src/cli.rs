@@ -619,23 +619,34 @@ impl Cli {
 mod tests {
     use super::*;
 
-    /// Every argument of every command, with the command's path.
-    fn every_arg(cmd: &clap::Command, path: &str, out: &mut Vec<(String, clap::Arg)>) {
+    /// Every argument of every command, with the command's path, and
+    /// every command's path with its one-line help.
+    fn every_arg(
+        cmd: &clap::Command,
+        path: &str,
+        out: &mut Vec<(String, clap::Arg)>,
+        commands: &mut Vec<(String, String)>,
+    ) {
         let path = format!("{path} {}", cmd.get_name());
+        if !cmd.is_hide_set() {
+            let about = cmd.get_about().map(|a| a.to_string()).unwrap_or_default();
+            commands.push((path.clone(), about));
+        }
         out.extend(cmd.get_arguments().map(|a| (path.clone(), a.clone())));
         for sub in cmd.get_subcommands() {
-            every_arg(sub, &path, out);
+            every_arg(sub, &path, out, commands);
         }
     }
 
-    /// `--help` teaches every argument: each has its own line of help (the
-    /// `-- CMD` of `spawn` had none, its doc comment glued onto
-    /// `--worktree`'s), and no help runs two sentences together.
+    /// `--help` teaches every command and argument: each has its own line
+    /// of help (the `-- CMD` of `spawn` had none, its doc comment glued
+    /// onto `--worktree`'s), and no help runs two sentences together.
     #[test]
     fn every_argument_of_every_command_has_its_own_help() {
         use clap::CommandFactory;
         let mut args = Vec::new();
-        every_arg(&Cli::command(), "", &mut args);
+        let mut commands = Vec::new();
+        every_arg(&Cli::command(), "", &mut args, &mut commands);
         assert!(args.len() > 50, "{} arguments", args.len());
         let mut wrong = Vec::new();
         for (path, arg) in args {
@@ -662,6 +673,11 @@ mod tests {
                     "{path}: {}'s help runs two lines together: {help}",
                     arg.get_id()
                 ));
+            }
+        }
+        for (path, about) in commands {
+            if about.trim().is_empty() {
+                wrong.push(format!("{path} has no one-line help"));
             }
         }
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
