@@ -143,6 +143,12 @@ fn p_then_y_prunes_only_the_idle() {
         s.lines()
             .any(|l| l.contains("@busy ") && l.contains("work"))
     });
+    // `p` offers only teammates the dialog shows idle: a runtime still
+    // starting would make it say "no idle teammates to prune".
+    d.wait_screen("idle shows idle", |s| {
+        s.lines()
+            .any(|l| l.contains("@idle ") && l.contains(" idle "))
+    });
     let idle_pane = d.t.pane_of("idle");
     let idle_pgid = d.t.pid_of("idle");
     d.keys(&["p"]);
