@@ -5,7 +5,7 @@
 
 use crate::cli::Global;
 use crate::paths::{Root, RootSource};
-use crate::team::{Team, list_teams, names};
+use crate::team::{Ownership, Team, list_teams, names};
 use anyhow::{Result, bail};
 
 /// How a command that did not fail ended.
@@ -37,14 +37,34 @@ impl Context {
         })
     }
 
-    /// The team named by `--team`/`SWARM_TEAM`, else the only team there is.
+    /// The team named by `--team`/`SWARM_TEAM`, else the only team swarm
+    /// started there. A team swarm did not start (Claude Code's, under the
+    /// same root) is never picked without its name: it is named, and the
+    /// user asked for `--team`.
     pub fn team_name(&self) -> Result<String> {
         if let Some(t) = self.global.team.as_deref().filter(|t| !t.is_empty()) {
             return Ok(t.to_string());
         }
-        let teams = list_teams(&self.root)?;
+        let (teams, foreign): (Vec<String>, Vec<String>) = list_teams(&self.root)?
+            .into_iter()
+            .partition(|t| Ownership::of(&self.root, t).is_swarm());
         match teams.as_slice() {
             [one] => Ok(one.clone()),
+            [] if !foreign.is_empty() => bail!(
+                "no team swarm started under {}; {} not swarm's (Claude Code's?): name it with \
+                 --team to read it or send to it",
+                self.root.dir().display(),
+                match foreign.as_slice() {
+                    [one] => format!("team {} is", names::shown(one)),
+                    many => format!(
+                        "teams {} are",
+                        many.iter()
+                            .map(|t| names::shown(t))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                }
+            ),
             [] => bail!(
                 "no team under {}: create one with `swarm team create NAME` (or `swarm up`)",
                 self.root.dir().display()

@@ -7,7 +7,8 @@
 //! <root>/tasks/<S2(team)>/<id>.json                one file per task
 //! <root>/tasks/<S2(team)>/.highwatermark           highest id ever used
 //! <root>/tasks/<S2(team)>/.lock, .lock.lock/       task-list lock
-//! <root>/swarm/<S2(team)>/                         swarm's own state: history/,
+//! <root>/swarm/<S2(team)>/                         swarm's own state: owner.json
+//!                                                  (swarm created the team), history/,
 //!                                                  logs/, keys/, output/, scratchpad/,
 //!                                                  spool/<S2(name)>/ (sends waiting
 //!                                                  for an inbox's group commit)
@@ -253,6 +254,13 @@ impl Root {
     pub fn kept_scratchpad(&self, team: &str, stamp: &str) -> Result<PathBuf, NameError> {
         let t = component("team", team, sanitize_s2(team))?;
         Ok(self.dir.join("swarm-results").join(format!("{t}-{stamp}")))
+    }
+
+    /// The record that swarm created the team (see `team::owner`): a team
+    /// without it, or whose roster names another lead session, is not
+    /// swarm's to change.
+    pub fn owner_record(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.state_dir(team)?.join("owner.json"))
     }
 
     /// The team's session record: which backend, server and session it

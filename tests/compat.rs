@@ -158,9 +158,25 @@ fn a_claude_code_team_is_read_correctly() {
     assert_eq!(one["activeForm"], "Working on task 1");
     let two = s.ok(&["task", "get", "2", "--team", TEAM, "--json"]).json();
     assert_eq!(two["blockedBy"], serde_json::json!(["1"]));
-    // .highwatermark says 3 was used (and deleted): the next id is 4.
+    // The team is Claude Code's: swarm reads its board, never writes it.
+    let r = s.run(&["task", "create", "--team", TEAM, "next"]);
+    r.assert_code(2);
+    r.assert_error("swarm will not change its tasks");
+}
+
+/// A `.highwatermark` as Claude Code writes it (3: task 3 was created and
+/// deleted) is honoured on swarm's own board: the next id is 4.
+#[test]
+fn claude_codes_highwatermark_is_honoured() {
+    let s = Sandbox::new();
+    s.ok(&["team", "create", "marks"]);
+    std::fs::write(
+        s.path("tasks/marks/.highwatermark"),
+        fixture("tasks/.highwatermark"),
+    )
+    .unwrap();
     assert_eq!(
-        s.ok(&["task", "create", "--team", TEAM, "next"])
+        s.ok(&["task", "create", "--team", "marks", "next"])
             .stdout
             .trim(),
         "4"

@@ -11,6 +11,7 @@ mod concurrency;
 mod corruption;
 mod crash;
 mod demo;
+mod foreign;
 mod lifecycle;
 mod live_claude;
 mod live_exec;

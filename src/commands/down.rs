@@ -2,7 +2,7 @@
 //! `--force` when it does not answer in time), then the lead and the team;
 //! what each did, the worktrees kept and the scratchpad kept are said.
 
-use super::open::open;
+use super::open::open_own;
 use super::{Context, Exit};
 use crate::cli::DownArgs;
 use crate::lead::teardown;
@@ -11,7 +11,7 @@ use anyhow::{Result, bail};
 use std::time::Duration;
 
 pub(super) async fn down(ctx: &Context, args: DownArgs) -> Result<Exit> {
-    let (team, opened) = open(ctx, &args.backend)?;
+    let (team, opened) = open_own(ctx, &args.backend, "take it down")?;
     let r = teardown::down(&team, &opened, Duration::from_secs(args.wait), args.force).await?;
     for line in &r.worktrees {
         println!("{}", esc(line));

@@ -22,6 +22,9 @@ pub fn run(ctx: &Context, args: InboxArgs) -> Result<Exit> {
     // The team must exist; a name off the roster is allowed (an inbox may
     // outlive its member) but said.
     let roster = team.roster().read()?;
+    if args.mark_read {
+        team.require_own("consume its mail (--mark-read)")?;
+    }
     if roster.member(&whose).is_none() {
         eprintln!(
             "swarm: note: {} is not on the roster of team {} (members: {})",

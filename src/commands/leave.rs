@@ -3,7 +3,7 @@
 //! what each leaves behind (its tasks back on the board, a worktree kept
 //! or removed) is said in one line.
 
-use super::open::open;
+use super::open::open_own;
 use super::{Context, Exit};
 use crate::cli::{KillArgs, PruneArgs, ShutdownArgs};
 use crate::lead::teardown::{self, ShutdownOutcome};
@@ -13,7 +13,7 @@ use anyhow::{Result, bail};
 use std::time::Duration;
 
 pub(super) async fn kill(ctx: &Context, args: KillArgs) -> Result<Exit> {
-    let (team, opened) = open(ctx, &args.backend)?;
+    let (team, opened) = open_own(ctx, &args.backend, "kill its members")?;
     let grace = Duration::from_secs_f64(args.grace.max(0.0));
     let before = team.roster().read()?.member(&args.name).cloned();
     let r = teardown::kill_member(&team, &opened, &args.name, grace).await?;
@@ -28,7 +28,7 @@ pub(super) async fn kill(ctx: &Context, args: KillArgs) -> Result<Exit> {
 }
 
 pub(super) async fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<Exit> {
-    let (team, opened) = open(ctx, &args.backend)?;
+    let (team, opened) = open_own(ctx, &args.backend, "shut its members down")?;
     let wait = Duration::from_secs(args.wait);
     let force = args.force_after.map(Duration::from_secs);
     let before = team.roster().read()?.member(&args.name).cloned();
@@ -60,7 +60,7 @@ pub(super) async fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<Exit> 
 }
 
 pub(super) async fn prune(ctx: &Context, args: PruneArgs) -> Result<Exit> {
-    let (team, opened) = open(ctx, &args.backend)?;
+    let (team, opened) = open_own(ctx, &args.backend, "prune its members")?;
     let idle = teardown::idle_members(&team, &opened).await?;
     if idle.is_empty() {
         println!("no idle teammates");

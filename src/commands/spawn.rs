@@ -1,14 +1,14 @@
 //! `swarm spawn NAME [--agent A] [-- CMD ARGS]`: one more teammate, in a
 //! pane of the team's backend (see `lead::spawn`).
 
-use super::open::open;
+use super::open::open_own;
 use super::{Context, Exit};
 use crate::cli::SpawnArgs;
 use crate::lead::spawn::{SpawnRequest, spawn_member};
 use anyhow::{Result, bail};
 
 pub(super) async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
-    let (team, mut opened) = open(ctx, &args.backend)?;
+    let (team, mut opened) = open_own(ctx, &args.backend, "add a teammate to it")?;
     if !opened.caps().panes_outlive_lead {
         bail!(
             "in-process panes live inside the lead, so another process cannot add one: list the \

@@ -15,6 +15,9 @@ pub fn run(ctx: &Context, cmd: TaskCmd) -> Result<Exit> {
     // Every task command needs the team to exist: a clear error beats an
     // empty list for a misspelt team.
     team.roster().read()?;
+    if !matches!(cmd, TaskCmd::List { .. } | TaskCmd::Get { .. }) {
+        team.require_own("change its tasks")?;
+    }
     let store = team.tasks();
     match cmd {
         TaskCmd::Create {

@@ -4,7 +4,7 @@
 //! without a pane spawned, and a team whose panes are all gone brought
 //! back (`--resume` / `--fresh`).
 
-use super::open::open;
+use super::open::open_own;
 use super::spawn::{apart_note, passed_note};
 use super::{Context, Exit};
 use crate::cli::{BackendArgs, UpArgs};
@@ -49,6 +49,9 @@ pub(super) async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
     let cwd = std::env::current_dir().context("reading the current directory")?;
     let (spec, name) = up_spec_and_name(ctx, &args, &cwd)?;
     let team = Team::new(&ctx.root, &name);
+    if team.roster().exists() {
+        team.require_own("lead it or start anything in it")?;
+    }
     let (args, mut opened) = create_and_prepare(ctx, &team, spec.as_ref(), args, &cwd)?;
     crate::teammate::wake::preflight(&team);
     // One `up` or `spawn` of the team at a time: a second `up` waits here,
@@ -471,7 +474,7 @@ fn start_lead_logging(team: &Team) -> Result<()> {
 }
 
 pub(super) async fn lead(ctx: &Context, args: BackendArgs) -> Result<Next> {
-    let (team, opened) = open(ctx, &args)?;
+    let (team, opened) = open_own(ctx, &args, "lead it")?;
     start_lead_logging(&team)?;
     Ok(Next::RunLead(Box::new(Lead::new(team, opened))))
 }

@@ -1,16 +1,19 @@
 //! Teams: names, colours, the roster (`config.json`) and the typed view of
-//! swarm's own fields in it ([`fields`]), member status ([`status`]), and [`Team`], the
+//! swarm's own fields in it ([`fields`]), member status ([`status`]), whose
+//! team it is ([`owner`]: swarm changes only the teams it started), and [`Team`], the
 //! handle that ties a team's roster, mailbox and task list together with the
 //! policies that span them (see [`post`]).
 
 pub mod colors;
 pub mod fields;
 pub mod names;
+pub mod owner;
 pub mod post;
 pub mod roster;
 pub mod status;
 
 pub use fields::{ExitRecord, FieldError, SwarmField};
+pub use owner::{ForeignTeam, Ownership};
 pub use roster::{Member, Roster, RosterError, TeamFile, list_teams};
 
 use crate::mailbox::Mailbox;
@@ -42,5 +45,17 @@ impl Team {
 
     pub fn tasks(&self) -> TaskStore {
         TaskStore::new(&self.root, &self.name)
+    }
+
+    /// Whether swarm started this team (see [`owner`]).
+    pub fn ownership(&self) -> Ownership {
+        Ownership::of(&self.root, &self.name)
+    }
+
+    /// `Ok` when swarm started this team, else the refusal of `action`
+    /// ("delete it", "stop its members"): the one check before anything
+    /// that changes, stops or deletes a team.
+    pub fn require_own(&self, action: &str) -> Result<(), ForeignTeam> {
+        self.ownership().require(&self.name, action)
     }
 }

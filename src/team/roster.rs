@@ -14,6 +14,7 @@ use crate::clock;
 use crate::json_text;
 use crate::paths::Root;
 use crate::team::names::{self, LEAD_NAME, NameError};
+use crate::team::owner::{OwnerRecord, Ownership};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
@@ -157,6 +158,9 @@ pub enum RosterError {
     Active { team: String, active: Vec<String> },
     #[error(transparent)]
     Name(#[from] NameError),
+    /// A write or delete refused: swarm did not start the team.
+    #[error(transparent)]
+    Foreign(#[from] super::owner::ForeignTeam),
     /// A lock that could not be taken, or one lost while this process was
     /// suspended ([`atomic_file::LockError::Lost`]): then nothing was
     /// written, and the update may simply be tried again.
@@ -241,12 +245,24 @@ impl Roster {
         names::validate_team(&self.team)?;
         let team_dir = self.root.team_dir(&self.team)?;
         let tasks_dir = self.root.tasks_dir(&self.team)?;
+        let state_dir = self.root.state_dir(&self.team)?;
         let missing = |d: &std::path::Path| std::fs::symlink_metadata(d).is_err();
-        let (new_team_dir, new_tasks_dir) = (missing(&team_dir), missing(&tasks_dir));
+        let (new_team_dir, new_tasks_dir, new_state_dir) =
+            (missing(&team_dir), missing(&tasks_dir), missing(&state_dir));
         let created = self.create_files(description, lead_cwd);
         if let Err(e) = &created
             && !matches!(e, RosterError::Exists(_))
         {
+            crate::dropped::ignore(
+                atomic_file::remove_if_there(&self.root.owner_record(&self.team)?),
+                "removing the owner record of a team whose creation failed",
+            );
+            if new_state_dir {
+                crate::dropped::ignore(
+                    std::fs::remove_dir(&state_dir),
+                    "removing the state directory of a team whose creation failed",
+                );
+            }
             if new_team_dir {
                 self.remove_new_team_dir(&team_dir);
             }
@@ -298,12 +314,20 @@ impl Roster {
             return Err(RosterError::Exists(self.team.clone()));
         }
         let now = clock::now_ms();
+        let session = uuid::Uuid::new_v4().to_string();
+        // The record first: a roster never exists without the proof that
+        // swarm made it (a crash in between leaves a record and no team,
+        // which the next create of that name overwrites).
+        let record = self.root.owner_record(&self.team)?;
+        OwnerRecord::new(&session, now)
+            .save(&self.root, &self.team)
+            .map_err(Self::io(&record))?;
         let tf = TeamFile {
             name: self.team.clone(),
             description: description.map(str::to_string),
             created_at: Some(now),
             lead_agent_id: format!("{LEAD_NAME}@{}", self.team),
-            lead_session_id: Some(uuid::Uuid::new_v4().to_string()),
+            lead_session_id: Some(session),
             lead_process: None,
             members: vec![Member {
                 agent_id: format!("{LEAD_NAME}@{}", self.team),
@@ -398,13 +422,28 @@ impl Roster {
         let bytes = atomic_file::read_optional(&path)
             .map_err(Self::io(&path))?
             .ok_or_else(|| self.not_found())?;
-        let mut tf = match json_text::parse_lenient::<TeamFile>(&bytes) {
+        let parsed = json_text::parse_lenient::<TeamFile>(&bytes);
+        // Only swarm's own roster is written, repairs included (see
+        // `owner`): a team another tool started is read, never rewritten.
+        let record = OwnerRecord::load(&self.root, &self.team);
+        let action = match &parsed {
+            Ok(_) => "change its roster",
+            Err(_) => "repair its roster, which does not parse",
+        };
+        Ownership::judge(
+            record.as_ref(),
+            parsed.as_ref().ok().map(|tf| tf.lead_session_id.as_deref()),
+        )
+        .require(&self.team, action)?;
+        let mut tf = match parsed {
             Ok(tf) => tf,
             Err(err) => {
                 // Rebuilt first: a rebuild that fails leaves the file where
                 // it is (the next read tries again), never a team without
-                // a roster.
-                let tf = self.rebuild_from_inboxes()?;
+                // a roster. It keeps the lead session swarm recorded, so
+                // the team stays swarm's.
+                let mut tf = self.rebuild_from_inboxes()?;
+                tf.lead_session_id = record.map(|r| r.lead_session_id);
                 let quarantined = atomic_file::quarantine(&path).map_err(Self::io(&path))?;
                 tracing::warn!(
                     config = %path.display(),
@@ -565,6 +604,7 @@ impl Roster {
     /// active unless `force`.
     pub fn delete(&self, force: bool) -> Result<(), RosterError> {
         let tf = self.read()?;
+        Ownership::of(&self.root, &self.team).require(&self.team, "delete it")?;
         let active: Vec<String> = tf
             .teammates()
             .filter(|m| m.is_active == Some(true))
@@ -667,8 +707,8 @@ mod tests {
         let roster = Roster::new(&root, "doomed");
         crate::atomic_file::fault::inject("write", std::io::ErrorKind::StorageFull);
         let err = roster.create(None, "/").unwrap_err();
-        assert!(err.to_string().contains("config.json"), "{err}");
-        for gone in ["teams/doomed", "tasks/doomed"] {
+        assert!(err.to_string().contains("owner.json"), "{err}");
+        for gone in ["teams/doomed", "tasks/doomed", "swarm/doomed"] {
             assert!(!t.path().join(gone).exists(), "{gone} left behind");
         }
         assert!(!roster.exists());
