@@ -16,7 +16,9 @@
 //!   the panic hook of every process; [`dropped`]: `ignore` for an error
 //!   dropped on purpose (a leaf, so the file layer uses it too);
 //!   [`context`]: where and as whom a command runs, and how it ended.
-//! - [`lead`]: the lead process, pane backends per team, spawn and teardown.
+//! - [`session`]: the team's pane backend and its session record
+//!   (`session.json`, one writer), opened from a plain location.
+//! - [`lead`]: the lead process, spawn and teardown.
 //! - [`pane_env`]: the exact environment of every process swarm starts in
 //!   a pane (one builder for teammates, their agents and the lead).
 //! - [`team`]: names, colours, the roster (`config.json`) and the typed
@@ -57,6 +59,7 @@ pub mod pane_env;
 pub mod paths;
 pub mod protocol;
 pub mod resume;
+pub mod session;
 pub mod tasks;
 pub mod team;
 pub mod teammate;

@@ -21,7 +21,7 @@
 
 use crate::agents::claude::{SESSION_KEY, session_id};
 use crate::agents::{Agent, Preset};
-use crate::lead::session::Opened;
+use crate::session::Session;
 use crate::team::{Member, SwarmField, Team};
 use anyhow::{Context, Result};
 use serde_json::Value;
@@ -116,7 +116,7 @@ fn exec_preset_session(team: &Team, m: &Member, preset: Preset) -> Conversation 
 /// (`Resume`, or `Ask` answered yes) or starts them anew (`Fresh`) by
 /// clearing their pane records, so that `up` spawns them again. Returns
 /// the lines to show, one per teammate.
-pub async fn comeback(team: &Team, opened: &Opened, how: Comeback) -> Result<Vec<String>> {
+pub async fn comeback(team: &Team, opened: &Session, how: Comeback) -> Result<Vec<String>> {
     let tf = team.roster().read()?;
     // Those that ran: a pane recorded, or an end (a lead that saw a pane
     // go to another program forgets its id but records the end). The

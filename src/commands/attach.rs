@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::open::open;
 use super::{Context, Exit};
 use crate::cli::BackendArgs;
-use crate::lead::session::{self, Opened};
+use crate::session::{self, Session};
 use crate::team::Team;
 use anyhow::{Context as _, Result, bail};
 
@@ -22,8 +22,9 @@ pub(super) async fn attach(ctx: &Context, args: BackendArgs) -> Result<Exit> {
             opened.kind()
         );
     }
-    let Some(session) = opened.record.session.clone() else {
-        if let Some(lead) = opened.record.lead_pane.clone() {
+    let record = opened.record();
+    let Some(session) = record.session.clone() else {
+        if let Some(lead) = record.lead_pane.clone() {
             return focus_own_pane(&team, &opened, &lead).await;
         }
         let session = session::session_name(&team.name);
@@ -48,7 +49,7 @@ pub(super) async fn attach(ctx: &Context, args: BackendArgs) -> Result<Exit> {
 /// attaches to it is named.
 async fn focus_own_pane(
     team: &Team,
-    opened: &Opened,
+    opened: &Session,
     lead: &swarm_backends::PaneId,
 ) -> Result<Exit> {
     if !session::lead_running(opened).await? {
@@ -67,7 +68,7 @@ async fn focus_own_pane(
         return Ok(Exit::Ok);
     }
     let socket = opened
-        .record
+        .record()
         .tmux_socket
         .as_ref()
         .map(|s| format!("-S {} ", s.display()))
@@ -81,8 +82,8 @@ async fn focus_own_pane(
 /// Attaches to `session` with the lead's pane current and waits for the
 /// client; ends the client when the lead exits meanwhile; then says how to
 /// come back if the team runs on.
-pub(super) async fn attach_home(team: &Team, opened: &Opened, session: &str) -> Result<Exit> {
-    if let Some(lead) = &opened.record.lead_pane
+pub(super) async fn attach_home(team: &Team, opened: &Session, session: &str) -> Result<Exit> {
+    if let Some(lead) = &opened.record().lead_pane
         && let Err(e) = opened.backend.focus(lead).await
     {
         tracing::warn!("focus the lead's pane {lead} before attaching: {e}");

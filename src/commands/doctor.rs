@@ -108,7 +108,7 @@ async fn tmux_version(facts: &EnvFacts, args: &DoctorArgs) -> Result<String, Str
 /// team `t` is recorded on (every command of that team would refuse it),
 /// or a record that cannot be read.
 fn tmux_server_problem(ctx: &Context, t: &str, args: &DoctorArgs) -> Option<String> {
-    use crate::lead::session::{SessionRecord, recorded_tmux_server, socket_conflict};
+    use crate::session::{SessionRecord, recorded_tmux_server, socket_conflict};
     let asked = args.backend.tmux_socket.as_deref()?;
     let recorded = SessionRecord::load(&ctx.root, t)
         .and_then(|r| recorded_tmux_server(&ctx.root, t, &r))

@@ -7,7 +7,7 @@
 use super::{Context, Exit};
 use crate::cli::Command;
 use crate::lead::run_lead;
-use crate::lead::session;
+use crate::session;
 use anyhow::{Result, bail};
 
 pub fn run(ctx: &Context, cmd: Command) -> Result<Exit> {

@@ -3,26 +3,37 @@
 
 use super::Context;
 use crate::cli::BackendArgs;
-use crate::lead::session::{self, Opened};
+use crate::session::{Location, Session};
 use crate::team::Team;
 use anyhow::Result;
 
 /// The team (its roster read, so a missing or unreadable one is the
 /// error) and its backend, opened as the team's session records it.
-pub(super) fn open(ctx: &Context, args: &BackendArgs) -> Result<(Team, Opened)> {
+pub(super) fn open(ctx: &Context, args: &BackendArgs) -> Result<(Team, Session)> {
     let team = ctx.team()?;
     team.roster().read()?;
-    let opened = session::open(&ctx.root, &team.name, args)?;
+    let opened = Session::open(&location(ctx, &team.name, args))?;
     Ok((team, opened))
 }
 
 /// [`open`] for a command that changes which panes the team has or who
 /// is on it: refused, before anything is done, on a team swarm did not
 /// start (see `team::owner`), with `action` in the one-line reason.
-pub(super) fn open_own(ctx: &Context, args: &BackendArgs, action: &str) -> Result<(Team, Opened)> {
+pub(super) fn open_own(ctx: &Context, args: &BackendArgs, action: &str) -> Result<(Team, Session)> {
     let team = ctx.team()?;
     team.roster().read()?;
     team.require_own(action)?;
-    let opened = session::open(&ctx.root, &team.name, args)?;
+    let opened = Session::open(&location(ctx, &team.name, args))?;
     Ok((team, opened))
+}
+
+/// Where the command line says the team's panes are (`--backend`,
+/// `--tmux-socket`), as the plain location a session opens from.
+pub(super) fn location(ctx: &Context, team: &str, args: &BackendArgs) -> Location {
+    Location {
+        root: ctx.root.clone(),
+        team: team.to_string(),
+        backend: args.backend.and_then(crate::cli::BackendChoice::kind),
+        tmux_socket: args.tmux_socket.clone(),
+    }
 }

@@ -8,7 +8,7 @@ use crate::lead::spawn::{SpawnRequest, spawn_member};
 use anyhow::{Result, bail};
 
 pub(super) async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
-    let (team, mut opened) = open_own(ctx, &args.backend, "add a teammate to it")?;
+    let (team, opened) = open_own(ctx, &args.backend, "add a teammate to it")?;
     if !opened.caps().panes_outlive_lead {
         bail!(
             "in-process panes live inside the lead, so another process cannot add one: list the \
@@ -36,7 +36,7 @@ pub(super) async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
         pass_env,
         worktree: args.worktree,
     };
-    let s = spawn_member(&team, &mut opened, &req).await?;
+    let s = spawn_member(&team, &opened, &req).await?;
     let apart = apart_note(s.apart.as_deref());
     match s.pid {
         Some(pid) => println!("spawned {} in pane {} (pid {pid}){apart}", s.name, s.pane),

@@ -25,11 +25,11 @@ fn member_statuses(
     // A backend that cannot be reached from here leaves the roster's
     // record to decide.
     let opened =
-        crate::lead::session::open(&ctx.root, &team.name, &crate::cli::BackendArgs::default());
+        crate::session::Session::open(&crate::session::Location::of(&ctx.root, &team.name));
     let panes: Vec<PaneSeen> = ignore(opened, "opening the team's backend")
         .filter(|o| o.caps().panes_outlive_lead)
         .and_then(|opened| {
-            let rt = ignore(crate::lead::session::runtime(), "starting a runtime")?;
+            let rt = ignore(crate::session::runtime(), "starting a runtime")?;
             let got = ignore(
                 rt.block_on(crate::lead::teardown::pane_statuses(&opened, members)),
                 "looking up the members' panes",
@@ -139,7 +139,7 @@ fn extras_cells((attention, progress): &(Option<Attention>, Option<Progress>)) -
 /// The lead's liveness and where the team's panes live, for the header.
 struct Where {
     lead_pid: Option<u32>,
-    record: crate::lead::session::SessionRecord,
+    record: crate::session::SessionRecord,
 }
 
 impl Where {
@@ -147,13 +147,14 @@ impl Where {
         Where {
             // A lead file that does not read: shown as no lead.
             lead_pid: ignore(crate::lead::lead_pid_alive(team), "reading the lead's pid").flatten(),
-            record: crate::lead::session::SessionRecord::load(&ctx.root, &team.name)
-                .unwrap_or_else(|e| {
+            record: crate::session::SessionRecord::load(&ctx.root, &team.name).unwrap_or_else(
+                |e| {
                     let e = format!("{e:#}");
                     let e = escape_line(&e);
                     eprintln!("swarm: warning: {e}; the team's backend and tmux server not shown");
                     Default::default()
-                }),
+                },
+            ),
         }
     }
 

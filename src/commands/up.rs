@@ -10,9 +10,9 @@ use super::{Context, Exit};
 use crate::cli::{BackendArgs, UpArgs};
 use crate::dropped::ignore;
 use crate::lead::lock::{LifecycleLock, lead_holder};
-use crate::lead::session::{self, Opened};
 use crate::lead::spawn::{SpawnRequest, spawn_members_locked};
 use crate::lead::{Lead, lead_pid_alive};
+use crate::session::{self, Session};
 use crate::team::{Roster, Team, names};
 use crate::text::{escape_line as esc, shell_word};
 use anyhow::{Context as _, Result, bail};
@@ -29,10 +29,10 @@ pub(super) enum Next {
 }
 
 /// The spec of the lead's own pane: `swarm lead`, with the team's identity.
-fn lead_spec(team: &Team, opened: &Opened) -> Result<SpawnSpec> {
+fn lead_spec(team: &Team, opened: &Session) -> Result<SpawnSpec> {
     let exe = std::env::current_exe().context("locating the swarm executable")?;
     let mut args = vec!["lead".to_string()];
-    if let Some(sock) = &opened.record.tmux_socket {
+    if let Some(sock) = &opened.record().tmux_socket {
         args.push("--tmux-socket".into());
         args.push(sock.to_string_lossy().into_owned());
     }
@@ -52,7 +52,7 @@ pub(super) async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
     if team.roster().exists() {
         team.require_own("lead it or start anything in it")?;
     }
-    let (args, mut opened) = create_and_prepare(ctx, &team, spec.as_ref(), args, &cwd)?;
+    let (args, opened) = create_and_prepare(ctx, &team, spec.as_ref(), args, &cwd)?;
     crate::teammate::wake::preflight(&team);
     // One `up` or `spawn` of the team at a time: a second `up` waits here,
     // then finds the lead this one started.
@@ -61,7 +61,7 @@ pub(super) async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
         if args.resume || args.fresh {
             // The lead came back without its teammates: they come now.
             bring_back(&team, &opened, &args).await?;
-            complete_team(&team, &mut opened).await?;
+            complete_team(&team, &opened).await?;
         }
         drop(lifecycle);
         eprintln!("{}", already_running(&name, pid));
@@ -73,9 +73,9 @@ pub(super) async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
     // and hand their tasks back.
     bring_back(&team, &opened, &args).await?;
     if opened.caps().home_sessions && opened.own_pane.is_none() {
-        return up_in_home(ctx, team, opened, args, lifecycle, started).await;
+        return up_in_home(team, opened, args, lifecycle, started).await;
     }
-    up_here(ctx, team, opened, lifecycle).await
+    up_here(team, opened, lifecycle).await
 }
 
 /// The spec `up` was given (a file, or `--demo`) and the team it names
@@ -113,7 +113,7 @@ fn create_and_prepare(
     spec: Option<&crate::config::TeamSpec>,
     args: UpArgs,
     cwd: &std::path::Path,
-) -> Result<(UpArgs, Opened)> {
+) -> Result<(UpArgs, Session)> {
     let name = &team.name;
     let created = !team.roster().exists();
     if created {
@@ -137,18 +137,16 @@ fn create_and_prepare(
 /// of the team's session (a new window when the session outlived its
 /// lead), and this process attaches to it.
 async fn up_in_home(
-    ctx: &Context,
     team: Team,
-    mut opened: Opened,
+    opened: Session,
     args: UpArgs,
     lifecycle: LifecycleLock,
     started: Instant,
 ) -> Result<Next> {
     let name = team.name.clone();
     let session = opened
-        .record
+        .record()
         .session
-        .clone()
         .unwrap_or_else(|| session::session_name(&name));
     let spec = lead_spec(&team, &opened)?;
     let lead_pane = if opened.backend.home_exists(&session).await? {
@@ -160,17 +158,17 @@ async fn up_in_home(
     } else {
         opened.backend.open_home(&session, &spec).await?
     };
-    opened.record.session = Some(session);
-    opened.record.lead_pane = Some(lead_pane.id.clone());
-    opened.record.lead_nonce = Some(lead_pane.nonce.clone());
-    if let Some(v) = opened.backend.checked_version().await {
-        opened.record.tmux_version = Some(v);
-    }
-    opened.placement = Some(swarm_backends::Placement::RightOfLead {
+    let version = opened.backend.checked_version().await;
+    opened.update_record(|r| {
+        r.session = Some(session);
+        r.lead_pane = Some(lead_pane.id.clone());
+        r.lead_nonce = Some(lead_pane.nonce.clone());
+        r.tmux_version = version.or(r.tmux_version);
+    })?;
+    opened.set_placement(Some(swarm_backends::Placement::RightOfLead {
         lead: lead_pane.id.clone(),
-    });
-    opened.record.save(&ctx.root, &name)?;
-    complete_team(&team, &mut opened).await?;
+    }));
+    complete_team(&team, &opened).await?;
     // The lifecycle lock is let go only once the new lead holds its
     // own: a second `up` waiting for it then finds the lead running.
     wait_for_lead_lock(&team, &lead_pane).await?;
@@ -188,26 +186,24 @@ async fn up_in_home(
 
 /// `up` where this process is the lead (in the user's own pane, or
 /// hosting in-process panes): its lock first, then the team.
-async fn up_here(
-    ctx: &Context,
-    team: Team,
-    mut opened: Opened,
-    lifecycle: LifecycleLock,
-) -> Result<Next> {
+async fn up_here(team: Team, opened: Session, lifecycle: LifecycleLock) -> Result<Next> {
     let name = team.name.clone();
     let own = opened.own_pane.clone();
     if let Some(lead) = &own {
-        opened.placement = Some(swarm_backends::Placement::RightOfLead { lead: lead.clone() });
+        opened.set_placement(Some(swarm_backends::Placement::RightOfLead {
+            lead: lead.clone(),
+        }));
     }
-    opened.record.lead_pane = own;
-    opened.record.lead_nonce = None;
     start_lead_logging(&team)?;
-    opened.record.save(&ctx.root, &name)?;
+    opened.update_record(|r| {
+        r.lead_pane = own;
+        r.lead_nonce = None;
+    })?;
     let lead_lock = crate::lead::lock::LeadLock::acquire(&team, Duration::ZERO).await?;
     if !opened.caps().panes_outlive_lead {
         respawn_hosted(&team)?;
     }
-    complete_team(&team, &mut opened).await?;
+    complete_team(&team, &opened).await?;
     drop(lifecycle);
     eprintln!("{}", come_back_hint(&name));
     Ok(Next::RunLead(Box::new(
@@ -222,7 +218,7 @@ fn prepare(
     team: &Team,
     spec: Option<&crate::config::TeamSpec>,
     args: UpArgs,
-) -> Result<(UpArgs, Opened)> {
+) -> Result<(UpArgs, Session)> {
     let mut backend_args = args.backend.clone();
     if let Some(spec) = spec {
         if backend_args.backend.is_none() {
@@ -234,7 +230,7 @@ fn prepare(
         backend: backend_args,
         ..args
     };
-    let opened = session::open(&ctx.root, &team.name, &args.backend)?;
+    let opened = Session::open(&super::open::location(ctx, &team.name, &args.backend))?;
     Ok((args, opened))
 }
 
@@ -335,7 +331,7 @@ fn respawn_hosted(team: &Team) -> Result<()> {
 /// Under the lifecycle lock: adopts, recovers or closes what an earlier
 /// interrupted `up`/`spawn` left (see `lead::recover`), then spawns every
 /// member that still has no pane.
-async fn complete_team(team: &Team, opened: &mut Opened) -> Result<()> {
+async fn complete_team(team: &Team, opened: &Session) -> Result<()> {
     let done = crate::lead::recover::reconcile(team, opened).await?;
     for line in done.lines() {
         eprintln!("{line}");
@@ -346,7 +342,7 @@ async fn complete_team(team: &Team, opened: &mut Opened) -> Result<()> {
 /// A team whose panes are all gone: its teammates brought back, or
 /// started anew, as `--resume` / `--fresh` or the user's answer says (see
 /// `resume`); `spawn_reserved` then opens their panes.
-async fn bring_back(team: &Team, opened: &Opened, args: &UpArgs) -> Result<()> {
+async fn bring_back(team: &Team, opened: &Session, args: &UpArgs) -> Result<()> {
     use crate::resume::Comeback;
     let how = match (args.resume, args.fresh) {
         (true, _) => Comeback::Resume,
@@ -403,7 +399,7 @@ fn swarm_command(m: &crate::team::Member) -> Result<Vec<String>> {
 }
 
 /// Spawns members that are on the roster but were never given a pane.
-async fn spawn_reserved(team: &Team, opened: &mut Opened) -> Result<()> {
+async fn spawn_reserved(team: &Team, opened: &Session) -> Result<()> {
     let tf = team.roster().read()?;
     let mut reqs = Vec::new();
     for m in tf.teammates().filter(|m| m.tmux_pane_id.is_empty()) {
@@ -441,7 +437,7 @@ async fn spawn_reserved(team: &Team, opened: &mut Opened) -> Result<()> {
     Ok(())
 }
 
-async fn reattach(team: &Team, opened: &Opened, no_attach: bool) -> Result<Exit> {
+async fn reattach(team: &Team, opened: &Session, no_attach: bool) -> Result<Exit> {
     if !opened.caps().home_sessions {
         bail!(
             "the lead of team {} runs in another terminal (backend {})",
@@ -449,8 +445,9 @@ async fn reattach(team: &Team, opened: &Opened, no_attach: bool) -> Result<Exit>
             opened.kind()
         );
     }
-    let Some(session) = opened.record.session.clone() else {
-        if let Some(lead) = &opened.record.lead_pane {
+    let record = opened.record();
+    let Some(session) = record.session.clone() else {
+        if let Some(lead) = &record.lead_pane {
             // Focus is a courtesy: the lead runs either way.
             ignore(opened.backend.focus(lead).await, "focusing the lead's pane");
         }

@@ -9,9 +9,9 @@
 //! gets "killing @x…" at once and keeps drawing and taking keys; the
 //! outcome arrives as an event.
 
-use super::session::{Opened, member_pane};
 use super::{Lead, Request, Shared, teardown, view};
 use crate::protocol::{self, Message};
+use crate::session::{Session, member_pane};
 use crate::tasks::NewTask;
 use crate::team::names::LEAD_NAME;
 use crate::team::{SwarmField, Team};
@@ -25,7 +25,7 @@ use swarm_backends::PaneRef;
 /// The lead as the TUI sees it.
 pub struct LeadUi {
     team: Team,
-    opened: Arc<Opened>,
+    opened: Arc<Session>,
     shared: Arc<Mutex<Shared>>,
     rt: tokio::runtime::Handle,
     notice: Option<String>,
@@ -178,7 +178,7 @@ impl ScreenSource for LeadUi {
 
 impl LeadUi {
     /// Kills `name` in the background; the notice shown meanwhile.
-    fn kill(&self, team: Team, opened: Arc<Opened>, name: String) -> String {
+    fn kill(&self, team: Team, opened: Arc<Session>, name: String) -> String {
         let shown = format!("killing @{name}…");
         let shared = self.shared.clone();
         self.in_background(async move {
@@ -210,7 +210,7 @@ impl LeadUi {
     }
 
     /// Kills `names` in the background; the notice shown meanwhile.
-    fn prune(&self, team: Team, opened: Arc<Opened>, names: Vec<String>) -> String {
+    fn prune(&self, team: Team, opened: Arc<Session>, names: Vec<String>) -> String {
         let shown = names
             .iter()
             .map(|n| format!("@{n}"))
@@ -227,7 +227,7 @@ impl LeadUi {
     }
 
     /// Shows every hidden pane, in the background.
-    fn show_all(&self, team: Team, opened: Arc<Opened>) {
+    fn show_all(&self, team: Team, opened: Arc<Session>) {
         let hiding = self.hiding.clone();
         self.in_background(async move {
             let _one_at_a_time = hiding.lock().await;

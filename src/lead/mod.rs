@@ -1,9 +1,6 @@
 //! The lead: owns the roster, spawns and supervises panes through a
 //! backend, consumes the `team-lead` inbox, and shows the team.
 //!
-//! - [`session`]: which backend and server a team lives on (its session
-//!   record), opened the same way from any process; the lead holds the
-//!   `dyn PaneBackendExecutor` it returns and nothing else.
 //! - [`lock`]: one lead per team, one `up`/`spawn` at a time (OS locks).
 //! - [`recover`]: what an interrupted `up` or `spawn`, or a rebuilt
 //!   roster, left: marked panes adopted or closed.
@@ -23,7 +20,6 @@
 pub mod control;
 pub mod lock;
 pub mod recover;
-pub mod session;
 pub mod spawn;
 pub mod teardown;
 pub mod view;
@@ -32,12 +28,12 @@ pub mod watch;
 
 use crate::mailbox::Entry;
 use crate::protocol::{self, Message};
+use crate::session::{self, Session};
 use crate::team::names::LEAD_NAME;
 use crate::team::status::recorded_exit;
 use crate::team::{ExitRecord, Member, Team};
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
-use session::Opened;
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -167,7 +163,7 @@ impl Shared {
 /// The lead process's supervisor.
 pub struct Lead {
     pub team: Team,
-    pub opened: Arc<Opened>,
+    pub opened: Arc<Session>,
     pub shared: Arc<Mutex<Shared>>,
     /// Rings the TeamsDialog (when it runs) after a change it shows.
     wake: Option<wake::Wake>,
@@ -182,7 +178,7 @@ pub struct Lead {
 }
 
 impl Lead {
-    pub fn new(team: Team, opened: Opened) -> Self {
+    pub fn new(team: Team, opened: Session) -> Self {
         Lead {
             team,
             opened: Arc::new(opened),

@@ -17,7 +17,7 @@
 //!
 //! Panes without this team's mark are never looked at.
 
-use super::session::Opened;
+use crate::session::Session;
 use crate::team::names::LEAD_NAME;
 use crate::team::{Member, SwarmField, Team};
 use anyhow::{Context, Result};
@@ -56,7 +56,7 @@ impl Reconciled {
 /// forgotten), or a member the roster lost, rebuilt from its pane's mark.
 fn record_adopted(
     team: &Team,
-    opened: &Opened,
+    opened: &Session,
     tf: &crate::team::TeamFile,
     adopt: &[(PaneRef, PaneMark)],
 ) -> Result<()> {
@@ -90,7 +90,7 @@ fn record_adopted(
 }
 
 /// Adopts, recovers or closes this team's marked panes (see the module).
-pub async fn reconcile(team: &Team, opened: &Opened) -> Result<Reconciled> {
+pub async fn reconcile(team: &Team, opened: &Session) -> Result<Reconciled> {
     let mut done = Reconciled::default();
     if !opened.caps().list_marked {
         return Ok(done);

@@ -18,9 +18,9 @@
 //! puts in the program's environment.
 
 use super::lock::LifecycleLock;
-use super::session::{Opened, lead_running, member_pane, placement, placement_apart};
 use crate::agents::{Agent, PermissionMode};
 use crate::atomic_file;
+use crate::session::{Session, lead_running, member_pane, placement, placement_apart};
 use crate::team::names;
 use crate::team::{Member, SwarmField, Team, colors};
 use anyhow::{Context, Result, bail};
@@ -206,7 +206,7 @@ fn touch_private(path: &Path, truncate: bool) -> Result<()> {
 }
 
 /// Adds `req.name` to the team and opens its pane.
-pub async fn spawn_member(team: &Team, opened: &mut Opened, req: &SpawnRequest) -> Result<Spawned> {
+pub async fn spawn_member(team: &Team, opened: &Session, req: &SpawnRequest) -> Result<Spawned> {
     let mut done = spawn_members(team, opened, std::slice::from_ref(req)).await?;
     Ok(done.remove(0))
 }
@@ -236,7 +236,7 @@ struct Prepared {
 /// of the same name waits, then finds it running and fails.
 pub async fn spawn_members(
     team: &Team,
-    opened: &mut Opened,
+    opened: &Session,
     reqs: &[SpawnRequest],
 ) -> Result<Vec<Spawned>> {
     let _lock = LifecycleLock::acquire(team).await?;
@@ -247,7 +247,7 @@ pub async fn spawn_members(
 /// [`LifecycleLock`] (`up`).
 pub async fn spawn_members_locked(
     team: &Team,
-    opened: &mut Opened,
+    opened: &Session,
     reqs: &[SpawnRequest],
 ) -> Result<Vec<Spawned>> {
     let roster = team.roster();
@@ -272,7 +272,7 @@ pub async fn spawn_members_locked(
         Ok(())
     })?;
 
-    let mut registrar = Registrar::new(team, opened.record.tmux_socket.clone());
+    let mut registrar = Registrar::new(team, opened.record().tmux_socket);
     let mut spawned = Vec::with_capacity(reqs.len());
     for (i, (req, p)) in reqs.iter().zip(&prepared).enumerate() {
         match open_pane(team, opened, req, p).await {
@@ -324,7 +324,7 @@ pub async fn spawn_members_locked(
 /// prepared before it) and builds its record.
 async fn prepare(
     team: &Team,
-    opened: &Opened,
+    opened: &Session,
     tf: &crate::team::TeamFile,
     req: &SpawnRequest,
 ) -> Result<Prepared> {
@@ -374,7 +374,7 @@ async fn prepare(
 
 /// A member of that name whose pane still runs is refused (so is the lead's
 /// name): a second pane for one member would be two runtimes on one inbox.
-async fn refuse_running(opened: &Opened, req: &SpawnRequest, m: &Member) -> Result<()> {
+async fn refuse_running(opened: &Session, req: &SpawnRequest, m: &Member) -> Result<()> {
     if m.is_lead() {
         bail!("{:?} is the lead", req.name);
     }
@@ -431,7 +431,7 @@ fn set_swarm_fields(member: &mut Member, req: &SpawnRequest, agent: Agent) {
 /// Opens the pane of a member whose record is on the roster.
 async fn open_pane(
     team: &Team,
-    opened: &mut Opened,
+    opened: &Session,
     req: &SpawnRequest,
     p: &Prepared,
 ) -> Result<(PaneRef, Option<u32>, Vec<String>)> {
@@ -465,8 +465,8 @@ async fn open_pane(
     let passed = pane_env.passed_names();
     let cwd = PathBuf::from(member.cwd.clone().unwrap_or_default());
     let gate = Gate::build(team, req, p.agent, &cwd, &pane_env)?;
-    let (place, guessed) = match &opened.placement {
-        Some(p) => (p.clone(), false),
+    let (place, guessed) = match opened.placement() {
+        Some(p) => (p, false),
         None => (placement(opened, &team.name).await?, true),
     };
     let mut spec = pane_spec(team, opened, req, member, &gate, cwd, place)?;
@@ -486,7 +486,7 @@ async fn open_pane(
     if let Some(h) = handoff {
         h.taken_by_pane();
     }
-    let pid = opened_pane(team, opened, &spec.placement, &pane).await?;
+    let pid = opened_pane(opened, &spec.placement, &pane).await?;
     Ok((pane, pid, passed))
 }
 
@@ -547,7 +547,7 @@ impl Gate {
 /// the pane's mark, title, colour and place, its pid and output files.
 fn pane_spec(
     team: &Team,
-    opened: &Opened,
+    opened: &Session,
     req: &SpawnRequest,
     member: &Member,
     gate: &Gate,
@@ -587,7 +587,7 @@ fn pane_spec(
 /// the team's session, as when no lead was ever recorded.
 async fn spawn_placed(
     team: &Team,
-    opened: &Opened,
+    opened: &Session,
     spec: &mut SpawnSpec,
     guessed: bool,
 ) -> Result<PaneRef> {
@@ -614,25 +614,28 @@ async fn spawn_placed(
 /// reach it by pid (panes that live inside this process); the other
 /// backends answer liveness by pane id.
 async fn opened_pane(
-    team: &Team,
-    opened: &mut Opened,
+    opened: &Session,
     place: &swarm_backends::Placement,
     pane: &PaneRef,
 ) -> Result<Option<u32>> {
     let backend = opened.backend.clone();
-    let before = opened.record.clone();
+    let before = opened.record();
+    let mut after = before.clone();
     if let swarm_backends::Placement::Session { name }
     | swarm_backends::Placement::NewWindow {
         session: Some(name),
     } = place
     {
-        opened.record.session = Some(name.clone());
+        after.session = Some(name.clone());
     }
     if let Some(v) = backend.checked_version().await {
-        opened.record.tmux_version = Some(v);
+        after.tmux_version = Some(v);
     }
-    if opened.record != before {
-        opened.record.save(&team.root, &team.name)?;
+    if after != before {
+        opened.update_record(|r| {
+            r.session = after.session;
+            r.tmux_version = after.tmux_version;
+        })?;
     }
     if opened.caps().panes_outlive_lead {
         return Ok(None);

@@ -7,9 +7,9 @@
 //! command racing on the same member (the lead saw the approval, the command
 //! waited for it) both finish cleanly.
 
-use super::session::{Opened, member_pane};
 use crate::mailbox::Entry;
 use crate::protocol::{self, Message};
+use crate::session::{Session, member_pane};
 use crate::tasks::{Status, Task};
 use crate::team::names::LEAD_NAME;
 use crate::team::status::{Facts, MemberStatus, PaneSeen, recorded_exit};
@@ -38,14 +38,14 @@ pub enum ShutdownOutcome {
 }
 
 /// The live status of a member's pane, `Gone` when it has none.
-pub async fn pane_status(opened: &Opened, m: &Member) -> Result<PaneStatus> {
+pub async fn pane_status(opened: &Session, m: &Member) -> Result<PaneStatus> {
     Ok(pane_statuses(opened, std::slice::from_ref(m)).await?[0])
 }
 
 /// An in-process pane hosted by another process (the lead): reachable only
 /// through its recorded pid (and start time, so a recycled pid is never
 /// taken for it).
-fn foreign_in_process_pid(opened: &Opened, m: &Member) -> Option<(u32, Option<String>)> {
+fn foreign_in_process_pid(opened: &Session, m: &Member) -> Option<(u32, Option<String>)> {
     if m.backend_kind() != Some(swarm_backends::BackendKind::InProcess)
         || opened.backend.hosts(&PaneIdOf(m).id())
     {
@@ -77,7 +77,7 @@ pub enum Closed {
 /// Closes the member's pane (the kill ladder: SIGTERM to its process group,
 /// SIGKILL after `grace`, pane closed and verified gone). A pane that does
 /// not carry the member's mark is never touched ([`Closed::NotOurs`]).
-pub async fn close_pane(opened: &Opened, m: &Member, grace: Duration) -> Result<Closed> {
+pub async fn close_pane(opened: &Session, m: &Member, grace: Duration) -> Result<Closed> {
     let Some(pane) = member_pane(m) else {
         return Ok(Closed::Done);
     };
@@ -112,7 +112,7 @@ pub async fn close_pane(opened: &Opened, m: &Member, grace: Duration) -> Result<
 /// [`close_pane`] for several members: the backend's panes in one
 /// [`kill_all`](swarm_backends::PaneBackendExecutor::kill_all) (one ladder
 /// for all), in-process panes of another process by pid.
-pub async fn close_panes(opened: &Opened, members: &[Member], grace: Duration) -> Result<()> {
+pub async fn close_panes(opened: &Session, members: &[Member], grace: Duration) -> Result<()> {
     let mut refs = Vec::new();
     let mut whose = Vec::new();
     for m in members {
@@ -175,7 +175,7 @@ fn member(team: &Team, name: &str) -> Result<Member> {
 /// `swarm kill NAME`: the forced ladder, then release.
 pub async fn kill_member(
     team: &Team,
-    opened: &Opened,
+    opened: &Session,
     name: &str,
     grace: Duration,
 ) -> Result<Released> {
@@ -202,7 +202,7 @@ fn find_answer(team: &Team, request_id: &str) -> Result<Option<Message>> {
 /// `swarm shutdown NAME`: ask, wait for the answer, then close and release.
 pub async fn shutdown_member(
     team: &Team,
-    opened: &Opened,
+    opened: &Session,
     name: &str,
     reason: Option<String>,
     wait: Duration,
@@ -258,13 +258,13 @@ pub fn send_shutdown_request(team: &Team, name: &str, reason: Option<String>) ->
 }
 
 /// Waits up to `within` for the member's pane process to stop running.
-pub async fn wait_for_exit(opened: &Opened, m: &Member, within: Duration) -> Result<()> {
+pub async fn wait_for_exit(opened: &Session, m: &Member, within: Duration) -> Result<()> {
     wait_for_exits(opened, std::slice::from_ref(m), within).await
 }
 
 /// Waits up to `within` for every one of the members' pane processes to
 /// stop running, asking the backend once a look for all of them.
-pub async fn wait_for_exits(opened: &Opened, members: &[Member], within: Duration) -> Result<()> {
+pub async fn wait_for_exits(opened: &Session, members: &[Member], within: Duration) -> Result<()> {
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
         let statuses = pane_statuses(opened, members).await?;
@@ -319,7 +319,7 @@ pub fn waiting_for_approval(team: &Team) -> Result<Vec<String>> {
 /// the TeamsDialog's too, on what a command can see — the roster, its
 /// pane's liveness, the board, its mail, and its requests to the lead
 /// ([`waiting_for_approval`]).
-pub async fn idle_members(team: &Team, opened: &Opened) -> Result<Vec<String>> {
+pub async fn idle_members(team: &Team, opened: &Session) -> Result<Vec<String>> {
     let tf = team.roster().read()?;
     let tasks = team.tasks().list()?.tasks;
     let mb = team.mailbox();
@@ -380,7 +380,7 @@ const EXIT_AFTER_APPROVAL: Duration = Duration::from_secs(2);
 
 /// The live status of each member's pane, in order, with one backend call
 /// for the panes this backend hosts.
-pub async fn pane_statuses(opened: &Opened, members: &[Member]) -> Result<Vec<PaneStatus>> {
+pub async fn pane_statuses(opened: &Session, members: &[Member]) -> Result<Vec<PaneStatus>> {
     let mut out = vec![PaneStatus::Gone; members.len()];
     let mut asked: Vec<(usize, swarm_backends::PaneRef)> = Vec::new();
     for (i, m) in members.iter().enumerate() {
@@ -458,7 +458,12 @@ pub fn release_members(team: &Team, names: &[String]) -> Result<Vec<Released>> {
 /// and asks the backend once about every pane, and the roster is written
 /// once. A teammate that approved is watched closely (10 ms) until its
 /// process ends; otherwise the loop sleeps on the inboxes' file events.
-pub async fn down(team: &Team, opened: &Opened, wait: Duration, force: bool) -> Result<DownReport> {
+pub async fn down(
+    team: &Team,
+    opened: &Session,
+    wait: Duration,
+    force: bool,
+) -> Result<DownReport> {
     let tf = team.roster().read()?;
     let members: Vec<Member> = tf.teammates().cloned().collect();
     let statuses = pane_statuses(opened, &members).await?;
@@ -577,7 +582,7 @@ struct Answered {
 /// otherwise the loop sleeps on the inboxes' file events.
 async fn await_answers(
     team: &Team,
-    opened: &Opened,
+    opened: &Session,
     mut pending: Vec<Asked>,
     wait: Duration,
     force: bool,
@@ -696,11 +701,11 @@ fn signal_lead(team: &Team) -> Result<Option<u32>> {
 /// backend makes the server reap it then, [`PaneBackendExecutor::await_ended`]).
 ///
 /// [`PaneBackendExecutor::await_ended`]: swarm_backends::PaneBackendExecutor::await_ended
-async fn close_lead(opened: &Opened, stopping: Option<u32>) -> Result<()> {
+async fn close_lead(opened: &Session, stopping: Option<u32>) -> Result<()> {
     if let Some(pid) = stopping {
         opened.backend.await_ended(pid, LEAD_ENDS_WITHIN).await;
     }
-    let record = &opened.record;
+    let record = &opened.record();
     match (&record.session, record.lead_ref(), &record.lead_pane) {
         (Some(session), Some(lead), _) if opened.caps().home_sessions => {
             // The session swarm made holds the lead's pane: closing it

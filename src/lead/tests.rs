@@ -3,10 +3,10 @@
 //! fake's call list, and the fake scripts exits, vanishings, stubborn
 //! panes and pane ids reused by panes swarm did not start.
 
-use super::session::{Opened, member_pane};
 use super::spawn::{SpawnRequest, spawn_member, spawn_members};
 use super::{Lead, Seen, recover, teardown};
 use crate::paths::Root;
+use crate::session::{Session, member_pane};
 use crate::tasks::NewTask;
 use crate::team::{Roster, SwarmField, Team};
 use std::sync::Arc;
@@ -33,8 +33,12 @@ impl Bench {
         }
     }
 
-    fn opened(&self) -> Opened {
-        Opened::with_backend(self.fake.clone() as Arc<dyn PaneBackendExecutor>)
+    fn opened(&self) -> Session {
+        Session::with_backend(
+            &self.team.root,
+            &self.team.name,
+            self.fake.clone() as Arc<dyn PaneBackendExecutor>,
+        )
     }
 
     fn lead(&self) -> Lead {
@@ -50,8 +54,8 @@ impl Bench {
     }
 
     async fn spawn(&self, name: &str) -> PaneId {
-        let mut opened = self.opened();
-        spawn_member(&self.team, &mut opened, &self.request(name))
+        let opened = self.opened();
+        spawn_member(&self.team, &opened, &self.request(name))
             .await
             .unwrap()
             .pane
@@ -204,8 +208,8 @@ async fn concurrent_spawns_of_one_name_give_one_pane_and_one_clear_error() {
     for _ in 0..2 {
         let b = b.clone();
         handles.push(tokio::spawn(async move {
-            let mut opened = b.opened();
-            spawn_member(&b.team, &mut opened, &b.request("twin")).await
+            let opened = b.opened();
+            spawn_member(&b.team, &opened, &b.request("twin")).await
         }));
     }
     let mut ok = 0;
@@ -325,8 +329,8 @@ async fn an_up_killed_mid_spawn_is_completed_by_the_next_up() {
     assert_eq!(b.member("alice").unwrap().tmux_pane_id, alice.id.as_str());
     // What is still without a pane is spawned (as `up` does next).
     let missing: Vec<SpawnRequest> = ["bob", "carol"].iter().map(|n| b.request(n)).collect();
-    let mut opened = b.opened();
-    spawn_members(&b.team, &mut opened, &missing).await.unwrap();
+    let opened = b.opened();
+    spawn_members(&b.team, &opened, &missing).await.unwrap();
     for name in ["alice", "bob", "carol"] {
         let m = b.member(name).unwrap();
         let pane = member_pane(&m).expect("a pane");

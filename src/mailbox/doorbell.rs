@@ -21,7 +21,7 @@ use std::time::Duration;
 #[derive(Debug)]
 pub struct Doorbell {
     path: PathBuf,
-    /// Opened read-write, so the FIFO always has a writer: no end-of-file,
+    /// Session read-write, so the FIFO always has a writer: no end-of-file,
     /// and no blocking `open`.
     fifo: File,
 }
@@ -96,7 +96,7 @@ pub fn ring(path: &Path) {
 /// The doorbell at `path`, opened to ring it: `None` when nothing is there
 /// or it is no FIFO (a file planted in its place is never written).
 ///
-/// Opened read-write, not write-only: this end then counts as a reader
+/// Session read-write, not write-only: this end then counts as a reader
 /// too, so a listener that closes between this open and [`knock`] (a
 /// runtime ending just as it is rung) leaves a pipe that still has one, and
 /// the write cannot fail with `EPIPE`, which raises SIGPIPE, and the

@@ -1,25 +1,27 @@
 //! The team's session: which pane backend it uses and where on it — the
-//! session record (`<state>/session.json`, owned here: loaded and saved
-//! only through [`SessionRecord`]) and the code that opens the same backend
-//! again from any process (`swarm kill` in another shell, a restarted lead).
+//! session record (`<state>/session.json`, owned here: one writer,
+//! [`Session::update_record`], every update under the record's lock) and
+//! the code that opens the same backend again from any process (`swarm
+//! kill` in another shell, a restarted lead, `swarm mcp`).
 //!
 //! The record holds the backend kind, the tmux socket (when it is not the
 //! default server, or when the team lives inside the user's own tmux), the
 //! session name and the lead's pane (with its nonce when swarm made it).
 //! Members carry `backendType`, their pane id and the nonce their pane was
 //! marked with (`swarmNonce`) in the roster; the record says how to reach
-//! their server. [`open`] is the only code that names a concrete backend:
-//! everything else holds the `dyn PaneBackendExecutor` it returns.
+//! their server. [`Session::open`] is the only code that names a concrete
+//! backend: everything else holds the `dyn PaneBackendExecutor` it returns.
+//! A session is opened from a plain [`Location`], never from command-line
+//! types, so every front end (CLI, TeamsDialog, MCP) opens it the same way.
 
 use crate::atomic_file;
-use crate::cli::{BackendArgs, BackendChoice};
 use crate::json_text;
 use crate::paths::Root;
 use crate::team::Member;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use swarm_backends::in_process::InProcessBackend;
 use swarm_backends::iterm2::{Driver, ITerm2Backend};
 use swarm_backends::tmux::{TmuxBackend, TmuxServer};
@@ -66,7 +68,7 @@ impl SessionRecord {
         }
     }
 
-    pub fn save(&self, root: &Root, team: &str) -> Result<()> {
+    fn save(&self, root: &Root, team: &str) -> Result<()> {
         let path = root.session_record(team)?;
         if let Some(dir) = path.parent() {
             atomic_file::ensure_dir(dir)?;
@@ -89,33 +91,77 @@ pub fn session_name(team: &str) -> String {
     format!("swarm-{team}")
 }
 
-/// The backend a command should use, and what the detection said.
-pub struct Opened {
+/// Where a team's panes are to be found: the plain facts a front end
+/// gives (`--backend`, `--tmux-socket` / `SWARM_TMUX_SOCKET`), with the
+/// root and the team. `None`: what the team's record says, else detection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub root: Root,
+    pub team: String,
+    pub backend: Option<BackendKind>,
+    pub tmux_socket: Option<PathBuf>,
+}
+
+impl Location {
+    /// The team's recorded place (or detection), nothing asked for.
+    pub fn of(root: &Root, team: &str) -> Location {
+        Location {
+            root: root.clone(),
+            team: team.to_string(),
+            backend: None,
+            tmux_socket: None,
+        }
+    }
+}
+
+/// The team's backend and its session record: what every pane operation
+/// goes through. Shared (`Arc`) between the lead's supervisor, the
+/// TeamsDialog and the operations they run; the record and the placement
+/// cache are behind their own small locks.
+pub struct Session {
+    root: Root,
+    team: String,
     /// The one backend every pane operation goes through.
     pub backend: Arc<dyn PaneBackendExecutor>,
-    pub record: SessionRecord,
+    record: Mutex<SessionRecord>,
     pub reason: String,
     /// The pane this process runs in, when it runs inside the chosen tmux.
     pub own_pane: Option<PaneId>,
     /// Where this process's next teammate goes, once known (saves a
     /// liveness check per spawn when `up` spawns a whole team).
-    pub placement: Option<Placement>,
+    placement: Mutex<Option<Placement>>,
 }
 
-impl Opened {
-    /// An opened backend with an empty record (tests, the fake backend).
-    pub fn with_backend(backend: Arc<dyn PaneBackendExecutor>) -> Self {
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("team", &self.team)
+            .field("backend", &self.backend.kind())
+            .field("record", &self.record())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// A session on `backend` with an empty record (tests, the fake backend).
+    pub fn with_backend(root: &Root, team: &str, backend: Arc<dyn PaneBackendExecutor>) -> Self {
         let record = SessionRecord {
             backend: Some(backend.kind()),
             ..SessionRecord::default()
         };
-        Opened {
+        Session {
+            root: root.clone(),
+            team: team.to_string(),
             backend,
-            record,
+            record: Mutex::new(record),
             reason: "given".to_string(),
             own_pane: None,
-            placement: None,
+            placement: Mutex::new(None),
         }
+    }
+
+    pub fn team(&self) -> &str {
+        &self.team
     }
 
     pub fn kind(&self) -> BackendKind {
@@ -124,6 +170,53 @@ impl Opened {
 
     pub fn caps(&self) -> Capabilities {
         self.backend.capabilities()
+    }
+
+    /// The session record as this process knows it.
+    pub fn record(&self) -> SessionRecord {
+        self.record
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The one writer of `session.json`: under the record's lock, the file
+    /// is read again, this session's backend and tmux socket (where it was
+    /// opened) put in, `f` applied, and the file written when it changed;
+    /// this process's copy is then what the file holds.
+    pub fn update_record(&self, f: impl FnOnce(&mut SessionRecord)) -> Result<()> {
+        let path = self.root.session_record(&self.team)?;
+        if let Some(dir) = path.parent() {
+            atomic_file::ensure_dir(dir)?;
+        }
+        let _lock = atomic_file::FileLock::acquire_dir(
+            &crate::paths::lock_dir_for(&path),
+            atomic_file::DEFAULT_LOCK_TIMEOUT,
+        )
+        .with_context(|| format!("locking {}", path.display()))?;
+        let mut mine = self.record.lock().unwrap_or_else(|e| e.into_inner());
+        let on_disk = SessionRecord::load(&self.root, &self.team)?;
+        let mut next = on_disk.clone();
+        next.backend = mine.backend;
+        next.tmux_socket = mine.tmux_socket.clone();
+        f(&mut next);
+        if next != on_disk {
+            next.save(&self.root, &self.team)?;
+        }
+        *mine = next;
+        Ok(())
+    }
+
+    /// Where this process puts its next teammate, when known.
+    pub fn placement(&self) -> Option<Placement> {
+        self.placement
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn set_placement(&self, p: Option<Placement>) {
+        *self.placement.lock().unwrap_or_else(|e| e.into_inner()) = p;
     }
 }
 
@@ -248,23 +341,29 @@ pub fn socket_conflict(team: &str, asked: &Path, recorded: &RecordedServer) -> O
 /// it is not the team's recorded server while that one runs), else the
 /// recorded one ([`recorded_tmux_server`]), else the one this process runs
 /// inside, else the default. The only place a concrete backend is named.
-pub fn open(root: &Root, team: &str, args: &BackendArgs) -> Result<Opened> {
+impl Session {
+    pub fn open(loc: &Location) -> Result<Session> {
+        open(loc)
+    }
+}
+
+fn open(loc: &Location) -> Result<Session> {
+    let (root, team) = (&loc.root, loc.team.as_str());
     let mut record = SessionRecord::load(root, team)?;
     let recorded = recorded_tmux_server(root, team, &record)?;
-    if let (Some(asked), Some(known)) = (&args.tmux_socket, &recorded)
+    if let (Some(asked), Some(known)) = (&loc.tmux_socket, &recorded)
         && let Some(e) = socket_conflict(team, asked, known)
     {
         bail!(e);
     }
     let mut facts = EnvFacts::from_process_env();
-    facts.requested = args
+    facts.requested = loc
         .backend
-        .and_then(BackendChoice::kind)
         .or(record.backend)
         .or(recorded.is_some().then_some(BackendKind::Tmux));
     // With an explicit or recorded socket, "inside tmux" only counts if it
     // is that server.
-    let socket = args.tmux_socket.clone().or(match recorded {
+    let socket = loc.tmux_socket.clone().or(match recorded {
         Some(RecordedServer::Socket(s)) => Some(s),
         _ => None,
     });
@@ -295,12 +394,14 @@ pub fn open(root: &Root, team: &str, args: &BackendArgs) -> Result<Opened> {
         BackendKind::WindowsTerminal => Arc::new(WindowsTerminalBackend::new()),
     };
     record.backend = Some(detection.kind);
-    Ok(Opened {
+    Ok(Session {
+        root: root.clone(),
+        team: team.to_string(),
         backend,
-        record,
+        record: Mutex::new(record),
         reason: detection.reason,
         own_pane,
-        placement: None,
+        placement: Mutex::new(None),
     })
 }
 
@@ -308,24 +409,24 @@ pub fn open(root: &Root, team: &str, args: &BackendArgs) -> Result<Opened> {
 /// lead pane if there is one (not checked here: the split lists the lead's
 /// window anyway, and a spawn that fails there asks [`lead_running`] and
 /// falls back to [`placement_apart`]), else in the team's session.
-pub async fn placement(opened: &Opened, team: &str) -> Result<Placement> {
-    if let (true, Some(lead)) = (opened.caps().home_sessions, &opened.record.lead_pane) {
-        return Ok(Placement::RightOfLead { lead: lead.clone() });
+pub async fn placement(session: &Session, team: &str) -> Result<Placement> {
+    if let (true, Some(lead)) = (session.caps().home_sessions, session.record().lead_pane) {
+        return Ok(Placement::RightOfLead { lead });
     }
-    placement_apart(opened, team).await
+    placement_apart(session, team).await
 }
 
 /// True when the recorded lead pane runs: swarm's own lead pane proves it
 /// by its mark; the user's pane the lead ran in can only be looked up.
-pub async fn lead_running(opened: &Opened) -> Result<bool> {
-    let Some(lead) = &opened.record.lead_pane else {
+pub async fn lead_running(session: &Session) -> Result<bool> {
+    let record = session.record();
+    let Some(lead) = &record.lead_pane else {
         return Ok(false);
     };
-    let pane = opened
-        .record
+    let pane = record
         .lead_ref()
         .unwrap_or_else(|| PaneRef::new(lead.clone(), ""));
-    let st = opened.backend.status(std::slice::from_ref(&pane)).await?;
+    let st = session.backend.status(std::slice::from_ref(&pane)).await?;
     Ok(matches!(
         st.first(),
         Some((_, PaneStatus::Running { .. } | PaneStatus::Foreign))
@@ -333,16 +434,12 @@ pub async fn lead_running(opened: &Opened) -> Result<bool> {
 }
 
 /// Where a new teammate pane goes when it cannot go beside the lead.
-pub async fn placement_apart(opened: &Opened, team: &str) -> Result<Placement> {
-    if !opened.caps().home_sessions {
+pub async fn placement_apart(s: &Session, team: &str) -> Result<Placement> {
+    if !s.caps().home_sessions {
         return Ok(Placement::NewWindow { session: None });
     }
-    let session = opened
-        .record
-        .session
-        .clone()
-        .unwrap_or_else(|| session_name(team));
-    if opened.backend.home_exists(&session).await? {
+    let session = s.record().session.unwrap_or_else(|| session_name(team));
+    if s.backend.home_exists(&session).await? {
         Ok(Placement::NewWindow {
             session: Some(session),
         })
@@ -362,12 +459,12 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// Refuses a backend that cannot reach panes from outside the lead.
-pub fn require_shared(opened: &Opened, what: &str) -> Result<()> {
-    if !opened.caps().panes_outlive_lead {
+pub fn require_shared(session: &Session, what: &str) -> Result<()> {
+    if !session.caps().panes_outlive_lead {
         bail!(
             "{what}: this team's panes live inside its lead ({} backend); \
              use the lead's TUI, or run the team on tmux",
-            opened.kind()
+            session.kind()
         );
     }
     Ok(())
