@@ -55,6 +55,7 @@ pub mod json_text;
 pub mod lead;
 pub mod logging;
 pub mod mailbox;
+pub mod ops;
 pub mod pane_env;
 pub mod paths;
 pub mod protocol;

@@ -26,7 +26,7 @@
 //! Passed values are secrets as far as swarm knows (API keys, tokens): they
 //! never reach argv, the pane's text, a log or the roster. The spawner hands
 //! them to the pane's first process (`swarm pane-exec`) in a private file
-//! it deletes on reading (see `lead::spawn`), because a multiplexer's spawn
+//! it deletes on reading (see `ops::spawn`), because a multiplexer's spawn
 //! command (`tmux split-window -e K=V`, `env -i K=V …`) is argv, kept by
 //! tmux as the pane's start command. Which process opens the pane matters:
 //! `swarm up` opens the spec's teammates with the values of the shell it

@@ -600,7 +600,7 @@ const RETIRE_WAIT: Duration = Duration::from_secs(30);
 /// both see the same shutdown approval and may retire it together.
 fn retire_lock(team: &Team, name: &str) -> Result<std::fs::File> {
     let path = team.root.worktree_lock(&team.name, name)?;
-    let file = crate::lead::lock::open_lock_file(&path)?;
+    let file = crate::team::locks::open_lock_file(&path)?;
     let deadline = Instant::now() + RETIRE_WAIT;
     loop {
         match file.try_lock() {

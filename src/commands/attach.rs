@@ -93,12 +93,17 @@ pub(super) async fn attach_home(team: &Team, opened: &Session, session: &str) ->
         .args(&argv[1..])
         .spawn()
         .with_context(|| format!("running {}", argv.join(" ")))?;
-    let watched = crate::lead::lead_pid_alive(team)?.is_some();
+    let watched = crate::team::locks::lead_pid_alive(team)?.is_some();
     let status = loop {
         if let Some(st) = client.try_wait().context("waiting for tmux attach")? {
             break Some(st);
         }
-        if watched && crate::lead::lead_pid_alive(team).ok().flatten().is_none() {
+        if watched
+            && crate::team::locks::lead_pid_alive(team)
+                .ok()
+                .flatten()
+                .is_none()
+        {
             end_client(&mut client)?;
             break None;
         }

@@ -5,10 +5,10 @@
 use super::{Context, Exit, print_json};
 use crate::cli::DoctorArgs;
 use crate::dropped::ignore;
-use crate::lead::lead_pid_alive;
-use crate::lead::lock::lead_holder;
 use crate::paths::RootSource;
 use crate::team::Team;
+use crate::team::locks::lead_holder;
+use crate::team::locks::lead_pid_alive;
 use crate::team::status::recorded_exit;
 use crate::text::escape_line as esc;
 use anyhow::Result;

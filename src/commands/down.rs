@@ -5,7 +5,7 @@
 use super::open::open_own;
 use super::{Context, Exit};
 use crate::cli::DownArgs;
-use crate::lead::teardown;
+use crate::ops::depart as teardown;
 use crate::text::{escape_line as esc, shell_word};
 use anyhow::{Result, bail};
 use std::time::Duration;

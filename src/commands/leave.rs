@@ -1,12 +1,12 @@
 //! `swarm kill | shutdown | prune`: teammates leaving the team, one at a
-//! time (forced, asked, or every idle one), over [`crate::lead::teardown`];
+//! time (forced, asked, or every idle one), over [`crate::ops::depart`];
 //! what each leaves behind (its tasks back on the board, a worktree kept
 //! or removed) is said in one line.
 
 use super::open::open_own;
 use super::{Context, Exit};
 use crate::cli::{KillArgs, PruneArgs, ShutdownArgs};
-use crate::lead::teardown::{self, ShutdownOutcome};
+use crate::ops::depart::{self as teardown, ShutdownOutcome};
 use crate::team::Team;
 use crate::text::escape_line as esc;
 use anyhow::{Result, bail};

@@ -53,7 +53,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Merge(args) => merge::run(&ctx, args),
         // The long-lived processes keep their own exit codes.
         Command::Teammate(args) => return crate::teammate::run(&ctx, args),
-        Command::PaneExec(args) => return crate::lead::spawn::pane_exec(args),
+        Command::PaneExec(args) => return crate::ops::spawn::pane_exec(args),
         cmd @ (Command::Up(_) | Command::Lead(_)) => return lifecycle::run(&ctx, cmd),
         other => lifecycle::run(&ctx, other),
     };

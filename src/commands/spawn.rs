@@ -1,10 +1,10 @@
 //! `swarm spawn NAME [--agent A] [-- CMD ARGS]`: one more teammate, in a
-//! pane of the team's backend (see `lead::spawn`).
+//! pane of the team's backend (see `ops::spawn`).
 
 use super::open::open_own;
 use super::{Context, Exit};
 use crate::cli::SpawnArgs;
-use crate::lead::spawn::{SpawnRequest, spawn_member};
+use crate::ops::spawn::{SpawnRequest, spawn_member};
 use anyhow::{Result, bail};
 
 pub(super) async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {

@@ -31,7 +31,7 @@ fn member_statuses(
         .and_then(|opened| {
             let rt = ignore(crate::session::runtime(), "starting a runtime")?;
             let got = ignore(
-                rt.block_on(crate::lead::teardown::pane_statuses(&opened, members)),
+                rt.block_on(crate::ops::depart::pane_statuses(&opened, members)),
                 "looking up the members' panes",
             )?;
             Some(
@@ -47,9 +47,12 @@ fn member_statuses(
         .unwrap_or_else(|| {
             // In-process panes live inside the lead: with no lead
             // running, none of them can be alive.
-            let lead_gone = ignore(crate::lead::lead_pid_alive(team), "reading the lead's pid")
-                .flatten()
-                .is_none();
+            let lead_gone = ignore(
+                crate::team::locks::lead_pid_alive(team),
+                "reading the lead's pid",
+            )
+            .flatten()
+            .is_none();
             members
                 .iter()
                 .map(|m| {
@@ -62,7 +65,7 @@ fn member_statuses(
                 })
                 .collect()
         });
-    let waiting = crate::lead::teardown::waiting_for_approval(team).unwrap_or_else(|e| {
+    let waiting = crate::ops::depart::waiting_for_approval(team).unwrap_or_else(|e| {
         let e = format!("{e:#}");
         let e = escape_line(&e);
         eprintln!("swarm: warning: cannot tell who waits for approval ({e}); not shown");
@@ -146,7 +149,11 @@ impl Where {
     fn of(ctx: &Context, team: &crate::team::Team) -> Where {
         Where {
             // A lead file that does not read: shown as no lead.
-            lead_pid: ignore(crate::lead::lead_pid_alive(team), "reading the lead's pid").flatten(),
+            lead_pid: ignore(
+                crate::team::locks::lead_pid_alive(team),
+                "reading the lead's pid",
+            )
+            .flatten(),
             record: crate::session::SessionRecord::load(&ctx.root, &team.name).unwrap_or_else(
                 |e| {
                     let e = format!("{e:#}");

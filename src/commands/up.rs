@@ -9,10 +9,11 @@ use super::spawn::{apart_note, passed_note};
 use super::{Context, Exit};
 use crate::cli::{BackendArgs, UpArgs};
 use crate::dropped::ignore;
-use crate::lead::lock::{LifecycleLock, lead_holder};
-use crate::lead::spawn::{SpawnRequest, spawn_members_locked};
-use crate::lead::{Lead, lead_pid_alive};
+use crate::lead::Lead;
+use crate::ops::spawn::{SpawnRequest, spawn_members_locked};
 use crate::session::{self, Session};
+use crate::team::locks::lead_pid_alive;
+use crate::team::locks::{LifecycleLock, lead_holder};
 use crate::team::{Roster, Team, names};
 use crate::text::{escape_line as esc, shell_word};
 use anyhow::{Context as _, Result, bail};
@@ -199,7 +200,7 @@ async fn up_here(team: Team, opened: Session, lifecycle: LifecycleLock) -> Resul
         r.lead_pane = own;
         r.lead_nonce = None;
     })?;
-    let lead_lock = crate::lead::lock::LeadLock::acquire(&team, Duration::ZERO).await?;
+    let lead_lock = crate::team::locks::LeadLock::acquire(&team, Duration::ZERO).await?;
     if !opened.caps().panes_outlive_lead {
         respawn_hosted(&team)?;
     }
@@ -329,10 +330,10 @@ fn respawn_hosted(team: &Team) -> Result<()> {
 }
 
 /// Under the lifecycle lock: adopts, recovers or closes what an earlier
-/// interrupted `up`/`spawn` left (see `lead::recover`), then spawns every
+/// interrupted `up`/`spawn` left (see `ops::recover`), then spawns every
 /// member that still has no pane.
 async fn complete_team(team: &Team, opened: &Session) -> Result<()> {
-    let done = crate::lead::recover::reconcile(team, opened).await?;
+    let done = crate::ops::recover::reconcile(team, opened).await?;
     for line in done.lines() {
         eprintln!("{line}");
     }

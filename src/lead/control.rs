@@ -9,7 +9,8 @@
 //! gets "killing @x…" at once and keeps drawing and taking keys; the
 //! outcome arrives as an event.
 
-use super::{Lead, Request, Shared, teardown, view};
+use super::{Lead, Request, Shared, view};
+use crate::ops::depart as teardown;
 use crate::protocol::{self, Message};
 use crate::session::{Session, member_pane};
 use crate::tasks::NewTask;

@@ -1,11 +1,6 @@
 //! The lead: owns the roster, spawns and supervises panes through a
 //! backend, consumes the `team-lead` inbox, and shows the team.
 //!
-//! - [`lock`]: one lead per team, one `up`/`spawn` at a time (OS locks).
-//! - [`recover`]: what an interrupted `up` or `spawn`, or a rebuilt
-//!   roster, left: marked panes adopted or closed.
-//! - [`spawn`]: adding a teammate (roster entry, first prompt, pane).
-//! - [`teardown`]: kill ladder, graceful shutdown, prune, down.
 //! - [`control`]: the TeamsDialog's view of the lead: snapshots and actions.
 //! - [`view`]: the team as shown, kept up to date from what changed.
 //! - [`watch`]: what wakes the lead's loop and the dialog (one inotify
@@ -18,10 +13,6 @@
 //!   learns state by reading pane contents.
 
 pub mod control;
-pub mod lock;
-pub mod recover;
-pub mod spawn;
-pub mod teardown;
 pub mod view;
 pub mod wake;
 pub mod watch;
@@ -33,7 +24,7 @@ use crate::team::names::LEAD_NAME;
 use crate::team::status::recorded_exit;
 use crate::team::{ExitRecord, Member, Team};
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
+
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -46,62 +37,6 @@ pub const SUPERVISE_EVERY: Duration = Duration::from_millis(700);
 /// How often panes that report their exits are checked anyway (and the
 /// team's existence, should a watcher miss its deletion).
 pub const SAFETY_TICK: Duration = Duration::from_secs(10);
-
-fn pid_space() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "localhost".into());
-    match std::fs::read_link("/proc/self/ns/pid") {
-        Ok(ns) => format!("{host}#{}", ns.to_string_lossy()),
-        Err(_) => host,
-    }
-}
-
-/// The pid of the team's lead if one runs: the holder of its lead lock
-/// (whatever killed an earlier lead released it), else, for a lead of an
-/// older swarm, Claude Code's liveness rule on `leadProcess` (reference
-/// §2.2: same pid space, pid present, same start time).
-pub fn lead_pid_alive(team: &Team) -> Result<Option<u32>> {
-    if let Some(holder) = lock::lead_holder(team)? {
-        return Ok(Some(holder.pid.unwrap_or(0)));
-    }
-    let tf = team.roster().read()?;
-    let Some(lp) = tf.lead_process.as_ref() else {
-        return Ok(None);
-    };
-    let Some(pid) = lp.get("pid").and_then(Value::as_u64) else {
-        return Ok(None);
-    };
-    let pid = pid as u32;
-    if lp.get("pidSpace").and_then(Value::as_str) != Some(pid_space().as_str()) {
-        return Ok(None);
-    }
-    // A zombie is dead: a lead killed with SIGKILL stays one until its
-    // parent reaps it, and tmux 3.3a can leave a pane's process unreaped
-    // (see the tmux backend's `reap_lost_child`).
-    let start = lp.get("procStart").and_then(Value::as_str);
-    let alive = swarm_backends::process::same_process_alive(pid, start)
-        // A pid recorded without its lock is only trusted if that process
-        // is a swarm lead at all (never a stranger's recycled pid).
-        && crate::dropped::ignore(std::fs::read_link(format!("/proc/{pid}/exe")), "reading a lead's executable")
-            .zip(crate::dropped::ignore(std::env::current_exe(), "reading this executable"))
-            .is_some_and(|(a, b)| a == b);
-    Ok(alive.then_some(pid))
-}
-
-/// Writes this process as the team's lead.
-pub fn claim_lead(team: &Team) -> Result<()> {
-    let pid = std::process::id();
-    let mut lp = json!({"pid": pid, "pidSpace": pid_space(), "claimedAt": crate::clock::now_ms()});
-    if let Some(start) = swarm_backends::process::start_time(pid) {
-        lp["procStart"] = Value::String(start);
-    }
-    team.roster().update(|tf| {
-        tf.lead_process = Some(lp);
-        Ok(())
-    })?;
-    Ok(())
-}
 
 /// Writes a line to stderr, ignoring a terminal that went away (the lead's
 /// last words must never become a panic).
@@ -171,7 +106,7 @@ pub struct Lead {
     /// The files as the plain status view last read them.
     state: view::TeamState,
     /// Held for the lead's whole life (see [`lock`]).
-    lead_lock: Option<lock::LeadLock>,
+    lead_lock: Option<crate::team::locks::LeadLock>,
     /// Test hook: the next death recordings fail, as a full disk would.
     #[cfg(test)]
     fail_records: usize,
@@ -207,7 +142,7 @@ impl Lead {
     }
 
     /// A lead that already holds the team's lead lock.
-    pub fn with_lock(mut self, lock: lock::LeadLock) -> Self {
+    pub fn with_lock(mut self, lock: crate::team::locks::LeadLock) -> Self {
         self.lead_lock = Some(lock);
         self
     }
@@ -215,7 +150,7 @@ impl Lead {
     /// Takes the team's lead lock for this lead's whole life; fails when
     /// another lead runs.
     pub async fn lock(&mut self, wait: Duration) -> Result<()> {
-        self.lead_lock = Some(lock::LeadLock::acquire(&self.team, wait).await?);
+        self.lead_lock = Some(crate::team::locks::LeadLock::acquire(&self.team, wait).await?);
         Ok(())
     }
 
@@ -366,7 +301,8 @@ impl Lead {
             .await?;
         if matches!(status, PaneStatus::Exited { .. }) {
             // Keep nothing half-alive: its process group and the dead pane go.
-            if let Err(e) = teardown::close_pane(&self.opened, m, Duration::from_millis(500)).await
+            if let Err(e) =
+                crate::ops::depart::close_pane(&self.opened, m, Duration::from_millis(500)).await
             {
                 self.event(format!(
                     "could not close the dead pane of {}: {e:#}",
@@ -456,12 +392,12 @@ impl Lead {
         // carried the approval may still be releasing the lead's inbox lock
         // (seen in tests: a `team-lead.json.lock` left behind by a killed
         // sender).
-        teardown::wait_for_exits(&self.opened, &members, Duration::from_secs(2)).await?;
-        teardown::close_panes(&self.opened, &members, Duration::from_secs(1)).await?;
+        crate::ops::depart::wait_for_exits(&self.opened, &members, Duration::from_secs(2)).await?;
+        crate::ops::depart::close_panes(&self.opened, &members, Duration::from_secs(1)).await?;
         let names: Vec<String> = members.iter().map(|m| m.name.clone()).collect();
         let gone = names.clone();
         let released = self
-            .disk(move |team| teardown::release_members(&team, &gone))
+            .disk(move |team| crate::ops::depart::release_members(&team, &gone))
             .await?;
         {
             let mut sh = self.shared();
@@ -603,7 +539,7 @@ pub fn run_lead(mut lead: Lead, rt: &tokio::runtime::Runtime) -> Result<()> {
         // so a short wait covers only a lead that is exiting.
         rt.block_on(lead.lock(Duration::from_secs(2)))?;
     }
-    claim_lead(&lead.team)?;
+    crate::team::locks::claim_lead(&lead.team)?;
     if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
         return rt.block_on(supervise_loop(lead, true));
     }

@@ -3,8 +3,9 @@
 //! fake's call list, and the fake scripts exits, vanishings, stubborn
 //! panes and pane ids reused by panes swarm did not start.
 
-use super::spawn::{SpawnRequest, spawn_member, spawn_members};
-use super::{Lead, Seen, recover, teardown};
+use super::{Lead, Seen};
+use crate::ops::spawn::{SpawnRequest, spawn_member, spawn_members};
+use crate::ops::{depart as teardown, recover};
 use crate::paths::Root;
 use crate::session::{Session, member_pane};
 use crate::tasks::NewTask;

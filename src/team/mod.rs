@@ -6,6 +6,7 @@
 
 pub mod colors;
 pub mod fields;
+pub mod locks;
 pub mod names;
 pub mod owner;
 pub mod post;

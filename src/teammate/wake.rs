@@ -242,7 +242,7 @@ fn enter_election(
     broken: Arc<Mutex<Option<String>>>,
 ) -> anyhow::Result<()> {
     use anyhow::Context as _;
-    let lock = crate::lead::lock::open_lock_file(&team.root.team_watcher_lock(&team.name)?)?;
+    let lock = crate::team::locks::open_lock_file(&team.root.team_watcher_lock(&team.name)?)?;
     let (team, me, dirs) = (team.clone(), me.to_owned(), dirs.to_vec());
     std::thread::Builder::new()
         .name("team-watcher".into())

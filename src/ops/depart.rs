@@ -513,9 +513,9 @@ pub async fn down(
 }
 
 /// One teammate `down` waits for: its request id and when it approved.
-pub(super) struct Asked {
-    pub(super) member: Member,
-    pub(super) request: String,
+pub(crate) struct Asked {
+    pub(crate) member: Member,
+    pub(crate) request: String,
     approved_at: Option<Instant>,
 }
 
@@ -527,7 +527,7 @@ const ASKING_AT_ONCE: usize = 4;
 
 /// Sends every member a shutdown request, [`ASKING_AT_ONCE`] at a time
 /// (each to its own inbox, so they do not queue on one lock).
-pub(super) fn ask_all(team: &Team, asking: Vec<Member>) -> Result<Vec<Asked>> {
+pub(crate) fn ask_all(team: &Team, asking: Vec<Member>) -> Result<Vec<Asked>> {
     let reason = Some("the team is going down".to_string());
     // Each thread sends one run of the list, in order.
     let run = asking.len().div_ceil(ASKING_AT_ONCE).max(1);
@@ -674,7 +674,7 @@ fn keep_scratchpad(team: &Team) -> Result<Option<std::path::PathBuf>> {
 /// SIGTERM to the team's lead process (found through its lock), unless it
 /// is this process or no longer runs; its pid when signalled.
 fn signal_lead(team: &Team) -> Result<Option<u32>> {
-    let holder = super::lock::lead_holder(team)?;
+    let holder = crate::team::locks::lead_holder(team)?;
     let Some(pid) = holder.as_ref().and_then(|h| h.pid).filter(|pid| {
         *pid != std::process::id()
             && swarm_backends::process::same_process_alive(

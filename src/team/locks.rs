@@ -11,9 +11,14 @@
 //!
 //! Both files are opened without following a symlink and with close-on-exec,
 //! so no pane or agent a holder starts inherits the lock.
+//!
+//! Beside them, whether the team's lead runs ([`lead_pid_alive`]: the lock's
+//! holder, else Claude Code's rule on the roster's `leadProcess`) and the
+//! lead's own record there ([`claim_lead`]).
 
 use crate::team::Team;
 use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
 use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
@@ -171,6 +176,62 @@ impl LifecycleLock {
         }
         Ok(LifecycleLock { _file: file })
     }
+}
+
+fn pid_space() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into());
+    match std::fs::read_link("/proc/self/ns/pid") {
+        Ok(ns) => format!("{host}#{}", ns.to_string_lossy()),
+        Err(_) => host,
+    }
+}
+
+/// The pid of the team's lead if one runs: the holder of its lead lock
+/// (whatever killed an earlier lead released it), else, for a lead of an
+/// older swarm, Claude Code's liveness rule on `leadProcess` (reference
+/// §2.2: same pid space, pid present, same start time).
+pub fn lead_pid_alive(team: &Team) -> Result<Option<u32>> {
+    if let Some(holder) = lead_holder(team)? {
+        return Ok(Some(holder.pid.unwrap_or(0)));
+    }
+    let tf = team.roster().read()?;
+    let Some(lp) = tf.lead_process.as_ref() else {
+        return Ok(None);
+    };
+    let Some(pid) = lp.get("pid").and_then(Value::as_u64) else {
+        return Ok(None);
+    };
+    let pid = pid as u32;
+    if lp.get("pidSpace").and_then(Value::as_str) != Some(pid_space().as_str()) {
+        return Ok(None);
+    }
+    // A zombie is dead: a lead killed with SIGKILL stays one until its
+    // parent reaps it, and tmux 3.3a can leave a pane's process unreaped
+    // (see the tmux backend's `reap_lost_child`).
+    let start = lp.get("procStart").and_then(Value::as_str);
+    let alive = swarm_backends::process::same_process_alive(pid, start)
+        // A pid recorded without its lock is only trusted if that process
+        // is a swarm lead at all (never a stranger's recycled pid).
+        && crate::dropped::ignore(std::fs::read_link(format!("/proc/{pid}/exe")), "reading a lead's executable")
+            .zip(crate::dropped::ignore(std::env::current_exe(), "reading this executable"))
+            .is_some_and(|(a, b)| a == b);
+    Ok(alive.then_some(pid))
+}
+
+/// Writes this process as the team's lead.
+pub fn claim_lead(team: &Team) -> Result<()> {
+    let pid = std::process::id();
+    let mut lp = json!({"pid": pid, "pidSpace": pid_space(), "claimedAt": crate::clock::now_ms()});
+    if let Some(start) = swarm_backends::process::start_time(pid) {
+        lp["procStart"] = Value::String(start);
+    }
+    team.roster().update(|tf| {
+        tf.lead_process = Some(lp);
+        Ok(())
+    })?;
+    Ok(())
 }
 
 #[cfg(test)]

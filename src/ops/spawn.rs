@@ -17,10 +17,10 @@
 //! pane's first process, `swarm pane-exec --env-file`, reads, deletes, and
 //! puts in the program's environment.
 
-use super::lock::LifecycleLock;
 use crate::agents::{Agent, PermissionMode};
 use crate::atomic_file;
 use crate::session::{Session, lead_running, member_pane, placement, placement_apart};
+use crate::team::locks::LifecycleLock;
 use crate::team::names;
 use crate::team::{Member, SwarmField, Team, colors};
 use anyhow::{Context, Result, bail};
