@@ -203,6 +203,9 @@ pub struct UpArgs {
     /// Panes all gone (tmux ended, reboot): bring every teammate back without asking
     #[arg(long, conflicts_with = "fresh")]
     pub resume: bool,
+    /// Print the result as one JSON object: {"schema": 1, "ok": true, …} (see README)
+    #[arg(long)]
+    pub json: bool,
     /// Panes all gone: start the teammates anew, their claimed tasks back on the board
     #[arg(long)]
     pub fresh: bool,
@@ -212,6 +215,9 @@ pub struct UpArgs {
 pub struct DiffArgs {
     /// The teammate whose worktree to compare
     pub name: String,
+    /// Print the result as one JSON object: {"schema": 1, "ok": true, …} (see README)
+    #[arg(long)]
+    pub json: bool,
     /// Only the summary of changed files
     #[arg(long)]
     pub stat: bool,
@@ -221,6 +227,9 @@ pub struct DiffArgs {
 pub struct MergeArgs {
     /// The teammate whose branch to merge
     pub name: String,
+    /// Print the result as one JSON object: {"schema": 1, "ok": true, …} (see README)
+    #[arg(long)]
+    pub json: bool,
     /// Rebase the teammate's branch onto the lead's, then fast-forward
     #[arg(long)]
     pub rebase: bool,
@@ -234,6 +243,9 @@ pub struct DownArgs {
     /// Kill whoever did not shut down in time, and delete the team anyway
     #[arg(long)]
     pub force: bool,
+    /// Print the result as one JSON object: {"schema": 1, "ok": true, …} (see README)
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub backend: BackendArgs,
 }
@@ -278,6 +290,9 @@ pub struct SpawnArgs {
     pub env: Vec<String>,
     #[command(flatten)]
     pub backend: BackendArgs,
+    /// Print the result as one JSON object: {"schema": 1, "ok": true, …} (see README)
+    #[arg(long)]
+    pub json: bool,
     /// Work in a git worktree of its own, on branch swarm/TEAM/NAME
     #[arg(long)]
     pub worktree: bool,
@@ -293,6 +308,9 @@ pub struct KillArgs {
     /// Seconds between SIGTERM and SIGKILL
     #[arg(long, default_value_t = 2.0, value_name = "SECS")]
     pub grace: f64,
+    /// Print the result as one JSON object: {"schema": 1, "ok": true, …} (see README)
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub backend: BackendArgs,
 }
@@ -310,6 +328,9 @@ pub struct ShutdownArgs {
     /// Kill the teammate if it has not approved after SECS
     #[arg(long, value_name = "SECS")]
     pub force_after: Option<u64>,
+    /// Print the result as one JSON object: {"schema": 1, "ok": true, …} (see README)
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub backend: BackendArgs,
 }
@@ -319,6 +340,9 @@ pub struct PruneArgs {
     /// Only list who would be pruned
     #[arg(long)]
     pub dry_run: bool,
+    /// Print the result as one JSON object: {"schema": 1, "ok": true, …} (see README)
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub backend: BackendArgs,
 }
@@ -330,6 +354,12 @@ pub struct OutputArgs {
     /// Keep printing new output as it arrives
     #[arg(long)]
     pub follow: bool,
+    /// Only the last N lines, terminal escapes stripped
+    #[arg(long, value_name = "N", conflicts_with = "follow")]
+    pub lines: Option<usize>,
+    /// Print the result as one JSON object: {"schema": 1, "ok": true, …} (see README)
+    #[arg(long, conflicts_with = "follow")]
+    pub json: bool,
     /// Start at this byte offset of the output log
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub from_offset: u64,
@@ -367,6 +397,9 @@ pub enum TeamCmd {
         /// What the team is for (the roster's description)
         #[arg(long)]
         description: Option<String>,
+        /// Print the result as one JSON object: {"schema": 1, "ok": true, …} (see README)
+        #[arg(long)]
+        json: bool,
     },
     /// Delete a team's roster, inboxes, task list and swarm state
     Delete {
@@ -376,6 +409,9 @@ pub enum TeamCmd {
         /// Delete even while teammates are active
         #[arg(long)]
         force: bool,
+        /// Print the result as one JSON object: {"schema": 1, "ok": true, …} (see README)
+        #[arg(long)]
+        json: bool,
     },
     /// List the teams under the state root
     List {
@@ -390,6 +426,8 @@ pub struct StatusArgs {
     /// Print the team, its members and its board as one JSON object
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub backend: BackendArgs,
 }
 
 #[derive(Debug, Args)]
@@ -440,7 +478,7 @@ pub struct SendArgs {
     /// Feedback with a plan response
     #[arg(long)]
     pub feedback: Option<String>,
-    /// Print the sent entry as JSON
+    /// Print the result as one JSON object: {"schema": 1, "ok": true, "sent": [{"to", "msg_id", "entry"}]} (see README)
     #[arg(long)]
     pub json: bool,
 }
@@ -504,7 +542,7 @@ pub enum TaskCmd {
         /// Extra metadata as a JSON object
         #[arg(long, value_name = "JSON")]
         metadata: Option<String>,
-        /// Print the created task as JSON
+        /// Print the result as one JSON object: {"schema": 1, "ok": true, "task": {…}} (see README)
         #[arg(long)]
         json: bool,
     },
@@ -528,6 +566,9 @@ pub enum TaskCmd {
     Delete {
         /// The task's id
         id: String,
+        /// Print the result as one JSON object: {"schema": 1, "ok": true, …} (see README)
+        #[arg(long)]
+        json: bool,
     },
     /// Claim a task for --as (the lowest-id claimable one if no id); prints its id, exit 1 if none
     Claim {
@@ -536,7 +577,7 @@ pub enum TaskCmd {
         /// Refuse if the claimant already owns another open task
         #[arg(long)]
         busy_check: bool,
-        /// Print the claimed task as JSON
+        /// Print the result as one JSON object: {"schema": 1, "ok": true, "task": {…}} (see README)
         #[arg(long)]
         json: bool,
     },
@@ -576,7 +617,7 @@ pub struct TaskUpdateArgs {
     /// Allow an owner that is not on the roster
     #[arg(long)]
     pub force: bool,
-    /// Print the updated task as JSON
+    /// Print the result as one JSON object: {"schema": 1, "ok": true, "task": {…}} (see README)
     #[arg(long)]
     pub json: bool,
 }

@@ -63,7 +63,8 @@ impl Progress {
     }
 
     pub fn json(&self) -> Value {
-        json!({"branch": self.branch, "changed": self.changed, "ahead": self.ahead, "behind": self.behind})
+        json!({"branch": self.branch, "changed": self.changed, "ahead": self.ahead,
+               "behind": self.behind, "line": self.line()})
     }
 }
 
@@ -382,10 +383,16 @@ pub fn member_line_cached(m: &Member) -> Option<String> {
 /// [`progress`] of a member as JSON (`null` without a worktree; `{"error"}`
 /// when git failed).
 pub fn member_json(m: &Member) -> Value {
-    match of(m).map(|wt| progress(&wt)) {
-        None => Value::Null,
-        Some(Ok(p)) => p.json(),
-        Some(Err(e)) => json!({"error": format!("{e:#}")}),
+    let Some(wt) = of(m) else {
+        return Value::Null;
+    };
+    match progress(&wt) {
+        Ok(p) => p.json(),
+        Err(e) => json!({
+            "branch": wt.branch,
+            "error": format!("{e:#}"),
+            "line": format!("{} (git: {e:#})", wt.branch),
+        }),
     }
 }
 

@@ -34,18 +34,30 @@ mod up;
 
 use crate::cli::{Cli, Command};
 use anyhow::{Context as _, Result};
+use serde_json::json;
 
 pub use crate::context::{Context, Exit};
 
 /// Runs one parsed command line.
 pub fn run(cli: Cli) -> Result<Exit> {
+    let json = acts_in_json(&cli.command);
+    let outcome = run_command(cli);
+    if json {
+        match &outcome {
+            Err(e) => print_json(&envelope(false, json!({ "error": format!("{e:#}") }))),
+            Ok(Exit::No(reason)) => print_json(&envelope(false, json!({ "reason": reason }))),
+            Ok(Exit::Ok) => {}
+        }
+    }
+    outcome
+}
+
+fn run_command(cli: Cli) -> Result<Exit> {
     let ctx = Context::from_global(cli.global)?;
     let outcome = match cli.command {
         Command::Team(cmd) => team::run(&ctx, cmd),
         Command::Status(args) => status::run(&ctx, args),
-        Command::Send(args) => {
-            acting_member(&ctx).and_then(|roster| send::run(&ctx, args, &roster))
-        }
+        Command::Send(args) => send::run(&ctx, args),
         Command::Inbox(args) => inbox::run(&ctx, args),
         Command::Ask(args) => acting_member(&ctx).and_then(|_| ask::run(&ctx, args)),
         Command::Task(cmd) => task::run(&ctx, cmd),
@@ -98,6 +110,53 @@ fn acting_member(ctx: &Context) -> Result<crate::team::TeamFile> {
         .context("--as");
     }
     Ok(roster)
+}
+
+/// The version of the `--json` envelope (README, "JSON output").
+pub const SCHEMA: u64 = 1;
+
+/// The one envelope of `--json` on a command that acts: `{"schema": 1,
+/// "ok": …}` and the result's own fields. A failure is `"ok": false` with
+/// `"error"` (exit 2) or `"reason"` (exit 1, "the answer is no").
+pub fn envelope(ok: bool, fields: serde_json::Value) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    out.insert("schema".into(), SCHEMA.into());
+    out.insert("ok".into(), ok.into());
+    if let serde_json::Value::Object(f) = fields {
+        out.extend(f);
+    }
+    serde_json::Value::Object(out)
+}
+
+/// Prints the envelope of a command that did what it was asked.
+pub fn print_acted(fields: serde_json::Value) {
+    print_json(&envelope(true, fields));
+}
+
+/// Whether the command acts and was asked for `--json`: its failures then
+/// print the envelope too.
+fn acts_in_json(cmd: &Command) -> bool {
+    use crate::cli::{TaskCmd, TeamCmd};
+    match cmd {
+        Command::Up(a) => a.json,
+        Command::Down(a) => a.json,
+        Command::Spawn(a) => a.json,
+        Command::Kill(a) => a.json,
+        Command::Shutdown(a) => a.json,
+        Command::Prune(a) => a.json,
+        Command::Output(a) => a.json,
+        Command::Diff(a) => a.json,
+        Command::Merge(a) => a.json,
+        Command::Send(a) => a.json,
+        Command::Team(TeamCmd::Create { json, .. } | TeamCmd::Delete { json, .. }) => *json,
+        Command::Task(
+            TaskCmd::Create { json, .. }
+            | TaskCmd::Delete { json, .. }
+            | TaskCmd::Claim { json, .. },
+        ) => *json,
+        Command::Task(TaskCmd::Update(a)) => a.json,
+        _ => false,
+    }
 }
 
 /// Prints a value as pretty JSON on stdout.

@@ -3,6 +3,7 @@
 
 use super::Context;
 use crate::cli::BackendArgs;
+use crate::ops::TeamOps;
 use crate::session::{Location, Session};
 use crate::team::Team;
 use anyhow::Result;
@@ -14,6 +15,16 @@ pub(super) fn open(ctx: &Context, args: &BackendArgs) -> Result<(Team, Session)>
     team.roster().read()?;
     let opened = Session::open(&location(ctx, &team.name, args))?;
     Ok((team, opened))
+}
+
+/// The team's verbs ([`TeamOps`]) as this command acts on them: the team
+/// named (its roster read, so a missing or unreadable one is the error),
+/// `--as`, and the place `--backend`/`--tmux-socket` give, opened when a
+/// verb needs it.
+pub(super) fn team_ops(ctx: &Context, args: &BackendArgs) -> Result<TeamOps> {
+    let team = ctx.team()?;
+    team.roster().read()?;
+    Ok(TeamOps::new(location(ctx, &team.name, args), ctx.me()?))
 }
 
 /// [`open`] for a command that changes which panes the team has or who

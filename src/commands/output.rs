@@ -1,8 +1,12 @@
 //! `swarm output NAME [--follow]`: a pane's output, from the file its
-//! backend appends it to, without attaching.
+//! backend appends it to, without attaching; with `--lines N` or `--json`
+//! (or when swarm recorded none) the last lines as text, escapes
+//! stripped ([`crate::ops::TeamOps::output`]).
 
-use super::{Context, Exit};
+use super::{Context, Exit, print_acted};
 use crate::cli::OutputArgs;
+use crate::ops::TeamOps;
+use crate::session::Location;
 use anyhow::{Context as _, Result, bail};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::time::{Duration, Instant};
@@ -11,6 +15,19 @@ pub(super) fn output(ctx: &Context, args: OutputArgs) -> Result<Exit> {
     let team = ctx.team()?;
     let tf = team.roster().read()?;
     let path = ctx.root.output(&team.name, &args.name)?;
+    if args.json || args.lines.is_some() || !path.exists() && !args.follow {
+        // The last lines as text (escapes stripped), from the log or, when
+        // swarm recorded none, the pane's screen.
+        let ops = TeamOps::new(Location::of(&ctx.root, &team.name), ctx.me()?);
+        let lines = args.lines.unwrap_or(crate::ops::output::MAX_LINES);
+        let out = crate::session::runtime()?.block_on(ops.output(&args.name, lines))?;
+        if args.json {
+            print_acted(serde_json::json!({ "name": args.name, "output": out }));
+        } else {
+            println!("{}", out.text);
+        }
+        return Ok(Exit::Ok);
+    }
     if !path.exists() {
         if tf.member(&args.name).is_none() {
             return Err(crate::team::RosterError::NoSuchMember {

@@ -1,20 +1,24 @@
 //! `swarm send`: a plain message, or a protocol message (shutdown request,
 //! shutdown response, plan response), to one member or to everyone (`*`).
 
-use super::{Context, Exit, print_json};
+use super::{Context, Exit};
 use crate::cli::SendArgs;
 use crate::clock;
+use crate::ops::TeamOps;
+use crate::ops::mail::check_length;
 use crate::protocol::{self, Message};
+use crate::session::Location;
 use crate::team::TeamFile;
 use crate::team::names::LEAD_NAME;
 use crate::text::escape_line;
 use anyhow::{Context as _, Result, bail};
 use std::io::{BufRead, Read};
 
-/// `roster` is the team's, as `--as` was checked against it.
-pub fn run(ctx: &Context, args: SendArgs, roster: &TeamFile) -> Result<Exit> {
+pub fn run(ctx: &Context, args: SendArgs) -> Result<Exit> {
     let team = ctx.team()?;
     let me = ctx.me()?;
+    let ops = TeamOps::new(Location::of(&ctx.root, &team.name), me);
+    let roster = &ops.roster_with_me()?;
     if args.stdin {
         let input = std::io::BufReader::with_capacity(1 << 16, std::io::stdin());
         return send_lines(&team, me, &args, input);
@@ -36,23 +40,9 @@ pub fn run(ctx: &Context, args: SendArgs, roster: &TeamFile) -> Result<Exit> {
         Some(t) => t.to_string(),
         None => bail!("nothing to send: give TEXT (or '-' to read standard input)"),
     };
-    check_length(&text)?;
-    let delivered =
-        team.send_text_on(roster, me, to, &text, args.summary.as_deref(), args.force)?;
+    let delivered = ops.send_on(roster, to, &text, args.summary.as_deref(), args.force)?;
     report(&args, &delivered)?;
     Ok(Exit::Ok)
-}
-
-fn check_length(text: &str) -> Result<()> {
-    if text.len() > crate::mailbox::MAX_TEXT_BYTES {
-        bail!(
-            "message is {} bytes; the limit is {} bytes (64 KB): put large content in a file \
-             (e.g. under $SWARM_SCRATCHPAD) and send its path",
-            text.len(),
-            crate::mailbox::MAX_TEXT_BYTES
-        );
-    }
-    Ok(())
 }
 
 /// One line of `swarm send --stdin` in its JSON form.
@@ -187,11 +177,16 @@ impl Batch {
 
 fn report(args: &SendArgs, delivered: &[crate::team::post::Delivered]) -> Result<()> {
     if args.json {
-        let entries: Vec<_> = delivered
+        // One envelope per send, on one line (with --stdin, a line per
+        // message as it is on disk).
+        let sent: Vec<_> = delivered
             .iter()
-            .map(|d| serde_json::json!({"to": d.to, "entry": d.entry}))
+            .map(|d| serde_json::json!({"to": d.to, "msg_id": d.entry.msg_id, "entry": d.entry}))
             .collect();
-        print_json(&entries);
+        println!(
+            "{}",
+            super::envelope(true, serde_json::json!({ "sent": sent }))
+        );
         return Ok(());
     }
     for d in delivered {

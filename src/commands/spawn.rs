@@ -1,20 +1,14 @@
 //! `swarm spawn NAME [--agent A] [-- CMD ARGS]`: one more teammate, in a
 //! pane of the team's backend (see `ops::spawn`).
 
-use super::open::open_own;
-use super::{Context, Exit};
+use super::open::team_ops;
+use super::{Context, Exit, print_acted};
 use crate::cli::SpawnArgs;
-use crate::ops::spawn::{SpawnRequest, spawn_member};
-use anyhow::{Result, bail};
+use crate::ops::spawn::SpawnRequest;
+use anyhow::Result;
 
 pub(super) async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
-    let (team, opened) = open_own(ctx, &args.backend, "add a teammate to it")?;
-    if !opened.caps().panes_outlive_lead {
-        bail!(
-            "in-process panes live inside the lead, so another process cannot add one: list the \
-             teammates in a spec and run `swarm up SPEC --backend in-process`, or use tmux"
-        );
-    }
+    let ops = team_ops(ctx, &args.backend)?;
     let crate::pane_env::EnvArgs {
         set: env,
         pass: pass_env,
@@ -36,7 +30,11 @@ pub(super) async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
         pass_env,
         worktree: args.worktree,
     };
-    let s = spawn_member(&team, &opened, &req).await?;
+    let s = ops.spawn(&req).await?;
+    if args.json {
+        print_acted(serde_json::json!({ "spawned": s }));
+        return Ok(Exit::Ok);
+    }
     let apart = apart_note(s.apart.as_deref());
     match s.pid {
         Some(pid) => println!("spawned {} in pane {} (pid {pid}){apart}", s.name, s.pane),

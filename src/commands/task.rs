@@ -1,12 +1,15 @@
 //! `swarm task create | list | get | update | delete | claim`.
 
-use super::{Context, Exit, print_json};
+use super::{Context, Exit, print_acted, print_json};
 use crate::cli::{StatusArg, TaskCmd, TaskUpdateArgs};
-use crate::tasks::{Claim, NewTask, Status, Task, TaskStore, TaskUpdate};
+use crate::ops::TeamOps;
+use crate::ops::board::Claimed;
+use crate::session::Location;
+use crate::tasks::{NewTask, Status, Task, TaskUpdate};
 use crate::team::Team;
-use crate::team::post::recipients;
 use crate::text::{escape_line, escape_text};
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Result, bail};
+use serde_json::json;
 use serde_json::{Map, Value};
 use std::io::Write as _;
 
@@ -15,10 +18,7 @@ pub fn run(ctx: &Context, cmd: TaskCmd) -> Result<Exit> {
     // Every task command needs the team to exist: a clear error beats an
     // empty list for a misspelt team.
     team.roster().read()?;
-    if !matches!(cmd, TaskCmd::List { .. } | TaskCmd::Get { .. }) {
-        team.require_own("change its tasks")?;
-    }
-    let store = team.tasks();
+    let ops = TeamOps::new(Location::of(&ctx.root, &team.name), ctx.me()?);
     match cmd {
         TaskCmd::Create {
             subject,
@@ -34,7 +34,7 @@ pub fn run(ctx: &Context, cmd: TaskCmd) -> Result<Exit> {
                 meta.get_or_insert_with(Map::new)
                     .insert("command".into(), Value::String(c));
             }
-            let task = store.create(NewTask {
+            let task = ops.task_create(NewTask {
                 subject,
                 description,
                 active_form,
@@ -44,10 +44,11 @@ pub fn run(ctx: &Context, cmd: TaskCmd) -> Result<Exit> {
             print_id_or_json(&task, json);
             Ok(Exit::Ok)
         }
-        TaskCmd::List { json } => list(&team, &store, json),
-        TaskCmd::Get { id, json } => match store.get(&id)? {
-            None => Ok(Exit::No(no_task(&team, &id))),
-            Some(t) => {
+        TaskCmd::List { json } => list(&ops, json),
+        TaskCmd::Get { id, json } => match ops.task_get(&id) {
+            Err(e) if is_missing(&e) => Ok(Exit::No(no_task(&team, &id))),
+            Err(e) => Err(e),
+            Ok(t) => {
                 if json {
                     print_json(&t);
                 } else {
@@ -56,10 +57,14 @@ pub fn run(ctx: &Context, cmd: TaskCmd) -> Result<Exit> {
                 Ok(Exit::Ok)
             }
         },
-        TaskCmd::Update(args) => update(ctx, &team, args),
-        TaskCmd::Delete { id } => {
-            if store.delete(&id)? {
-                println!("deleted task {}", escape_line(&id));
+        TaskCmd::Update(args) => update(&ops, args),
+        TaskCmd::Delete { id, json } => {
+            if ops.task_delete(&id)? {
+                if json {
+                    print_acted(json!({ "deleted": id }));
+                } else {
+                    println!("deleted task {}", escape_line(&id));
+                }
                 Ok(Exit::Ok)
             } else {
                 Ok(Exit::No(no_task(&team, &id)))
@@ -69,14 +74,28 @@ pub fn run(ctx: &Context, cmd: TaskCmd) -> Result<Exit> {
             id,
             busy_check,
             json,
-        } => claim(ctx, &team, &store, id.as_deref(), busy_check, json),
+        } => match ops.task_claim(id.as_deref(), busy_check)? {
+            Claimed::Task(task) => {
+                print_id_or_json(&task, json);
+                Ok(Exit::Ok)
+            }
+            Claimed::Nothing(why) => Ok(Exit::No(why)),
+        },
     }
 }
 
-/// A task just made or claimed: its id, or with `--json` the whole task.
+fn is_missing(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<crate::tasks::TaskError>(),
+        Some(crate::tasks::TaskError::NotFound { .. })
+    )
+}
+
+/// A task just made or claimed: its id, or with `--json` the envelope
+/// holding the whole task.
 fn print_id_or_json(task: &Task, json: bool) {
     if json {
-        print_json(task);
+        print_acted(json!({ "task": task }));
     } else {
         println!("{}", escape_line(&task.id));
     }
@@ -84,10 +103,10 @@ fn print_id_or_json(task: &Task, json: bool) {
 
 /// `swarm task list`: the board as a table (or JSON), with a warning for
 /// each task file that did not read and was set aside.
-fn list(team: &Team, store: &TaskStore, json: bool) -> Result<Exit> {
+fn list(ops: &TeamOps, json: bool) -> Result<Exit> {
     // Never freed: the command ends after printing, and freeing 10,000
     // tasks one by one would be a tenth of its time.
-    let list = std::mem::ManuallyDrop::new(store.list()?);
+    let list = std::mem::ManuallyDrop::new(ops.task_list()?);
     for q in &list.quarantined {
         eprintln!(
             "swarm: warning: an unreadable task file was copied to {}",
@@ -97,7 +116,7 @@ fn list(team: &Team, store: &TaskStore, json: bool) -> Result<Exit> {
     if json {
         print_json(&list.tasks);
     } else if list.tasks.is_empty() {
-        eprintln!("no tasks in team {}", escape_line(&team.name));
+        eprintln!("no tasks in team {}", escape_line(&ops.team().name));
     } else {
         // One write per screenful, not per row: a board of 10,000 tasks.
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -114,33 +133,7 @@ fn list(team: &Team, store: &TaskStore, json: bool) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-/// `swarm task claim`: the task (or the first free one) taken by this
-/// member, who is told of it as any assignee is.
-fn claim(
-    ctx: &Context,
-    team: &Team,
-    store: &TaskStore,
-    id: Option<&str>,
-    busy_check: bool,
-    json: bool,
-) -> Result<Exit> {
-    let me = ctx.me()?;
-    match store.claim(id, me, busy_check)? {
-        Claim::Claimed(task) => {
-            team.notify_assignment(&task, me, me)?;
-            print_id_or_json(&task, json);
-            Ok(Exit::Ok)
-        }
-        Claim::Refused(why) => Ok(Exit::No(format!("nothing claimed: {why}"))),
-    }
-}
-
-fn update(ctx: &Context, team: &Team, args: TaskUpdateArgs) -> Result<Exit> {
-    let me = ctx.me()?;
-    if let Some(owner) = &args.owner {
-        let roster = team.roster().read()?;
-        recipients(&roster, me, owner, args.force).context("--owner")?;
-    }
+fn update(ops: &TeamOps, args: TaskUpdateArgs) -> Result<Exit> {
     let upd = TaskUpdate {
         subject: args.subject,
         description: args.description,
@@ -159,14 +152,11 @@ fn update(ctx: &Context, team: &Team, args: TaskUpdateArgs) -> Result<Exit> {
         add_blocks: clean_ids(args.add_blocks),
         add_blocked_by: clean_ids(args.add_blocked_by),
     };
-    let updated = team.tasks().update(&args.id, upd, me)?;
-    if let Some(owner) = &updated.new_owner {
-        team.notify_assignment(&updated.task, owner, me)?;
-    }
+    let task = ops.task_update(&args.id, upd, args.force)?;
     if args.json {
-        print_json(&updated.task);
+        print_acted(json!({ "task": task }));
     } else {
-        print_task(&updated.task);
+        print_task(&task);
     }
     Ok(Exit::Ok)
 }

@@ -6,7 +6,7 @@
 
 use super::open::open_own;
 use super::spawn::{apart_note, passed_note};
-use super::{Context, Exit};
+use super::{Context, Exit, print_acted};
 use crate::cli::{BackendArgs, UpArgs};
 use crate::dropped::ignore;
 use crate::lead::Lead;
@@ -46,6 +46,22 @@ fn lead_spec(team: &Team, opened: &Session) -> Result<SpawnSpec> {
 }
 
 pub(super) async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
+    let json = args.json;
+    let (next, team) = up_team(ctx, args).await?;
+    if json {
+        let record = crate::session::SessionRecord::load(&team.root, &team.name)?;
+        print_acted(serde_json::json!({
+            "team": team.name,
+            "backend": record.backend.map(|b| b.as_str()),
+            "tmuxSession": record.session,
+            "leadPane": record.lead_pane,
+            "members": team.roster().read()?.member_names(),
+        }));
+    }
+    Ok(next)
+}
+
+async fn up_team(ctx: &Context, args: UpArgs) -> Result<(Next, Team)> {
     let started = Instant::now();
     let cwd = std::env::current_dir().context("reading the current directory")?;
     let (spec, name) = up_spec_and_name(ctx, &args, &cwd)?;
@@ -66,17 +82,19 @@ pub(super) async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
         }
         drop(lifecycle);
         eprintln!("{}", already_running(&name, pid));
-        return reattach(&team, &opened, args.no_attach)
-            .await
-            .map(Next::Done);
+        let done = reattach(&team, &opened, args.no_attach).await?;
+        return Ok((Next::Done(done), team));
     }
     // Before the lead starts: it would take their gone panes for deaths
     // and hand their tasks back.
     bring_back(&team, &opened, &args).await?;
-    if opened.caps().home_sessions && opened.own_pane.is_none() {
-        return up_in_home(team, opened, args, lifecycle, started).await;
-    }
-    up_here(team, opened, lifecycle).await
+    let back = team.clone();
+    let next = if opened.caps().home_sessions && opened.own_pane.is_none() {
+        up_in_home(team, opened, args, lifecycle, started).await?
+    } else {
+        up_here(team, opened, lifecycle).await?
+    };
+    Ok((next, back))
 }
 
 /// The spec `up` was given (a file, or `--demo`) and the team it names

@@ -9,8 +9,8 @@
 //! gets "killing @x…" at once and keeps drawing and taking keys; the
 //! outcome arrives as an event.
 
-use super::{Lead, Request, Shared, view};
-use crate::ops::depart as teardown;
+use super::{Lead, Shared, view};
+use crate::ops::TeamOps;
 use crate::protocol::{self, Message};
 use crate::session::{Session, member_pane};
 use crate::tasks::NewTask;
@@ -90,57 +90,23 @@ impl LeadUi {
         });
     }
 
-    fn take_request(&self, id: &str) -> Result<Request> {
-        let mut sh = self.shared();
-        let Some(i) = sh
-            .requests
-            .iter()
-            .position(|r| r.message.request_id() == Some(id))
-        else {
-            bail!("no pending request {id}");
-        };
-        Ok(sh.requests.remove(i))
+    /// The team's verbs, as the lead acts on them.
+    fn ops(&self) -> TeamOps {
+        TeamOps::as_lead(self.team.clone(), self.opened.clone())
     }
 
+    /// Answers request `id` through [`TeamOps::answer`] (which finds it in
+    /// the files: one that arrived before this lead started too), then
+    /// drops it from the dialog's list.
     fn answer(&self, id: &str, approve: bool) -> Result<Option<String>> {
-        let req = self.take_request(id)?;
-        let now = crate::clock::now_iso();
-        let msg = match &req.message {
-            Message::PlanApprovalRequest(p) => {
-                Message::PlanApprovalResponse(protocol::PlanApprovalResponse::answering(
-                    &p.request_id,
-                    Some(p),
-                    approve,
-                    None,
-                    now,
-                ))
-            }
-            Message::PermissionRequest(p) => {
-                Message::PermissionResponse(protocol::PermissionResponse {
-                    request_id: p.request_id.clone(),
-                    tool_use_id: Some(p.tool_use_id.clone()),
-                    approved_request: None,
-                    outcome: if approve {
-                        protocol::PermissionOutcome::Success {
-                            updated_input: None,
-                            permission_updates: None,
-                        }
-                    } else {
-                        protocol::PermissionOutcome::Error {
-                            error: "rejected by the lead".into(),
-                        }
-                    },
-                })
-            }
-            other => bail!("request {id} is a {}, which needs no answer", other.kind()),
-        };
-        self.team.send_protocol(LEAD_NAME, &req.from, &msg, false)?;
+        let done = self.ops().answer(id, approve, None)?;
+        self.shared().requests.retain(|r| r.id != id);
         let verb = if approve { "approved" } else { "rejected" };
-        Ok(Some(format!(
-            "{verb} {} of @{}",
-            req.message.kind(),
-            req.from
-        )))
+        let kind = serde_json::to_value(done.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        Ok(Some(format!("{verb} {kind} request of @{}", done.to)))
     }
 }
 
@@ -158,7 +124,7 @@ async fn set_hidden(team: &Team, name: &str, hidden: Value) -> Result<()> {
 }
 
 /// " (its pane %3 was no longer swarm's: left untouched)", or nothing.
-fn not_ours(r: &teardown::Released) -> String {
+fn not_ours(r: &crate::ops::depart::Left) -> String {
     match &r.pane_not_ours {
         Some(p) => format!(" (its pane {p} was no longer swarm's: left untouched)"),
         None => String::new(),
@@ -178,51 +144,51 @@ impl ScreenSource for LeadUi {
 }
 
 impl LeadUi {
-    /// Kills `name` in the background; the notice shown meanwhile.
-    fn kill(&self, team: Team, opened: Arc<Session>, name: String) -> String {
+    /// Kills `name` in the background (the one departure of
+    /// [`crate::ops::depart`]); the notice shown meanwhile.
+    fn kill(&self, name: String) -> String {
         let shown = format!("killing @{name}…");
-        let shared = self.shared.clone();
+        let (ops, shared) = (self.ops(), self.shared.clone());
         self.in_background(async move {
-            let before = team.roster().read()?.member(&name).cloned();
-            let r = teardown::kill_member(&team, &opened, &name, Duration::from_secs(2)).await?;
+            let l = ops.kill(&name, Duration::from_secs(2)).await?;
             shared
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .seen
                 .remove(&name);
-            // A worktree holding work is kept and named, never lost.
-            let t = team.clone();
-            let worktree = tokio::task::spawn_blocking(move || {
-                crate::worktree::retire(&t, before.as_slice(), false)
-            })
-            .await
-            .unwrap_or_default();
             Ok(format!(
                 "killed @{name}; {} task(s) back on the board{}{}",
-                r.returned.len(),
-                not_ours(&r),
-                worktree
-                    .iter()
-                    .map(|l| format!("; {l}"))
-                    .collect::<String>()
+                l.returned_tasks.len(),
+                not_ours(&l),
+                l.worktree.map(|w| format!("; {w}")).unwrap_or_default()
             ))
         });
         shown
     }
 
-    /// Kills `names` in the background; the notice shown meanwhile.
-    fn prune(&self, team: Team, opened: Arc<Session>, names: Vec<String>) -> String {
+    /// Prunes `names` in the background, as `swarm prune` does (one
+    /// departure, worktrees retired); the notice shown meanwhile.
+    fn prune(&self, names: Vec<String>) -> String {
         let shown = names
             .iter()
             .map(|n| format!("@{n}"))
             .collect::<Vec<_>>()
             .join(" ");
-        let done = shown.clone();
+        let ops = self.ops();
         self.in_background(async move {
-            for n in &names {
-                teardown::kill_member(&team, &opened, n, Duration::from_secs(1)).await?;
+            let left = ops.prune(Some(names)).await?;
+            let mut text = format!(
+                "pruned {}",
+                left.iter()
+                    .map(|l| format!("@{}", l.name))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+            for w in left.iter().filter_map(|l| l.worktree.as_deref()) {
+                text.push_str("; ");
+                text.push_str(w);
             }
-            Ok(format!("pruned {done}"))
+            Ok(text)
         });
         format!("pruning {shown}…")
     }
@@ -338,17 +304,14 @@ impl LeadControl for LeadUi {
                 }
                 Ok(None)
             }
-            Action::Kill(name) => Ok(Some(self.kill(team, opened, name))),
+            Action::Kill(name) => Ok(Some(self.kill(name))),
             Action::Shutdown(name) => {
-                teardown::send_shutdown_request(
-                    &team,
-                    &name,
-                    Some("requested from the TeamsDialog".into()),
-                )?;
+                self.ops()
+                    .request_shutdown(&name, Some("requested from the TeamsDialog".into()))?;
                 self.shared().stopping.insert(name.clone(), Instant::now());
                 Ok(Some(format!("asked @{name} to shut down")))
             }
-            Action::Prune(names) => Ok(Some(self.prune(team, opened, names))),
+            Action::Prune(names) => Ok(Some(self.prune(names))),
             Action::Hide(name) => {
                 let pane = self.pane_of(&name)?;
                 let hiding = self.hiding.clone();
@@ -366,7 +329,7 @@ impl LeadControl for LeadUi {
             }
             Action::CycleMode { target, mode } => cycle_mode(&team, target, &mode).map(Some),
             Action::Send { to, text } => {
-                let d = team.send_text(LEAD_NAME, &to, &text, None, false)?;
+                let d = self.ops().send(&to, &text, None, false)?;
                 Ok(Some(format!(
                     "sent to {}",
                     d.iter()
@@ -376,7 +339,7 @@ impl LeadControl for LeadUi {
                 )))
             }
             Action::CreateTask { subject } => {
-                let t = team.tasks().create(NewTask {
+                let t = self.ops().task_create(NewTask {
                     subject,
                     description: String::new(),
                     active_form: None,

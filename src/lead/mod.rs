@@ -53,21 +53,17 @@ pub enum Seen {
     Lost,
 }
 
-/// A request from a teammate waiting for the user's answer.
-#[derive(Debug, Clone)]
-pub struct Request {
-    pub from: String,
-    pub message: Message,
-    pub since: Instant,
-}
-
 /// What the supervisor learns and the TeamsDialog shows, shared between
 /// the two (held only for short, synchronous updates).
 #[derive(Debug, Default)]
 pub struct Shared {
     pub seen: HashMap<String, Seen>,
     pub events: Vec<String>,
-    pub requests: Vec<Request>,
+    /// Requests waiting for an answer, as the files say (see
+    /// `ops::requests`): read whole when the lead starts and whenever an
+    /// inbox changed under it, and a request the lead consumes is added
+    /// as it comes.
+    pub requests: Vec<crate::ops::requests::PendingRequest>,
     /// Members being shut down, and since when.
     pub stopping: HashMap<String, Instant>,
     /// Last time each member was heard from (message, idle notification).
@@ -139,6 +135,11 @@ impl Lead {
         tokio::task::spawn_blocking(move || work(team))
             .await
             .context("a file operation of the lead panicked")?
+    }
+
+    /// The team's verbs, as the lead acts on them, on the lead's session.
+    pub fn ops(&self) -> crate::ops::TeamOps {
+        crate::ops::TeamOps::as_lead(self.team.clone(), self.opened.clone())
     }
 
     /// A lead that already holds the team's lead lock.
@@ -323,6 +324,42 @@ impl Lead {
         Ok(())
     }
 
+    /// Reads again which requests wait for an answer (see `ops::requests`):
+    /// at the start (a request that came before this lead), and after an
+    /// inbox changed (an answer another process sent).
+    pub async fn refresh_requests(&mut self) -> Result<()> {
+        let now = self
+            .disk(|team| crate::ops::requests::pending(&team))
+            .await?;
+        let mut sh = self.shared();
+        let stopping: Vec<(String, Instant)> = now
+            .iter()
+            .filter(|r| !r.for_lead())
+            .map(|r| {
+                let age = r.age().unwrap_or_default();
+                (
+                    r.to.clone(),
+                    Instant::now().checked_sub(age).unwrap_or_else(Instant::now),
+                )
+            })
+            .collect();
+        for (name, since) in stopping {
+            sh.stopping.entry(name).or_insert(since);
+        }
+        let changed = sh.requests
+            != now
+                .iter()
+                .filter(|r| r.for_lead())
+                .cloned()
+                .collect::<Vec<_>>();
+        sh.requests = now.into_iter().filter(|r| r.for_lead()).collect();
+        drop(sh);
+        if changed {
+            self.changed();
+        }
+        Ok(())
+    }
+
     /// Handles every unread entry of the lead's inbox, then consumes them.
     pub async fn handle_inbox(&mut self) -> Result<()> {
         let read = self
@@ -387,42 +424,28 @@ impl Lead {
         if members.is_empty() {
             return Ok(());
         }
-        // The teammates exit by themselves after approving; let them. The
-        // ladder at once would SIGTERM a group while the `swarm send` that
-        // carried the approval may still be releasing the lead's inbox lock
-        // (seen in tests: a `team-lead.json.lock` left behind by a killed
-        // sender).
-        crate::ops::depart::wait_for_exits(&self.opened, &members, Duration::from_secs(2)).await?;
-        crate::ops::depart::close_panes(&self.opened, &members, Duration::from_secs(1)).await?;
-        let names: Vec<String> = members.iter().map(|m| m.name.clone()).collect();
-        let gone = names.clone();
-        let released = self
-            .disk(move |team| crate::ops::depart::release_members(&team, &gone))
-            .await?;
+        let left = self.ops().depart_approved(&members).await?;
         {
             let mut sh = self.shared();
-            for n in &names {
-                sh.seen.remove(n);
-                sh.stopping.remove(n);
+            for l in &left {
+                sh.seen.remove(&l.name);
+                sh.stopping.remove(&l.name);
             }
         }
-        for (name, r) in names.iter().zip(released) {
-            let n = r.returned.len();
+        for l in &left {
+            let n = l.returned_tasks.len();
             self.event(format!(
-                "{name} shut down; {n} task(s) returned to the board"
+                "{} shut down; {n} task(s) returned to the board",
+                l.name
             ));
-        }
-        // A worktree holding work is kept and said, as `swarm shutdown`
-        // and `down` say it (git runs off the loop).
-        let kept = self
-            .disk(move |team| Ok(crate::worktree::retire(&team, &members, false)))
-            .await?;
-        for line in kept {
-            self.event(line);
+            // A worktree holding work is kept and said, as `swarm
+            // shutdown` and `down` say it.
+            if let Some(w) = &l.worktree {
+                self.event(w.clone());
+            }
         }
         Ok(())
     }
-
     async fn handle(&mut self, e: &Entry) -> Result<()> {
         self.shared().heard.insert(e.from.clone(), Instant::now());
         match e.protocol() {
@@ -432,11 +455,12 @@ impl Lead {
             }
             Some(msg @ (Message::PlanApprovalRequest(_) | Message::PermissionRequest(_))) => {
                 let id = msg.request_id().unwrap_or("?").to_string();
-                self.shared().requests.push(Request {
-                    from: e.from.clone(),
-                    message: msg.clone(),
-                    since: Instant::now(),
-                });
+                if let Some(r) = crate::ops::requests::PendingRequest::to_lead(e) {
+                    let mut sh = self.shared();
+                    if !sh.requests.iter().any(|x| x.id == r.id) {
+                        sh.requests.push(r);
+                    }
+                }
                 self.event(format!(
                     "{} asks: {} (request {id}; a approves, r rejects)",
                     e.from,
@@ -599,6 +623,11 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
     // event that never came) and when it changed; not for a change to
     // another inbox, the roster or the board.
     let mut inbox_due = true;
+    // Requests that came before this lead (its predecessor consumed them,
+    // or none ran) wait in the files: read them once now.
+    if let Err(e) = lead.refresh_requests().await {
+        lead.event(format!("error reading the pending requests: {e:#}"));
+    }
     loop {
         if !lead.team.roster().exists() {
             tracing::info!("the team was deleted; the lead exits");
@@ -617,6 +646,14 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
                 inbox_due = true;
                 if let Err(e) = lead.supervise().await {
                     lead.event(format!("error checking panes: {e:#}"));
+                }
+                // An answer another process sent (`swarm send
+                // --plan-response`, `answer_request` over MCP) takes a
+                // request off the list: looked for only while one waits.
+                if !lead.shared().requests.is_empty()
+                    && let Err(e) = lead.refresh_requests().await
+                {
+                    lead.event(format!("error reading the pending requests: {e:#}"));
                 }
             }
             _ = lead.opened.backend.changed(), if exit_events => {

@@ -42,6 +42,11 @@ impl Bench {
         )
     }
 
+    /// The team's verbs as the lead acts on them, on the fake backend.
+    fn ops(&self) -> crate::ops::TeamOps {
+        crate::ops::TeamOps::as_lead(self.team.clone(), std::sync::Arc::new(self.opened()))
+    }
+
     fn lead(&self) -> Lead {
         Lead::new(self.team.clone(), self.opened())
     }
@@ -148,13 +153,15 @@ async fn a_stubborn_pane_gets_the_whole_ladder_and_its_tasks_go_back() {
     let pane = b.spawn("stubborn").await;
     b.fake.set_stubborn(&pane, true);
     let task = b.task_owned_by("stubborn");
-    let r = teardown::kill_member(&b.team, &b.opened(), "stubborn", Duration::from_millis(20))
+    let r = b
+        .ops()
+        .kill("stubborn", Duration::from_millis(20))
         .await
         .unwrap();
     assert_eq!(b.fake.signals(&pane), [FakeSignal::Term, FakeSignal::Kill]);
     assert!(b.fake.pane(&pane).is_none(), "the pane is closed");
     assert!(b.member("stubborn").is_none(), "released from the roster");
-    assert_eq!(r.returned.len(), 1);
+    assert_eq!(r.returned_tasks.len(), 1);
     assert_eq!(b.task_owner(&task), None);
 }
 
@@ -190,7 +197,9 @@ async fn a_pane_id_reused_by_a_foreign_pane_is_never_killed() {
     // And a kill of a member whose recorded pane is foreign leaves it too.
     let bob = b.spawn("bob").await;
     b.fake.make_foreign(&bob);
-    let r = teardown::kill_member(&b.team, &b.opened(), "bob", Duration::from_millis(10))
+    let r = b
+        .ops()
+        .kill("bob", Duration::from_millis(10))
         .await
         .unwrap();
     assert_eq!(r.pane_not_ours.as_deref(), Some(bob.as_str()));

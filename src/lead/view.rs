@@ -553,7 +553,7 @@ fn pending_requests(sh: &Shared) -> Vec<PendingRequest> {
     sh.requests
         .iter()
         .map(|r| PendingRequest {
-            id: r.message.request_id().unwrap_or("").to_string(),
+            id: r.id.clone(),
             from: r.from.clone(),
             kind: match &r.message {
                 Message::PlanApprovalRequest(p) => RequestKind::Plan {
@@ -567,7 +567,7 @@ fn pending_requests(sh: &Shared) -> Vec<PendingRequest> {
                     content: other.one_line(),
                 },
             },
-            age: Some(r.since.elapsed()),
+            age: r.age(),
         })
         .collect()
 }

@@ -1,40 +1,68 @@
-//! Taking teammates down: the forced kill ladder, the graceful shutdown
-//! handshake, pruning idle members, and `down` for the whole team.
-//!
-//! Every path ends the same way ([`release_member`]): the pane is closed
-//! and verified gone, the member leaves the roster, and its open tasks go
-//! back to the board. Each step is idempotent, so the lead and a `swarm`
-//! command racing on the same member (the lead saw the approval, the command
-//! waited for it) both finish cleanly.
+//! Leaving the team, one path ([`leave`]) for every way a teammate goes:
+//! `kill` (the forced ladder), `shutdown` (asked, then closed once it
+//! approves), `prune` (every idle teammate), `down` (the whole team, then
+//! the team itself) and a shutdown approved through the lead (the
+//! supervisor's). Each ends the same way: the pane is closed and verified
+//! gone (a pane no longer carrying the member's mark is never touched),
+//! the member leaves the roster, its open tasks go back to the board and
+//! its worktree is retired (removed when nothing in it is unmerged, else
+//! kept and named, or with `down --force` saved on a branch first). Each
+//! step is idempotent, so the lead and a `swarm` command racing on the
+//! same member (the lead saw the approval, the command waited for it) both
+//! finish cleanly.
 
+use super::TeamOps;
 use crate::mailbox::Entry;
 use crate::protocol::{self, Message};
 use crate::session::{Session, member_pane};
-use crate::tasks::{Status, Task};
+use crate::tasks::Task;
 use crate::team::names::LEAD_NAME;
-use crate::team::status::{Facts, MemberStatus, PaneSeen, recorded_exit};
 use crate::team::{Member, RosterError, Team};
 use anyhow::{Context, Result, bail};
 use std::time::{Duration, Instant};
 use swarm_backends::{BackendError, PaneStatus};
 
-/// What happened to a member's tasks when it left.
-#[derive(Debug, Default)]
-pub struct Released {
-    pub returned: Vec<Task>,
+/// A member that left: what became of its tasks, pane and worktree.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Left {
+    pub name: String,
+    /// Its open tasks, back on the board.
+    pub returned_tasks: Vec<super::snapshot::TaskRef>,
     /// Its recorded pane was no longer swarm's and was left alone.
     pub pane_not_ours: Option<String>,
+    /// What became of its worktree, one line (none without a worktree).
+    pub worktree: Option<String>,
+}
+
+impl Left {
+    fn of(name: &str, returned: &[Task]) -> Left {
+        Left {
+            name: name.to_string(),
+            returned_tasks: returned
+                .iter()
+                .map(|t| super::snapshot::TaskRef {
+                    id: t.id.clone(),
+                    subject: t.subject.clone(),
+                })
+                .collect(),
+            pane_not_ours: None,
+            worktree: None,
+        }
+    }
 }
 
 /// How a graceful shutdown ended.
-#[derive(Debug)]
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum ShutdownOutcome {
-    Approved(Released),
-    Rejected(String),
-    /// No answer in time (and no `--force-after`).
-    NoAnswer,
-    /// No answer in time; killed.
-    Killed(Released),
+    Approved(Left),
+    Rejected {
+        reason: String,
+    },
+    /// No answer in time (and no `--force-after`): it keeps running.
+    TimedOut,
+    /// No answer in time (or it ended without one); closed.
+    Killed(Left),
 }
 
 /// The live status of a member's pane, `Gone` when it has none.
@@ -112,51 +140,107 @@ pub async fn close_pane(opened: &Session, m: &Member, grace: Duration) -> Result
 /// [`close_pane`] for several members: the backend's panes in one
 /// [`kill_all`](swarm_backends::PaneBackendExecutor::kill_all) (one ladder
 /// for all), in-process panes of another process by pid.
-pub async fn close_panes(opened: &Session, members: &[Member], grace: Duration) -> Result<()> {
+pub async fn close_panes(
+    opened: &Session,
+    members: &[Member],
+    grace: Duration,
+) -> Result<Vec<Closed>> {
+    if let [one] = members {
+        // One pane: the backend's own kill, which also spreads the column
+        // it leaves out evenly.
+        return Ok(vec![close_pane(opened, one, grace).await?]);
+    }
+    let mut out = vec![Closed::Done; members.len()];
     let mut refs = Vec::new();
     let mut whose = Vec::new();
-    for m in members {
+    for (i, m) in members.iter().enumerate() {
         if foreign_in_process_pid(opened, m).is_some() {
-            close_pane(opened, m, grace).await?;
+            out[i] = close_pane(opened, m, grace).await?;
         } else if let Some(pane) = member_pane(m) {
             refs.push(pane);
-            whose.push(m);
+            whose.push(i);
         }
     }
     if refs.is_empty() {
-        return Ok(());
+        return Ok(out);
     }
-    for ((m, pane), result) in whose
+    for ((&i, pane), result) in whose
         .iter()
         .zip(&refs)
         .zip(opened.backend.kill_all(&refs, grace).await)
     {
+        let m = &members[i];
         match result {
             Ok(()) => {}
             Err(BackendError::NotOurs { .. }) => {
                 tracing::warn!(member = %m.name, pane = %pane, "pane no longer carries its mark; left untouched");
+                out[i] = Closed::NotOurs;
             }
             Err(e) => {
                 return Err(e).with_context(|| format!("closing the pane {} of {}", pane, m.name));
             }
         }
     }
-    Ok(())
+    Ok(out)
 }
 
-/// Removes `name` from the roster and returns its open tasks to the board.
-pub fn release_member(team: &Team, name: &str) -> Result<Released> {
-    match team.roster().remove_member(name) {
-        Ok(_) | Err(RosterError::NoSuchMember { .. }) => {}
-        Err(e) => return Err(e.into()),
+/// The one end of every departure: the members' panes closed (each set in
+/// one backend call, the ladder's SIGKILL after `grace`), the members off
+/// the roster in one write with their open tasks back on the board, and
+/// their worktrees retired (with `save_work`, work a worktree holds is
+/// saved on a branch before it goes). Members already off the roster are
+/// still closed and retired (a lead and a command racing on one member).
+pub async fn leave(
+    team: &Team,
+    session: &Session,
+    members: &[Member],
+    grace: Duration,
+    save_work: bool,
+) -> Result<Vec<Left>> {
+    if members.is_empty() {
+        return Ok(Vec::new());
     }
-    let returned = team.tasks().unassign_all_of(name)?;
-    Ok(Released {
-        returned,
-        pane_not_ours: None,
+    let closed = close_panes(session, members, grace).await?;
+    let (t, gone) = (team.clone(), members.to_vec());
+    let mut left = tokio::task::spawn_blocking(move || -> Result<Vec<Left>> {
+        let names: Vec<String> = gone.iter().map(|m| m.name.clone()).collect();
+        t.roster().update(|tf| {
+            tf.members.retain(|m| !names.contains(&m.name));
+            Ok(())
+        })?;
+        let each: Vec<&str> = names.iter().map(String::as_str).collect();
+        let returned = t.tasks().unassign_all_of_each(&each)?;
+        Ok(gone
+            .iter()
+            .map(|m| {
+                let mine: Vec<Task> = returned
+                    .iter()
+                    .filter(|(from, _)| from == &m.name)
+                    .map(|(_, task)| task.clone())
+                    .collect();
+                let mut l = Left::of(&m.name, &mine);
+                l.worktree = crate::worktree::retire(&t, std::slice::from_ref(m), save_work)
+                    .into_iter()
+                    .next();
+                l
+            })
+            .collect())
     })
+    .await
+    .context("releasing members panicked")??;
+    for (l, c) in left.iter_mut().zip(closed) {
+        if c == Closed::NotOurs {
+            l.pane_not_ours = members
+                .iter()
+                .find(|m| m.name == l.name)
+                .map(|m| m.tmux_pane_id.clone());
+        }
+    }
+    Ok(left)
 }
 
+/// `name` as a teammate on the roster (the lead is refused: `down` stops
+/// it with the team).
 fn member(team: &Team, name: &str) -> Result<Member> {
     let tf = team.roster().read()?;
     if name == LEAD_NAME {
@@ -172,75 +256,155 @@ fn member(team: &Team, name: &str) -> Result<Member> {
     })
 }
 
-/// `swarm kill NAME`: the forced ladder, then release.
-pub async fn kill_member(
-    team: &Team,
-    opened: &Session,
-    name: &str,
-    grace: Duration,
-) -> Result<Released> {
-    let m = member(team, name)?;
-    let closed = close_pane(opened, &m, grace).await?;
-    // The roster and board writes may wait on a lock: off the async worker
-    // (the lead runs this beside its supervisor).
-    let (t, n) = (team.clone(), name.to_string());
-    let mut released = tokio::task::spawn_blocking(move || release_member(&t, &n))
-        .await
-        .context("releasing a member panicked")??;
-    if closed == Closed::NotOurs {
-        released.pane_not_ours = Some(m.tmux_pane_id.clone());
-    }
-    Ok(released)
-}
-
-/// Finds the answer to `request_id` from `name` in the lead's inbox or, if
-/// the lead already consumed it, in the lead's history.
+/// Finds the answer to `request_id` in the lead's inbox or, if the lead
+/// already consumed it, in the lead's history.
 fn find_answer(team: &Team, request_id: &str) -> Result<Option<Message>> {
     Ok(shutdown_answers(team)?.remove(request_id))
 }
 
-/// `swarm shutdown NAME`: ask, wait for the answer, then close and release.
-pub async fn shutdown_member(
-    team: &Team,
-    opened: &Session,
-    name: &str,
-    reason: Option<String>,
-    wait: Duration,
-    force_after: Option<Duration>,
-) -> Result<ShutdownOutcome> {
-    let m = member(team, name)?;
-    let request_id = send_shutdown_request(team, name, reason)?;
-    let deadline = Instant::now() + force_after.unwrap_or(wait);
-    let watcher = team.mailbox().watch()?;
-    loop {
-        match find_answer(team, &request_id)? {
-            Some(Message::ShutdownApproved(_)) => {
-                wait_for_exit(opened, &m, Duration::from_secs(2)).await?;
-                close_pane(opened, &m, Duration::from_secs(1)).await?;
-                return Ok(ShutdownOutcome::Approved(release_member(team, name)?));
+impl TeamOps {
+    /// `swarm kill NAME`: the forced ladder (SIGKILL after `grace`), then
+    /// [`leave`].
+    pub async fn kill(&self, name: &str, grace: Duration) -> Result<Left> {
+        self.require_own("kill its members")?;
+        let m = member(self.team(), name)?;
+        let session = self.session()?;
+        Ok(leave(self.team(), &session, &[m], grace, false)
+            .await?
+            .remove(0))
+    }
+
+    /// Asks `name` to shut down (a `shutdown_request` from the lead);
+    /// returns the request id. The answer is carried out by whoever sees it
+    /// (the lead's supervisor, or [`TeamOps::shutdown`] waiting for it).
+    pub fn request_shutdown(&self, name: &str, reason: Option<String>) -> Result<String> {
+        self.require_own("shut its members down")?;
+        member(self.team(), name)?;
+        send_shutdown_request(self.team(), name, reason)
+    }
+
+    /// `swarm shutdown NAME`: asks, waits up to `wait` for the answer, then
+    /// closes its pane and [`leave`]s once it approves. With `force_after`
+    /// a member that has not answered by then is killed instead.
+    pub async fn shutdown(
+        &self,
+        name: &str,
+        reason: Option<String>,
+        wait: Duration,
+        force_after: Option<Duration>,
+    ) -> Result<ShutdownOutcome> {
+        self.require_own("shut its members down")?;
+        let team = self.team();
+        let m = member(team, name)?;
+        let session = self.session()?;
+        let request_id = send_shutdown_request(team, name, reason)?;
+        let deadline = Instant::now() + force_after.unwrap_or(wait);
+        let watcher = team.mailbox().watch()?;
+        let gone = |l: Vec<Left>| l.into_iter().next().unwrap_or_else(|| Left::of(name, &[]));
+        loop {
+            match find_answer(team, &request_id)? {
+                Some(Message::ShutdownApproved(_)) => {
+                    wait_for_exit(&session, &m, Duration::from_secs(2)).await?;
+                    let l = leave(team, &session, &[m], Duration::from_secs(1), false).await?;
+                    return Ok(ShutdownOutcome::Approved(gone(l)));
+                }
+                Some(Message::ShutdownRejected(r)) => {
+                    return Ok(ShutdownOutcome::Rejected { reason: r.reason });
+                }
+                _ => {}
             }
-            Some(Message::ShutdownRejected(r)) => return Ok(ShutdownOutcome::Rejected(r.reason)),
-            _ => {}
-        }
-        if matches!(
-            pane_status(opened, &m).await?,
-            PaneStatus::Gone | PaneStatus::Exited { .. }
-        ) && find_answer(team, &request_id)?.is_none()
-        {
-            // It died without answering: that is not an approval, but there
-            // is nothing left to ask. Clean up as a kill would.
-            close_pane(opened, &m, Duration::from_secs(1)).await?;
-            return Ok(ShutdownOutcome::Killed(release_member(team, name)?));
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            if force_after.is_some() {
-                close_pane(opened, &m, Duration::from_secs(2)).await?;
-                return Ok(ShutdownOutcome::Killed(release_member(team, name)?));
+            if matches!(
+                pane_status(&session, &m).await?,
+                PaneStatus::Gone | PaneStatus::Exited { .. }
+            ) && find_answer(team, &request_id)?.is_none()
+            {
+                // It died without answering: that is not an approval, but
+                // there is nothing left to ask. Cleaned up as a kill is.
+                let l = leave(team, &session, &[m], Duration::from_secs(1), false).await?;
+                return Ok(ShutdownOutcome::Killed(gone(l)));
             }
-            return Ok(ShutdownOutcome::NoAnswer);
+            let now = Instant::now();
+            if now >= deadline {
+                if force_after.is_some() {
+                    let l = leave(team, &session, &[m], Duration::from_secs(2), false).await?;
+                    return Ok(ShutdownOutcome::Killed(gone(l)));
+                }
+                return Ok(ShutdownOutcome::TimedOut);
+            }
+            watcher.wait((deadline - now).min(Duration::from_millis(200)));
         }
-        watcher.wait((deadline - now).min(Duration::from_millis(200)));
+    }
+
+    /// The teammates `prune` takes: idle by the one rule of
+    /// [`crate::team::status::MemberStatus::prunable`] (the dialog's too),
+    /// in the snapshot's words.
+    pub async fn idle_members(&self) -> Result<Vec<String>> {
+        let snap = self.snapshot().await?;
+        Ok(snap
+            .members
+            .iter()
+            .filter(|m| {
+                m.state
+                    .is_some_and(|s| s.prunable(m.task.is_some(), m.unread))
+            })
+            .map(|m| m.name.clone())
+            .collect())
+    }
+
+    /// `swarm prune` and the dialog's `p`: `names` (the idle teammates
+    /// when `None`) killed and [`leave`]n, in one departure.
+    pub async fn prune(&self, names: Option<Vec<String>>) -> Result<Vec<Left>> {
+        self.require_own("prune its members")?;
+        let names = match names {
+            Some(n) => n,
+            None => self.idle_members().await?,
+        };
+        let tf = self.team().roster().read()?;
+        let members: Vec<Member> = names
+            .iter()
+            .filter_map(|n| tf.member(n).filter(|m| !m.is_lead()).cloned())
+            .collect();
+        let session = self.session()?;
+        let left = leave(
+            self.team(),
+            &session,
+            &members,
+            Duration::from_secs(1),
+            false,
+        )
+        .await?;
+        if left.len() > 1 && session.caps().rebalance {
+            // Several panes closed at once: the column they leave is laid
+            // out evenly again (a courtesy; the prune is done either way).
+            crate::dropped::ignore(session.backend.rebalance().await, "rebalancing the panes");
+        }
+        Ok(left)
+    }
+
+    /// The members that approved their shutdown to the lead (the
+    /// supervisor saw the approvals): each given up to 2 s to end by
+    /// itself (all in one wait), then [`leave`]n.
+    pub async fn depart_approved(&self, members: &[Member]) -> Result<Vec<Left>> {
+        let session = self.session()?;
+        // The teammates exit by themselves after approving; let them. The
+        // ladder at once would SIGTERM a group while the `swarm send` that
+        // carried the approval may still be releasing the lead's inbox lock.
+        wait_for_exits(&session, members, Duration::from_secs(2)).await?;
+        leave(
+            self.team(),
+            &session,
+            members,
+            Duration::from_secs(1),
+            false,
+        )
+        .await
+    }
+
+    /// `swarm down`: see [`down`].
+    pub async fn down(&self, wait: Duration, force: bool) -> Result<DownReport> {
+        self.require_own("take it down")?;
+        let session = self.session()?;
+        down(self.team(), &session, wait, force).await
     }
 }
 
@@ -279,85 +443,8 @@ pub async fn wait_for_exits(opened: &Session, members: &[Member], within: Durati
     Ok(())
 }
 
-/// Members whose plan or permission request to the lead has no answer
-/// yet: the request is in the lead's inbox or history, and no response
-/// with its request id is in the member's.
-pub fn waiting_for_approval(team: &Team) -> Result<Vec<String>> {
-    let mb = team.mailbox();
-    let mut lead: Vec<Entry> = mb.read(LEAD_NAME)?.entries;
-    lead.extend(mb.history(LEAD_NAME)?);
-    let mut asked: Vec<(String, String)> = Vec::new();
-    for e in &lead {
-        if let Some(msg @ (Message::PlanApprovalRequest(_) | Message::PermissionRequest(_))) =
-            e.protocol()
-            && let Some(id) = msg.request_id()
-        {
-            asked.push((e.from.clone(), id.to_string()));
-        }
-    }
-    let mut out: Vec<String> = Vec::new();
-    for (from, id) in asked {
-        if out.contains(&from) {
-            continue;
-        }
-        let mut theirs: Vec<Entry> = mb.read(&from)?.entries;
-        theirs.extend(mb.history(&from)?);
-        let answered = theirs.iter().filter_map(Entry::protocol).any(|m| {
-            matches!(
-                m,
-                Message::PlanApprovalResponse(_) | Message::PermissionResponse(_)
-            ) && m.request_id() == Some(id.as_str())
-        });
-        if !answered {
-            out.push(from);
-        }
-    }
-    Ok(out)
-}
-
-/// Members `prune` would take: the rule of [`MemberStatus::prunable`],
-/// the TeamsDialog's too, on what a command can see — the roster, its
-/// pane's liveness, the board, its mail, and its requests to the lead
-/// ([`waiting_for_approval`]).
-pub async fn idle_members(team: &Team, opened: &Session) -> Result<Vec<String>> {
-    let tf = team.roster().read()?;
-    let tasks = team.tasks().list()?.tasks;
-    let mb = team.mailbox();
-    let asking = waiting_for_approval(team)?;
-    let members: Vec<Member> = tf.teammates().cloned().collect();
-    let statuses = pane_statuses(opened, &members).await?;
-    let mut out = Vec::new();
-    for (m, pane) in members.iter().zip(statuses) {
-        let has_task = tasks
-            .iter()
-            .any(|t| t.owner.as_deref() == Some(&m.name) && t.status == Status::InProgress);
-        let unread = mb
-            .read(&m.name)?
-            .entries
-            .iter()
-            .filter(|e| e.is_unread())
-            .count();
-        let status = MemberStatus::of(&Facts {
-            recorded_exit: recorded_exit(m),
-            pane: match pane {
-                PaneStatus::Running { .. } => PaneSeen::Running,
-                PaneStatus::Exited { code } => PaneSeen::Dead(code),
-                PaneStatus::Gone | PaneStatus::Foreign => PaneSeen::Dead(None),
-            },
-            active: m.is_active == Some(true),
-            has_task,
-            waiting: asking.contains(&m.name),
-            stopping: None,
-        });
-        if status.prunable(has_task, unread) {
-            out.push(m.name.clone());
-        }
-    }
-    Ok(out)
-}
-
 /// What `down` did.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize)]
 pub struct DownReport {
     pub approved: Vec<String>,
     pub killed: Vec<String>,
@@ -368,11 +455,26 @@ pub struct DownReport {
     /// Were no longer running when `down` looked (their pane had exited or
     /// was gone): released without a request.
     pub gone: Vec<String>,
+    /// Requests that waited for an answer, answered for the team going
+    /// down (a plan or permission rejected), by id.
+    pub answered: Vec<String>,
+    /// The team was deleted (no teammate stayed or declined).
+    pub deleted: bool,
     /// Where the team's scratchpad was kept (see `keep_scratchpad`).
     pub kept: Option<std::path::PathBuf>,
-    /// What became of the released teammates' worktrees, one line each.
-    pub worktrees: Vec<String>,
+    /// Everyone that left, with their tasks and worktrees.
+    pub left: Vec<Left>,
 }
+
+impl DownReport {
+    /// What became of the released teammates' worktrees, one line each.
+    pub fn worktrees(&self) -> impl Iterator<Item = &str> {
+        self.left.iter().filter_map(|l| l.worktree.as_deref())
+    }
+}
+
+/// The reason `down` gives a request it answers for a teammate.
+pub const SHUTTING_DOWN: &str = "the team is shutting down";
 
 /// How long a teammate that approved its shutdown has to end by itself
 /// before its pane is closed for it.
@@ -423,32 +525,6 @@ fn shutdown_answers(team: &Team) -> Result<std::collections::HashMap<String, Mes
         .collect())
 }
 
-/// Removes every one of `names` from the roster in one write and returns
-/// their open tasks to the board (one look at the board for all); the
-/// tasks returned, by member.
-pub fn release_members(team: &Team, names: &[String]) -> Result<Vec<Released>> {
-    if names.is_empty() {
-        return Ok(Vec::new());
-    }
-    team.roster().update(|tf| {
-        tf.members.retain(|m| !names.contains(&m.name));
-        Ok(())
-    })?;
-    let each: Vec<&str> = names.iter().map(String::as_str).collect();
-    let returned = team.tasks().unassign_all_of_each(&each)?;
-    Ok(names
-        .iter()
-        .map(|n| Released {
-            returned: returned
-                .iter()
-                .filter(|(from, _)| from == n)
-                .map(|(_, t)| t.clone())
-                .collect(),
-            pane_not_ours: None,
-        })
-        .collect())
-}
-
 /// `swarm down`: ask every teammate to shut down, wait up to `wait`, kill
 /// the rest when `force`, close the lead's session, delete the team.
 /// Refuses (deleting nothing) when teammates stay and `force` is off.
@@ -464,14 +540,35 @@ pub async fn down(
     wait: Duration,
     force: bool,
 ) -> Result<DownReport> {
+    let mut report = DownReport::default();
+    // A teammate blocked on the lead's answer (a plan in `swarm ask`)
+    // cannot finish its unit and answer a shutdown: its request is
+    // answered for it first.
+    let (t, mut answered) = (team.clone(), Vec::new());
+    for r in tokio::task::spawn_blocking(move || super::requests::pending(&t))
+        .await
+        .context("reading the requests panicked")??
+        .into_iter()
+        .filter(|r| r.for_lead())
+    {
+        super::requests::answer(team, &r.id, false, Some(SHUTTING_DOWN.to_string()))?;
+        answered.push(r.id);
+    }
+    report.answered = answered;
     let tf = team.roster().read()?;
     let members: Vec<Member> = tf.teammates().cloned().collect();
     let statuses = pane_statuses(opened, &members).await?;
-    let mut report = DownReport::default();
     let mut done: Vec<Member> = Vec::new();
     let mut asking: Vec<Member> = Vec::new();
+    let mut killed: Vec<Member> = Vec::new();
     for (m, status) in members.into_iter().zip(statuses) {
         match status {
+            // A program that is its own teammate has no runtime to answer
+            // a request: with --force it is not waited for.
+            PaneStatus::Running { .. } if force && !answers_shutdown(&m) => {
+                report.killed.push(m.name.clone());
+                killed.push(m);
+            }
             PaneStatus::Running { .. } => asking.push(m),
             _ => {
                 report.gone.push(m.name.clone());
@@ -482,7 +579,6 @@ pub async fn down(
     let pending = ask_all(team, asking)?;
     let answered = await_answers(team, opened, pending, wait, force, &mut report).await?;
     done.extend(answered.done);
-    let mut killed: Vec<Member> = Vec::new();
     for m in answered.pending {
         if force {
             report.killed.push(m.name.clone());
@@ -496,20 +592,25 @@ pub async fn down(
     let deleting = report.stayed.is_empty() && report.declined.is_empty();
     let stopping = if deleting { signal_lead(team)? } else { None };
     // Panes of those that ended are closed at once (a dead pane kept by
-    // remain-on-exit); the others get the kill ladder: each set in one
-    // backend call.
-    close_panes(opened, &done, Duration::from_millis(200)).await?;
-    close_panes(opened, &killed, Duration::from_secs(1)).await?;
-    let released: Vec<String> = done.iter().chain(&killed).map(|m| m.name.clone()).collect();
-    report.worktrees = crate::worktree::retire(team, &[done.as_slice(), &killed].concat(), force);
-    release_members(team, &released)?;
+    // remain-on-exit); the others get the kill ladder.
+    report.left = leave(team, opened, &done, Duration::from_millis(200), force).await?;
+    report
+        .left
+        .extend(leave(team, opened, &killed, Duration::from_secs(1), force).await?);
     if !deleting {
         return Ok(report);
     }
     close_lead(opened, stopping).await?;
     report.kept = keep_scratchpad(team)?;
     team.roster().delete(true)?;
+    report.deleted = true;
     Ok(report)
+}
+
+/// Whether `m`'s pane answers a shutdown request: a swarm runtime or Claude
+/// Code does; a program that is its own teammate (`process`) need not.
+fn answers_shutdown(m: &Member) -> bool {
+    !matches!(m.agent_kind(), Ok(crate::agents::Agent::Process))
 }
 
 /// One teammate `down` waits for: its request id and when it approved.

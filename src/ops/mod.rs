@@ -4,14 +4,132 @@
 //! (a text line, JSON, a notice, MCP content). No front end reads the
 //! roster to finish a verb's job.
 //!
+//! [`TeamOps`] is the handle: one team, the member acting, and the team's
+//! [`Session`] (its pane backend), opened on first need, so a verb that
+//! touches no pane (a send, a task) never pays for finding the backend.
+//!
+//! - [`snapshot`]: [`TeamSnapshot`], everything a front end shows about
+//!   a team, derived from the files plus one backend status call.
+//! - [`requests`]: plan, permission and shutdown requests with no answer
+//!   yet, derived from the inboxes and histories, and answering one.
 //! - [`spawn`]: adding a teammate (roster entry, first prompt, pane).
 //! - [`depart`]: leaving the team, one path for kill, shutdown, prune,
 //!   down and a shutdown approved through the lead: the pane closed, the
 //!   member off the roster, its tasks back on the board, its worktree
 //!   retired.
+//! - [`mail`]: sending, reading and waiting on an inbox.
+//! - [`board`]: the task verbs (create, list, get, update, claim, delete).
+//! - [`output`]: what a teammate's pane printed, escapes stripped.
+//! - [`work`]: a teammate's worktree: its diff, merging it.
 //! - [`recover`]: what an interrupted `up` or `spawn`, or a rebuilt
 //!   roster, left: marked panes adopted or closed.
+//!
+//! A verb that changes, stops or deletes anything refuses a team swarm did
+//! not start (see `team::owner`) before it does anything.
 
+pub mod board;
 pub mod depart;
+pub mod mail;
+pub mod output;
 pub mod recover;
+pub mod requests;
+pub mod snapshot;
 pub mod spawn;
+pub mod work;
+
+pub use snapshot::TeamSnapshot;
+
+use crate::session::{Location, Session};
+use crate::team::Team;
+use crate::team::names::LEAD_NAME;
+use anyhow::Result;
+use std::sync::{Arc, Mutex};
+
+/// One team, as one member acts on it.
+pub struct TeamOps {
+    team: Team,
+    me: String,
+    location: Location,
+    session: Mutex<Option<Arc<Session>>>,
+}
+
+impl std::fmt::Debug for TeamOps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TeamOps")
+            .field("team", &self.team.name)
+            .field("me", &self.me)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TeamOps {
+    /// The team at `location`, acting as `me`; its session is opened when
+    /// a verb first needs the backend.
+    pub fn new(location: Location, me: &str) -> TeamOps {
+        TeamOps {
+            team: Team::new(&location.root, &location.team),
+            me: me.to_string(),
+            location,
+            session: Mutex::new(None),
+        }
+    }
+
+    /// The team on an already open session (the lead's), acting as `me`.
+    pub fn with_session(team: Team, me: &str, session: Arc<Session>) -> TeamOps {
+        TeamOps {
+            location: Location::of(&team.root, &team.name),
+            team,
+            me: me.to_string(),
+            session: Mutex::new(Some(session)),
+        }
+    }
+
+    /// The team as the lead acts on it.
+    pub fn as_lead(team: Team, session: Arc<Session>) -> TeamOps {
+        TeamOps::with_session(team, LEAD_NAME, session)
+    }
+
+    pub fn team(&self) -> &Team {
+        &self.team
+    }
+
+    /// Who acts (`--as`; `team-lead` by default).
+    pub fn me(&self) -> &str {
+        &self.me
+    }
+
+    /// The team's session, opened now if it was not.
+    pub fn session(&self) -> Result<Arc<Session>> {
+        let mut s = self.session.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = &*s {
+            return Ok(s.clone());
+        }
+        let opened = Arc::new(Session::open(&self.location)?);
+        *s = Some(opened.clone());
+        Ok(opened)
+    }
+
+    /// The session if one is open or can be opened; `None` (logged) when
+    /// the backend cannot be reached from here (a reader then goes by the
+    /// roster's records).
+    pub fn session_if_reachable(&self) -> Option<Arc<Session>> {
+        crate::dropped::ignore(self.session(), "opening the team's backend")
+    }
+
+    /// The refusal of `action` on a team swarm did not start.
+    pub fn require_own(&self, action: &str) -> Result<()> {
+        Ok(self.team.require_own(action)?)
+    }
+
+    /// Runs blocking file work (a lock wait, an fsync) off the async worker.
+    pub(crate) async fn blocking<T, F>(&self, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(Team) -> Result<T> + Send + 'static,
+    {
+        let team = self.team.clone();
+        tokio::task::spawn_blocking(move || work(team))
+            .await
+            .map_err(|e| anyhow::anyhow!("a file operation panicked: {e}"))?
+    }
+}

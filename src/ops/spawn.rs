@@ -56,9 +56,11 @@ pub struct SpawnRequest {
 }
 
 /// A spawned teammate.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Spawned {
     pub name: String,
+    /// Its pane (shown by id; the nonce that marks it stays private).
+    #[serde(serialize_with = "pane_id_only")]
     pub pane: PaneRef,
     pub pid: Option<u32>,
     /// The variables passed by name from the spawner's environment.
@@ -203,6 +205,26 @@ fn touch_private(path: &Path, truncate: bool) -> Result<()> {
         .open(path)
         .with_context(|| format!("creating {}", path.display()))?;
     Ok(())
+}
+
+fn pane_id_only<S: serde::Serializer>(pane: &PaneRef, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(pane.id.as_str())
+}
+
+impl super::TeamOps {
+    /// Adds a teammate: its roster entry, its first prompt, its pane (see
+    /// [`spawn_member`]). Refused on a team swarm did not start.
+    pub async fn spawn(&self, req: &SpawnRequest) -> Result<Spawned> {
+        self.require_own("add a teammate to it")?;
+        let session = self.session()?;
+        if !session.caps().panes_outlive_lead {
+            bail!(
+                "in-process panes live inside the lead, so another process cannot add one: list \
+                 the teammates in a spec and run `swarm up SPEC --backend in-process`, or use tmux"
+            );
+        }
+        spawn_member(self.team(), &session, req).await
+    }
 }
 
 /// Adds `req.name` to the team and opens its pane.

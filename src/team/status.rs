@@ -83,6 +83,21 @@ impl MemberStatus {
         !matches!(self, MemberStatus::Dead { .. })
     }
 
+    /// The words shown for it: `running`, `idle`, `waiting approval`,
+    /// `stopping 4s`, `dead (exit 3)`, `dead (signal)`.
+    pub fn label(&self) -> String {
+        match self {
+            MemberStatus::Running => "running".to_owned(),
+            MemberStatus::Idle => "idle".to_owned(),
+            MemberStatus::WaitingForApproval => "waiting approval".to_owned(),
+            MemberStatus::Stopping { since } => format!("stopping {}", crate::clock::age(*since)),
+            MemberStatus::Dead {
+                exit_code: Some(code),
+            } => format!("dead (exit {code})"),
+            MemberStatus::Dead { exit_code: None } => "dead (signal)".to_owned(),
+        }
+    }
+
     /// Whether `prune` takes it: idle (so alive, not stopping, not waiting
     /// for an approval, not in a turn), no task in progress, no unread mail.
     pub fn prunable(&self, has_task: bool, unread: usize) -> bool {
@@ -296,7 +311,7 @@ pub fn last_output_line(path: &Path) -> Option<String> {
 
 /// `text` without terminal escape sequences (CSI, OSC, two-byte escapes)
 /// and without control characters other than line ends and tabs.
-fn strip_escapes(text: &str) -> String {
+pub fn strip_escapes(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {

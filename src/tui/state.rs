@@ -290,22 +290,6 @@ pub fn annotate(rows: &mut [MemberRow], team: &crate::team::Team, board: &ByOwne
 
 pub use crate::team::status::{Attention, MemberStatus, Progress};
 
-impl MemberStatus {
-    /// The words shown in the members list: `running`, `dead (exit 3)`, …
-    pub fn label(&self) -> String {
-        match self {
-            MemberStatus::Running => "running".to_owned(),
-            MemberStatus::Idle => "idle".to_owned(),
-            MemberStatus::WaitingForApproval => "waiting approval".to_owned(),
-            MemberStatus::Stopping { since } => format!("stopping {}", age(*since)),
-            MemberStatus::Dead {
-                exit_code: Some(code),
-            } => format!("dead (exit {code})"),
-            MemberStatus::Dead { exit_code: None } => "dead (signal)".to_owned(),
-        }
-    }
-}
-
 /// A request waiting for the user's yes or no.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingRequest {
@@ -468,16 +452,7 @@ pub fn count(n: usize, noun: &str) -> String {
     }
 }
 
-/// `4s`, `3m`, `2h`, `5d`: an age in its largest whole unit.
-pub fn age(d: Duration) -> String {
-    let s = d.as_secs();
-    match s {
-        0..60 => format!("{s}s"),
-        60..3600 => format!("{}m", s / 60),
-        3600..86400 => format!("{}h", s / 3600),
-        _ => format!("{}d", s / 86400),
-    }
-}
+pub use crate::clock::age;
 
 /// The panels Tab moves between, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

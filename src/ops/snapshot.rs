@@ -1,0 +1,351 @@
+//! [`TeamSnapshot`]: everything a front end shows about a team, derived
+//! once, from the files plus one backend status call: each member (status
+//! by the one rule of `team::status`, current task, unread mail, what
+//! needs the user, how its task goes, its worktree), the lead, the task
+//! counts and the requests waiting for an answer ([`super::requests`]).
+//! `swarm status` prints it, `team_status` over MCP returns it as JSON, so
+//! the two always agree.
+
+use super::TeamOps;
+use super::requests::{PendingRequest, RequestKind};
+use crate::tasks::{Status, Task};
+use crate::team::status::{
+    Attention, ByOwner, Facts, MemberStatus, PaneSeen, Progress, recorded_exit,
+};
+use crate::team::{Member, Team};
+use anyhow::Result;
+use serde::Serialize;
+use serde_json::Value;
+use std::path::PathBuf;
+use swarm_backends::{BackendKind, PaneStatus};
+
+/// The team as it is now.
+#[derive(Debug, Clone, Serialize)]
+pub struct TeamSnapshot {
+    pub team: String,
+    pub root: PathBuf,
+    /// swarm did not start this team (see `team::owner`): it is read and
+    /// sent to, nothing else.
+    pub foreign: bool,
+    pub lead: LeadSnapshot,
+    /// The team's pane backend, as its session record says.
+    pub backend: Option<&'static str>,
+    #[serde(rename = "tmuxSession")]
+    pub tmux_session: Option<String>,
+    #[serde(rename = "tmuxSocket")]
+    pub tmux_socket: Option<PathBuf>,
+    /// Every member, the lead first (its status is `null`).
+    pub members: Vec<MemberSnapshot>,
+    pub tasks: TaskCounts,
+    /// Requests with no answer yet, oldest first.
+    pub requests: Vec<PendingRequest>,
+    /// What went wrong reading the team (a file set aside), one line each.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
+}
+
+/// The team's lead.
+#[derive(Debug, Clone, Serialize)]
+pub struct LeadSnapshot {
+    /// A lead process runs.
+    pub alive: bool,
+    pub pid: Option<u32>,
+}
+
+/// One member.
+#[derive(Debug, Clone, Serialize)]
+pub struct MemberSnapshot {
+    pub name: String,
+    #[serde(rename = "agentId")]
+    pub agent_id: String,
+    /// The agent it runs (`shell`, `claude`, …); `null` for the lead and
+    /// for members swarm did not spawn.
+    pub agent: Option<String>,
+    pub color: Option<String>,
+    /// `running`, `idle`, `waiting approval`, `stopping 4s`, `dead (exit
+    /// 3)`, …; `null` for the lead.
+    pub status: Option<String>,
+    /// Its process runs (anything but dead); `null` for the lead.
+    pub alive: Option<bool>,
+    /// Its pane id (`null`: none yet).
+    pub pane: Option<String>,
+    /// The roster's `tmuxPaneId`, as written.
+    #[serde(rename = "paneId")]
+    pub pane_id: String,
+    #[serde(rename = "backendType")]
+    pub backend_type: Option<String>,
+    #[serde(rename = "isActive")]
+    pub is_active: Option<bool>,
+    pub mode: Option<String>,
+    pub model: Option<String>,
+    /// Its task in progress.
+    pub task: Option<TaskRef>,
+    pub unread: usize,
+    /// What needs the user (`needs approval`, `task #3 failed`, `dead`).
+    pub attention: Option<String>,
+    pub progress: Option<ProgressSnapshot>,
+    /// Its worktree's branch and progress, `null` without one.
+    pub worktree: Value,
+    #[serde(skip)]
+    pub state: Option<MemberStatus>,
+}
+
+/// A task named by id and subject.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TaskRef {
+    pub id: String,
+    pub subject: String,
+}
+
+/// How a running task goes.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProgressSnapshot {
+    #[serde(rename = "elapsedSecs")]
+    pub elapsed_secs: Option<u64>,
+    #[serde(rename = "lastLine")]
+    pub last_line: Option<String>,
+}
+
+/// The board in numbers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TaskCounts {
+    pub total: usize,
+    pub completed: usize,
+    pub in_progress: usize,
+    pub pending: usize,
+}
+
+impl TaskCounts {
+    pub fn of(tasks: &[Task]) -> TaskCounts {
+        let count = |s: Status| tasks.iter().filter(|t| t.status == s).count();
+        TaskCounts {
+            total: tasks.len(),
+            completed: count(Status::Completed),
+            in_progress: count(Status::InProgress),
+            pending: count(Status::Pending),
+        }
+    }
+}
+
+impl TeamOps {
+    /// The team as it is now: the files read once, the backend asked once
+    /// about every pane (when it can be reached from here; otherwise the
+    /// roster's records decide).
+    pub async fn snapshot(&self) -> Result<TeamSnapshot> {
+        let team = self.team().clone();
+        let (roster, repaired) = {
+            let t = team.clone();
+            self.blocking(move |_| Ok(t.roster().load()?)).await?
+        };
+        let mut warnings = Vec::new();
+        if let Some(r) = repaired {
+            warnings.push(format!(
+                "config.json of team {} was unreadable; copied to {} and rebuilt with {} member(s)",
+                team.name,
+                r.quarantined.display(),
+                r.rebuilt_members
+            ));
+        }
+        let members = roster.members.clone();
+        let files = {
+            let members = members.clone();
+            self.blocking(move |team| Files::read(&team, &members))
+                .await?
+        };
+        warnings.extend(files.warnings.iter().cloned());
+        let panes = self.pane_seen(&members).await;
+        let requests = files.requests.clone();
+        let board = ByOwner::of(&files.tasks);
+        let record =
+            crate::session::SessionRecord::load(&team.root, &team.name).unwrap_or_else(|e| {
+                warnings.push(format!(
+                    "{e:#}; the team's backend and tmux server not shown"
+                ));
+                Default::default()
+            });
+        let lead_pid = crate::dropped::ignore(
+            crate::team::locks::lead_pid_alive(&team),
+            "reading the lead's pid",
+        )
+        .flatten();
+        let ms = members
+            .iter()
+            .zip(files.unread)
+            .zip(panes)
+            .map(|((m, unread), pane)| member(&team, m, unread, pane, &board, &requests))
+            .collect();
+        Ok(TeamSnapshot {
+            team: roster.name.clone(),
+            root: team.root.dir().to_path_buf(),
+            foreign: !team.ownership().is_swarm(),
+            lead: LeadSnapshot {
+                alive: lead_pid.is_some(),
+                pid: lead_pid.filter(|p| *p != 0),
+            },
+            backend: record.backend.map(BackendKind::as_str),
+            tmux_session: record.session,
+            tmux_socket: record.tmux_socket,
+            members: ms,
+            tasks: TaskCounts::of(&files.tasks),
+            requests,
+            warnings,
+        })
+    }
+
+    /// How each member's pane is, in order: one backend call when the
+    /// team's backend can be reached from here and its panes outlive their
+    /// lead; otherwise unknown (in-process panes are dead once no lead
+    /// runs).
+    async fn pane_seen(&self, members: &[Member]) -> Vec<PaneSeen> {
+        let looked = match self.session_if_reachable() {
+            Some(s) if s.caps().panes_outlive_lead => crate::dropped::ignore(
+                super::depart::pane_statuses(&s, members).await,
+                "looking up the members' panes",
+            ),
+            _ => None,
+        };
+        let seen: Vec<PaneSeen> = match looked {
+            Some(got) => got
+                .into_iter()
+                .map(|p| match p {
+                    PaneStatus::Running { .. } => PaneSeen::Running,
+                    PaneStatus::Exited { code } => PaneSeen::Dead(code),
+                    PaneStatus::Gone | PaneStatus::Foreign => PaneSeen::Dead(None),
+                })
+                .collect(),
+            None => {
+                let lead_gone = crate::dropped::ignore(
+                    crate::team::locks::lead_pid_alive(self.team()),
+                    "reading the lead's pid",
+                )
+                .flatten()
+                .is_none();
+                members
+                    .iter()
+                    .map(|m| {
+                        if lead_gone && m.backend_kind() == Some(BackendKind::InProcess) {
+                            PaneSeen::Dead(None)
+                        } else {
+                            PaneSeen::Unknown
+                        }
+                    })
+                    .collect()
+            }
+        };
+        // A member with no pane yet is being spawned: not dead.
+        members
+            .iter()
+            .zip(seen)
+            .map(|(m, pane)| {
+                if m.tmux_pane_id.is_empty() && pane == PaneSeen::Dead(None) {
+                    PaneSeen::Unknown
+                } else {
+                    pane
+                }
+            })
+            .collect()
+    }
+}
+
+/// What the snapshot reads from the files besides the roster.
+struct Files {
+    tasks: Vec<Task>,
+    unread: Vec<usize>,
+    requests: Vec<PendingRequest>,
+    warnings: Vec<String>,
+}
+
+impl Files {
+    fn read(team: &Team, members: &[Member]) -> Result<Files> {
+        let mut warnings = Vec::new();
+        let mailbox = team.mailbox();
+        let mut unread = Vec::with_capacity(members.len());
+        for m in members {
+            let read = mailbox.read(&m.name)?;
+            if let Some(q) = &read.quarantined {
+                warnings.push(format!(
+                    "inbox of {} was corrupt; copied to {}",
+                    m.name,
+                    q.display()
+                ));
+            }
+            unread.push(read.entries.iter().filter(|e| e.is_unread()).count());
+        }
+        let list = team.tasks().list()?;
+        for q in &list.quarantined {
+            warnings.push(format!("a corrupt task file was copied to {}", q.display()));
+        }
+        let requests = super::requests::pending(team).unwrap_or_else(|e| {
+            warnings.push(format!(
+                "cannot tell who waits for approval ({e:#}); not shown"
+            ));
+            Vec::new()
+        });
+        Ok(Files {
+            tasks: list.tasks,
+            unread,
+            requests,
+            warnings,
+        })
+    }
+}
+
+/// One member's snapshot, by the rules of `team::status`.
+fn member(
+    team: &Team,
+    m: &Member,
+    unread: usize,
+    pane: PaneSeen,
+    board: &ByOwner,
+    requests: &[PendingRequest],
+) -> MemberSnapshot {
+    let state = (!m.is_lead()).then(|| {
+        MemberStatus::of(&Facts {
+            recorded_exit: recorded_exit(m),
+            pane,
+            active: m.is_active == Some(true),
+            has_task: board.current(&m.name).is_some(),
+            waiting: requests.iter().any(|r| r.for_lead() && r.from == m.name),
+            stopping: requests
+                .iter()
+                .find(|r| r.kind == RequestKind::Shutdown && r.to == m.name)
+                .map(|r| r.age().unwrap_or_default()),
+        })
+    });
+    let attention = state
+        .as_ref()
+        .and_then(|s| Attention::of(s, &m.name, board));
+    let progress = state
+        .as_ref()
+        .and_then(|_| Progress::of(team, &m.name, board))
+        .map(|p| ProgressSnapshot {
+            elapsed_secs: p.elapsed.map(|e| e.as_secs()),
+            last_line: p.last_line,
+        });
+    MemberSnapshot {
+        name: m.name.clone(),
+        agent_id: m.agent_id.clone(),
+        agent: m.agent().map(str::to_string).or_else(|| {
+            // swarm's teammates without the field run the shell agent.
+            (!m.is_lead() && m.nonce().ok().flatten().is_some()).then(|| "shell".to_string())
+        }),
+        color: m.color.clone(),
+        status: state.as_ref().map(MemberStatus::label),
+        alive: state.as_ref().map(MemberStatus::is_alive),
+        pane: Some(m.tmux_pane_id.clone()).filter(|p| !p.is_empty() && p != "leader"),
+        pane_id: m.tmux_pane_id.clone(),
+        backend_type: m.backend_type.clone(),
+        is_active: m.is_active,
+        mode: m.mode.clone(),
+        model: m.model.clone(),
+        task: board.current(&m.name).map(|t| TaskRef {
+            id: t.id.clone(),
+            subject: t.subject.clone(),
+        }),
+        unread,
+        attention: attention.as_ref().map(Attention::label),
+        progress,
+        worktree: crate::worktree::member_json(m),
+        state,
+    }
+}
