@@ -662,24 +662,35 @@ fn poll_new_does_not_report_a_re_stamped_entry_again() {
     assert_eq!(got, ["1", "2"]);
 }
 
+/// Follow sleeps on the inbox watcher between arrivals; its wait also ends
+/// after a minute with nothing seen, which must never be how it learns of
+/// a message (the watcher counts, on this thread, how each wait ended).
 #[test]
 fn follow_delivers_messages_as_they_arrive_and_stops_when_asked() {
     let s = Sandbox::new();
     s.send("bob", "a", "before");
     let mb = s.mailbox.clone();
+    // The live messages are sent once follow has delivered "before", so
+    // the read that found it cannot hold them: follow must wait for them.
+    let (first_seen, go) = std::sync::mpsc::channel::<()>();
     let sender = std::thread::spawn(move || {
+        if go.recv().is_err() {
+            return; // follow failed before its first delivery
+        }
         for i in 0..3 {
-            std::thread::sleep(Duration::from_millis(30));
             mb.append("bob", Entry::new("a", format!("live {i}"), None, None))
                 .unwrap();
         }
     });
     let mut got = Vec::new();
     let mut seen = HashSet::new();
-    let start = std::time::Instant::now();
+    watch::wakes::take();
     s.mailbox
         .follow("bob", &mut seen, |e| {
             got.push(e.text.clone());
+            if got.len() == 1 {
+                first_seen.send(()).unwrap();
+            }
             if got.len() == 4 {
                 ControlFlow::Break(())
             } else {
@@ -687,28 +698,40 @@ fn follow_delivers_messages_as_they_arrive_and_stops_when_asked() {
             }
         })
         .unwrap();
+    let waits = watch::wakes::take();
     sender.join().unwrap();
     assert_eq!(got, ["before", "live 0", "live 1", "live 2"]);
+    assert_eq!(
+        waits.timeouts, 0,
+        "follow sat out its wait instead of being woken: {waits:?}"
+    );
     assert!(
-        start.elapsed() < Duration::from_secs(3),
-        "woken by events, took {:?}",
-        start.elapsed()
+        waits.events + waits.polled >= 1,
+        "follow never waited for the live messages: {waits:?}"
     );
 }
 
 #[test]
-fn a_send_wakes_the_team_watcher_promptly() {
+fn a_send_wakes_the_team_watcher_by_its_own_change() {
     let s = Sandbox::new();
     let w = s.mailbox.watch().unwrap();
     assert!(!w.wait(Duration::from_millis(20)));
+    watch::wakes::take();
     s.send("bob", "a", "ping");
-    let start = std::time::Instant::now();
-    assert!(w.wait(Duration::from_secs(5)));
-    assert!(
-        start.elapsed() < Duration::from_millis(500),
-        "{:?}",
-        start.elapsed()
-    );
+    // The budget only bounds a failure: the send's change ends the wait.
+    let budget = watch::timeouts::scaled(watch::timeouts::WAIT);
+    assert!(w.wait(budget), "the send not seen within {budget:?}");
+    let waits = watch::wakes::take();
+    if w.is_polling() {
+        // No file watcher here: the look the wait starts with sees it.
+        assert_eq!((waits.polled, waits.naps), (1, 0), "{w:?}: {waits:?}");
+    } else {
+        assert_eq!(
+            (waits.events, waits.timeouts),
+            (1, 0),
+            "woken by the send's event: {waits:?}"
+        );
+    }
     assert_eq!(s.mailbox.inboxes().unwrap(), ["bob"]);
 }
 
@@ -950,14 +973,16 @@ impl Sandbox {
     }
 
     fn wait_for_pending(&self, member: &str, n: usize) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let deadline = watch::timeouts::Deadline::after(watch::timeouts::WAIT);
+        let mut pause = watch::timeouts::FIRST_PAUSE;
         while self.spool(member).list().unwrap().pending.len() < n {
             assert!(
-                std::time::Instant::now() < deadline,
-                "never saw {n} pending sends: {:?}",
+                !deadline.passed(),
+                "never saw {n} pending sends within {deadline}: {:?}",
                 self.spool_files(member)
             );
-            std::thread::sleep(Duration::from_millis(5));
+            std::thread::sleep(pause);
+            pause = watch::timeouts::next_pause(pause);
         }
     }
 }
@@ -1027,30 +1052,51 @@ fn a_waiter_whose_deadline_passes_while_its_entry_is_merged_answers_still_pendin
     s.put("bob", b"[]");
     let path = s.inbox("bob");
     let lock = FileLock::acquire(&path, Duration::from_secs(5)).unwrap();
+    let (answer, answered) = std::sync::mpsc::channel();
     let waiter = {
         let s = s.clone();
         std::thread::spawn(move || {
-            let start = std::time::Instant::now();
             let mb = s
                 .mailbox
                 .clone()
                 .with_lock_timeout(Duration::from_millis(400));
             let r = mb.append("bob", Entry::new("w", "merged late".into(), None, None));
-            (r, start.elapsed())
+            answer.send(r).unwrap();
         })
     };
     s.wait_for_pending("bob", 1);
-    // This thread is the holder, and dawdles after claiming past the
-    // waiter's deadline.
-    let holder = s.mailbox.clone().with_hook(|stage| {
-        if stage == Stage::Claimed {
-            std::thread::sleep(Duration::from_millis(1200));
+    // This thread is the holder, and stands still after claiming until the
+    // waiter has answered: only the waiter's own deadline can end its wait.
+    let answered = std::sync::Mutex::new(answered);
+    let got = Arc::new(std::sync::Mutex::new(None));
+    let holder = s.mailbox.clone().with_hook({
+        let got = got.clone();
+        move |stage| {
+            if stage == Stage::Claimed {
+                let budget = watch::timeouts::scaled(watch::timeouts::WAIT);
+                let r = answered
+                    .lock()
+                    .unwrap()
+                    .recv_timeout(budget)
+                    .unwrap_or_else(|_| {
+                        panic!(
+                            "the waiter did not answer within {budget:?} while the \
+                             holder stood still with its entry claimed"
+                        )
+                    });
+                *got.lock().unwrap() = Some(r);
+            }
         }
     });
     let own = holder.commit("bob", &path, &lock, &[]).unwrap();
     assert!(own.is_empty());
     drop(lock);
-    let (r, waited) = waiter.join().unwrap();
+    waiter.join().unwrap();
+    let r = got
+        .lock()
+        .unwrap()
+        .take()
+        .expect("the holder claimed the entry");
     match r {
         Err(MailboxError::StillPending { msg_id, .. }) => {
             let read = s.mailbox.read("bob").unwrap();
@@ -1059,10 +1105,6 @@ fn a_waiter_whose_deadline_passes_while_its_entry_is_merged_answers_still_pendin
         }
         other => panic!("expected still pending, got {other:?}"),
     }
-    assert!(
-        waited < Duration::from_millis(1000),
-        "answered after {waited:?}, past the 400 ms deadline"
-    );
     assert_eq!(s.spool_files("bob"), Vec::<String>::new());
 }
 
