@@ -23,6 +23,7 @@ mod resume;
 mod runtime;
 mod runtime_faults;
 mod send_stdin;
+mod spine;
 mod state_safety;
 mod tui_e2e;
 mod wake;

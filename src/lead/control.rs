@@ -29,7 +29,9 @@ pub struct LeadUi {
     opened: Arc<Session>,
     shared: Arc<Mutex<Shared>>,
     rt: tokio::runtime::Handle,
-    notice: Option<String>,
+    /// The last action's notice, and the count of events at the time: an
+    /// event after it (the action's outcome) is shown instead.
+    notice: Option<(String, u64)>,
     /// The files as last read (see [`view`]).
     state: view::TeamState,
     /// Held by a background hide or show from its pane move to its roster
@@ -80,14 +82,25 @@ impl LeadUi {
     where
         F: std::future::Future<Output = Result<String>> + Send + 'static,
     {
-        let shared = self.shared.clone();
+        let (shared, wake) = (self.shared.clone(), self.wake.clone());
         self.rt.spawn(async move {
             let text = match work.await {
                 Ok(t) => t,
                 Err(e) => format!("error: {e:#}"),
             };
             shared.lock().unwrap_or_else(|e| e.into_inner()).event(text);
+            // The outcome replaces the action's notice: shown at once.
+            if let Some(w) = &wake {
+                w.ring();
+            }
         });
+    }
+
+    /// The notice of the last action, until an event came after it
+    /// ("killing @x…" gives way to what became of @x).
+    fn current_notice(&self) -> Option<String> {
+        let (text, at) = self.notice.as_ref()?;
+        (self.shared().events_seen == *at).then(|| text.clone())
     }
 
     /// The team's verbs, as the lead acts on them.
@@ -260,7 +273,7 @@ impl LeadControl for LeadUi {
             backend_name: self.opened.kind().to_string(),
             can_hide: self.opened.caps().hide_show,
             in_process: self.opened.caps().screens,
-            notice: self.notice.clone(),
+            notice: self.current_notice(),
         };
         match self.state.view(&cx) {
             Ok(v) => v,
@@ -352,6 +365,9 @@ impl LeadControl for LeadUi {
             Action::Reject(id) => self.answer(&id, false),
             Action::Quit => Ok(None),
         }
-        .inspect(|n| self.notice.clone_from(n))
+        .inspect(|n| {
+            let seen = self.shared().events_seen;
+            self.notice = n.clone().map(|n| (n, seen));
+        })
     }
 }

@@ -59,6 +59,9 @@ pub enum Seen {
 pub struct Shared {
     pub seen: HashMap<String, Seen>,
     pub events: Vec<String>,
+    /// How many events were ever recorded (a notice set before the latest
+    /// event is superseded by it).
+    pub events_seen: u64,
     /// Requests waiting for an answer, as the files say (see
     /// `ops::requests`): read whole when the lead starts and whenever an
     /// inbox changed under it, and a request the lead consumes is added
@@ -83,6 +86,7 @@ impl Shared {
     fn event(&mut self, text: String) {
         let text = crate::text::escape_line(&text).into_owned();
         tracing::info!("{text}");
+        self.events_seen += 1;
         self.events
             .push(format!("{} {text}", &crate::clock::now_iso()[11..19]));
         if self.events.len() > 200 {

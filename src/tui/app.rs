@@ -343,6 +343,10 @@ struct Shown {
     /// [`settle`] after it, so the several writes of one change (a task
     /// file, then a message, then its consumption) make one frame.
     woke: Option<Instant>,
+    /// The lead's own notice when the last action's notice was set: once
+    /// the lead says something else (the outcome of "killing @x…"), the
+    /// action's notice gives way to it.
+    notice_over: Option<Option<String>>,
 }
 
 /// How long a frame waits after the first wake-up of a change: half the
@@ -356,6 +360,12 @@ impl Shown {
     fn refresh(&mut self, control: &mut dyn LeadControl) {
         self.view = control.snapshot();
         self.ui.sync(&self.view);
+        if let Some(over) = &self.notice_over
+            && *over != self.view.notice
+        {
+            self.ui.notice = None;
+            self.notice_over = None;
+        }
         self.stale = false;
         self.woke = None;
     }
@@ -390,6 +400,7 @@ where
         dirty: true,
         stale: false,
         woke: None,
+        notice_over: None,
     };
     let mut last_draw: Option<Instant> = None;
     let mut last_tick = Instant::now();
@@ -469,13 +480,16 @@ fn apply(
                     return Ok(Some(Exit::Quit));
                 }
                 let forwarded = matches!(action, Action::Input { .. });
-                match control.perform(action) {
-                    Ok(Some(notice)) => shown.ui.notice = Some(notice),
-                    Ok(None) => {}
-                    Err(e) => shown.ui.notice = Some(format!("{e:#}")),
-                }
+                let notice = match control.perform(action) {
+                    Ok(n) => n,
+                    Err(e) => Some(format!("{e:#}")),
+                };
                 if !forwarded {
                     shown.refresh(control);
+                }
+                if let Some(n) = notice {
+                    shown.ui.notice = Some(n);
+                    shown.notice_over = Some(shown.view.notice.clone());
                 }
             }
             shown.dirty = true;
