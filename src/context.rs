@@ -5,7 +5,8 @@
 
 use crate::cli::Global;
 use crate::paths::{Root, RootSource};
-use crate::team::{Ownership, Team, list_teams, names};
+use crate::names;
+use crate::team::{Ownership, Team, list_teams};
 use anyhow::{Result, bail};
 
 /// How a command that did not fail ended.

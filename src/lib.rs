@@ -8,6 +8,8 @@
 //! - [`atomic_file`]: temp + fsync + rename writes, private modes, quarantine
 //!   of corrupt files, and the lock-directory + OS-lock protocol.
 //! - [`json_text`]: JSON bytes as Claude Code writes and reads them.
+//! - [`names`]: team and member names: the rules, the sanitisers that make
+//!   a name a path component, and how a hostile one is shown.
 //! - [`clock`]: epoch milliseconds and ISO timestamps.
 //! - [`text`]: outside text escaped for a terminal (control and bidi
 //!   characters shown, never obeyed).
@@ -36,9 +38,6 @@
 //!   guard, event loop.
 //! - [`worktree`]: a git worktree per teammate: made at spawn, its progress
 //!   against the lead's branch, diff, merge, kept or saved when it leaves.
-//! - [`resume`]: a team whose panes are all gone brought back (`up
-//!   --resume` / `--fresh`), each teammate's conversation where its CLI
-//!   can resume one.
 //!
 //! The design lives in `DESIGN.md` of the project's shared folder; the
 //! byte-level formats in its `reference/claude-code-teams.md`.
@@ -55,11 +54,11 @@ pub mod json_text;
 pub mod lead;
 pub mod logging;
 pub mod mailbox;
+pub mod names;
 pub mod ops;
 pub mod pane_env;
 pub mod paths;
 pub mod protocol;
-pub mod resume;
 pub mod session;
 pub mod tasks;
 pub mod team;

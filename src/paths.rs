@@ -29,7 +29,7 @@
 //! belongs is refused where it is used (`atomic_file::check_dir`), and
 //! [`Root::problems`] lists every one of them.
 
-use crate::team::names::{NameError, component, sanitize_s1, sanitize_s2};
+use crate::names::{NameError, component, sanitize_s1, sanitize_s2};
 use std::path::{Path, PathBuf};
 
 /// The state root and every path under it.
@@ -200,8 +200,8 @@ impl Root {
     /// down` deletes, because a worktree holding work outlives its team.
     /// Only names that pass the member and team rules become components.
     pub fn worktree(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {
-        crate::team::names::validate_team(team)?;
-        crate::team::names::validate_member(member)?;
+        crate::names::validate_team(team)?;
+        crate::names::validate_member(member)?;
         Ok(self.dir.join("worktrees").join(team).join(member))
     }
 
@@ -353,22 +353,7 @@ impl Root {
 /// reversible `%XX` encoding, so two distinct names never share a file
 /// (see `team::names::member_file_stem`).
 fn member_component(member: &str) -> Result<String, NameError> {
-    crate::team::names::member_file_stem(member)
-}
-
-/// The lock directory Claude Code uses for a file: `<file>.lock`.
-pub fn lock_dir_for(file: &Path) -> PathBuf {
-    let mut s = file.as_os_str().to_owned();
-    s.push(".lock");
-    PathBuf::from(s)
-}
-
-/// The sidecar of a lock directory, `<lock dir>.flock`: the file swarm
-/// holds an OS lock on while it holds the directory (see `atomic_file`).
-pub fn sidecar_for(lock_dir: &Path) -> PathBuf {
-    let mut s = lock_dir.as_os_str().to_owned();
-    s.push(".flock");
-    PathBuf::from(s)
+    crate::names::member_file_stem(member)
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -426,7 +411,7 @@ mod tests {
             Path::new("/r/tasks/demo/7.json")
         );
         assert_eq!(
-            lock_dir_for(&r.config("demo").unwrap()),
+            crate::atomic_file::lock_dir_for(&r.config("demo").unwrap()),
             r.config_lock("demo").unwrap()
         );
         // Odd names written by others: the roster and inbox directories differ.

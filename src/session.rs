@@ -190,7 +190,7 @@ impl Session {
             atomic_file::ensure_dir(dir)?;
         }
         let _lock = atomic_file::FileLock::acquire_dir(
-            &crate::paths::lock_dir_for(&path),
+            &crate::atomic_file::lock_dir_for(&path),
             atomic_file::DEFAULT_LOCK_TIMEOUT,
         )
         .with_context(|| format!("locking {}", path.display()))?;

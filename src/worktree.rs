@@ -11,7 +11,8 @@
 //! exists: the spec or `--worktree` asked for one). This module is the only
 //! code that reads or writes them.
 
-use crate::team::{Member, Team, names};
+use crate::names;
+use crate::team::{Member, Team};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::io::Read;

@@ -446,7 +446,7 @@ struct ForeignLock {
 
 impl ForeignLock {
     fn hold(file: &Path) -> ForeignLock {
-        let dir = swarm::paths::lock_dir_for(file);
+        let dir = swarm::atomic_file::lock_dir_for(file);
         std::fs::create_dir(&dir).expect("take the lock directory");
         let stop = Arc::new(AtomicBool::new(false));
         let (d, s) = (dir.clone(), stop.clone());

@@ -401,7 +401,7 @@ pub fn write_initial_prompt(team: &Team, name: &str, prompt: &str) -> Result<Ent
         );
     }
     let key = LeadKey::load_or_create(&team.root, &team.name, name)?;
-    let lead = crate::team::names::LEAD_NAME;
+    let lead = crate::names::LEAD_NAME;
     let mut entry = Entry::new(lead, prompt.to_string(), None, None);
     key.sign_entry(&mut entry);
     team.mailbox()

@@ -36,9 +36,19 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 impl Agent {
-    /// The member's `swarmAgent` (absent: `shell`).
-    pub fn of(member: &Member) -> Result<Agent> {
-        Ok(member.agent_kind()?)
+    /// The member's `swarmAgent` (absent: `shell`); a value that names no
+    /// agent is the roster's one field error.
+    pub fn of(member: &Member) -> Result<Agent, crate::team::FieldError> {
+        use crate::team::SwarmField;
+        let Some(v) = member.swarm_field(SwarmField::Agent) else {
+            return Ok(Agent::Shell);
+        };
+        v.as_str()
+            .and_then(|name| Agent::parse(name).ok())
+            .ok_or_else(|| {
+                let expected = format!("one of {}", Agent::names());
+                crate::team::FieldError::new(member, SwarmField::Agent, &expected, v)
+            })
     }
 }
 
@@ -332,6 +342,20 @@ pub fn shown_argv(argv: &[String]) -> String {
 mod tests {
     use super::*;
     use crate::team::SwarmField;
+
+    #[test]
+    fn a_members_agent_reads_from_its_field_and_a_bad_one_is_the_field_error() {
+        let mut m = Member::teammate("t", "bob", "blue", "/");
+        assert_eq!(Agent::of(&m).unwrap(), Agent::Shell);
+        m.set_swarm_field(SwarmField::Agent, serde_json::json!("process"));
+        assert_eq!(Agent::of(&m).unwrap(), Agent::Process);
+        m.set_swarm_field(SwarmField::Agent, serde_json::json!("gpt"));
+        assert_eq!(
+            Agent::of(&m).unwrap_err().to_string(),
+            "bob's swarmAgent is not one of shell, claude, codex, gemini, aider, claude-print, \
+             command, process: \"gpt\""
+        );
+    }
 
     #[test]
     fn a_missing_cli_is_a_clear_error() {

@@ -12,6 +12,21 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 use thiserror::Error;
 
+/// The lock directory Claude Code uses for a file: `<file>.lock`.
+pub fn lock_dir_for(file: &Path) -> PathBuf {
+    let mut s = file.as_os_str().to_owned();
+    s.push(".lock");
+    PathBuf::from(s)
+}
+
+/// The sidecar of a lock directory, `<lock dir>.flock`: the file swarm
+/// holds an OS lock on while it holds the directory (see this module).
+pub fn sidecar_for(lock_dir: &Path) -> PathBuf {
+    let mut s = lock_dir.as_os_str().to_owned();
+    s.push(".flock");
+    PathBuf::from(s)
+}
+
 /// The suite's one timeout knob (`SWARM_TEST_TIMEOUT_SCALE`, or x3 on CI),
 /// included from the integration tests' util/ as the backend contract suite
 /// includes it.
@@ -196,7 +211,7 @@ pub fn lock_within(file: File, path: &Path, timeout: Duration) -> Result<Option<
 /// there would have the record truncate its target, or a dangling one
 /// create a file outside the root), never truncating on open.
 fn open_sidecar(dir: &Path) -> Result<File, LockError> {
-    let path = crate::paths::sidecar_for(dir);
+    let path = sidecar_for(dir);
     super::open_lock_file(&path).map_err(|e| LockError::io(dir, e))
 }
 
@@ -220,7 +235,7 @@ pub struct SharedOsLock {
 impl FileLock {
     /// Locks `file` (which need not exist) with the directory `<file>.lock`.
     pub fn acquire(file: &Path, timeout: Duration) -> Result<Self, LockError> {
-        Self::acquire_dir(&crate::paths::lock_dir_for(file), timeout)
+        Self::acquire_dir(&lock_dir_for(file), timeout)
     }
 
     /// Locks with an explicit lock directory (the roster's `config.json.lock`,
@@ -252,7 +267,7 @@ impl FileLock {
     /// The OS lock of `file`'s lock, if no swarm process holds it now
     /// (never waits).
     pub fn try_os_lock(file: &Path) -> Result<Option<OsLock>, LockError> {
-        let dir = crate::paths::lock_dir_for(file);
+        let dir = lock_dir_for(file);
         let sidecar = open_sidecar(&dir)?;
         match sidecar.try_lock() {
             Ok(()) => Ok(Some(OsLock { dir, sidecar })),
@@ -264,7 +279,7 @@ impl FileLock {
     /// Waits, at most `timeout`, until no swarm process holds `file`'s lock,
     /// and returns a shared hold that keeps it so. `None` on timeout.
     pub fn wait_shared(file: &Path, timeout: Duration) -> Result<Option<SharedOsLock>, LockError> {
-        let dir = crate::paths::lock_dir_for(file);
+        let dir = lock_dir_for(file);
         let sidecar = open_sidecar(&dir)?;
         let got = match sidecar.try_lock_shared() {
             Ok(()) => Some(sidecar),
@@ -673,7 +688,7 @@ mod tests {
     fn a_fresh_foreign_lock_dir_is_respected_and_a_stale_one_broken() {
         let t = tempfile::tempdir().unwrap();
         let file = t.path().join("config.json");
-        let dir = crate::paths::lock_dir_for(&file);
+        let dir = lock_dir_for(&file);
         fs::create_dir(&dir).unwrap(); // as Claude Code would
         let err = FileLock::acquire(&file, Duration::from_millis(300)).unwrap_err();
         assert!(err.to_string().contains("timed out"), "{err}");
@@ -697,7 +712,7 @@ mod tests {
             Err(e) => panic!("a lock whose record cannot be written: {e}"),
         }
         assert!(
-            !crate::paths::lock_dir_for(&file).exists(),
+            !lock_dir_for(&file).exists(),
             "the lock directory outlived its failed operation"
         );
         // Nothing left to wait for: taken with no time to wait at all.
@@ -873,7 +888,7 @@ mod tests {
         let file = t.path().join("inbox.json");
         let target = t.path().join("precious");
         fs::write(&target, b"24 bytes of precious data").unwrap();
-        let sidecar = crate::paths::sidecar_for(&crate::paths::lock_dir_for(&file));
+        let sidecar = sidecar_for(&lock_dir_for(&file));
         std::os::unix::fs::symlink(&target, &sidecar).unwrap();
         let err = FileLock::acquire(&file, Duration::from_secs(1)).unwrap_err();
         assert!(matches!(err, LockError::Unsafe(_)), "{err}");
@@ -888,6 +903,6 @@ mod tests {
             !outside.exists(),
             "a file was created through a dangling link"
         );
-        assert!(!crate::paths::lock_dir_for(&file).exists());
+        assert!(!lock_dir_for(&file).exists());
     }
 }

@@ -30,7 +30,7 @@ mod safe_path;
 
 pub use lock::{
     DEFAULT_LOCK_TIMEOUT, FileLock, LockError, OsLock, REFRESH_EVERY, STALE_AFTER, SharedOsLock,
-    lock_within,
+    lock_dir_for, lock_within, sidecar_for,
 };
 pub use safe_path::{PathProblem, UnsafePath, check_dir, hold_checks};
 pub(crate) use safe_path::{first_problem, problem_of, problems_below};

@@ -12,7 +12,7 @@ use crate::clock;
 use crate::mailbox::Entry;
 use crate::protocol::{self, Message, PlanApprovalRequest, PlanApprovalResponse};
 use crate::team::Team;
-use crate::team::names::LEAD_NAME;
+use crate::names::LEAD_NAME;
 use crate::text::escape_line;
 use anyhow::{Result, bail};
 use std::time::{Duration, Instant};

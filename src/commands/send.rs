@@ -9,7 +9,7 @@ use crate::ops::mail::check_length;
 use crate::protocol::{self, Message};
 use crate::session::Location;
 use crate::team::TeamFile;
-use crate::team::names::LEAD_NAME;
+use crate::names::LEAD_NAME;
 use crate::text::escape_line;
 use anyhow::{Context as _, Result, bail};
 use std::io::{BufRead, Read};

@@ -123,7 +123,7 @@ fn where_line(snap: &TeamSnapshot) -> String {
 pub fn run(ctx: &Context, args: StatusArgs) -> Result<Exit> {
     let ops = TeamOps::new(
         super::open::location(ctx, &ctx.team_name()?, &args.backend),
-        crate::team::names::LEAD_NAME,
+        crate::names::LEAD_NAME,
     );
     let rt = crate::session::runtime()?;
     let snap = match rt.block_on(ops.snapshot()) {

@@ -17,7 +17,7 @@ pub fn run(ctx: &Context, cmd: TeamCmd) -> Result<Exit> {
             let cwd = std::env::current_dir().context("reading the current directory")?;
             Roster::new(&ctx.root, &name)
                 .create(description.as_deref(), &cwd.to_string_lossy())
-                .with_context(|| format!("creating team {}", crate::team::names::shown(&name)))?;
+                .with_context(|| format!("creating team {}", crate::names::shown(&name)))?;
             if json {
                 print_acted(json!({ "created": name, "root": ctx.root.dir() }));
             } else {
@@ -32,7 +32,7 @@ pub fn run(ctx: &Context, cmd: TeamCmd) -> Result<Exit> {
         TeamCmd::Delete { name, force, json } => {
             Roster::new(&ctx.root, &name)
                 .delete(force)
-                .with_context(|| format!("deleting team {}", crate::team::names::shown(&name)))?;
+                .with_context(|| format!("deleting team {}", crate::names::shown(&name)))?;
             if json {
                 print_acted(json!({ "deleted": name }));
             } else {

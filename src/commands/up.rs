@@ -14,7 +14,8 @@ use crate::ops::spawn::{SpawnRequest, spawn_members_locked};
 use crate::session::{self, Session};
 use crate::team::locks::lead_pid_alive;
 use crate::team::locks::{LifecycleLock, lead_holder};
-use crate::team::{Roster, Team, names};
+use crate::names;
+use crate::team::{Roster, Team};
 use crate::text::{escape_line as esc, shell_word};
 use anyhow::{Context as _, Result, bail};
 use std::path::PathBuf;
@@ -40,7 +41,7 @@ fn lead_spec(team: &Team, opened: &Session) -> Result<SpawnSpec> {
     let cwd = std::env::current_dir().context("reading the current directory")?;
     let mut spec = SpawnSpec::new(exe.to_string_lossy().into_owned(), args, cwd)
         .title("lead")
-        .mark(PaneMark::new(&team.name, crate::team::names::LEAD_NAME));
+        .mark(PaneMark::new(&team.name, crate::names::LEAD_NAME));
     spec.env = crate::pane_env::lead(team)?;
     Ok(spec)
 }
@@ -362,13 +363,13 @@ async fn complete_team(team: &Team, opened: &Session) -> Result<()> {
 /// started anew, as `--resume` / `--fresh` or the user's answer says (see
 /// `resume`); `spawn_reserved` then opens their panes.
 async fn bring_back(team: &Team, opened: &Session, args: &UpArgs) -> Result<()> {
-    use crate::resume::Comeback;
+    use crate::ops::resume::Comeback;
     let how = match (args.resume, args.fresh) {
         (true, _) => Comeback::Resume,
         (_, true) => Comeback::Fresh,
         _ => Comeback::Ask,
     };
-    for line in crate::resume::comeback(team, opened, how).await? {
+    for line in crate::ops::resume::comeback(team, opened, how).await? {
         eprintln!("{}", esc(&line));
     }
     Ok(())

@@ -14,7 +14,7 @@ use crate::ops::TeamOps;
 use crate::protocol::{self, Message};
 use crate::session::{Session, member_pane};
 use crate::tasks::NewTask;
-use crate::team::names::LEAD_NAME;
+use crate::names::LEAD_NAME;
 use crate::team::{SwarmField, Team};
 use crate::tui::{Action, LeadControl, ScreenSource, TeamView};
 use anyhow::{Result, bail};

@@ -20,7 +20,7 @@ pub mod watch;
 use crate::mailbox::Entry;
 use crate::protocol::{self, Message};
 use crate::session::{self, Session};
-use crate::team::names::LEAD_NAME;
+use crate::names::LEAD_NAME;
 use crate::team::status::recorded_exit;
 use crate::team::{ExitRecord, Member, Team};
 use anyhow::{Context, Result};

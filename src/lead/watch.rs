@@ -10,7 +10,7 @@
 pub mod linux;
 
 use super::{Lead, view};
-use crate::team::names::LEAD_NAME;
+use crate::names::LEAD_NAME;
 use anyhow::{Context, Result};
 use std::time::Duration;
 

@@ -663,7 +663,7 @@ fn settled(fate: Fate, path: &Path, msg_id: &str) -> Option<Result<Appended, Mai
 /// A send that ran out of time waiting for the lock of the inbox at `path`.
 fn timeout(path: &Path, start: Instant) -> MailboxError {
     MailboxError::from(LockError::Timeout {
-        path: crate::paths::lock_dir_for(path),
+        path: crate::atomic_file::lock_dir_for(path),
         waited: start.elapsed(),
         holder: "another process",
     })

@@ -47,7 +47,7 @@ pub use watch::{Changes, InboxWatcher, POLL_EVERY, watch_available};
 
 use crate::atomic_file::{self, DEFAULT_LOCK_TIMEOUT, FileLock, LockError, TempFile, UnsafePath};
 use crate::paths::Root;
-use crate::team::names::NameError;
+use crate::names::NameError;
 use fault::Hooks;
 #[cfg(test)]
 use fault::Stage;
@@ -263,7 +263,7 @@ impl Mailbox {
             .filter_map(|e| {
                 let stem = e.file_name().to_str()?.strip_suffix(".json")?.to_owned();
                 // Only stems `member_file_stem` writes name a member.
-                crate::team::names::member_from_file_stem(&stem)
+                crate::names::member_from_file_stem(&stem)
             })
             .filter(|n| !n.is_empty() && !n.starts_with('.'))
             .collect();

@@ -29,7 +29,7 @@ const SPKI_PREFIX: [u8; 12] = [
 const DOMAIN: &str = "claude-team-lead-entry-v1";
 
 /// Entries from these senders are signed when the inbox is keyed (§4.2).
-pub const SIGNED_SENDERS: [&str; 3] = [crate::team::names::LEAD_NAME, "user", "system"];
+pub const SIGNED_SENDERS: [&str; 3] = [crate::names::LEAD_NAME, "user", "system"];
 
 /// Whether entries from `from` are signed for a keyed inbox: the one test
 /// of [`SIGNED_SENDERS`] the signer and the sender both ask.
@@ -64,7 +64,7 @@ impl LeadKey {
 
     /// `keys/<name>.key` under the team's swarm state.
     pub fn path(root: &Root, team: &str, name: &str) -> Result<PathBuf> {
-        crate::team::names::validate_member(name)
+        crate::names::validate_member(name)
             .map_err(|e| anyhow::anyhow!("signing key for {name:?}: {e}"))?;
         Ok(root.keys_dir(team)?.join(format!("{name}.key")))
     }

@@ -504,7 +504,7 @@ fn lone_surrogates_written_by_javascript_are_tolerated_and_kept() {
 fn a_lock_timeout_is_an_error_never_a_silent_skip() {
     let s = Sandbox::new();
     s.put("bob", b"[]");
-    let lock_dir = crate::paths::lock_dir_for(&s.inbox("bob"));
+    let lock_dir = crate::atomic_file::lock_dir_for(&s.inbox("bob"));
     std::fs::create_dir(&lock_dir).unwrap(); // a live Claude Code holder
     let mb = s
         .mailbox

@@ -9,6 +9,13 @@ use crate::team::post::recipients;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+/// A task named by id and subject.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TaskRef {
+    pub id: String,
+    pub subject: String,
+}
+
 /// A task as a listing shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TaskLine {

@@ -17,12 +17,17 @@
 //!   down and a shutdown approved through the lead: the pane closed, the
 //!   member off the roster, its tasks back on the board, its worktree
 //!   retired.
+//! - [`panes`]: a member's pane: its liveness, the kill ladder, the wait
+//!   for its end.
 //! - [`mail`]: sending, reading and waiting on an inbox.
 //! - [`board`]: the task verbs (create, list, get, update, claim, delete).
 //! - [`output`]: what a teammate's pane printed, escapes stripped.
 //! - [`work`]: a teammate's worktree: its diff, merging it.
 //! - [`recover`]: what an interrupted `up` or `spawn`, or a rebuilt
 //!   roster, left: marked panes adopted or closed.
+//! - [`resume`]: a team whose panes are all gone brought back (`up
+//!   --resume` / `--fresh`), each teammate's conversation where its CLI
+//!   can resume one.
 //!
 //! A verb that changes, stops or deletes anything refuses a team swarm did
 //! not start (see `team::owner`) before it does anything.
@@ -31,17 +36,19 @@ pub mod board;
 pub mod depart;
 pub mod mail;
 pub mod output;
+pub mod panes;
 pub mod recover;
 pub mod requests;
+pub mod resume;
 pub mod snapshot;
 pub mod spawn;
 pub mod work;
 
 pub use snapshot::TeamSnapshot;
 
+use crate::names::LEAD_NAME;
 use crate::session::{Location, Session};
 use crate::team::Team;
-use crate::team::names::LEAD_NAME;
 use anyhow::Result;
 use std::sync::{Arc, Mutex};
 

@@ -17,8 +17,8 @@
 //!
 //! Panes without this team's mark are never looked at.
 
+use crate::names::LEAD_NAME;
 use crate::session::Session;
-use crate::team::names::LEAD_NAME;
 use crate::team::{Member, SwarmField, Team};
 use anyhow::{Context, Result};
 use serde_json::Value;

@@ -19,9 +19,9 @@
 use super::TeamOps;
 use crate::mailbox::Entry;
 use crate::mailbox::HISTORY_MAX_ENTRIES as MAX_ENTRIES;
+use crate::names::LEAD_NAME;
 use crate::protocol::{self, Message};
 use crate::team::Team;
-use crate::team::names::LEAD_NAME;
 use anyhow::{Result, bail};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
@@ -276,7 +276,7 @@ pub fn answer(
             .collect();
         bail!(
             "no request {} waits for an answer{}",
-            crate::team::names::shown(request_id),
+            crate::names::shown(request_id),
             if ids.is_empty() {
                 " (none waits)".to_string()
             } else {

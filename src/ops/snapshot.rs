@@ -7,6 +7,7 @@
 //! the two always agree.
 
 use super::TeamOps;
+use super::board::TaskRef;
 use super::requests::{PendingRequest, RequestKind};
 use crate::tasks::{Status, Task};
 use crate::team::status::{
@@ -88,13 +89,6 @@ pub struct MemberSnapshot {
     pub worktree: Value,
     #[serde(skip)]
     pub state: Option<MemberStatus>,
-}
-
-/// A task named by id and subject.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct TaskRef {
-    pub id: String,
-    pub subject: String,
 }
 
 /// How a running task goes.
@@ -199,7 +193,7 @@ impl TeamOps {
     async fn pane_seen(&self, members: &[Member]) -> Vec<PaneSeen> {
         let looked = match self.session_if_reachable() {
             Some(s) if s.caps().panes_outlive_lead => crate::dropped::ignore(
-                super::depart::pane_statuses(&s, members).await,
+                super::panes::pane_statuses(&s, members).await,
                 "looking up the members' panes",
             ),
             _ => None,

@@ -19,9 +19,9 @@
 
 use crate::agents::{Agent, PermissionMode};
 use crate::atomic_file;
+use crate::names;
 use crate::session::{Session, lead_running, member_pane, placement, placement_apart};
 use crate::team::locks::LifecycleLock;
-use crate::team::names;
 use crate::team::{Member, SwarmField, Team, colors};
 use anyhow::{Context, Result, bail};
 use registrar::Registrar;
@@ -241,7 +241,7 @@ struct Prepared {
     /// teammate spawned again).
     existed: bool,
     /// It continues a recorded conversation, which already holds its
-    /// first prompt (see [`crate::resume`]).
+    /// first prompt (see [`crate::ops::resume`]).
     resumed: bool,
 }
 
@@ -385,7 +385,7 @@ async fn prepare(
     if crate::worktree::wanted(&member) {
         crate::worktree::ensure(team, &mut member, &req.cwd)?;
     }
-    let resumed = crate::resume::record_at_spawn(&mut member, agent);
+    let resumed = crate::ops::resume::record_at_spawn(&mut member, agent);
     Ok(Prepared {
         agent,
         member,
@@ -474,14 +474,8 @@ async fn open_pane(
     if p.agent == Agent::Shell
         && let Some(prompt) = &req.prompt
     {
-        team.send_text(
-            crate::team::names::LEAD_NAME,
-            &req.name,
-            prompt,
-            None,
-            false,
-        )
-        .with_context(|| format!("writing the first prompt of {}", req.name))?;
+        team.send_text(crate::names::LEAD_NAME, &req.name, prompt, None, false)
+            .with_context(|| format!("writing the first prompt of {}", req.name))?;
     }
     let pane_env = crate::pane_env::member_pane(team, member)?;
     let passed = pane_env.passed_names();

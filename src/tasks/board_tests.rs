@@ -362,7 +362,7 @@ fn a_claimant_that_found_a_candidate_locked_waits_for_its_holder_not_for_its_loc
     let os = crate::atomic_file::FileLock::try_os_lock(&file)
         .unwrap()
         .unwrap();
-    fs::create_dir(crate::paths::lock_dir_for(&file)).unwrap();
+    fs::create_dir(crate::atomic_file::lock_dir_for(&file)).unwrap();
     let root = b.root.clone();
     let loser = std::thread::spawn(move || {
         TaskStore::new(&root, TEAM)

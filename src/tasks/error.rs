@@ -3,7 +3,7 @@
 //! report. A refused claim is not an error: see `Refusal`.
 
 use crate::atomic_file::LockError;
-use crate::team::names::NameError;
+use crate::names::NameError;
 use std::io;
 use std::path::PathBuf;
 use thiserror::Error;

@@ -6,7 +6,6 @@
 //! that swarm does not know stay in `Member::extra`, untouched.
 
 use super::roster::Member;
-use crate::agents::Agent;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -15,7 +14,7 @@ use thiserror::Error;
 /// swarm's own per-member fields in `config.json`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SwarmField {
-    /// Agent name (string): [`Member::agent_kind`].
+    /// Agent name (string): `agents::Agent::of`.
     Agent,
     /// Command argv for `command` and `process` agents or an override
     /// (array of strings).
@@ -139,19 +138,6 @@ impl Member {
         self.swarm_field(SwarmField::Agent).and_then(Value::as_str)
     }
 
-    /// The agent this member runs (absent: `shell`).
-    pub fn agent_kind(&self) -> Result<Agent, FieldError> {
-        let Some(v) = self.swarm_field(SwarmField::Agent) else {
-            return Ok(Agent::Shell);
-        };
-        v.as_str()
-            .and_then(|name| Agent::parse(name).ok())
-            .ok_or_else(|| {
-                let expected = format!("one of {}", Agent::names());
-                FieldError::new(self, SwarmField::Agent, &expected, v)
-            })
-    }
-
     /// `swarmCommand`: the member's argv, if it has one.
     pub fn command(&self) -> Result<Option<Vec<String>>, FieldError> {
         self.typed(SwarmField::Command, "an array of strings")
@@ -249,7 +235,6 @@ mod tests {
         m.set_swarm_field(SwarmField::Nonce, json!(7));
         m.set_swarm_field(SwarmField::Pid, json!(-1));
         let errs = [
-            m.agent_kind().unwrap_err(),
             m.command().unwrap_err(),
             m.env().unwrap_err(),
             m.pass_env().unwrap_err(),
@@ -261,7 +246,6 @@ mod tests {
         assert_eq!(
             shown,
             [
-                "bob's swarmAgent is not one of shell, claude, codex, gemini, aider, claude-print, command, process: \"gpt\"",
                 "bob's swarmCommand is not an array of strings: \"ls -l\"",
                 "bob's swarmEnv is not an object of strings: {\"A\":1}",
                 "bob's swarmPassEnv is not an array of names: \"PATH\"",
@@ -275,7 +259,6 @@ mod tests {
     #[test]
     fn absent_and_null_fields_are_none_and_good_ones_read_typed() {
         let mut m = bob();
-        assert_eq!(m.agent_kind().unwrap(), Agent::Shell);
         assert_eq!(m.exit().unwrap(), None);
         m.extra.insert("swarmExit".into(), Value::Null);
         assert_eq!(m.exit().unwrap(), None);
@@ -294,7 +277,6 @@ mod tests {
         assert!(!m.extra.contains_key("swarmExit"));
         m.set_swarm_field(SwarmField::Agent, json!("process"));
         m.set_swarm_field(SwarmField::Pid, json!(42));
-        assert_eq!(m.agent_kind().unwrap(), Agent::Process);
         assert_eq!(m.pid().unwrap(), Some((42, None)));
     }
 

@@ -7,7 +7,6 @@
 pub mod colors;
 pub mod fields;
 pub mod locks;
-pub mod names;
 pub mod owner;
 pub mod post;
 pub mod roster;

@@ -159,7 +159,7 @@ impl Ownership {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error(
     "team {} is not swarm's ({why}): swarm will not {action}; it can read the team and send to it",
-    crate::team::names::shown(team)
+    crate::names::shown(team)
 )]
 pub struct ForeignTeam {
     pub team: String,

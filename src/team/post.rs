@@ -163,7 +163,7 @@ impl Team {
     /// entries from `from` to `to` are signed with, if any.
     fn lead_key(&self, from: &str, to: &str) -> Result<Option<crate::mailbox::signing::LeadKey>> {
         if crate::mailbox::signing::is_signed_sender(from)
-            && crate::team::names::validate_member(to).is_ok()
+            && crate::names::validate_member(to).is_ok()
         {
             return crate::mailbox::signing::LeadKey::load(&self.root, &self.name, to);
         }

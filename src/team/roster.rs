@@ -13,7 +13,7 @@ use crate::atomic_file::{self, FileLock};
 use crate::clock;
 use crate::json_text;
 use crate::paths::Root;
-use crate::team::names::{self, LEAD_NAME, NameError};
+use crate::names::{self, LEAD_NAME, NameError};
 use crate::team::owner::{OwnerRecord, Ownership};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -223,7 +223,7 @@ impl Roster {
             }
             if atomic_file::LockError::lost_in(&source) {
                 return RosterError::Lock(atomic_file::LockError::Lost {
-                    path: crate::paths::lock_dir_for(path),
+                    path: crate::atomic_file::lock_dir_for(path),
                 });
             }
             RosterError::Io {
@@ -289,7 +289,7 @@ impl Roster {
         }
         if let Ok(lock) = self.root.config_lock(&self.team) {
             crate::dropped::ignore(
-                std::fs::remove_file(crate::paths::sidecar_for(&lock)),
+                std::fs::remove_file(crate::atomic_file::sidecar_for(&lock)),
                 "removing the roster lock's sidecar of a team whose creation failed",
             );
         }

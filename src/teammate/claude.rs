@@ -5,7 +5,7 @@
 use crate::clock;
 use crate::context::Exit;
 use crate::protocol::{IdleNotification, IdleReason, Message};
-use crate::team::names::LEAD_NAME;
+use crate::names::LEAD_NAME;
 use crate::team::{Member, Team};
 use anyhow::{Result, anyhow};
 use std::path::PathBuf;

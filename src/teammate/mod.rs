@@ -26,7 +26,8 @@ pub use wake::Wakeups;
 use crate::agents::{self, Agent, Runner};
 use crate::cli::TeammateArgs;
 use crate::context::{Context, Exit};
-use crate::team::{Member, Team, names};
+use crate::names;
+use crate::team::{Member, Team};
 use anyhow::{Context as _, Result, bail};
 use std::path::PathBuf;
 

@@ -36,7 +36,7 @@ use crate::mailbox::doorbell::{self, Doorbell};
 use crate::mailbox::{Changes, InboxWatcher};
 use crate::tasks::parse_id;
 use crate::team::Team;
-use crate::team::names::member_from_file_stem;
+use crate::names::member_from_file_stem;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::path::PathBuf;
@@ -353,7 +353,7 @@ fn write_status(team: &Team, me: &str, polling: Option<&str>) {
 
 /// A plain message to the lead, so its dialog shows why someone polls.
 pub(super) fn tell_lead(team: &Team, me: &str, text: &str) {
-    let lead = crate::team::names::LEAD_NAME;
+    let lead = crate::names::LEAD_NAME;
     let summary = format!("{me}: polling for messages");
     if let Err(e) = team.send_text(me, lead, &format!("{me}: {text}"), Some(&summary), true) {
         tracing::warn!(error = %format!("{e:#}"), "could not tell the lead");

@@ -82,7 +82,7 @@ use crate::context::Exit;
 use crate::mailbox::Entry;
 use crate::protocol::ShutdownRequest;
 use crate::tasks::Task;
-use crate::team::names::LEAD_NAME;
+use crate::names::LEAD_NAME;
 use crate::team::{Member, Team};
 use anyhow::{Result, anyhow};
 use std::collections::BTreeSet;

@@ -31,7 +31,7 @@ use super::error::TaskError;
 use super::rules::{self, TaskUpdate};
 use super::task::{MAX_ID, Status, Task, parse_id, used_id};
 use crate::atomic_file::{self, DEFAULT_LOCK_TIMEOUT, FileLock};
-use crate::paths::{self, Root};
+use crate::paths::Root;
 use serde_json::{Map, Value};
 use std::fs;
 use std::io;
@@ -600,7 +600,7 @@ impl TaskStore {
             .map_err(|e| self.name_err(e))?;
         atomic_file::create_new(&file, b"")
             .map_err(|e| self.io_err("create the task list lock file", &file, e))?;
-        FileLock::acquire_dir(&paths::lock_dir_for(&file), self.lock_timeout)
+        FileLock::acquire_dir(&crate::atomic_file::lock_dir_for(&file), self.lock_timeout)
             .map(ListLock)
             .map_err(|source| TaskError::Lock {
                 team: self.team.clone(),
@@ -673,7 +673,7 @@ impl TaskStore {
         })
     }
 
-    fn name_err(&self, source: crate::team::names::NameError) -> TaskError {
+    fn name_err(&self, source: crate::names::NameError) -> TaskError {
         TaskError::Name {
             team: self.team.clone(),
             source,

@@ -9,7 +9,7 @@ use crate::clock;
 use crate::mailbox::{Entry, Mailbox};
 use crate::protocol::{Message, ModeSetRequest, ShutdownRejected};
 use crate::tasks::{Claim, parse_id};
-use crate::team::names::LEAD_NAME;
+use crate::names::LEAD_NAME;
 use crate::teammate::inflight::MessageRef;
 use anyhow::Result;
 

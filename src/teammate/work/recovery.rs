@@ -8,7 +8,7 @@ use crate::clock;
 use crate::mailbox::MAX_TEXT_BYTES;
 use crate::tasks::{Status, TaskError};
 use crate::team::RosterError;
-use crate::team::names::LEAD_NAME;
+use crate::names::LEAD_NAME;
 use crate::teammate::Wakeups;
 use crate::teammate::inflight::{Found, Inflight, Outcome, Post, Stage, Unit};
 use anyhow::Result;

@@ -8,7 +8,7 @@ use crate::agents::process::{Finished, tail_of};
 use crate::clock;
 use crate::protocol::{self, Message, PlanApprovalRequest};
 use crate::tasks::{Status, Task, TaskUpdate};
-use crate::team::names::LEAD_NAME;
+use crate::names::LEAD_NAME;
 use crate::teammate::Wakeups;
 use crate::teammate::inflight::{Outcome, Post, Stage, Unit};
 use anyhow::{Result, anyhow};

@@ -9,7 +9,7 @@ use crate::mailbox::Entry;
 use crate::protocol::{
     CompletedStatus, IdleNotification, IdleReason, Message, ShutdownApproved, ShutdownRequest,
 };
-use crate::team::names::LEAD_NAME;
+use crate::names::LEAD_NAME;
 use anyhow::{Result, anyhow};
 
 impl Runtime {

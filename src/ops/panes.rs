@@ -1,0 +1,179 @@
+//! A member's pane as the operations reach it: its liveness (one backend
+//! call for all the panes it asks about), the kill ladder that closes it
+//! (never a pane without the member's mark), and the wait for a pane
+//! process to end. In-process panes another process hosts are reached
+//! through their recorded pid and start time.
+
+use crate::session::{Session, member_pane};
+use crate::team::Member;
+use anyhow::{Context, Result};
+use std::time::{Duration, Instant};
+use swarm_backends::{BackendError, PaneStatus};
+
+/// The live status of a member's pane, `Gone` when it has none.
+pub async fn pane_status(opened: &Session, m: &Member) -> Result<PaneStatus> {
+    Ok(pane_statuses(opened, std::slice::from_ref(m)).await?[0])
+}
+
+/// An in-process pane hosted by another process (the lead): reachable only
+/// through its recorded pid (and start time, so a recycled pid is never
+/// taken for it).
+fn foreign_in_process_pid(opened: &Session, m: &Member) -> Option<(u32, Option<String>)> {
+    if m.backend_kind() != Some(swarm_backends::BackendKind::InProcess)
+        || opened.backend.hosts(&PaneIdOf(m).id())
+    {
+        return None;
+    }
+    // A pid that does not read is no pane this process can reach.
+    crate::dropped::ignore(m.pid(), "reading a hosted pane's pid").flatten()
+}
+
+/// A member's pane id (for lookups that prove nothing).
+struct PaneIdOf<'a>(&'a Member);
+
+impl PaneIdOf<'_> {
+    fn id(&self) -> swarm_backends::PaneId {
+        swarm_backends::PaneId::new(self.0.tmux_pane_id.clone())
+    }
+}
+
+/// How closing a member's pane ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closed {
+    /// Closed and verified gone, or it had none.
+    Done,
+    /// The pane with the recorded id is not the one swarm opened for the
+    /// member (its mark differs): left untouched.
+    NotOurs,
+}
+
+/// Closes the member's pane (the kill ladder: SIGTERM to its process group,
+/// SIGKILL after `grace`, pane closed and verified gone). A pane that does
+/// not carry the member's mark is never touched ([`Closed::NotOurs`]).
+pub async fn close_pane(opened: &Session, m: &Member, grace: Duration) -> Result<Closed> {
+    let Some(pane) = member_pane(m) else {
+        return Ok(Closed::Done);
+    };
+    if let Some((pid, start)) = foreign_in_process_pid(opened, m) {
+        if !swarm_backends::process::same_process_alive(pid, start.as_deref()) {
+            return Ok(Closed::Done);
+        }
+        if let Some(pgid) = swarm_backends::process::process_group(pid)
+            && pgid == pid as i32
+        {
+            swarm_backends::process::terminate_group(
+                pgid,
+                grace,
+                Duration::from_secs(2),
+                || async {},
+            )
+            .await
+            .map_err(|e| anyhow::anyhow!("killing {} (pid {pid}): {e}", m.name))?;
+        }
+        return Ok(Closed::Done);
+    }
+    match opened.backend.kill(&pane, grace).await {
+        Ok(()) => Ok(Closed::Done),
+        Err(BackendError::NotOurs { .. }) => {
+            tracing::warn!(member = %m.name, pane = %pane, "pane no longer carries its mark; left untouched");
+            Ok(Closed::NotOurs)
+        }
+        Err(e) => Err(e).with_context(|| format!("closing the pane {} of {}", pane, m.name)),
+    }
+}
+
+/// [`close_pane`] for several members: the backend's panes in one
+/// [`kill_all`](swarm_backends::PaneBackendExecutor::kill_all) (one ladder
+/// for all), in-process panes of another process by pid.
+pub async fn close_panes(
+    opened: &Session,
+    members: &[Member],
+    grace: Duration,
+) -> Result<Vec<Closed>> {
+    if let [one] = members {
+        // One pane: the backend's own kill, which also spreads the column
+        // it leaves out evenly.
+        return Ok(vec![close_pane(opened, one, grace).await?]);
+    }
+    let mut out = vec![Closed::Done; members.len()];
+    let mut refs = Vec::new();
+    let mut whose = Vec::new();
+    for (i, m) in members.iter().enumerate() {
+        if foreign_in_process_pid(opened, m).is_some() {
+            out[i] = close_pane(opened, m, grace).await?;
+        } else if let Some(pane) = member_pane(m) {
+            refs.push(pane);
+            whose.push(i);
+        }
+    }
+    if refs.is_empty() {
+        return Ok(out);
+    }
+    for ((&i, pane), result) in whose
+        .iter()
+        .zip(&refs)
+        .zip(opened.backend.kill_all(&refs, grace).await)
+    {
+        let m = &members[i];
+        match result {
+            Ok(()) => {}
+            Err(BackendError::NotOurs { .. }) => {
+                tracing::warn!(member = %m.name, pane = %pane, "pane no longer carries its mark; left untouched");
+                out[i] = Closed::NotOurs;
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("closing the pane {} of {}", pane, m.name));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Waits up to `within` for the member's pane process to stop running.
+pub async fn wait_for_exit(opened: &Session, m: &Member, within: Duration) -> Result<()> {
+    wait_for_exits(opened, std::slice::from_ref(m), within).await
+}
+
+/// Waits up to `within` for every one of the members' pane processes to
+/// stop running, asking the backend once a look for all of them.
+pub async fn wait_for_exits(opened: &Session, members: &[Member], within: Duration) -> Result<()> {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        let statuses = pane_statuses(opened, members).await?;
+        if !statuses
+            .iter()
+            .any(|s| matches!(s, PaneStatus::Running { .. }))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
+/// The live status of each member's pane, in order, with one backend call
+/// for the panes this backend hosts.
+pub async fn pane_statuses(opened: &Session, members: &[Member]) -> Result<Vec<PaneStatus>> {
+    let mut out = vec![PaneStatus::Gone; members.len()];
+    let mut asked: Vec<(usize, swarm_backends::PaneRef)> = Vec::new();
+    for (i, m) in members.iter().enumerate() {
+        let Some(pane) = member_pane(m) else {
+            continue;
+        };
+        if let Some((pid, start)) = foreign_in_process_pid(opened, m) {
+            if swarm_backends::process::same_process_alive(pid, start.as_deref()) {
+                out[i] = PaneStatus::Running { pid: Some(pid) };
+            }
+            continue;
+        }
+        asked.push((i, pane));
+    }
+    if !asked.is_empty() {
+        let ids: Vec<_> = asked.iter().map(|(_, p)| p.clone()).collect();
+        let got = opened.backend.status(&ids).await?;
+        for ((i, _), (_, status)) in asked.iter().zip(got) {
+            out[*i] = status;
+        }
+    }
+    Ok(out)
+}
