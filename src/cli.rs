@@ -93,6 +93,9 @@ pub enum Command {
     Merge(MergeArgs),
     /// Check which backends work here, the tmux version and the state root
     Doctor(DoctorArgs),
+    /// Serve the team's verbs to an AI agent: an MCP (Model Context Protocol) server on stdio
+    #[command(long_about = MCP_ABOUT, after_long_help = MCP_REGISTER)]
+    Mcp(McpArgs),
     /// The lead process (run by `swarm up` inside its pane)
     #[command(hide = true)]
     Lead(LeadArgs),
@@ -103,6 +106,45 @@ pub enum Command {
     #[command(hide = true)]
     PaneExec(PaneExecArgs),
 }
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+/// `swarm mcp --help`: what the server is.
+const MCP_ABOUT: &str = "Serve the team's verbs to an AI agent: an MCP (Model Context Protocol) \
+    server on stdio, for one team (--team / SWARM_TEAM) and one acting member (--as / \
+    SWARM_AGENT_NAME, default team-lead).\n\n\
+    Its 14 tools are the commands you know: team_status (what `swarm status --json` prints), \
+    spawn_teammate, send_message, read_inbox, wait_for_messages (waits at most 50 s, hands \
+    each message out once), task_create, task_list, task_get, task_update, task_claim, \
+    shutdown_teammate, kill_teammate, teammate_output (escapes stripped) and answer_request. \
+    A call that fails is a tool result marked isError carrying the line this CLI would print; \
+    the server keeps answering. Started by the agent's CLI, not by you: stdout is the \
+    protocol, the log goes to <state>/logs/mcp-<member>.log.";
+
+/// `swarm mcp --help`: how each agent CLI is told about the server.
+const MCP_REGISTER: &str = "Registering it (use the full path of swarm if it is not on the \
+    agent's PATH; add SWARM_HOME and, for a private tmux server, SWARM_TMUX_SOCKET to its env):\n\n\
+    Claude Code:\n  \
+    claude mcp add swarm -- swarm mcp --team T\n  \
+    or for one run: claude --mcp-config swarm-mcp.json, the file holding\n  \
+    {\"mcpServers\": {\"swarm\": {\"command\": \"swarm\", \"args\": [\"mcp\", \"--team\", \"T\"]}}}\n  \
+    (its tools are mcp__swarm__team_status, …; --allowedTools mcp__swarm allows them all)\n\n\
+    Codex:\n  \
+    codex mcp add swarm -- swarm mcp --team T\n  \
+    or in ~/.codex/config.toml:\n  \
+    [mcp_servers.swarm]\n  \
+    command = \"swarm\"\n  \
+    args = [\"mcp\", \"--team\", \"T\"]\n  \
+    or for one run: codex exec -c 'mcp_servers.swarm.command=\"swarm\"' \\\n      \
+    -c 'mcp_servers.swarm.args=[\"mcp\", \"--team\", \"T\"]' …\n\n\
+    Gemini CLI:\n  \
+    gemini mcp add swarm swarm mcp --team T\n  \
+    or in .gemini/settings.json (the project's) or ~/.gemini/settings.json:\n  \
+    {\"mcpServers\": {\"swarm\": {\"command\": \"swarm\", \"args\": [\"mcp\", \"--team\", \"T\"]}}}";
 
 #[derive(Debug, Args)]
 pub struct PaneExecArgs {

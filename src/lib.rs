@@ -36,6 +36,8 @@
 //! - [`config`]: the team spec (`swarm.toml`) and the embedded demo.
 //! - [`tui`]: the lead's TeamsDialog: snapshot, pure view, keymap, terminal
 //!   guard, event loop.
+//! - [`mcp`]: `swarm mcp`, the team's verbs served to an AI agent over MCP
+//!   (rmcp, stdio): a thin front end over [`ops`].
 //! - [`worktree`]: a git worktree per teammate: made at spawn, its progress
 //!   against the lead's branch, diff, merge, kept or saved when it leaves.
 //!
@@ -54,6 +56,7 @@ pub mod json_text;
 pub mod lead;
 pub mod logging;
 pub mod mailbox;
+pub mod mcp;
 pub mod names;
 pub mod ops;
 pub mod pane_env;

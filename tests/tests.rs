@@ -15,6 +15,7 @@ mod foreign;
 mod lifecycle;
 mod live_claude;
 mod live_exec;
+mod mcp;
 mod one_rule;
 mod output_safety;
 mod pane_safety;

@@ -22,6 +22,7 @@ mod down;
 mod inbox;
 mod leave;
 mod lifecycle;
+mod mcp;
 mod merge;
 mod open;
 mod output;
@@ -66,6 +67,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
         // The long-lived processes keep their own exit codes.
         Command::Teammate(args) => return crate::teammate::run(&ctx, args),
         Command::PaneExec(args) => return crate::ops::spawn::pane_exec(args),
+        Command::Mcp(args) => return mcp::run(&ctx, args),
         cmd @ (Command::Up(_) | Command::Lead(_)) => return lifecycle::run(&ctx, cmd),
         other => lifecycle::run(&ctx, other),
     };
