@@ -35,8 +35,8 @@
 
 use crate::agents::{Agent, PermissionMode};
 use crate::cli::BackendChoice;
-use crate::tasks::{NewTask, Status, Task};
 use crate::names;
+use crate::tasks::{NewTask, Status, Task};
 use crate::team::{Member, SwarmField, Team, colors};
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;

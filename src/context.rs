@@ -4,8 +4,8 @@
 //! none of them needs another's module.
 
 use crate::cli::Global;
-use crate::paths::{Root, RootSource};
 use crate::names;
+use crate::paths::{Root, RootSource};
 use crate::team::{Ownership, Team, list_teams};
 use anyhow::{Result, bail};
 

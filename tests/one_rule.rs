@@ -1,7 +1,9 @@
 //! Rules that once drifted between copies (issue 10), each now derived in
 //! one place: a member's status and who `prune` takes (`swarm status`,
 //! `swarm prune` and the TeamsDialog), and the lead's answer to a plan
-//! (`swarm send --plan-response` and the dialog's `a`/`r`).
+//! (`swarm send --plan-response` and the dialog's `a`/`r`); and the rule
+//! that keeps them so (issue 21): no front end reads the roster or
+//! finishes a departure itself, every verb is in `src/ops/`.
 
 use crate::util::tmux::{TmuxTeam, WAIT, agent};
 use crate::util::wait_until;
@@ -243,4 +245,84 @@ fn status_shows_attention_and_live_progress_by_the_dialogs_rule() {
     assert!(m("ann")["progress"]["elapsedSecs"].is_u64(), "{json}");
     assert_eq!(m("bob")["attention"], "task #2 failed");
     assert!(m("ann")["attention"].is_null());
+}
+
+/// The front ends (the CLI's commands, the TeamsDialog and its lead-side
+/// adapter, the MCP server) parse and render: every verb is written once,
+/// in `src/ops/` (issue 21). What would mean a front end finishing a verb
+/// itself, in code (comments aside):
+const FRONT_END_MUST_NOT: [(&str, &str); 12] = [
+    (".roster()", "reads or writes the roster"),
+    ("Roster::", "reads or writes the roster"),
+    ("list_teams", "lists the teams itself"),
+    ("release_member", "takes a member off the roster itself"),
+    ("remove_member", "takes a member off the roster itself"),
+    ("unassign_all_of", "hands a member's tasks back itself"),
+    ("close_pane", "closes a pane itself"),
+    ("kill_all(", "closes panes itself"),
+    ("backend.kill(", "closes a pane itself"),
+    ("worktree::retire", "retires a worktree itself"),
+    ("send_shutdown_request", "asks for a shutdown itself"),
+    ("depart::leave", "finishes a departure itself"),
+];
+
+/// The front ends' source files.
+fn front_end_files() -> Vec<std::path::PathBuf> {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut out = vec![src.join("lead/control.rs")];
+    let mut dirs = vec![src.join("commands"), src.join("tui"), src.join("mcp")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Each line of `code` that does one of [`FRONT_END_MUST_NOT`], with what
+/// it does (comments are not code: `//` to the end of a line is dropped).
+fn verbs_finished_by_hand(code: &str) -> Vec<String> {
+    code.lines()
+        .enumerate()
+        .filter_map(|(i, line)| {
+            let code = line.split("//").next().unwrap_or("");
+            FRONT_END_MUST_NOT
+                .iter()
+                .find(|(token, _)| code.contains(token))
+                .map(|(token, what)| format!("line {}: {what} ({token}): {}", i + 1, line.trim()))
+        })
+        .collect()
+}
+
+/// Issue 21: leaving the team was assembled in five places and a member's
+/// status three times; commands read the roster to finish their verbs.
+/// Now no front end reads the roster or finishes a departure itself: it
+/// calls `ops::TeamOps`.
+#[test]
+fn no_front_end_reads_the_roster_or_finishes_a_departure_itself() {
+    // The rule can fail: what a front end once did is caught.
+    let once = "let tf = team.roster().read()?; // reads it\n\
+                teardown::close_pane(&opened, &m, grace).await?;\n\
+                // team.roster() in a comment is fine\n";
+    assert_eq!(verbs_finished_by_hand(once).len(), 2, "{once}");
+    let mut found = Vec::new();
+    let files = front_end_files();
+    assert!(files.len() > 20, "the front ends' files: {files:?}");
+    for f in files {
+        let code = std::fs::read_to_string(&f).unwrap();
+        for v in verbs_finished_by_hand(&code) {
+            found.push(format!("{}: {v}", f.display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "front ends finishing a verb themselves (call ops::TeamOps instead):\n{}",
+        found.join("\n")
+    );
 }

@@ -6,10 +6,6 @@ use super::{Context, Exit, print_json};
 use crate::cli::DoctorArgs;
 use crate::dropped::ignore;
 use crate::paths::RootSource;
-use crate::team::Team;
-use crate::team::locks::lead_holder;
-use crate::team::locks::lead_pid_alive;
-use crate::team::status::recorded_exit;
 use crate::text::escape_line as esc;
 use anyhow::Result;
 use swarm_backends::{BackendKind, EnvFacts};
@@ -19,11 +15,18 @@ pub(super) async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
     let tmux_version = tmux_version(&facts, &args).await;
     // Links and directories others can write, where swarm refuses to work.
     let mut problems: Vec<String> = ctx.root.problems().iter().map(|p| p.to_string()).collect();
-    let teams = crate::team::list_teams(&ctx.root).unwrap_or_else(|e| {
-        let dir = ctx.root.teams_dir();
-        problems.push(format!("cannot list the teams in {}: {e}", dir.display()));
-        Vec::new()
-    });
+    let teams: Vec<String> = crate::ops::teams::list(&ctx.root)
+        .map(|ts| ts.into_iter().map(|t| t.name).collect())
+        .unwrap_or_else(|e| {
+            let dir = ctx.root.teams_dir();
+            let e = format!("{e:#}");
+            let cause = e.rsplit(": ").next().unwrap_or(&e);
+            problems.push(format!(
+                "cannot list the teams in {}: {cause}",
+                dir.display()
+            ));
+            Vec::new()
+        });
     problems.extend(team_problems(ctx, &teams, &args));
     let available = backends(&facts);
     let (chosen, reason) = match swarm_backends::detect(&facts) {
@@ -135,36 +138,17 @@ fn backends(facts: &EnvFacts) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Dead members and teams with teammates but no live lead.
+/// Each team's problems ([`crate::ops::TeamOps::problems`]) and a tmux
+/// server that is not the team's.
 fn team_problems(ctx: &Context, teams: &[String], args: &DoctorArgs) -> Vec<String> {
     let mut problems = Vec::new();
     for t in teams {
-        let team = Team::new(&ctx.root, t);
-        problems.extend(crate::teammate::wake::report(&team));
+        let ops = crate::ops::TeamOps::new(
+            crate::session::Location::of(&ctx.root, t),
+            crate::names::LEAD_NAME,
+        );
+        problems.extend(ops.problems());
         problems.extend(tmux_server_problem(ctx, t, args));
-        let Ok(tf) = team.roster().read() else {
-            continue;
-        };
-        for m in tf.teammates() {
-            let how = match recorded_exit(m) {
-                None => continue,
-                Some(Some(code)) => format!("exited with code {code}"),
-                Some(None) => "ended by a signal".to_string(),
-            };
-            problems.push(format!(
-                "team {t}: {} is dead ({how}); `swarm kill {}` removes it",
-                m.name, m.name
-            ));
-        }
-        if tf.teammates().count() > 0
-            // A lead file that does not read holds no lead.
-            && ignore(lead_holder(&team), "reading the lead lock").flatten().is_none()
-            && ignore(lead_pid_alive(&team), "reading the lead's pid").flatten().is_none()
-        {
-            problems.push(format!(
-                "team {t}: no live lead; `swarm up --team {t}` takes the team back"
-            ));
-        }
     }
     problems
 }

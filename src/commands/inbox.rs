@@ -14,23 +14,24 @@ use std::io::Write;
 use std::time::Duration;
 
 pub fn run(ctx: &Context, args: InboxArgs) -> Result<Exit> {
-    let team = ctx.team()?;
     let whose = match args.name.clone() {
         Some(n) => n,
         None => ctx.me()?.to_string(),
     };
     // The team must exist; a name off the roster is allowed (an inbox may
     // outlive its member) but said.
-    let roster = team.roster().read()?;
+    let ops = super::open::team_ops_here(ctx)?;
+    let team = ops.team().clone();
     if args.mark_read {
-        team.require_own("consume its mail (--mark-read)")?;
+        ops.require_own("consume its mail (--mark-read)")?;
     }
-    if roster.member(&whose).is_none() {
+    let members = ops.member_names()?;
+    if !members.contains(&whose) {
         eprintln!(
             "swarm: note: {} is not on the roster of team {} (members: {})",
             escape_line(&format!("{whose:?}")),
             escape_line(&team.name),
-            escape_line(&roster.member_names().join(", "))
+            escape_line(&members.join(", "))
         );
     }
     let mailbox = team.mailbox();

@@ -34,7 +34,7 @@ mod team;
 mod up;
 
 use crate::cli::{Cli, Command};
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use serde_json::json;
 
 pub use crate::context::{Context, Exit};
@@ -60,7 +60,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
         Command::Status(args) => status::run(&ctx, args),
         Command::Send(args) => send::run(&ctx, args),
         Command::Inbox(args) => inbox::run(&ctx, args),
-        Command::Ask(args) => acting_member(&ctx).and_then(|_| ask::run(&ctx, args)),
+        Command::Ask(args) => ask::run(&ctx, args),
         Command::Task(cmd) => task::run(&ctx, cmd),
         Command::Diff(args) => diff::run(&ctx, args),
         Command::Merge(args) => merge::run(&ctx, args),
@@ -95,23 +95,6 @@ fn is_not_found(e: &anyhow::Error) -> bool {
             Some(TaskError::NotFound { .. })
         )
     })
-}
-
-/// `--as NAME` must be a member of the team: a message signed by a name
-/// nobody answers to would mislead its reader and its replies would go
-/// nowhere. Returns the roster it read.
-fn acting_member(ctx: &Context) -> Result<crate::team::TeamFile> {
-    let me = ctx.me()?;
-    let roster = ctx.team()?.roster().read()?;
-    if roster.member(me).is_none() {
-        return Err(crate::team::RosterError::NoSuchMember {
-            team: roster.name.clone(),
-            name: me.to_string(),
-            members: roster.member_names(),
-        })
-        .context("--as");
-    }
-    Ok(roster)
 }
 
 /// The version of the `--json` envelope (README, "JSON output").

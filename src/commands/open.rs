@@ -11,8 +11,7 @@ use anyhow::Result;
 /// The team (its roster read, so a missing or unreadable one is the
 /// error) and its backend, opened as the team's session records it.
 pub(super) fn open(ctx: &Context, args: &BackendArgs) -> Result<(Team, Session)> {
-    let team = ctx.team()?;
-    team.roster().read()?;
+    let team = team_ops(ctx, args)?.team().clone();
     let opened = Session::open(&location(ctx, &team.name, args))?;
     Ok((team, opened))
 }
@@ -22,18 +21,22 @@ pub(super) fn open(ctx: &Context, args: &BackendArgs) -> Result<(Team, Session)>
 /// `--as`, and the place `--backend`/`--tmux-socket` give, opened when a
 /// verb needs it.
 pub(super) fn team_ops(ctx: &Context, args: &BackendArgs) -> Result<TeamOps> {
-    let team = ctx.team()?;
-    team.roster().read()?;
-    Ok(TeamOps::new(location(ctx, &team.name, args), ctx.me()?))
+    TeamOps::existing(location(ctx, &ctx.team_name()?, args), ctx.me()?)
+}
+
+/// [`team_ops`] where the team's recorded place (or detection) is the
+/// location: commands without backend flags.
+pub(super) fn team_ops_here(ctx: &Context) -> Result<TeamOps> {
+    team_ops(ctx, &BackendArgs::default())
 }
 
 /// [`open`] for a command that changes which panes the team has or who
 /// is on it: refused, before anything is done, on a team swarm did not
 /// start (see `team::owner`), with `action` in the one-line reason.
 pub(super) fn open_own(ctx: &Context, args: &BackendArgs, action: &str) -> Result<(Team, Session)> {
-    let team = ctx.team()?;
-    team.roster().read()?;
-    team.require_own(action)?;
+    let ops = team_ops(ctx, args)?;
+    ops.require_own(action)?;
+    let team = ops.team().clone();
     let opened = Session::open(&location(ctx, &team.name, args))?;
     Ok((team, opened))
 }

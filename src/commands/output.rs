@@ -5,20 +5,17 @@
 
 use super::{Context, Exit, print_acted};
 use crate::cli::OutputArgs;
-use crate::ops::TeamOps;
-use crate::session::Location;
 use anyhow::{Context as _, Result, bail};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::time::{Duration, Instant};
 
 pub(super) fn output(ctx: &Context, args: OutputArgs) -> Result<Exit> {
-    let team = ctx.team()?;
-    let tf = team.roster().read()?;
+    let ops = super::open::team_ops_here(ctx)?;
+    let team = ops.team().clone();
     let path = ctx.root.output(&team.name, &args.name)?;
     if args.json || args.lines.is_some() || !path.exists() && !args.follow {
         // The last lines as text (escapes stripped), from the log or, when
         // swarm recorded none, the pane's screen.
-        let ops = TeamOps::new(Location::of(&ctx.root, &team.name), ctx.me()?);
         let lines = args.lines.unwrap_or(crate::ops::output::MAX_LINES);
         let out = crate::session::runtime()?.block_on(ops.output(&args.name, lines))?;
         if args.json {
@@ -29,14 +26,8 @@ pub(super) fn output(ctx: &Context, args: OutputArgs) -> Result<Exit> {
         return Ok(Exit::Ok);
     }
     if !path.exists() {
-        if tf.member(&args.name).is_none() {
-            return Err(crate::team::RosterError::NoSuchMember {
-                team: team.name.clone(),
-                name: args.name.clone(),
-                members: tf.member_names(),
-            }
-            .into());
-        }
+        // Followed before its pane printed anything: the member must exist.
+        ops.member(&args.name)?;
         bail!(
             "no output recorded for {} yet ({})",
             args.name,
@@ -71,14 +62,7 @@ pub(super) fn output(ctx: &Context, args: OutputArgs) -> Result<Exit> {
             return Ok(Exit::Ok);
         }
         // Stop following once the member is gone and its output drained.
-        let gone = team
-            .roster()
-            .read()
-            .map(|tf| {
-                tf.member(&args.name)
-                    .is_none_or(|m| crate::team::status::recorded_exit(m).is_some())
-            })
-            .unwrap_or(true);
+        let gone = ops.member_gone(&args.name);
         let since = *quiet_since.get_or_insert_with(Instant::now);
         if gone && since.elapsed() > Duration::from_millis(500) {
             return Ok(Exit::Ok);

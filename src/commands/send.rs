@@ -4,12 +4,12 @@
 use super::{Context, Exit};
 use crate::cli::SendArgs;
 use crate::clock;
+use crate::names::LEAD_NAME;
 use crate::ops::TeamOps;
 use crate::ops::mail::check_length;
 use crate::protocol::{self, Message};
 use crate::session::Location;
 use crate::team::TeamFile;
-use crate::names::LEAD_NAME;
 use crate::text::escape_line;
 use anyhow::{Context as _, Result, bail};
 use std::io::{BufRead, Read};

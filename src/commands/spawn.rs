@@ -4,7 +4,7 @@
 use super::open::team_ops;
 use super::{Context, Exit, print_acted};
 use crate::cli::SpawnArgs;
-use crate::ops::spawn::SpawnRequest;
+use crate::ops::spawn::{SpawnRequest, apart_note, passed_note};
 use anyhow::Result;
 
 pub(super) async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
@@ -44,25 +44,4 @@ pub(super) async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
         eprintln!("{}", passed_note(&s.passed).trim_start_matches("; "));
     }
     Ok(Exit::Ok)
-}
-
-/// " in window 2 (the lead's window is full)" for a pane placed apart.
-pub(super) fn apart_note(apart: Option<&str>) -> String {
-    match apart {
-        Some(w) => format!(
-            " in {} (the lead's window is full)",
-            crate::text::escape_line(w)
-        ),
-        None => String::new(),
-    }
-}
-
-/// "; passed by name: A, B" (the variables taken from the spawner's
-/// environment; names only), or nothing.
-pub(super) fn passed_note(names: &[String]) -> String {
-    if names.is_empty() {
-        String::new()
-    } else {
-        format!("; passed by name: {}", names.join(", "))
-    }
 }

@@ -4,7 +4,6 @@ use super::{Context, Exit, print_acted, print_json};
 use crate::cli::{StatusArg, TaskCmd, TaskUpdateArgs};
 use crate::ops::TeamOps;
 use crate::ops::board::Claimed;
-use crate::session::Location;
 use crate::tasks::{NewTask, Status, Task, TaskUpdate};
 use crate::team::Team;
 use crate::text::{escape_line, escape_text};
@@ -14,11 +13,10 @@ use serde_json::{Map, Value};
 use std::io::Write as _;
 
 pub fn run(ctx: &Context, cmd: TaskCmd) -> Result<Exit> {
-    let team = ctx.team()?;
     // Every task command needs the team to exist: a clear error beats an
     // empty list for a misspelt team.
-    team.roster().read()?;
-    let ops = TeamOps::new(Location::of(&ctx.root, &team.name), ctx.me()?);
+    let ops = super::open::team_ops_here(ctx)?;
+    let team = ops.team().clone();
     match cmd {
         TaskCmd::Create {
             subject,

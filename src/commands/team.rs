@@ -2,7 +2,7 @@
 
 use super::{Context, Exit, print_acted, print_json};
 use crate::cli::TeamCmd;
-use crate::team::{Roster, list_teams};
+use crate::ops::teams;
 use crate::text::escape_line;
 use anyhow::{Context as _, Result};
 use serde_json::json;
@@ -15,9 +15,7 @@ pub fn run(ctx: &Context, cmd: TeamCmd) -> Result<Exit> {
             json,
         } => {
             let cwd = std::env::current_dir().context("reading the current directory")?;
-            Roster::new(&ctx.root, &name)
-                .create(description.as_deref(), &cwd.to_string_lossy())
-                .with_context(|| format!("creating team {}", crate::names::shown(&name)))?;
+            teams::create(&ctx.root, &name, description.as_deref(), &cwd)?;
             if json {
                 print_acted(json!({ "created": name, "root": ctx.root.dir() }));
             } else {
@@ -30,9 +28,7 @@ pub fn run(ctx: &Context, cmd: TeamCmd) -> Result<Exit> {
             Ok(Exit::Ok)
         }
         TeamCmd::Delete { name, force, json } => {
-            Roster::new(&ctx.root, &name)
-                .delete(force)
-                .with_context(|| format!("deleting team {}", crate::names::shown(&name)))?;
+            teams::delete(&ctx.root, &name, force)?;
             if json {
                 print_acted(json!({ "deleted": name }));
             } else {
@@ -41,15 +37,20 @@ pub fn run(ctx: &Context, cmd: TeamCmd) -> Result<Exit> {
             Ok(Exit::Ok)
         }
         TeamCmd::List { json } => {
-            let teams = list_teams(&ctx.root)
-                .with_context(|| format!("listing teams under {}", ctx.root.dir().display()))?;
+            let teams = teams::list(&ctx.root)?;
             if json {
-                print_json(&teams);
+                let names: Vec<&str> = teams.iter().map(|t| t.name.as_str()).collect();
+                print_json(&names);
             } else if teams.is_empty() {
                 eprintln!("no teams under {}", ctx.root.dir().display());
             } else {
                 for t in teams {
-                    println!("{}", escape_line(&t));
+                    let whose = if t.foreign {
+                        "  (not swarm's: read and send only)"
+                    } else {
+                        ""
+                    };
+                    println!("{}{whose}", escape_line(&t.name));
                 }
             }
             Ok(Exit::Ok)

@@ -5,20 +5,16 @@
 //! back (`--resume` / `--fresh`).
 
 use super::open::open_own;
-use super::spawn::{apart_note, passed_note};
 use super::{Context, Exit, print_acted};
 use crate::cli::{BackendArgs, UpArgs};
 use crate::dropped::ignore;
 use crate::lead::Lead;
-use crate::ops::spawn::{SpawnRequest, spawn_members_locked};
+use crate::ops::TeamOps;
 use crate::session::{self, Session};
-use crate::team::locks::lead_pid_alive;
-use crate::team::locks::{LifecycleLock, lead_holder};
-use crate::names;
-use crate::team::{Roster, Team};
+use crate::team::Team;
+use crate::team::locks::{LifecycleLock, lead_holder, lead_pid_alive};
 use crate::text::{escape_line as esc, shell_word};
 use anyhow::{Context as _, Result, bail};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use swarm_backends::{PaneMark, SpawnSpec};
 
@@ -56,7 +52,7 @@ pub(super) async fn up(ctx: &Context, args: UpArgs) -> Result<Next> {
             "backend": record.backend.map(|b| b.as_str()),
             "tmuxSession": record.session,
             "leadPane": record.lead_pane,
-            "members": team.roster().read()?.member_names(),
+            "members": TeamOps::new(crate::session::Location::of(&team.root, &team.name), crate::names::LEAD_NAME).member_names()?,
         }));
     }
     Ok(next)
@@ -66,11 +62,20 @@ async fn up_team(ctx: &Context, args: UpArgs) -> Result<(Next, Team)> {
     let started = Instant::now();
     let cwd = std::env::current_dir().context("reading the current directory")?;
     let (spec, name) = up_spec_and_name(ctx, &args, &cwd)?;
-    let team = Team::new(&ctx.root, &name);
-    if team.roster().exists() {
-        team.require_own("lead it or start anything in it")?;
+    let up = crate::ops::up::prepare(
+        super::open::location(ctx, &name, &args.backend),
+        spec.as_ref(),
+        args.demo,
+        &cwd,
+    )?;
+    if up.created {
+        eprintln!("created team {name}");
     }
-    let (args, opened) = create_and_prepare(ctx, &team, spec.as_ref(), args, &cwd)?;
+    if let Some(tasks) = &up.tasks {
+        eprintln!("{tasks}");
+    }
+    let (ops, opened) = (up.ops, up.session);
+    let team = ops.team().clone();
     crate::teammate::wake::preflight(&team);
     // One `up` or `spawn` of the team at a time: a second `up` waits here,
     // then finds the lead this one started.
@@ -78,8 +83,8 @@ async fn up_team(ctx: &Context, args: UpArgs) -> Result<(Next, Team)> {
     if let Some(pid) = lead_pid_alive(&team)? {
         if args.resume || args.fresh {
             // The lead came back without its teammates: they come now.
-            bring_back(&team, &opened, &args).await?;
-            complete_team(&team, &opened).await?;
+            say(ops.bring_back(&opened, comeback(&args)).await?);
+            say(ops.complete(&opened).await?);
         }
         drop(lifecycle);
         eprintln!("{}", already_running(&name, pid));
@@ -88,14 +93,31 @@ async fn up_team(ctx: &Context, args: UpArgs) -> Result<(Next, Team)> {
     }
     // Before the lead starts: it would take their gone panes for deaths
     // and hand their tasks back.
-    bring_back(&team, &opened, &args).await?;
-    let back = team.clone();
+    say(ops.bring_back(&opened, comeback(&args)).await?);
     let next = if opened.caps().home_sessions && opened.own_pane.is_none() {
-        up_in_home(team, opened, args, lifecycle, started).await?
+        up_in_home(&ops, opened, args, lifecycle, started).await?
     } else {
-        up_here(team, opened, lifecycle).await?
+        up_here(&ops, opened, lifecycle).await?
     };
-    Ok((next, back))
+    Ok((next, team))
+}
+
+/// Lines for the user, each escaped for the terminal, on stderr.
+fn say(lines: Vec<String>) {
+    for line in lines {
+        eprintln!("{}", esc(&line));
+    }
+}
+
+/// How a team whose panes are all gone comes back: `--resume`, `--fresh`,
+/// or the user is asked.
+fn comeback(args: &UpArgs) -> crate::ops::resume::Comeback {
+    use crate::ops::resume::Comeback;
+    match (args.resume, args.fresh) {
+        (true, _) => Comeback::Resume,
+        (_, true) => Comeback::Fresh,
+        _ => Comeback::Ask,
+    }
 }
 
 /// The spec `up` was given (a file, or `--demo`) and the team it names
@@ -123,46 +145,17 @@ fn up_spec_and_name(
     Ok((spec, name))
 }
 
-/// Creates the team if it is not there, then [`prepare`]s it. Until a
-/// pane opens, a failure (a teammate whose agent is not installed, a bad
-/// backend) leaves nothing behind: a team this `up` created is deleted
-/// again, so the error is the whole story.
-fn create_and_prepare(
-    ctx: &Context,
-    team: &Team,
-    spec: Option<&crate::config::TeamSpec>,
-    args: UpArgs,
-    cwd: &std::path::Path,
-) -> Result<(UpArgs, Session)> {
-    let name = &team.name;
-    let created = !team.roster().exists();
-    if created {
-        names::validate_team(name)?;
-        Roster::new(&ctx.root, name).create(None, &cwd.to_string_lossy())?;
-    }
-    let prepared = prepare(ctx, team, spec, args);
-    if prepared.is_err()
-        && created
-        && let Err(d) = team.roster().delete(true)
-    {
-        tracing::warn!("could not delete the half-made team {name}: {d:#}");
-    }
-    if prepared.is_ok() && created {
-        eprintln!("created team {name}");
-    }
-    prepared
-}
-
 /// `up` on a backend with home sessions: the lead starts in its own pane
 /// of the team's session (a new window when the session outlived its
 /// lead), and this process attaches to it.
 async fn up_in_home(
-    team: Team,
+    ops: &TeamOps,
     opened: Session,
     args: UpArgs,
     lifecycle: LifecycleLock,
     started: Instant,
 ) -> Result<Next> {
+    let team = ops.team().clone();
     let name = team.name.clone();
     let session = opened
         .record()
@@ -188,7 +181,7 @@ async fn up_in_home(
     opened.set_placement(Some(swarm_backends::Placement::RightOfLead {
         lead: lead_pane.id.clone(),
     }));
-    complete_team(&team, &opened).await?;
+    say(ops.complete(&opened).await?);
     // The lifecycle lock is let go only once the new lead holds its
     // own: a second `up` waiting for it then finds the lead running.
     wait_for_lead_lock(&team, &lead_pane).await?;
@@ -206,7 +199,8 @@ async fn up_in_home(
 
 /// `up` where this process is the lead (in the user's own pane, or
 /// hosting in-process panes): its lock first, then the team.
-async fn up_here(team: Team, opened: Session, lifecycle: LifecycleLock) -> Result<Next> {
+async fn up_here(ops: &TeamOps, opened: Session, lifecycle: LifecycleLock) -> Result<Next> {
+    let team = ops.team().clone();
     let name = team.name.clone();
     let own = opened.own_pane.clone();
     if let Some(lead) = &own {
@@ -221,37 +215,14 @@ async fn up_here(team: Team, opened: Session, lifecycle: LifecycleLock) -> Resul
     })?;
     let lead_lock = crate::team::locks::LeadLock::acquire(&team, Duration::ZERO).await?;
     if !opened.caps().panes_outlive_lead {
-        respawn_hosted(&team)?;
+        say(ops.respawn_hosted()?);
     }
-    complete_team(&team, &opened).await?;
+    say(ops.complete(&opened).await?);
     drop(lifecycle);
     eprintln!("{}", come_back_hint(&name));
     Ok(Next::RunLead(Box::new(
         Lead::new(team, opened).with_lock(lead_lock),
     )))
-}
-
-/// The part of `up` that opens no pane: the spec's teammates and tasks on
-/// the roster and board, the backend chosen and opened.
-fn prepare(
-    ctx: &Context,
-    team: &Team,
-    spec: Option<&crate::config::TeamSpec>,
-    args: UpArgs,
-) -> Result<(UpArgs, Session)> {
-    let mut backend_args = args.backend.clone();
-    if let Some(spec) = spec {
-        if backend_args.backend.is_none() {
-            backend_args.backend = spec.backend_choice()?;
-        }
-        apply_spec(team, spec, args.demo)?;
-    }
-    let args = UpArgs {
-        backend: backend_args,
-        ..args
-    };
-    let opened = Session::open(&super::open::location(ctx, &team.name, &args.backend))?;
-    Ok((args, opened))
 }
 
 /// How to come back to the team and how to end it, as commands that work
@@ -310,151 +281,6 @@ fn already_running(team: &str, pid: u32) -> String {
     } else {
         format!("the lead of team {team} is already running (pid {pid})")
     }
-}
-
-/// A lead that hosts its teammates' panes (in-process) takes over a team
-/// whose previous lead ended: those panes ended with it, so its in-process
-/// members are put back to "no pane yet" (pane, pid, mark and exit record
-/// cleared) and [`spawn_reserved`] starts them again. Called holding the
-/// lead lock, so no other lead hosts them.
-fn respawn_hosted(team: &Team) -> Result<()> {
-    use crate::team::SwarmField;
-    let (_, again) = team.roster().update(|tf| {
-        let mut again = Vec::new();
-        for m in tf.members.iter_mut().filter(|m| !m.is_lead()) {
-            if m.backend_type.as_deref() != Some("in-process") || m.tmux_pane_id.is_empty() {
-                continue;
-            }
-            m.tmux_pane_id.clear();
-            m.is_active = Some(false);
-            for f in [
-                SwarmField::Exit,
-                SwarmField::Pid,
-                SwarmField::PidStart,
-                SwarmField::Nonce,
-            ] {
-                m.set_swarm_field(f, serde_json::Value::Null);
-            }
-            again.push(m.name.clone());
-        }
-        Ok(again)
-    })?;
-    if !again.is_empty() {
-        eprintln!(
-            "{} ended with the previous lead; starting them again",
-            again.join(", ")
-        );
-    }
-    Ok(())
-}
-
-/// Under the lifecycle lock: adopts, recovers or closes what an earlier
-/// interrupted `up`/`spawn` left (see `ops::recover`), then spawns every
-/// member that still has no pane.
-async fn complete_team(team: &Team, opened: &Session) -> Result<()> {
-    let done = crate::ops::recover::reconcile(team, opened).await?;
-    for line in done.lines() {
-        eprintln!("{line}");
-    }
-    spawn_reserved(team, opened).await
-}
-
-/// A team whose panes are all gone: its teammates brought back, or
-/// started anew, as `--resume` / `--fresh` or the user's answer says (see
-/// `resume`); `spawn_reserved` then opens their panes.
-async fn bring_back(team: &Team, opened: &Session, args: &UpArgs) -> Result<()> {
-    use crate::ops::resume::Comeback;
-    let how = match (args.resume, args.fresh) {
-        (true, _) => Comeback::Resume,
-        (_, true) => Comeback::Fresh,
-        _ => Comeback::Ask,
-    };
-    for line in crate::ops::resume::comeback(team, opened, how).await? {
-        eprintln!("{}", esc(&line));
-    }
-    Ok(())
-}
-
-/// Puts the spec's teammates on the roster (reserved: no pane yet) and its
-/// tasks on an empty board. What already exists is kept, so `up` again on a
-/// running team creates nothing twice.
-fn apply_spec(team: &Team, spec: &crate::config::TeamSpec, demo: bool) -> Result<()> {
-    let tf = team.roster().read()?;
-    let mut new = Vec::new();
-    for (i, t) in spec.teammates.iter().enumerate() {
-        if tf.member(&t.name).is_some() {
-            continue;
-        }
-        let mut m = t.member(&team.name, i, &spec.dir);
-        if t.worktree.unwrap_or(spec.worktree) {
-            crate::worktree::want(&mut m);
-        }
-        crate::agents::check_available(t.agent()?, t.command.as_deref())
-            .with_context(|| format!("teammate {}", t.name))?;
-        new.push(m);
-    }
-    if !new.is_empty() {
-        // One roster write for the whole spec.
-        team.roster().add_members(new)?;
-    }
-    // The demo runs again on a finished board; a spec's tasks run once.
-    let applied = if demo {
-        spec.apply_again(team)?
-    } else {
-        spec.apply(team)?
-    };
-    match applied {
-        crate::config::Applied::Created(tasks) => eprintln!("created {} task(s)", tasks.len()),
-        crate::config::Applied::AlreadyHadTasks(n) => {
-            eprintln!("the task board already has {n} task(s); none added")
-        }
-    }
-    Ok(())
-}
-
-/// The member's `swarmCommand`: absent, or an array of strings (anything
-/// else is an error naming the member, never an empty command).
-fn swarm_command(m: &crate::team::Member) -> Result<Vec<String>> {
-    Ok(m.command()?.unwrap_or_default())
-}
-
-/// Spawns members that are on the roster but were never given a pane.
-async fn spawn_reserved(team: &Team, opened: &Session) -> Result<()> {
-    let tf = team.roster().read()?;
-    let mut reqs = Vec::new();
-    for m in tf.teammates().filter(|m| m.tmux_pane_id.is_empty()) {
-        reqs.push(SpawnRequest {
-            name: m.name.clone(),
-            agent: m.agent().map(str::to_string),
-            prompt: None,
-            model: m.model.clone(),
-            color: m.color.clone(),
-            cwd: m
-                .cwd
-                .clone()
-                .map(PathBuf::from)
-                .unwrap_or(std::env::current_dir()?),
-            plan_mode_required: m.plan_mode_required == Some(true),
-            mode: None,
-            command: swarm_command(m)?,
-            env: crate::pane_env::swarm_env(m)?,
-            pass_env: crate::pane_env::pass_env(m)?,
-            worktree: crate::worktree::wanted(m),
-        });
-    }
-    if reqs.is_empty() {
-        return Ok(());
-    }
-    for s in spawn_members_locked(team, opened, &reqs).await? {
-        eprintln!(
-            "spawned {} in pane {}{}{}",
-            s.name,
-            s.pane,
-            apart_note(s.apart.as_deref()),
-            passed_note(&s.passed)
-        );
-    }
-    Ok(())
 }
 
 async fn reattach(team: &Team, opened: &Session, no_attach: bool) -> Result<Exit> {

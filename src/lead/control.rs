@@ -11,14 +11,11 @@
 
 use super::{Lead, Shared, view};
 use crate::ops::TeamOps;
-use crate::protocol::{self, Message};
-use crate::session::{Session, member_pane};
+use crate::session::Session;
 use crate::tasks::NewTask;
-use crate::names::LEAD_NAME;
-use crate::team::{SwarmField, Team};
+use crate::team::Team;
 use crate::tui::{Action, LeadControl, ScreenSource, TeamView};
-use anyhow::{Result, bail};
-use serde_json::Value;
+use anyhow::Result;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use swarm_backends::PaneRef;
@@ -61,14 +58,7 @@ impl LeadUi {
     }
 
     fn pane_of(&self, name: &str) -> Result<PaneRef> {
-        let tf = self.team.roster().read()?;
-        match tf.member(name) {
-            Some(m) => match member_pane(m) {
-                Some(p) => Ok(p),
-                None => bail!("{name} has no pane"),
-            },
-            None => bail!("{name} is not on the roster"),
-        }
+        self.ops().pane_of(name)
     }
 
     /// True when the teammates' screens live in this process.
@@ -121,19 +111,6 @@ impl LeadUi {
             .unwrap_or_default();
         Ok(Some(format!("{verb} {kind} request of @{}", done.to)))
     }
-}
-
-/// Records whether `name`'s pane is hidden, off the async worker (the
-/// roster write may wait on its lock).
-async fn set_hidden(team: &Team, name: &str, hidden: Value) -> Result<()> {
-    let (team, name) = (team.clone(), name.to_string());
-    tokio::task::spawn_blocking(move || {
-        team.roster()
-            .update_member(&name, |m| m.set_swarm_field(SwarmField::Hidden, hidden))
-    })
-    .await
-    .map_err(|e| anyhow::anyhow!("recording a hidden pane panicked: {e}"))??;
-    Ok(())
 }
 
 /// " (its pane %3 was no longer swarm's: left untouched)", or nothing.
@@ -207,58 +184,31 @@ impl LeadUi {
     }
 
     /// Shows every hidden pane, in the background.
-    fn show_all(&self, team: Team, opened: Arc<Session>) {
-        let hiding = self.hiding.clone();
+    fn show_all(&self) {
+        let (hiding, ops) = (self.hiding.clone(), self.ops());
         self.in_background(async move {
             let _one_at_a_time = hiding.lock().await;
-            let tf = team.roster().read()?;
-            for m in tf.teammates().filter(|m| m.hidden()) {
-                if let Some(pane) = member_pane(m) {
-                    opened.backend.show(&pane).await?;
-                }
-                set_hidden(&team, &m.name, Value::Null).await?;
-            }
+            ops.show_all().await?;
             Ok("showing every pane".to_string())
         });
     }
 }
 
-/// Asks `target` (or every teammate) to switch to `mode`: only those whose
-/// agent applies it (Claude Code drops `mode_set_request` from its inbox);
-/// the others are named with the reason, never reported as changed.
-fn cycle_mode(team: &Team, target: Option<String>, mode: &str) -> Result<String> {
-    let tf = team.roster().read()?;
-    let targets: Vec<String> = match target {
-        Some(t) => vec![t],
-        None => tf.teammates().map(|m| m.name.clone()).collect(),
-    };
-    let msg = Message::ModeSetRequest(protocol::ModeSetRequest {
-        mode: mode.to_string(),
-        from: LEAD_NAME.into(),
-    });
-    let mut sent = Vec::new();
-    let mut not = Vec::new();
-    for t in &targets {
-        match tf.member(t).map(crate::agents::mode_change) {
-            Some(crate::agents::ModeChange::Unsupported(why)) => not.push(why),
-            _ => {
-                team.send_protocol(LEAD_NAME, t, &msg, false)?;
-                sent.push(t.clone());
-            }
-        }
-    }
-    let mut text = if sent.is_empty() {
+/// What the dialog says of a mode request.
+fn mode_notice(done: &crate::ops::mail::ModeRequested) -> String {
+    let mode = &done.mode;
+    let mut text = if done.sent.is_empty() {
         format!("mode {mode} not requested")
     } else {
-        format!("mode {mode} requested for {}", sent.join(", "))
+        format!("mode {mode} requested for {}", done.sent.join(", "))
     };
-    if let Some(first) = not.first() {
+    if let Some(first) = done.not.first() {
         text.push_str(&format!("; not for {first}"));
-        if not.len() > 1 {
-            text.push_str(&format!(" (and {} more)", not.len() - 1));
+        if done.not.len() > 1 {
+            text.push_str(&format!(" (and {} more)", done.not.len() - 1));
         }
     }
-    Ok(text)
+    text
 }
 
 impl LeadControl for LeadUi {
@@ -287,16 +237,14 @@ impl LeadControl for LeadUi {
     }
 
     fn perform(&mut self, action: Action) -> Result<Option<String>> {
-        let team = self.team.clone();
-        let opened = self.opened.clone();
         match action {
             Action::Focus(name) => {
                 if self.screens() {
                     return Ok(None); // the dialog zooms itself
                 }
-                let pane = self.pane_of(&name)?;
+                let ops = self.ops();
                 self.in_background(async move {
-                    opened.backend.focus(&pane.id).await?;
+                    ops.focus(&name).await?;
                     Ok(format!("focused @{name}"))
                 });
                 Ok(None)
@@ -326,21 +274,22 @@ impl LeadControl for LeadUi {
             }
             Action::Prune(names) => Ok(Some(self.prune(names))),
             Action::Hide(name) => {
-                let pane = self.pane_of(&name)?;
-                let hiding = self.hiding.clone();
+                let (hiding, ops) = (self.hiding.clone(), self.ops());
                 self.in_background(async move {
                     let _one_at_a_time = hiding.lock().await;
-                    opened.backend.hide(&pane).await?;
-                    set_hidden(&team, &name, Value::Bool(true)).await?;
+                    ops.hide(&name).await?;
                     Ok(format!("hid @{name}"))
                 });
                 Ok(None)
             }
             Action::ShowAll => {
-                self.show_all(team, opened);
+                self.show_all();
                 Ok(None)
             }
-            Action::CycleMode { target, mode } => cycle_mode(&team, target, &mode).map(Some),
+            Action::CycleMode { target, mode } => self
+                .ops()
+                .request_mode(target.as_deref(), &mode)
+                .map(|done| Some(mode_notice(&done))),
             Action::Send { to, text } => {
                 let d = self.ops().send(&to, &text, None, false)?;
                 Ok(Some(format!(

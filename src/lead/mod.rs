@@ -18,9 +18,9 @@ pub mod wake;
 pub mod watch;
 
 use crate::mailbox::Entry;
+use crate::names::LEAD_NAME;
 use crate::protocol::{self, Message};
 use crate::session::{self, Session};
-use crate::names::LEAD_NAME;
 use crate::team::status::recorded_exit;
 use crate::team::{ExitRecord, Member, Team};
 use anyhow::{Context, Result};

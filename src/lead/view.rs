@@ -24,11 +24,11 @@
 
 use super::{Seen, Shared};
 use crate::mailbox::{Entry, EntryKeyRef};
+use crate::names::LEAD_NAME;
 use crate::protocol::Message;
 use crate::tasks::cache::Stamp;
 use crate::tasks::task::task_file_id;
 use crate::tasks::{Task, TaskError, TaskStore};
-use crate::names::LEAD_NAME;
 use crate::team::status::{Facts, PaneSeen, recorded_exit};
 use crate::team::{Member, SwarmField, Team, TeamFile};
 use crate::tui::state::Board;

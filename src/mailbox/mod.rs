@@ -46,8 +46,8 @@ pub use entry::{Entry, EntryKey, EntryKeyRef, InvalidEntry};
 pub use watch::{Changes, InboxWatcher, POLL_EVERY, watch_available};
 
 use crate::atomic_file::{self, DEFAULT_LOCK_TIMEOUT, FileLock, LockError, TempFile, UnsafePath};
-use crate::paths::Root;
 use crate::names::NameError;
+use crate::paths::Root;
 use fault::Hooks;
 #[cfg(test)]
 use fault::Stage;

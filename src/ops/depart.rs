@@ -20,7 +20,7 @@ use crate::names::LEAD_NAME;
 use crate::protocol::{self, Message};
 use crate::session::Session;
 use crate::tasks::Task;
-use crate::team::{Member, RosterError, Team};
+use crate::team::{Member, Team};
 use anyhow::{Context, Result, bail};
 use std::time::{Duration, Instant};
 use swarm_backends::{BackendError, PaneStatus};
@@ -125,19 +125,11 @@ pub async fn leave(
 
 /// `name` as a teammate on the roster (the lead is refused: `down` stops
 /// it with the team).
-fn member(team: &Team, name: &str) -> Result<Member> {
-    let tf = team.roster().read()?;
+fn member(ops: &TeamOps, name: &str) -> Result<Member> {
     if name == LEAD_NAME {
         bail!("the lead is not a teammate; use `swarm down` to stop the whole team");
     }
-    tf.member(name).cloned().ok_or_else(|| {
-        RosterError::NoSuchMember {
-            team: team.name.clone(),
-            name: name.to_string(),
-            members: tf.member_names(),
-        }
-        .into()
-    })
+    ops.member(name)
 }
 
 /// Finds the answer to `request_id` in the lead's inbox or, if the lead
@@ -151,7 +143,7 @@ impl TeamOps {
     /// [`leave`].
     pub async fn kill(&self, name: &str, grace: Duration) -> Result<Left> {
         self.require_own("kill its members")?;
-        let m = member(self.team(), name)?;
+        let m = member(self, name)?;
         let session = self.session()?;
         Ok(leave(self.team(), &session, &[m], grace, false)
             .await?
@@ -163,7 +155,7 @@ impl TeamOps {
     /// (the lead's supervisor, or [`TeamOps::shutdown`] waiting for it).
     pub fn request_shutdown(&self, name: &str, reason: Option<String>) -> Result<String> {
         self.require_own("shut its members down")?;
-        member(self.team(), name)?;
+        member(self, name)?;
         send_shutdown_request(self.team(), name, reason)
     }
 
@@ -179,7 +171,7 @@ impl TeamOps {
     ) -> Result<ShutdownOutcome> {
         self.require_own("shut its members down")?;
         let team = self.team();
-        let m = member(team, name)?;
+        let m = member(self, name)?;
         let session = self.session()?;
         let request_id = send_shutdown_request(team, name, reason)?;
         let deadline = Instant::now() + force_after.unwrap_or(wait);

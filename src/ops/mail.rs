@@ -69,7 +69,48 @@ pub fn check_length(text: &str) -> Result<()> {
     Ok(())
 }
 
+/// What a mode request did: sent to the members whose agent applies it,
+/// not sent (with the reason) to the others.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModeRequested {
+    pub mode: String,
+    pub sent: Vec<String>,
+    /// Why each other member was not asked (its agent would ignore it).
+    pub not: Vec<String>,
+}
+
 impl TeamOps {
+    /// Asks `target` (or every teammate) to switch to permission mode
+    /// `mode` (a `mode_set_request` from the lead): only those whose agent
+    /// applies it (Claude Code drops the request from its inbox); the
+    /// others are named with the reason, never reported as changed.
+    pub fn request_mode(&self, target: Option<&str>, mode: &str) -> Result<ModeRequested> {
+        let tf = self.team().roster().read()?;
+        let targets: Vec<String> = match target {
+            Some(t) => vec![t.to_string()],
+            None => tf.teammates().map(|m| m.name.clone()).collect(),
+        };
+        let msg = crate::protocol::Message::ModeSetRequest(crate::protocol::ModeSetRequest {
+            mode: mode.to_string(),
+            from: self.me().to_string(),
+        });
+        let mut done = ModeRequested {
+            mode: mode.to_string(),
+            sent: Vec::new(),
+            not: Vec::new(),
+        };
+        for t in &targets {
+            match tf.member(t).map(crate::agents::mode_change) {
+                Some(crate::agents::ModeChange::Unsupported(why)) => done.not.push(why),
+                _ => {
+                    self.team().send_protocol(self.me(), t, &msg, false)?;
+                    done.sent.push(t.clone());
+                }
+            }
+        }
+        Ok(done)
+    }
+
     /// The roster, with the acting member on it: a message signed by a
     /// name nobody answers to would mislead its reader, and its replies
     /// would go nowhere.

@@ -19,9 +19,15 @@
 //!   retired.
 //! - [`panes`]: a member's pane: its liveness, the kill ladder, the wait
 //!   for its end.
+//! - [`doctor`]: what is wrong with a team, each with a fix that is true
+//!   for it.
 //! - [`mail`]: sending, reading and waiting on an inbox.
 //! - [`board`]: the task verbs (create, list, get, update, claim, delete).
 //! - [`output`]: what a teammate's pane printed, escapes stripped.
+//! - [`teams`]: the teams under a root: create, delete, list (with whose
+//!   each is).
+//! - [`up`]: bringing a team up, the team's part: created, a spec applied,
+//!   an interrupted start recovered, every reserved member spawned.
 //! - [`work`]: a teammate's worktree: its diff, merging it.
 //! - [`recover`]: what an interrupted `up` or `spawn`, or a rebuilt
 //!   roster, left: marked panes adopted or closed.
@@ -34,6 +40,7 @@
 
 pub mod board;
 pub mod depart;
+pub mod doctor;
 pub mod mail;
 pub mod output;
 pub mod panes;
@@ -42,6 +49,8 @@ pub mod requests;
 pub mod resume;
 pub mod snapshot;
 pub mod spawn;
+pub mod teams;
+pub mod up;
 pub mod work;
 
 pub use snapshot::TeamSnapshot;
@@ -79,6 +88,47 @@ impl TeamOps {
             location,
             session: Mutex::new(None),
         }
+    }
+
+    /// [`TeamOps::new`] for a team that must exist: its roster is read
+    /// now, so a missing or unreadable team is the error (a misspelt team
+    /// is said at once, never taken for an empty one).
+    pub fn existing(location: Location, me: &str) -> Result<TeamOps> {
+        let ops = TeamOps::new(location, me);
+        ops.team.roster().read()?;
+        Ok(ops)
+    }
+
+    /// `name`'s roster entry; one that is not there is
+    /// [`crate::team::RosterError::NoSuchMember`] (exit 1 in every command).
+    pub fn member(&self, name: &str) -> Result<crate::team::Member> {
+        let tf = self.team.roster().read()?;
+        tf.member(name).cloned().ok_or_else(|| {
+            crate::team::RosterError::NoSuchMember {
+                team: self.team.name.clone(),
+                name: name.to_string(),
+                members: tf.member_names(),
+            }
+            .into()
+        })
+    }
+
+    /// The names on the roster, lead first (for "did you mean" notes).
+    pub fn member_names(&self) -> Result<Vec<String>> {
+        Ok(self.team.roster().read()?.member_names())
+    }
+
+    /// Whether `name` has left the team or its pane process ended (as the
+    /// roster records it).
+    pub fn member_gone(&self, name: &str) -> bool {
+        self.team
+            .roster()
+            .read()
+            .map(|tf| {
+                tf.member(name)
+                    .is_none_or(|m| crate::team::status::recorded_exit(m).is_some())
+            })
+            .unwrap_or(true)
     }
 
     /// The team on an already open session (the lead's), acting as `me`.

@@ -5,7 +5,6 @@
 //! model as a control sequence.
 
 use super::TeamOps;
-use crate::team::RosterError;
 use anyhow::{Result, bail};
 use serde::Serialize;
 use std::io::{Read, Seek, SeekFrom};
@@ -48,15 +47,7 @@ impl TeamOps {
     pub async fn output(&self, name: &str, lines: usize) -> Result<Output> {
         let lines = lines.clamp(1, MAX_LINES);
         let team = self.team().clone();
-        let tf = team.roster().read()?;
-        let Some(m) = tf.member(name).cloned() else {
-            return Err(RosterError::NoSuchMember {
-                team: team.name.clone(),
-                name: name.to_string(),
-                members: tf.member_names(),
-            }
-            .into());
-        };
+        let m = self.member(name)?;
         let path = team.root.output(&team.name, name)?;
         if let Some(bytes) = tail(&path, lines as u64 * BYTES_PER_LINE)? {
             return Ok(Output {

@@ -177,3 +177,65 @@ pub async fn pane_statuses(opened: &Session, members: &[Member]) -> Result<Vec<P
     }
     Ok(out)
 }
+
+impl super::TeamOps {
+    /// `name`'s pane as swarm addresses it (its id and mark).
+    pub fn pane_of(&self, name: &str) -> Result<swarm_backends::PaneRef> {
+        let tf = self.team().roster().read()?;
+        match tf.member(name) {
+            Some(m) => match member_pane(m) {
+                Some(p) => Ok(p),
+                None => anyhow::bail!("{name} has no pane"),
+            },
+            None => anyhow::bail!("{name} is not on the roster"),
+        }
+    }
+
+    /// Hides `name`'s pane (parked out of the lead's window) and records
+    /// it on the roster.
+    pub async fn hide(&self, name: &str) -> Result<()> {
+        self.require_own("hide its panes")?;
+        let pane = self.pane_of(name)?;
+        self.session()?.backend.hide(&pane).await?;
+        self.set_hidden(name, true).await
+    }
+
+    /// Shows every hidden pane again; how many.
+    pub async fn show_all(&self) -> Result<usize> {
+        self.require_own("show its panes")?;
+        let session = self.session()?;
+        let tf = self.team().roster().read()?;
+        let hidden: Vec<&Member> = tf.teammates().filter(|m| m.hidden()).collect();
+        for m in &hidden {
+            if let Some(pane) = member_pane(m) {
+                session.backend.show(&pane).await?;
+            }
+            self.set_hidden(&m.name, false).await?;
+        }
+        Ok(hidden.len())
+    }
+
+    /// Makes `name`'s pane the current one.
+    pub async fn focus(&self, name: &str) -> Result<()> {
+        let pane = self.pane_of(name)?;
+        Ok(self.session()?.backend.focus(&pane.id).await?)
+    }
+
+    /// Records whether `name`'s pane is hidden, off the async worker (the
+    /// roster write may wait on its lock).
+    async fn set_hidden(&self, name: &str, hidden: bool) -> Result<()> {
+        let name = name.to_string();
+        let value = if hidden {
+            serde_json::Value::Bool(true)
+        } else {
+            serde_json::Value::Null
+        };
+        self.blocking(move |team| {
+            team.roster().update_member(&name, |m| {
+                m.set_swarm_field(crate::team::SwarmField::Hidden, value)
+            })?;
+            Ok(())
+        })
+        .await
+    }
+}

@@ -260,6 +260,67 @@ impl TeamOps {
     }
 }
 
+impl TeamOps {
+    /// The acting teammate asks the lead to approve `plan` (a
+    /// `plan_approval_request`, as the runtime's plan mode sends); returns
+    /// its request id. The answer comes with [`TeamOps::wait_plan_answer`].
+    pub fn ask_plan(&self, plan: &str) -> Result<String> {
+        let me = self.me();
+        if me == LEAD_NAME {
+            bail!("the lead approves plans; ask as a teammate (--as NAME or SWARM_AGENT_NAME)");
+        }
+        self.roster_with_me()?;
+        let team = self.team();
+        let request_id = protocol::plan_approval_request_id(crate::clock::now_ms(), me, &team.name);
+        let msg = Message::PlanApprovalRequest(protocol::PlanApprovalRequest {
+            from: me.to_string(),
+            timestamp: crate::clock::now_iso(),
+            plan_file_path: String::new(),
+            plan_content: plan.to_string(),
+            request_id: request_id.clone(),
+        });
+        team.send_protocol(me, LEAD_NAME, &msg, false)?;
+        Ok(request_id)
+    }
+
+    /// The lead's answer to the acting member's request `request_id`: from
+    /// its inbox (consumed there) or its history (a runtime consumed it
+    /// first); `None` after `within`. Woken by the inbox's file events.
+    pub fn wait_plan_answer(
+        &self,
+        request_id: &str,
+        within: std::time::Duration,
+    ) -> Result<Option<protocol::PlanApprovalResponse>> {
+        let (me, mb) = (self.me(), self.team().mailbox());
+        let watcher = mb.watch()?;
+        let deadline = std::time::Instant::now() + within;
+        let answer_in = |entries: &[Entry]| {
+            entries.iter().find_map(|e| match e.protocol() {
+                Some(Message::PlanApprovalResponse(r))
+                    if r.request_id == request_id && e.from == LEAD_NAME =>
+                {
+                    Some((e.key(), r))
+                }
+                _ => None,
+            })
+        };
+        loop {
+            if let Some((key, r)) = answer_in(&mb.read(me)?.entries) {
+                mb.consume(me, &[key])?;
+                return Ok(Some(r));
+            }
+            if let Some((_, r)) = answer_in(&mb.history(me)?) {
+                return Ok(Some(r));
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            watcher.wait(left.min(std::time::Duration::from_secs(1)));
+        }
+    }
+}
+
 /// [`TeamOps::answer`], on the files.
 pub fn answer(
     team: &Team,

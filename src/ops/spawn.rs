@@ -207,6 +207,27 @@ fn touch_private(path: &Path, truncate: bool) -> Result<()> {
     Ok(())
 }
 
+/// " in window 2 (the lead's window is full)" for a pane placed apart.
+pub fn apart_note(apart: Option<&str>) -> String {
+    match apart {
+        Some(w) => format!(
+            " in {} (the lead's window is full)",
+            crate::text::escape_line(w)
+        ),
+        None => String::new(),
+    }
+}
+
+/// "; passed by name: A, B" (the variables taken from the spawner's
+/// environment; names only), or nothing.
+pub fn passed_note(names: &[String]) -> String {
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!("; passed by name: {}", names.join(", "))
+    }
+}
+
 fn pane_id_only<S: serde::Serializer>(pane: &PaneRef, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(pane.id.as_str())
 }

@@ -12,8 +12,8 @@
 use crate::atomic_file::{self, FileLock};
 use crate::clock;
 use crate::json_text;
-use crate::paths::Root;
 use crate::names::{self, LEAD_NAME, NameError};
+use crate::paths::Root;
 use crate::team::owner::{OwnerRecord, Ownership};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

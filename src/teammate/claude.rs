@@ -4,8 +4,8 @@
 
 use crate::clock;
 use crate::context::Exit;
-use crate::protocol::{IdleNotification, IdleReason, Message};
 use crate::names::LEAD_NAME;
+use crate::protocol::{IdleNotification, IdleReason, Message};
 use crate::team::{Member, Team};
 use anyhow::{Result, anyhow};
 use std::path::PathBuf;

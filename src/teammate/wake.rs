@@ -34,9 +34,9 @@
 
 use crate::mailbox::doorbell::{self, Doorbell};
 use crate::mailbox::{Changes, InboxWatcher};
+use crate::names::member_from_file_stem;
 use crate::tasks::parse_id;
 use crate::team::Team;
-use crate::names::member_from_file_stem;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::path::PathBuf;

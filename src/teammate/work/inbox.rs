@@ -7,9 +7,9 @@
 use super::{LOCK_PATIENCE, Runtime, Work, is_lead};
 use crate::clock;
 use crate::mailbox::{Entry, Mailbox};
+use crate::names::LEAD_NAME;
 use crate::protocol::{Message, ModeSetRequest, ShutdownRejected};
 use crate::tasks::{Claim, parse_id};
-use crate::names::LEAD_NAME;
 use crate::teammate::inflight::MessageRef;
 use anyhow::Result;
 

@@ -6,9 +6,9 @@
 use super::{Flow, Runtime, clip, is_lead};
 use crate::clock;
 use crate::mailbox::MAX_TEXT_BYTES;
+use crate::names::LEAD_NAME;
 use crate::tasks::{Status, TaskError};
 use crate::team::RosterError;
-use crate::names::LEAD_NAME;
 use crate::teammate::Wakeups;
 use crate::teammate::inflight::{Found, Inflight, Outcome, Post, Stage, Unit};
 use anyhow::Result;

@@ -6,9 +6,9 @@
 use super::{Flow, Gate, IDLE_WAIT, OUTPUT_META_BYTES, Runtime, clip};
 use crate::agents::process::{Finished, tail_of};
 use crate::clock;
+use crate::names::LEAD_NAME;
 use crate::protocol::{self, Message, PlanApprovalRequest};
 use crate::tasks::{Status, Task, TaskUpdate};
-use crate::names::LEAD_NAME;
 use crate::teammate::Wakeups;
 use crate::teammate::inflight::{Outcome, Post, Stage, Unit};
 use anyhow::{Result, anyhow};

@@ -6,10 +6,10 @@ use super::{RESULT_CHARS, Runtime};
 use crate::clock;
 use crate::context::Exit;
 use crate::mailbox::Entry;
+use crate::names::LEAD_NAME;
 use crate::protocol::{
     CompletedStatus, IdleNotification, IdleReason, Message, ShutdownApproved, ShutdownRequest,
 };
-use crate::names::LEAD_NAME;
 use anyhow::{Result, anyhow};
 
 impl Runtime {

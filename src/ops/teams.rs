@@ -1,0 +1,48 @@
+//! The teams under a root: creating one (swarm's own from then on, see
+//! `team::owner`), deleting one swarm started, and listing them all with
+//! whose each is.
+
+use crate::paths::Root;
+use crate::team::{Ownership, Roster};
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::path::Path;
+
+/// A team under the root.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TeamEntry {
+    pub name: String,
+    /// swarm did not start it (Claude Code's, say): read-only to swarm.
+    pub foreign: bool,
+}
+
+/// Creates team `name`: a roster holding only the lead (working in `cwd`),
+/// its inbox and task directories, and swarm's record that it started it.
+pub fn create(root: &Root, name: &str, description: Option<&str>, cwd: &Path) -> Result<()> {
+    Roster::new(root, name)
+        .create(description, &cwd.to_string_lossy())
+        .with_context(|| format!("creating team {}", crate::names::shown(name)))?;
+    Ok(())
+}
+
+/// Deletes team `name` (refused while a teammate is active unless
+/// `force`, and always for a team swarm did not start).
+pub fn delete(root: &Root, name: &str, force: bool) -> Result<()> {
+    Roster::new(root, name)
+        .delete(force)
+        .with_context(|| format!("deleting team {}", crate::names::shown(name)))?;
+    Ok(())
+}
+
+/// Every team under the root, sorted by name.
+pub fn list(root: &Root) -> Result<Vec<TeamEntry>> {
+    let teams = crate::team::list_teams(root)
+        .with_context(|| format!("listing teams under {}", root.dir().display()))?;
+    Ok(teams
+        .into_iter()
+        .map(|name| TeamEntry {
+            foreign: !Ownership::of(root, &name).is_swarm(),
+            name,
+        })
+        .collect())
+}
