@@ -104,29 +104,12 @@ impl PaneMark {
     }
 }
 
-/// 128 random bits as 32 hex digits.
+/// 128 bits from the OS's random source (`getrandom(2)` on Linux, through
+/// the `getrandom` crate) as 32 lowercase hex digits.
 pub fn new_nonce() -> String {
-    use std::io::Read;
     let mut bytes = [0u8; 16];
-    let from_os = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
-    if from_os.is_err() {
-        // No /dev/urandom: hash the time, the pid and a counter with the
-        // std's randomly keyed hasher (unique, if not cryptographic).
-        use std::hash::{BuildHasher, Hasher};
-        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        for half in bytes.chunks_mut(8) {
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u128(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos())
-                    .unwrap_or(0),
-            );
-            h.write_u32(std::process::id());
-            h.write_u64(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-            half.copy_from_slice(&h.finish().to_le_bytes());
-        }
-    }
+    getrandom::fill(&mut bytes)
+        .expect("the OS's random source answers (getrandom falls back to /dev/urandom itself)");
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -769,6 +752,25 @@ mod tests {
 
     fn facts() -> EnvFacts {
         EnvFacts::default()
+    }
+
+    #[test]
+    fn a_nonce_is_32_lowercase_hex_digits_and_never_repeats() {
+        let nonces: std::collections::BTreeSet<String> = (0..1000).map(|_| new_nonce()).collect();
+        assert_eq!(nonces.len(), 1000, "a nonce came twice");
+        for n in &nonces {
+            assert!(
+                n.len() == 32 && n.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f')),
+                "{n:?}"
+            );
+        }
+        // Every bit is random (no version bits as in a UUID v4): each of
+        // the 32 digits takes more than one value over the thousand.
+        for i in 0..32 {
+            let seen: std::collections::BTreeSet<u8> =
+                nonces.iter().map(|n| n.as_bytes()[i]).collect();
+            assert!(seen.len() > 1, "digit {i} is fixed");
+        }
     }
 
     #[test]
