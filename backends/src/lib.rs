@@ -12,8 +12,10 @@
 //! - [`error`] — [`BackendError`].
 //! - [`command`] — running an external program with a timeout.
 //! - [`process`] — signals to process groups (the kill ladder's mechanics).
-//! - [`tmux`] — the tmux backend; [`tmux::commands`] builds every tmux argv and
-//!   parses every `-F` output.
+//! - [`tmux`] — the tmux backend; its command files build every tmux argv
+//!   and parse every `-F` output, one per noun ([`tmux::panes`],
+//!   [`tmux::sessions`], [`tmux::layout`], [`tmux::options`]) on the rules of
+//!   [`tmux::commands`].
 //! - [`in_process`] — panes hosted in PTYs inside the lead.
 //! - [`iterm2`], [`windows_terminal`] — argv builders and parsers for macOS and
 //!   Windows terminals; [`pidfile`] — the pid records they rely on.

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::{TmuxBackend, commands};
+use super::{TmuxBackend, commands, panes};
 use crate::error::{BackendError, Result};
 use crate::{PaneRef, process};
 
@@ -17,14 +17,14 @@ const CHAIN_TRIES: usize = 3;
 type Outcomes = Vec<Option<Result<()>>>;
 
 /// The panes to kill, each with its index among the panes asked for.
-type Targets = Vec<(usize, commands::PaneRow)>;
+type Targets = Vec<(usize, panes::PaneRow)>;
 
 impl TmuxBackend {
     /// `kill_all` once the server's panes are listed in `rows`.
     pub(super) async fn kill_listed(
         &self,
         panes: &[PaneRef],
-        rows: &[commands::PaneRow],
+        rows: &[panes::PaneRow],
         grace: Duration,
     ) -> Vec<Result<()>> {
         let (mut out, targets) = sort_targets(panes, rows);
@@ -45,7 +45,7 @@ impl TmuxBackend {
                 }));
             }
         }
-        let closing: Vec<&commands::PaneRow> = targets
+        let closing: Vec<&panes::PaneRow> = targets
             .iter()
             .filter(|(i, _)| out[*i].is_none())
             .map(|(_, r)| r)
@@ -88,8 +88,8 @@ impl TmuxBackend {
     /// closed one by one (a `down` of 32 racing its lead ran 32 clients).
     /// A pane that is already gone is fine: [`Self::await_closed`] checks
     /// what is left.
-    async fn close_rows(&self, closing: &[&commands::PaneRow]) {
-        let mut left: Vec<&commands::PaneRow> = closing.to_vec();
+    async fn close_rows(&self, closing: &[&panes::PaneRow]) {
+        let mut left: Vec<&panes::PaneRow> = closing.to_vec();
         for _ in 0..CHAIN_TRIES {
             if left.is_empty() || self.kill_chained(&left).await {
                 left.clear();
@@ -111,10 +111,10 @@ impl TmuxBackend {
     }
 
     /// `kill-pane` of each row, in one tmux call; true when every one ran.
-    async fn kill_chained(&self, rows: &[&commands::PaneRow]) -> bool {
+    async fn kill_chained(&self, rows: &[&panes::PaneRow]) -> bool {
         let cmds: Vec<Vec<String>> = rows
             .iter()
-            .filter_map(|r| commands::kill_pane(&r.pane).ok())
+            .filter_map(|r| panes::kill_pane(&r.pane).ok())
             .collect();
         match commands::chain(cmds) {
             Ok(argv) => self
@@ -130,14 +130,14 @@ impl TmuxBackend {
     /// its process dead; each one still there gets a `KillFailed` in `out`.
     async fn await_closed(
         &self,
-        closing: &[&commands::PaneRow],
+        closing: &[&panes::PaneRow],
         targets: &Targets,
         out: &mut Outcomes,
     ) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
         loop {
             let listed = self.rows().await.unwrap_or_default();
-            let left: Vec<&&commands::PaneRow> = closing
+            let left: Vec<&&panes::PaneRow> = closing
                 .iter()
                 .filter(|r| {
                     listed.iter().any(|l| l.pane == r.pane) || process::process_alive(r.pid)
@@ -172,7 +172,7 @@ impl TmuxBackend {
 /// Sorts the panes asked for: a bad id is its error, a pane not listed is
 /// already gone (done), a pane without its mark is not ours (refused); the
 /// rest are the targets, their results still open.
-fn sort_targets(panes: &[PaneRef], rows: &[commands::PaneRow]) -> (Outcomes, Targets) {
+fn sort_targets(panes: &[PaneRef], rows: &[panes::PaneRow]) -> (Outcomes, Targets) {
     let mut out: Outcomes = Vec::with_capacity(panes.len());
     let mut targets: Targets = Vec::new();
     for (i, pane) in panes.iter().enumerate() {
@@ -220,7 +220,7 @@ mod tests {
             mine.push(backend.spawn(&spec).await.expect("spawn").id);
         }
         let rows = backend.rows().await.expect("listing");
-        let closing: Vec<&super::commands::PaneRow> = mine
+        let closing: Vec<&super::panes::PaneRow> = mine
             .iter()
             .map(|p| rows.iter().find(|r| &r.pane == p).expect("listed"))
             .collect();

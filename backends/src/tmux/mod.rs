@@ -4,11 +4,16 @@
 //! `@swarm_color` read by a window-level border format, and killed with the
 //! signal ladder on the pane's process group. Every call goes through
 //! [`crate::command::Invocation`] with a timeout; every argv comes from
-//! [`commands`].
+//! the command files, one per noun: [`panes`], [`sessions`] (and windows),
+//! [`layout`], [`options`], on the rules of [`commands`].
 
 pub mod commands;
 mod kill;
+pub mod layout;
+pub mod options;
+pub mod panes;
 mod place;
+pub mod sessions;
 
 use place::rejoin_target;
 pub use place::{SplitPlan, plan_split, tiled_fits};
@@ -26,9 +31,10 @@ use crate::{
     BackendKind, Capabilities, PaneBackendExecutor, PaneId, PaneMark, PaneRef, PaneStatus,
     Placement, SpawnSpec,
 };
-use commands::{Launch, WindowPane};
+use layout::WindowPane;
+use panes::Launch;
 
-/// Builds the commands that finish a new pane (see [`commands::finish_pane`])
+/// Builds the commands that finish a new pane (see [`panes::finish_pane`])
 /// for a target: `None` is the command list's current pane.
 type Finish<'a> = dyn Fn(Option<&str>) -> Result<Vec<Vec<String>>> + Send + Sync + 'a;
 
@@ -107,7 +113,7 @@ impl TmuxServer {
 }
 
 /// The status of `pane` in a `list-panes` listing.
-fn row_status(rows: &[commands::PaneRow], pane: &PaneRef) -> PaneStatus {
+fn row_status(rows: &[panes::PaneRow], pane: &PaneRef) -> PaneStatus {
     match rows.iter().find(|r| r.pane == pane.id) {
         None => PaneStatus::Gone,
         Some(r) if !r.carries(&pane.nonce) => PaneStatus::Foreign,
@@ -255,7 +261,7 @@ impl TmuxBackend {
         };
         let output = spec.output.as_deref();
         let finish = |target: Option<&str>| {
-            commands::finish_pane(
+            panes::finish_pane(
                 target,
                 &spec.mark,
                 &spec.title,
@@ -285,10 +291,10 @@ impl TmuxBackend {
                 }
                 let target = commands::window_target(name, None)?;
                 let mut cmds = vec![
-                    commands::new_session(name, &launch)?,
-                    commands::mark_session(name, &spec.mark.nonce)?,
-                    commands::set_window_remain_on_exit(&target, true),
-                    commands::border_status_top(Some(&target)),
+                    sessions::new_session(name, &launch)?,
+                    sessions::mark_session(name, &spec.mark.nonce)?,
+                    options::set_window_remain_on_exit(&target, true),
+                    options::border_status_top(Some(&target)),
                 ];
                 cmds.extend(finish(Some(&target))?);
                 self.run_spawn(cmds).await?.0
@@ -300,7 +306,7 @@ impl TmuxBackend {
 
     /// The row of `pane` if it carries `nonce`; `Ok(None)` when the pane is
     /// gone; [`BackendError::NotOurs`] when a pane with that id lacks it.
-    async fn own_row(&self, pane: &PaneRef) -> Result<Option<commands::PaneRow>> {
+    async fn own_row(&self, pane: &PaneRef) -> Result<Option<panes::PaneRow>> {
         commands::check_pane_id(&pane.id)?;
         let rows = self.rows().await?;
         match rows.into_iter().find(|r| r.pane == pane.id) {
@@ -326,7 +332,7 @@ impl TmuxBackend {
             let Ok(pane) = pane else {
                 return Err(SplitError::NotCreated(inv.failed(&out)));
             };
-            let kill = commands::chain(vec![commands::kill_pane(&pane)?])?;
+            let kill = commands::chain(vec![panes::kill_pane(&pane)?])?;
             // Deliberate ignore (swarm's `logging::ignore` is out of this
             // crate's reach): the split's own failure is the error reported.
             let _ = self.invocation(kill).output().await;
@@ -339,18 +345,18 @@ impl TmuxBackend {
     /// True when the server has a session with exactly this name.
     async fn session_exists(&self, name: &str) -> Result<bool> {
         let out = self
-            .invocation(commands::chain(vec![commands::has_session(name)?])?)
+            .invocation(commands::chain(vec![sessions::has_session(name)?])?)
             .output()
             .await?;
         Ok(out.success())
     }
 
     /// Every pane row on the server; an absent server has no panes.
-    async fn rows(&self) -> Result<Vec<commands::PaneRow>> {
-        let inv = self.invocation(commands::chain(vec![commands::list_panes_all()])?);
+    async fn rows(&self) -> Result<Vec<panes::PaneRow>> {
+        let inv = self.invocation(commands::chain(vec![panes::list_panes_all()])?);
         let out = inv.output().await?;
         if out.success() {
-            commands::parse_pane_rows(&out.stdout)
+            panes::parse_pane_rows(&out.stdout)
         } else if commands::is_no_server(&out.stderr) {
             Ok(Vec::new())
         } else {
@@ -509,7 +515,7 @@ impl PaneBackendExecutor for TmuxBackend {
             })?;
         }
         let sibling = self.column_sibling(pane).await;
-        let inv = self.invocation(commands::chain(vec![commands::kill_pane(pane)?])?);
+        let inv = self.invocation(commands::chain(vec![panes::kill_pane(pane)?])?);
         let out = inv.output().await?;
         if !out.success()
             && !commands::is_missing_target(&out.stderr)
@@ -541,7 +547,7 @@ impl PaneBackendExecutor for TmuxBackend {
     }
 
     async fn restore_host(&self, host: &PaneId) -> Result<()> {
-        let inv = self.invocation(commands::chain(vec![commands::show_window_options(host)?])?);
+        let inv = self.invocation(commands::chain(vec![options::show_window_options(host)?])?);
         let out = inv.output().await?;
         if !out.success() {
             // The pane or the server is gone: nothing left to put back.
@@ -550,7 +556,7 @@ impl PaneBackendExecutor for TmuxBackend {
             }
             return Err(inv.failed(&out));
         }
-        let cmds = commands::restore_window(host, &out.stdout)?;
+        let cmds = options::restore_window(host, &out.stdout)?;
         if cmds.is_empty() {
             return Ok(());
         }
@@ -575,12 +581,12 @@ impl PaneBackendExecutor for TmuxBackend {
         };
         let target = commands::window_target(name, None)?;
         let mut cmds = vec![
-            commands::new_session(name, &launch)?,
-            commands::mark_session(name, &lead.mark.nonce)?,
-            commands::set_window_remain_on_exit(&target, true),
-            commands::border_status_top(Some(&target)),
+            sessions::new_session(name, &launch)?,
+            sessions::mark_session(name, &lead.mark.nonce)?,
+            options::set_window_remain_on_exit(&target, true),
+            options::border_status_top(Some(&target)),
         ];
-        cmds.extend(commands::finish_pane(
+        cmds.extend(panes::finish_pane(
             Some(&target),
             &lead.mark,
             &lead.title,
@@ -610,8 +616,8 @@ impl PaneBackendExecutor for TmuxBackend {
         // `has-session` first in the same call: `show-options -q` answers ""
         // for a missing session too, and the chain stops at a missing one.
         let inv = self.invocation(commands::chain(vec![
-            commands::has_session(name)?,
-            commands::session_mark(name)?,
+            sessions::has_session(name)?,
+            sessions::session_mark(name)?,
         ])?);
         let out = inv.output().await?;
         if !out.success() {
@@ -627,7 +633,7 @@ impl PaneBackendExecutor for TmuxBackend {
                 "does not carry swarm's mark for this team (not created by it); left untouched",
             ));
         }
-        let inv = self.invocation(commands::chain(vec![commands::kill_session(name)?])?);
+        let inv = self.invocation(commands::chain(vec![sessions::kill_session(name)?])?);
         let out = inv.output().await?;
         if out.success()
             || commands::is_missing_target(&out.stderr)
@@ -642,7 +648,7 @@ impl PaneBackendExecutor for TmuxBackend {
     fn attach_argv(&self, session: &str) -> Result<Vec<String>> {
         let mut argv = vec![self.program.clone()];
         argv.extend(self.server.global_args());
-        argv.extend(commands::chain(vec![commands::attach_session(session)?])?);
+        argv.extend(commands::chain(vec![sessions::attach_session(session)?])?);
         Ok(argv)
     }
 
@@ -655,7 +661,7 @@ impl PaneBackendExecutor for TmuxBackend {
     }
 
     async fn focus(&self, pane: &PaneId) -> Result<()> {
-        self.tmux_chain(commands::focus(pane)?).await.map(drop)
+        self.tmux_chain(panes::focus(pane)?).await.map(drop)
     }
 
     async fn hide(&self, pane: &PaneRef) -> Result<()> {
@@ -668,7 +674,7 @@ impl PaneBackendExecutor for TmuxBackend {
         let pane = &pane.id;
         let window = self.window_of(pane).await?;
         let beside = rejoin_target(&window, pane);
-        self.tmux(commands::break_pane(pane)?).await?;
+        self.tmux(sessions::break_pane(pane)?).await?;
         self.forget_layouts().await;
         if let Some(beside) = beside {
             self.state.lock().await.hidden.insert(pane.clone(), beside);
@@ -707,9 +713,9 @@ impl PaneBackendExecutor for TmuxBackend {
             .first()
             .map(|p| p.pane.clone());
         let join = if main.as_ref() == Some(&target) {
-            commands::join_pane_right(pane, &target)?
+            sessions::join_pane_right(pane, &target)?
         } else {
-            commands::join_pane(pane, &target)?
+            sessions::join_pane(pane, &target)?
         };
         self.tmux(join).await?;
         self.forget_layouts().await;
@@ -717,20 +723,18 @@ impl PaneBackendExecutor for TmuxBackend {
         if self.state.lock().await.lead.is_some() {
             return self.rebalance().await;
         }
-        self.tmux(commands::select_layout_even(pane)?)
-            .await
-            .map(drop)
+        self.tmux(layout::select_layout_even(pane)?).await.map(drop)
     }
 
     async fn set_title(&self, pane: &PaneId, title: &str) -> Result<()> {
-        self.tmux(commands::set_title(pane, title)?).await.map(drop)
+        self.tmux(options::set_title(pane, title)?).await.map(drop)
     }
 
     async fn set_color(&self, pane: &PaneId, color: &str) -> Result<()> {
         if !crate::PALETTE.contains(&color) {
             return Err(BackendError::invalid("colour", color, "not a palette name"));
         }
-        self.tmux(commands::set_color(pane, color)?).await.map(drop)
+        self.tmux(options::set_color(pane, color)?).await.map(drop)
     }
 
     async fn rebalance(&self) -> Result<()> {
@@ -745,25 +749,22 @@ impl PaneBackendExecutor for TmuxBackend {
             return Ok(());
         }
         self.tmux_chain(vec![
-            commands::select_layout(&row.window_id, "main-vertical"),
-            commands::resize_pane_width(&lead, row.window_width * LEAD_PERCENT / 100)?,
+            layout::select_layout(&row.window_id, "main-vertical"),
+            layout::resize_pane_width(&lead, row.window_width * LEAD_PERCENT / 100)?,
         ])
         .await
         .map(drop)
     }
 
     async fn capture(&self, pane: &PaneId) -> Result<String> {
-        Ok(self
-            .tmux(commands::capture_pane(pane, false)?)
-            .await?
-            .stdout)
+        Ok(self.tmux(panes::capture_pane(pane, false)?).await?.stdout)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use commands::parse_window_panes;
+    use layout::parse_window_panes;
 
     #[test]
     fn a_hidden_pane_rejoins_its_column_not_the_lead() {

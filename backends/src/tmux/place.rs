@@ -5,8 +5,10 @@
 //! (a shown pane rejoins its column, a closed one's column is evened out).
 //! The plans are pure functions, tested on recorded layouts.
 
-use super::commands::{self, Launch, Split, WindowPane};
+use super::layout::{self, WindowPane};
+use super::panes::{self, Launch, Split};
 use super::{Finish, LEAD_PERCENT, MIN_COLS, MIN_ROWS, SplitError, TmuxBackend};
+use super::{commands, options, sessions};
 use crate::PaneId;
 use crate::error::{BackendError, Result};
 
@@ -88,19 +90,19 @@ impl TmuxBackend {
     /// out again (gone meanwhile) keeps tmux's layout, uneven but whole,
     /// so the error is not the kill's.
     pub(super) async fn even_out(&self, sibling: Option<PaneId>) {
-        if let Some(Ok(argv)) = sibling.as_ref().map(commands::select_layout_even) {
+        if let Some(Ok(argv)) = sibling.as_ref().map(layout::select_layout_even) {
             let _uneven_at_worst = self.tmux(argv).await;
         }
     }
 
     pub(super) async fn window_of(&self, pane: &PaneId) -> Result<Vec<WindowPane>> {
-        let out = self.tmux(commands::list_window_panes(pane)?).await?;
-        commands::parse_window_panes(&out.stdout)
+        let out = self.tmux(layout::list_window_panes(pane)?).await?;
+        layout::parse_window_panes(&out.stdout)
     }
 
     pub(super) async fn next_window_index(&self, session: &str) -> Result<u32> {
-        let out = self.tmux(commands::list_window_indexes(session)?).await?;
-        commands::parse_next_window_index(&out.stdout)
+        let out = self.tmux(sessions::list_window_indexes(session)?).await?;
+        sessions::parse_next_window_index(&out.stdout)
     }
 
     /// A new window in `session`, remain-on-exit set before the program can
@@ -116,9 +118,9 @@ impl TmuxBackend {
         // One invocation: tmux runs the queue before it handles the child's
         // exit, so the option is in place whatever the program does.
         let mut cmds = vec![
-            commands::new_window(session, index, "swarm", launch)?,
-            commands::set_window_remain_on_exit(&target, true),
-            commands::border_status_top(Some(&target)),
+            sessions::new_window(session, index, "swarm", launch)?,
+            options::set_window_remain_on_exit(&target, true),
+            options::border_status_top(Some(&target)),
         ];
         cmds.extend(finish(Some(&target))?);
         Ok(self.run_spawn(cmds).await?.0)
@@ -174,12 +176,12 @@ impl TmuxBackend {
                 // The lead's window may be the user's: only pane options
                 // go on the new pane, and the one window option swarm needs
                 // (titles on the borders) is saved first, for restore_host.
-                let shown = self.tmux(commands::show_window_options(lead)?).await?;
-                let mut cmds = commands::save_border(lead, &shown.stdout)?;
-                cmds.push(commands::border_status_top(Some(commands::check_pane_id(
+                let shown = self.tmux(options::show_window_options(lead)?).await?;
+                let mut cmds = options::save_border(lead, &shown.stdout)?;
+                cmds.push(options::border_status_top(Some(commands::check_pane_id(
                     lead,
                 )?)));
-                cmds.push(commands::split_window(
+                cmds.push(panes::split_window(
                     lead,
                     Split::Horizontal {
                         percent: (100 - LEAD_PERCENT) as u8,
@@ -189,7 +191,7 @@ impl TmuxBackend {
                 cmds
             }
             SplitPlan::Column { below } => {
-                vec![commands::split_window(&below, Split::Vertical, launch)?]
+                vec![panes::split_window(&below, Split::Vertical, launch)?]
             }
             SplitPlan::Overflow => {
                 let pane = self.spawn_overflow(&session, launch, finish).await?;
@@ -201,19 +203,16 @@ impl TmuxBackend {
         };
         // The new pane is the list's current pane until the focus goes back.
         cmds.extend(finish(None)?);
-        cmds.push(commands::restore_focus());
-        cmds.push(commands::select_layout(
-            &lead_row.window_id,
-            "main-vertical",
-        ));
-        cmds.push(commands::resize_pane_width(
+        cmds.push(panes::restore_focus());
+        cmds.push(layout::select_layout(&lead_row.window_id, "main-vertical"));
+        cmds.push(layout::resize_pane_width(
             lead,
             window_width * LEAD_PERCENT / 100,
         )?);
         // The window as this split leaves it, for the next split of a burst.
-        cmds.push(commands::list_window_panes(lead)?);
+        cmds.push(layout::list_window_panes(lead)?);
         let (pane, rest) = self.run_spawn(cmds).await?;
-        if let Ok(after) = commands::parse_window_panes(&rest)
+        if let Ok(after) = layout::parse_window_panes(&rest)
             && after.iter().any(|p| &p.pane == lead)
         {
             self.state.lock().await.window = Some((lead.clone(), after));
@@ -251,10 +250,10 @@ impl TmuxBackend {
             }
             let all = match full {
                 true => None,
-                false => Some(self.tmux(commands::list_panes_window(&window_id)).await),
+                false => Some(self.tmux(layout::list_panes_window(&window_id)).await),
             };
             if let Some(Ok(out)) = all {
-                let panes = commands::parse_window_panes(&out.stdout)?;
+                let panes = layout::parse_window_panes(&out.stdout)?;
                 if let Some(pane) = self
                     .split_overflow(&window_id, panes, launch, finish)
                     .await?
@@ -293,13 +292,13 @@ impl TmuxBackend {
             return Ok(None);
         }
         let last = panes.last().unwrap_or(first).pane.clone();
-        let mut cmds = vec![commands::split_window(&last, Split::Vertical, launch)?];
+        let mut cmds = vec![panes::split_window(&last, Split::Vertical, launch)?];
         cmds.extend(finish(None)?);
-        cmds.push(commands::restore_focus());
-        cmds.push(commands::select_layout(window_id, "tiled"));
-        cmds.push(commands::list_panes_window(window_id));
+        cmds.push(panes::restore_focus());
+        cmds.push(layout::select_layout(window_id, "tiled"));
+        cmds.push(layout::list_panes_window(window_id));
         let (pane, rest) = self.run_spawn(cmds).await?;
-        if let Ok(after) = commands::parse_window_panes(&rest)
+        if let Ok(after) = layout::parse_window_panes(&rest)
             && after.iter().any(|p| p.pane == pane)
         {
             self.state.lock().await.overflow_panes = Some(after);

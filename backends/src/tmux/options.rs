@@ -1,0 +1,234 @@
+//! Options and styling: a pane's title and colour, the window-level border
+//! format that shows them, `remain-on-exit`, and the border status of a
+//! window swarm did not create, saved before swarm sets it and put back
+//! after (`show-options` parsed by [`parse_option`]).
+
+use super::commands::{check_arg, check_pane_id, escape_format, set_option, targeted};
+use crate::PaneId;
+use crate::error::Result;
+
+/// The window option in which swarm keeps the `pane-border-status` a window
+/// it did not create had before swarm set it (`-` for "not set"), so that
+/// [`restore_window`] can put it back.
+pub const SAVED_BORDER_OPTION: &str = "@swarm_saved_border";
+
+/// The window-level border format that shows each pane's title in its
+/// `@swarm_color` (per-pane border styles need tmux 3.7).
+pub const BORDER_FORMAT: &str = "#[fg=#{@swarm_color},bold] #{pane_title} #[default]";
+
+/// The tmux colour for a palette name: purple→magenta, orange→colour208,
+/// pink→colour205, others unchanged.
+pub fn tmux_colour(name: &str) -> &str {
+    match name {
+        "purple" => "magenta",
+        "orange" => "colour208",
+        "pink" => "colour205",
+        other => other,
+    }
+}
+
+/// `set-option -w -t TARGET remain-on-exit on|off` (window level: new panes
+/// of the window inherit it).
+pub fn set_window_remain_on_exit(target: &str, on: bool) -> Vec<String> {
+    set_option(
+        "-w",
+        target,
+        "remain-on-exit",
+        if on { "on" } else { "off" },
+    )
+}
+
+/// `set-option -p -t PANE remain-on-exit on|off`.
+pub fn set_pane_remain_on_exit(pane: &PaneId, on: bool) -> Result<Vec<String>> {
+    Ok(set_option(
+        "-p",
+        check_pane_id(pane)?,
+        "remain-on-exit",
+        if on { "on" } else { "off" },
+    ))
+}
+
+/// `select-pane -t PANE -T TITLE` (the title is a format: `#` is escaped).
+pub fn set_title(pane: &PaneId, title: &str) -> Result<Vec<String>> {
+    Ok(vec![
+        "select-pane".to_string(),
+        "-t".to_string(),
+        check_pane_id(pane)?.to_string(),
+        "-T".to_string(),
+        escape_format(title),
+    ])
+}
+
+/// `set-option -p -t PANE @swarm_color COLOUR` (palette name mapped).
+pub fn set_color(pane: &PaneId, palette_name: &str) -> Result<Vec<String>> {
+    Ok(set_option(
+        "-p",
+        check_pane_id(pane)?,
+        "@swarm_color",
+        tmux_colour(palette_name),
+    ))
+}
+
+/// `pane-border-status top` for the window of `target` (a window-only
+/// option): set on windows swarm creates, and on the lead's window once its
+/// previous value is saved ([`save_border`]).
+pub fn border_status_top(target: Option<&str>) -> Vec<String> {
+    targeted(
+        "set-option",
+        &["-w"],
+        target,
+        &["pane-border-status", "top"],
+    )
+}
+
+/// `show-options -w -t PANE`: the options set on PANE's window itself.
+pub fn show_window_options(pane: &PaneId) -> Result<Vec<String>> {
+    Ok(vec![
+        "show-options".to_string(),
+        "-w".to_string(),
+        "-t".to_string(),
+        check_pane_id(pane)?.to_string(),
+    ])
+}
+
+/// The value of `option` in `show-options` output (`None`: not set there).
+pub fn parse_option(output: &str, option: &str) -> Option<String> {
+    output.lines().find_map(|line| {
+        let (name, value) = line.split_once(' ')?;
+        (name == option).then(|| value.trim().trim_matches('"').to_string())
+    })
+}
+
+/// Before swarm sets `pane-border-status` on the window of `lead` (a window
+/// it may not have created), the commands that save the window's own value
+/// (`shown`: its `show-options -w` output) — unless a save is already there
+/// from an earlier lead, which holds the user's original value.
+pub fn save_border(lead: &PaneId, shown: &str) -> Result<Vec<Vec<String>>> {
+    if parse_option(shown, SAVED_BORDER_OPTION).is_some() {
+        return Ok(Vec::new());
+    }
+    let before = parse_option(shown, "pane-border-status").unwrap_or_else(|| "-".to_string());
+    Ok(vec![set_option(
+        "-w",
+        check_pane_id(lead)?,
+        SAVED_BORDER_OPTION,
+        &check_arg(&before)?,
+    )])
+}
+
+/// The commands that put the window of `host` back as [`save_border`]
+/// found it (`shown`: its `show-options -w` output); none when swarm saved
+/// nothing there.
+pub fn restore_window(host: &PaneId, shown: &str) -> Result<Vec<Vec<String>>> {
+    let Some(saved) = parse_option(shown, SAVED_BORDER_OPTION) else {
+        return Ok(Vec::new());
+    };
+    let t = check_pane_id(host)?;
+    let mut cmds = Vec::new();
+    if saved == "-" {
+        cmds.push(
+            ["set-option", "-w", "-u", "-t", t, "pane-border-status"]
+                .map(String::from)
+                .to_vec(),
+        );
+    } else {
+        cmds.push(set_option(
+            "-w",
+            t,
+            "pane-border-status",
+            &check_arg(&saved)?,
+        ));
+    }
+    cmds.push(
+        ["set-option", "-w", "-u", "-t", t, SAVED_BORDER_OPTION]
+            .map(String::from)
+            .to_vec(),
+    );
+    Ok(cmds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tmux::commands::testing::s;
+
+    #[test]
+    fn colours_map_to_tmux_names() {
+        assert_eq!(tmux_colour("purple"), "magenta");
+        assert_eq!(tmux_colour("orange"), "colour208");
+        assert_eq!(tmux_colour("pink"), "colour205");
+        assert_eq!(tmux_colour("cyan"), "cyan");
+    }
+
+    #[test]
+    fn styling_argv() {
+        let p = PaneId::new("%7");
+        assert_eq!(
+            set_title(&p, "alice #1").unwrap(),
+            s(&["select-pane", "-t", "%7", "-T", "alice ##1"])
+        );
+        assert_eq!(
+            set_color(&p, "purple").unwrap(),
+            s(&["set-option", "-p", "-t", "%7", "@swarm_color", "magenta"])
+        );
+        assert_eq!(
+            border_status_top(Some("%7")),
+            s(&["set-option", "-w", "-t", "%7", "pane-border-status", "top"])
+        );
+        assert_eq!(
+            set_pane_remain_on_exit(&p, false).unwrap(),
+            s(&["set-option", "-p", "-t", "%7", "remain-on-exit", "off"])
+        );
+    }
+
+    // Recorded from tmux 3.3a: `show-options -w` of a window where swarm
+    // saved the user's (unset) border status and set its own.
+    const WINDOW_OPTIONS: &str = "@swarm_saved_border -\npane-border-status top\n";
+
+    #[test]
+    fn the_users_window_border_is_saved_once_and_put_back() {
+        let lead = PaneId::new("%0");
+        // Nothing saved yet, the user had no window-level value.
+        let save = save_border(&lead, "").unwrap();
+        assert_eq!(
+            save,
+            vec![s(&[
+                "set-option",
+                "-w",
+                "-t",
+                "%0",
+                "@swarm_saved_border",
+                "-"
+            ])]
+        );
+        // The user's own value is saved as it was.
+        let save = save_border(&lead, "pane-border-status bottom\n").unwrap();
+        assert_eq!(save[0][5], "bottom");
+        // A second lead never overwrites the user's original value.
+        assert!(save_border(&lead, WINDOW_OPTIONS).unwrap().is_empty());
+        assert_eq!(
+            restore_window(&lead, WINDOW_OPTIONS).unwrap(),
+            vec![
+                s(&["set-option", "-w", "-u", "-t", "%0", "pane-border-status"]),
+                s(&["set-option", "-w", "-u", "-t", "%0", "@swarm_saved_border"]),
+            ]
+        );
+        let had = "@swarm_saved_border bottom\npane-border-status top\n";
+        assert_eq!(
+            restore_window(&lead, had).unwrap()[0],
+            s(&[
+                "set-option",
+                "-w",
+                "-t",
+                "%0",
+                "pane-border-status",
+                "bottom"
+            ])
+        );
+        assert!(
+            restore_window(&lead, "pane-border-status top\n")
+                .unwrap()
+                .is_empty()
+        );
+    }
+}
