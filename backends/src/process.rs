@@ -120,28 +120,84 @@ mod imp {
 
 pub use imp::*;
 
-/// The fields of `/proc/<pid>/stat` after `comm` (field 3, the state,
-/// first); `None` where there is no such process or no `/proc`. The one
-/// parser of that file.
-fn stat_fields(pid: u32) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // "pid (comm) S ...": comm may hold spaces and ')'; the rest follows
-    // the last ')'.
-    let rest = stat.rsplit_once(')')?.1;
-    Some(rest.split_whitespace().map(str::to_string).collect())
+/// What `/proc/<pid>/stat` says of a process (Linux), as far as swarm
+/// reads it. [`Stat::parse`] is the one parser of that file in the code of
+/// both crates: liveness, zombies, start times, the runtime's process tree
+/// (`swarm::agents::process`) and the descriptions in error messages all
+/// come through it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stat {
+    pub pid: u32,
+    /// The command name (field 2) without its parentheses; it may hold
+    /// spaces and `)`.
+    pub comm: String,
+    /// The state letter (field 3): `R`, `S`, `D`, `T`, `Z`, ...
+    pub state: char,
+    /// The parent's pid (field 4).
+    pub ppid: u32,
+    /// The process group (field 5).
+    pub pgrp: i32,
+    /// The start time (field 22, clock ticks since boot), as text, as
+    /// Claude Code records it: with the pid, it names one process for
+    /// good, since a recycled pid starts later.
+    pub start_time: String,
+}
+
+impl Stat {
+    /// The stat of `pid`; `None` where there is no such process or no
+    /// `/proc`.
+    pub fn of(pid: u32) -> Option<Stat> {
+        Stat::parse(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    }
+
+    /// Parses one `/proc/<pid>/stat` line: `pid (comm) state ppid pgrp ...`.
+    /// The comm may hold spaces and parentheses, so the fields after it
+    /// follow the last `)`.
+    pub fn parse(text: &str) -> Option<Stat> {
+        let (head, rest) = text.rsplit_once(')')?;
+        let (pid, comm) = head.split_once(" (")?;
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let mut state = f.first()?.chars();
+        Some(Stat {
+            pid: pid.trim().parse().ok()?,
+            comm: comm.to_string(),
+            state: state.next().filter(|_| state.next().is_none())?,
+            ppid: f.get(1)?.parse().ok()?,
+            pgrp: f.get(2)?.parse().ok()?,
+            start_time: (*f.get(19)?).to_string(),
+        })
+    }
+
+    /// Exited and not yet reaped by its parent.
+    pub fn is_zombie(&self) -> bool {
+        self.state == 'Z'
+    }
+}
+
+/// Every process in `/proc` (the whole table, one file per process): for
+/// what no narrower reading finds, such as the children of a process on a
+/// kernel without `/proc/<pid>/task/<tid>/children`. Empty without `/proc`.
+pub fn all_processes() -> Vec<Stat> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        // Gone since the listing: not in the table.
+        .filter_map(Stat::of)
+        .collect()
 }
 
 /// Whether `pid` is a zombie (exited, not yet reaped by its parent); `None`
-/// where the platform does not say (no `/proc`).
+/// where there is no such process or the platform does not say (no
+/// `/proc`).
 pub fn is_zombie(pid: u32) -> Option<bool> {
-    Some(stat_fields(pid)?.first()? == "Z")
+    Some(Stat::of(pid)?.is_zombie())
 }
 
-/// The start time of `pid` (field 22 of `/proc/<pid>/stat`, clock ticks
-/// since boot, as Claude Code records it): with the pid, it names one
-/// process for good, since a recycled pid starts later.
+/// The start time of `pid` ([`Stat::start_time`]).
 pub fn start_time(pid: u32) -> Option<String> {
-    stat_fields(pid)?.get(19).cloned()
+    Some(Stat::of(pid)?.start_time)
 }
 
 /// True when `pid` runs, is no zombie, and (when `start` is given) is the
@@ -152,31 +208,35 @@ pub fn same_process_alive(pid: u32, start: Option<&str>) -> bool {
         && start.is_none_or(|s| start_time(pid).as_deref() == Some(s))
 }
 
-/// A one-line description of a process for error messages: its
-/// `/proc/<pid>/stat` head on Linux (`pid (comm) state ppid pgrp`), else the pid.
+/// A one-line description of a process for error messages: on Linux its
+/// `/proc/<pid>/stat` head (`pid (comm) state ppid pgrp`), its parent's
+/// command line and the parent's state and signal masks; else the pid.
 pub fn describe(pid: u32) -> String {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let head: Vec<&str> = stat.split_whitespace().take(5).collect();
-            let parent = head
-                .get(3)
-                .and_then(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).ok())
-                .map(|c| c.replace('\0', " "))
-                .unwrap_or_default();
-            let sig = head
-                .get(3)
-                .and_then(|p| std::fs::read_to_string(format!("/proc/{p}/status")).ok())
-                .map(|st| {
-                    st.lines()
-                        .filter(|l| l.starts_with("Sig") || l.starts_with("State"))
-                        .collect::<Vec<_>>()
-                        .join(",")
-                })
-                .unwrap_or_default();
-            format!("{}; parent: {} [{sig}]", head.join(" "), parent.trim())
-        }
-        Err(_) => format!("pid {pid}"),
-    }
+    let Some(st) = Stat::of(pid) else {
+        return format!("pid {pid}");
+    };
+    let p = st.ppid;
+    let parent = std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+        .map(|c| c.replace('\0', " "))
+        .unwrap_or_default();
+    let sig = std::fs::read_to_string(format!("/proc/{p}/status"))
+        .map(|status| {
+            status
+                .lines()
+                .filter(|l| l.starts_with("Sig") || l.starts_with("State"))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default();
+    format!(
+        "{} ({}) {} {} {}; parent: {} [{sig}]",
+        st.pid,
+        st.comm,
+        st.state,
+        st.ppid,
+        st.pgrp,
+        parent.trim()
+    )
 }
 
 /// Runs the ladder on group `pgid`: SIGTERM, wait up to `grace` (polling
@@ -311,6 +371,47 @@ where
 mod tests {
     use super::*;
     use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn a_stat_line_is_parsed_past_a_comm_with_spaces_and_parentheses() {
+        // A line as Linux writes it for a process named "a) (b c" (the
+        // fields past the start time cut).
+        let line = "4242 (a) (b c) S 4200 4242 4200 34816 4242 4194304 1101 0 0 0 \
+                    3 1 0 0 20 0 1 0 987654 8192000 900\n";
+        assert_eq!(
+            Stat::parse(line),
+            Some(Stat {
+                pid: 4242,
+                comm: "a) (b c".into(),
+                state: 'S',
+                ppid: 4200,
+                pgrp: 4242,
+                start_time: "987654".into(),
+            })
+        );
+        let zombie = line.replace(") S ", ") Z ");
+        assert!(Stat::parse(&zombie).unwrap().is_zombie());
+        assert_eq!(Stat::parse("4242 (x) S 1"), None, "cut short");
+        assert_eq!(Stat::parse(""), None);
+    }
+
+    #[test]
+    fn this_process_reads_as_itself() {
+        let me = std::process::id();
+        let st = Stat::of(me).expect("/proc is there on unix test hosts");
+        // SAFETY: getppid and getpgrp take no arguments and cannot fail.
+        let (ppid, pgrp) = unsafe { (libc::getppid(), libc::getpgrp()) };
+        assert_eq!((st.pid, st.ppid as i32, st.pgrp), (me, ppid, pgrp));
+        assert_eq!(is_zombie(me), Some(false));
+        assert_eq!(start_time(me), Some(st.start_time.clone()));
+        assert!(
+            all_processes()
+                .iter()
+                .any(|p| (p.pid, &p.start_time) == (me, &st.start_time)),
+            "in the table too"
+        );
+        assert!(describe(me).starts_with(&format!("{me} ({}) ", st.comm)));
+    }
 
     #[test]
     fn refuses_dangerous_targets() {

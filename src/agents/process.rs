@@ -25,6 +25,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use swarm_backends::process::is_zombie;
 
 /// The suite's one timeout knob (`SWARM_TEST_TIMEOUT_SCALE`, or x3 on CI),
 /// included from the integration tests' util/ as the backend contract suite
@@ -579,14 +580,6 @@ fn children_of(pid: u32) -> Option<Vec<u32>> {
     read_one.then_some(out)
 }
 
-/// Whether `pid` is a zombie; `None` when it is gone.
-fn is_zombie(pid: u32) -> Option<bool> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // pid (comm) state …: the comm may hold spaces and parentheses.
-    let (_, rest) = stat.rsplit_once(')')?;
-    Some(rest.split_whitespace().next() == Some("Z"))
-}
-
 /// [`below`] from the whole process table.
 fn below_by_table(root: u32) -> Vec<(u32, bool)> {
     let procs = proc_table();
@@ -605,25 +598,10 @@ fn below_by_table(root: u32) -> Vec<(u32, bool)> {
 
 /// (pid, parent pid, is a zombie) of every process.
 fn proc_table() -> Vec<(u32, u32, bool)> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // pid (comm) state ppid …: the comm may hold spaces and parentheses.
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let mut f = rest.split_whitespace();
-        let zombie = f.next() == Some("Z");
-        if let Some(ppid) = f.next().and_then(|x| x.parse::<u32>().ok()) {
-            out.push((pid, ppid, zombie));
-        }
-    }
-    out
+    swarm_backends::process::all_processes()
+        .into_iter()
+        .map(|st| (st.pid, st.ppid, st.is_zombie()))
+        .collect()
 }
 
 /// Reaps this process's zombie children by pid (never `waitpid(-1)`, which
