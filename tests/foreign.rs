@@ -109,18 +109,17 @@ fn a_claude_code_team_alone_under_the_root_is_never_taken_or_deleted() {
             r.explain()
         );
     }
-    let refusals: [(&[&str], &str); 10] = [
+    let refusals: [(&[&str], &str); 9] = [
         (&["down", "--force"], "swarm will not take it down"),
-        (&["up", "--no-attach"], "swarm will not lead it"),
+        (
+            &["up", "--no-attach"],
+            "swarm only watches it, in the TeamsDialog, which needs a terminal",
+        ),
         (
             &["team", "delete", CC_TEAM, "--force"],
             "swarm will not delete it",
         ),
         (&["kill", "researcher"], "swarm will not kill its members"),
-        (
-            &["shutdown", "researcher"],
-            "swarm will not shut its members down",
-        ),
         (&["prune"], "swarm will not prune its members"),
         (
             &["spawn", "x", "--", "true"],
@@ -204,4 +203,278 @@ fn a_team_is_swarms_only_while_its_roster_names_the_session_swarm_started() {
     r.assert_code(2);
     r.assert_error("its roster names another lead session");
     assert!(s.path("teams/mine/config.json").exists());
+}
+
+/// The pid space Claude Code records in `leadProcess` (reference §2.2):
+/// `<hostname>#<readlink /proc/self/ns/pid>`.
+fn pid_space() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default();
+    let ns = std::fs::read_link("/proc/self/ns/pid").unwrap();
+    format!("{host}#{}", ns.to_string_lossy())
+}
+
+/// Field 22 of `/proc/<pid>/stat` (its start time), as Claude Code records it.
+fn proc_start(pid: u32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    after.split_whitespace().nth(19).unwrap().to_string()
+}
+
+/// A Claude Code team as its lead leaves it while it runs, on a private
+/// tmux server: its lead and two teammates (`researcher`, `helper2`) in
+/// panes running long-lived programs, the roster naming their pane ids and
+/// the lead's live process, unread mail for the lead (three entries) and
+/// for researcher (one), and two tasks.
+struct ClaudeCodeTeam {
+    s: Sandbox,
+    tmux: crate::util::tmux::TmuxServer,
+    lead_pid: u32,
+    panes: Vec<(String, String, u32)>,
+}
+
+impl ClaudeCodeTeam {
+    fn start() -> Option<ClaudeCodeTeam> {
+        if !crate::util::tmux::tmux_available("a_claude_code_team_running_in_tmux") {
+            return None;
+        }
+        let s = Sandbox::new();
+        install_claude_code_team(&s);
+        let tmux = crate::util::tmux::TmuxServer::start();
+        let lead_pane = tmux.new_session("cc", (160, 40), &["sleep", "100000"]);
+        let mut panes = Vec::new();
+        for name in ["researcher", "helper2"] {
+            let script = format!("echo '{name} is working on task 1'; exec sleep 100000");
+            let id = tmux
+                .ok(&[
+                    "split-window",
+                    "-d",
+                    "-P",
+                    "-F",
+                    "#{pane_id}",
+                    "-t",
+                    &lead_pane,
+                    "--",
+                    "sh",
+                    "-c",
+                    &script,
+                ])
+                .trim()
+                .to_string();
+            let pid: u32 = tmux.display(&id, "#{pane_pid}").parse().unwrap();
+            panes.push((name.to_string(), id, pid));
+        }
+        let lead_pid: u32 = tmux.display(&lead_pane, "#{pane_pid}").parse().unwrap();
+        let config = s.path(&format!("teams/{CC_TEAM}/config.json"));
+        let mut roster: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+        roster["leadProcess"] = serde_json::json!({
+            "pid": lead_pid, "pidSpace": pid_space(),
+            "claimedAt": 1796022857286u64, "procStart": proc_start(lead_pid),
+        });
+        let members = roster["members"].as_array_mut().unwrap();
+        members.retain(|m| m["name"] != "helper3");
+        for (name, id, _) in &panes {
+            let m = members
+                .iter_mut()
+                .find(|m| m["name"] == name.as_str())
+                .unwrap();
+            m["tmuxPaneId"] = id.as_str().into();
+        }
+        // As Claude Code writes it: JSON.stringify(v, null, 2), no newline.
+        std::fs::write(&config, serde_json::to_string_pretty(&roster).unwrap()).unwrap();
+        let mail = serde_json::json!([{
+            "from": "team-lead", "text": "PING-1 please answer", "summary": "ping 1",
+            "timestamp": "2026-11-30T07:14:23.926Z", "msgV": 1,
+            "msg_id": "0b7b5f55-0d9e-4e44-a2e5-1c0b0c4a2f11", "type": "message", "read": false,
+        }]);
+        std::fs::write(
+            s.path(&format!("teams/{CC_TEAM}/inboxes/researcher.json")),
+            serde_json::to_string_pretty(&mail).unwrap(),
+        )
+        .unwrap();
+        Some(ClaudeCodeTeam {
+            s,
+            tmux,
+            lead_pid,
+            panes,
+        })
+    }
+
+    /// `swarm ARGS --team <its team>` on its tmux server.
+    fn run(&self, args: &[&str]) -> crate::util::Run {
+        let mut a = vec!["--team", CC_TEAM];
+        a.extend(args);
+        let mut c = self.s.cmd(&a);
+        c.env("SWARM_TMUX_SOCKET", &self.tmux.sock);
+        crate::util::Run::of(c, &a)
+    }
+
+    fn inbox(&self, name: &str) -> Vec<serde_json::Value> {
+        let p = self.s.path(&format!("teams/{CC_TEAM}/inboxes/{name}.json"));
+        serde_json::from_slice::<Vec<serde_json::Value>>(&std::fs::read(p).unwrap()).unwrap()
+    }
+}
+
+/// Issue 22: a team Claude Code's own lead runs is watched, never changed.
+/// Every command a user of both tools would try leaves its roster
+/// byte-identical, its lead's mail unread, its panes and processes alive;
+/// `status` sees them alive (on the socket it is given), `output` reads a
+/// pane's screen, `send` adds exactly one entry, `shutdown` asks the
+/// team's own lead, `kill` refuses naming who can, and the TeamsDialog
+/// opens as a watcher and leaves with `q`.
+#[test]
+fn a_claude_code_team_running_in_tmux_is_watched_and_never_changed() {
+    let Some(cc) = ClaudeCodeTeam::start() else {
+        return;
+    };
+    let config = cc.s.path(&format!("teams/{CC_TEAM}/config.json"));
+    let roster_before = std::fs::read(&config).unwrap();
+    let lead_mail = cc.inbox("team-lead");
+    assert_eq!(lead_mail.len(), 3);
+    let mut printed = Vec::new();
+    let status = cc.run(&["status", "--json"]);
+    status.assert_code(0);
+    let snap = status.json();
+    assert_eq!(snap["foreign"], true, "{}", status.explain());
+    assert_eq!(
+        snap["lead"]["alive"],
+        true,
+        "its lead runs: {}",
+        status.explain()
+    );
+    for (name, id, _) in &cc.panes {
+        let m = snap["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name.as_str())
+            .unwrap();
+        assert_eq!(m["alive"], true, "{name} in {id} runs: {m}");
+        assert_eq!(m["status"], "idle", "{m}");
+    }
+    printed.push(status);
+    let plain = cc.run(&["status"]);
+    assert!(
+        plain
+            .stdout
+            .contains(&format!("lead: running (pid {})", cc.lead_pid)),
+        "{}",
+        plain.explain()
+    );
+    printed.push(plain);
+    for args in [&["inbox", "team-lead"][..], &["task", "list"], &["doctor"]] {
+        let r = cc.run(args);
+        r.assert_code(0);
+        printed.push(r);
+    }
+    let send = cc.run(&["send", "--to", "researcher", "hello from swarm"]);
+    send.assert_code(0);
+    assert_eq!(cc.inbox("researcher").len(), 2, "the send added one entry");
+    printed.push(send);
+    let output = cc.run(&["output", "researcher"]);
+    output.assert_code(0);
+    assert!(
+        output.stdout.contains("researcher is working on task 1"),
+        "the pane's screen: {}",
+        output.explain()
+    );
+    printed.push(output);
+    // The TeamsDialog, as a watcher, in a pane of its own; left with q.
+    let env = |k: &str, v: &std::path::Path| format!("{k}={}", v.display());
+    let home = env("SWARM_HOME", cc.s.root());
+    let sock = env("SWARM_TMUX_SOCKET", &cc.tmux.sock);
+    let path = format!("PATH={}", std::env::var("PATH").unwrap_or_default());
+    let watcher = cc.tmux.new_session(
+        "watcher",
+        (160, 48),
+        &[
+            "env",
+            "-u",
+            "TMUX",
+            "-u",
+            "TMUX_PANE",
+            &home,
+            &sock,
+            &path,
+            "TERM=xterm",
+            crate::util::swarm_bin(),
+            "up",
+            "--team",
+            CC_TEAM,
+        ],
+    );
+    cc.tmux
+        .ok(&["set-option", "-p", "-t", &watcher, "remain-on-exit", "on"]);
+    let screen = || cc.tmux.capture(&watcher);
+    crate::util::wait_until(
+        "the watching dialog lists both teammates alive",
+        crate::util::WAIT,
+        || {
+            let s = screen();
+            s.contains("watching team")
+                && ["@researcher ", "@helper2 "]
+                    .iter()
+                    .all(|n| s.lines().any(|l| l.contains(n) && l.contains(" idle ")))
+        },
+        screen,
+    );
+    cc.tmux.send_keys(&watcher, &["k"]);
+    cc.tmux.send_keys(&watcher, &["y"]);
+    crate::util::wait_until(
+        "k says it is the team's own lead's",
+        crate::util::WAIT,
+        || screen().contains("swarm will not kill its members"),
+        screen,
+    );
+    cc.tmux.send_keys(&watcher, &["q"]);
+    crate::util::wait_until(
+        "q leaves the watcher",
+        crate::util::WAIT,
+        || cc.tmux.display(&watcher, "#{pane_dead}") == "1",
+        screen,
+    );
+    let shutdown = cc.run(&["shutdown", "researcher"]);
+    shutdown.assert_code(0);
+    assert!(
+        shutdown.stdout.starts_with("requested:"),
+        "{}",
+        shutdown.explain()
+    );
+    let asked = cc.inbox("team-lead");
+    assert_eq!(asked.len(), 4, "one request to its lead");
+    assert_eq!(asked[3]["from"], "swarm");
+    assert!(
+        asked[3]["text"]
+            .as_str()
+            .unwrap()
+            .contains("shut down researcher")
+    );
+    printed.push(shutdown);
+    let kill = cc.run(&["kill", "helper2"]);
+    kill.assert_code(2);
+    kill.assert_error("swarm will not kill its members (its own lead can");
+    printed.push(kill);
+
+    assert_eq!(
+        std::fs::read(&config).unwrap(),
+        roster_before,
+        "roster byte-identical"
+    );
+    assert_eq!(
+        &cc.inbox("team-lead")[..3],
+        &lead_mail[..],
+        "its lead's mail unread, unchanged"
+    );
+    for (name, id, pid) in &cc.panes {
+        assert!(cc.tmux.pane_alive(id), "{name}'s pane {id} lives");
+        assert!(crate::util::pid_alive(*pid), "{name}'s process lives");
+    }
+    assert!(crate::util::pid_alive(cc.lead_pid));
+    for r in &printed {
+        for said in ["killed", "was shut down", " shut down\n", "deleted"] {
+            assert!(!r.stdout.contains(said), "{said:?}: {}", r.explain());
+        }
+    }
 }

@@ -306,6 +306,20 @@ impl PaneBackendExecutor for FakeBackend {
             .collect())
     }
 
+    async fn observe(&self, panes: &[PaneId]) -> Result<Vec<(PaneId, PaneStatus)>> {
+        let st = self.state();
+        Ok(panes
+            .iter()
+            .map(|id| {
+                let status = match index(id).and_then(|i| st.panes.get(&i)) {
+                    None => PaneStatus::Gone,
+                    Some(fp) => fake_status(fp, None),
+                };
+                (id.clone(), status)
+            })
+            .collect())
+    }
+
     async fn list_marked(&self) -> Result<Vec<(PaneRef, PaneMark, PaneStatus)>> {
         let st = self.state();
         Ok(st

@@ -528,6 +528,16 @@ pub trait PaneBackendExecutor: Send + Sync {
         }
     }
 
+    /// Liveness of panes swarm did not open (another tool's team: Claude
+    /// Code's lead opens its teammates' tmux panes), by id alone, marks
+    /// ignored: `Running`, `Exited` or `Gone`, never `Foreign`. Read-only:
+    /// it is what a watcher may know, and nothing may act on it (every
+    /// action goes through a [`PaneRef`] and its mark).
+    async fn observe(&self, panes: &[PaneId]) -> Result<Vec<(PaneId, PaneStatus)>> {
+        let _ = panes;
+        Err(BackendError::unsupported(self.kind(), "observe"))
+    }
+
     /// Every pane carrying a swarm mark, with its liveness, where
     /// [`Capabilities::list_marked`] says so.
     async fn list_marked(&self) -> Result<Vec<(PaneRef, PaneMark, PaneStatus)>> {

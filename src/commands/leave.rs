@@ -69,6 +69,16 @@ pub(super) async fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<Exit> 
             Ok(Exit::Ok)
         }
         ShutdownOutcome::TimedOut => bail!(no_answer(&args)),
+        ShutdownOutcome::Requested { to } => {
+            println!(
+                "requested: asked {} of team {} to shut down {} (the team is not swarm's; its own \
+                 lead stops its members)",
+                esc(&to),
+                esc(&ops.team().name),
+                esc(&args.name)
+            );
+            Ok(Exit::Ok)
+        }
     }
 }
 

@@ -24,10 +24,17 @@ pub(super) fn team_ops(ctx: &Context, args: &BackendArgs) -> Result<TeamOps> {
     TeamOps::existing(location(ctx, &ctx.team_name()?, args), ctx.me()?)
 }
 
-/// [`team_ops`] where the team's recorded place (or detection) is the
-/// location: commands without backend flags.
+/// [`team_ops`] for commands without backend flags: the team's recorded
+/// place (or detection), or the tmux server `SWARM_TMUX_SOCKET` names, as
+/// every command honours it.
 pub(super) fn team_ops_here(ctx: &Context) -> Result<TeamOps> {
-    team_ops(ctx, &BackendArgs::default())
+    let args = BackendArgs {
+        backend: None,
+        tmux_socket: std::env::var_os("SWARM_TMUX_SOCKET")
+            .filter(|s| !s.is_empty())
+            .map(std::path::PathBuf::from),
+    };
+    team_ops(ctx, &args)
 }
 
 /// [`open`] for a command that changes which panes the team has or who

@@ -62,6 +62,30 @@ async fn up_team(ctx: &Context, args: UpArgs) -> Result<(Next, Team)> {
     let started = Instant::now();
     let cwd = std::env::current_dir().context("reading the current directory")?;
     let (spec, name) = up_spec_and_name(ctx, &args, &cwd)?;
+    // A team swarm did not start (Claude Code's lead runs it): the
+    // TeamsDialog watches it, and nothing of it is changed or brought back.
+    if spec.is_none() && crate::ops::teams::is_foreign(&ctx.root, &name) {
+        use std::io::IsTerminal;
+        if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+            bail!(
+                "team {} is not swarm's: swarm only watches it, in the TeamsDialog, which needs \
+                 a terminal; `swarm status --team {}` shows it once",
+                esc(&name),
+                esc(&name)
+            );
+        }
+        let team = Team::new(&ctx.root, &name);
+        let opened = Session::open(&super::open::location(ctx, &name, &args.backend))?;
+        eprintln!(
+            "team {} is not swarm's: watching it (m sends, s asks its own lead; nothing else \
+             of it is changed)",
+            esc(&name)
+        );
+        return Ok((
+            Next::RunLead(Box::new(Lead::watching(team.clone(), opened))),
+            team,
+        ));
+    }
     let up = crate::ops::up::prepare(
         super::open::location(ctx, &name, &args.backend),
         spec.as_ref(),

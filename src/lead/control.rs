@@ -37,6 +37,9 @@ pub struct LeadUi {
     hiding: Arc<tokio::sync::Mutex<()>>,
     /// The lead's ring for the dialog, told when a snapshot is taken.
     wake: Option<super::wake::Wake>,
+    /// Watching a team swarm did not start: what the dialog says of it
+    /// while nothing else is to be said.
+    watching: Option<String>,
 }
 
 impl LeadUi {
@@ -50,6 +53,13 @@ impl LeadUi {
             state: view::TeamState::default(),
             hiding: Arc::default(),
             wake: lead.wake.clone(),
+            watching: lead.watching.then(|| {
+                format!(
+                    "watching team {}, which swarm did not start: m sends and s asks its own \
+                     lead; k, p, t, a, r, h and Shift+Tab are its lead's",
+                    lead.team.name
+                )
+            }),
         }
     }
 
@@ -226,7 +236,13 @@ impl LeadControl for LeadUi {
             notice: self.current_notice(),
         };
         match self.state.view(&cx) {
-            Ok(v) => v,
+            // Watching, the banner shows while nothing else is said.
+            Ok(mut v) => {
+                if v.notice.is_none() {
+                    v.notice.clone_from(&self.watching);
+                }
+                v
+            }
             Err(e) => TeamView {
                 team: self.team.name.clone(),
                 backend_name: self.opened.kind().to_string(),
@@ -265,14 +281,30 @@ impl LeadControl for LeadUi {
                 }
                 Ok(None)
             }
-            Action::Kill(name) => Ok(Some(self.kill(name))),
+            Action::Kill(name) => {
+                // Refused at once, not in the background, on a team swarm
+                // only watches.
+                self.ops().require_own(&format!(
+                    "kill its members (its own lead can: s asks it to stop @{name})"
+                ))?;
+                Ok(Some(self.kill(name)))
+            }
             Action::Shutdown(name) => {
                 self.ops()
                     .request_shutdown(&name, Some("requested from the TeamsDialog".into()))?;
+                if self.watching.is_some() {
+                    return Ok(Some(format!(
+                        "requested: asked the team's own lead to shut down @{name}"
+                    )));
+                }
                 self.shared().stopping.insert(name.clone(), Instant::now());
                 Ok(Some(format!("asked @{name} to shut down")))
             }
-            Action::Prune(names) => Ok(Some(self.prune(names))),
+            Action::Prune(names) => {
+                self.ops()
+                    .require_own("prune its members (its own lead can)")?;
+                Ok(Some(self.prune(names)))
+            }
             Action::Hide(name) => {
                 let (hiding, ops) = (self.hiding.clone(), self.ops());
                 self.in_background(async move {

@@ -107,6 +107,10 @@ pub struct Lead {
     state: view::TeamState,
     /// Held for the lead's whole life (see [`lock`]).
     lead_lock: Option<crate::team::locks::LeadLock>,
+    /// Watching a team swarm did not start (Claude Code's): the dialog
+    /// only; nothing recorded, no mail consumed, no lock taken, no roster
+    /// written, no pane touched.
+    pub watching: bool,
     /// Test hook: the next death recordings fail, as a full disk would.
     #[cfg(test)]
     fail_records: usize,
@@ -122,9 +126,78 @@ impl Lead {
             dirty: true,
             state: view::TeamState::default(),
             lead_lock: None,
+            watching: false,
             #[cfg(test)]
             fail_records: 0,
         }
+    }
+
+    /// A watcher of a team swarm did not start: the TeamsDialog over its
+    /// files and panes, read-only but for the messages the user sends.
+    pub fn watching(team: Team, opened: Session) -> Self {
+        Lead {
+            watching: true,
+            ..Lead::new(team, opened)
+        }
+    }
+
+    /// [`Lead::supervise`] for a watcher: each member's pane looked at by
+    /// id (the team's own lead opened it, so it carries no swarm mark),
+    /// what it shows kept for the dialog, nothing written.
+    pub async fn watch_panes(&mut self) -> Result<()> {
+        let tf = self.team.roster().read()?;
+        let members: Vec<Member> = tf
+            .teammates()
+            .filter(|m| {
+                !m.tmux_pane_id.is_empty() && m.backend_type.as_deref() != Some("in-process")
+            })
+            .cloned()
+            .collect();
+        let ids: Vec<swarm_backends::PaneId> = members
+            .iter()
+            .map(|m| swarm_backends::PaneId::new(m.tmux_pane_id.clone()))
+            .collect();
+        let seen = if ids.is_empty() {
+            Vec::new()
+        } else {
+            self.opened.backend.observe(&ids).await?
+        };
+        let lead_alive = tf
+            .lead_process
+            .as_ref()
+            .and_then(crate::team::locks::lead_process_alive)
+            .is_some();
+        let mut changed = false;
+        {
+            let mut sh = self.shared();
+            let before = sh.seen.clone();
+            sh.seen.clear();
+            for (m, (_, status)) in members.iter().zip(seen) {
+                let now = match status {
+                    PaneStatus::Running { .. } => Seen::Running,
+                    PaneStatus::Exited { code } => Seen::Dead(code),
+                    PaneStatus::Gone | PaneStatus::Foreign => Seen::Dead(None),
+                };
+                sh.seen.insert(m.name.clone(), now);
+            }
+            // Claude Code's in-process teammates live inside its lead.
+            for m in tf
+                .teammates()
+                .filter(|m| m.backend_type.as_deref() == Some("in-process"))
+            {
+                let now = if lead_alive {
+                    Seen::Running
+                } else {
+                    Seen::Dead(None)
+                };
+                sh.seen.insert(m.name.clone(), now);
+            }
+            changed |= sh.seen != before;
+        }
+        if changed {
+            self.changed();
+        }
+        Ok(())
     }
 
     /// Runs file work that may wait on a lock (a roster, board or inbox
@@ -562,18 +635,30 @@ fn tasks_back(returned: &[crate::tasks::Task]) -> String {
 /// plain status view is printed.
 pub fn run_lead(mut lead: Lead, rt: &tokio::runtime::Runtime) -> Result<()> {
     use std::io::IsTerminal;
-    if lead.lead_lock.is_none() {
-        // `swarm lead` in a pane `up` just opened: `up` holds no lead lock,
-        // so a short wait covers only a lead that is exiting.
-        rt.block_on(lead.lock(Duration::from_secs(2)))?;
+    let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    if lead.watching && !terminal {
+        anyhow::bail!(
+            "watching team {} needs a terminal for the TeamsDialog; `swarm status --team {}` \
+             shows it once",
+            lead.team.name,
+            lead.team.name
+        );
     }
-    crate::team::locks::claim_lead(&lead.team)?;
-    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+    if !lead.watching {
+        if lead.lead_lock.is_none() {
+            // `swarm lead` in a pane `up` just opened: `up` holds no lead
+            // lock, so a short wait covers only a lead that is exiting.
+            rt.block_on(lead.lock(Duration::from_secs(2)))?;
+        }
+        crate::team::locks::claim_lead(&lead.team)?;
+    }
+    if !terminal {
         return rt.block_on(supervise_loop(lead, true));
     }
     let inputs = crate::tui::Inputs::default();
     lead.wake = Some(wake::Wake::new(inputs.waker()));
     let in_process = !lead.opened.caps().panes_outlive_lead;
+    let watching = lead.watching;
     let mut ui = control::LeadUi::new(&lead, rt.handle().clone());
     let supervisor = rt.spawn(supervise_loop(lead, false));
     let exit = crate::tui::run(&mut ui, crate::tui::RunOptions::from_env(inputs));
@@ -581,6 +666,10 @@ pub fn run_lead(mut lead: Lead, rt: &tokio::runtime::Runtime) -> Result<()> {
     match exit? {
         crate::tui::Exit::Quit if in_process => {
             note("left the TeamsDialog; its in-process teammates ended with it");
+            Ok(())
+        }
+        crate::tui::Exit::Quit if watching => {
+            note("stopped watching; the team's own lead runs it");
             Ok(())
         }
         crate::tui::Exit::Quit => {
@@ -637,7 +726,10 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
             tracing::info!("the team was deleted; the lead exits");
             return Ok(());
         }
+        // A watcher reads the lead's inbox (the view does) but never
+        // consumes it: it is the team's own lead's.
         if std::mem::take(&mut inbox_due)
+            && !lead.watching
             && let Err(e) = lead.handle_inbox().await
         {
             lead.event(format!("error reading the lead's inbox: {e:#}"));
@@ -648,7 +740,12 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
         tokio::select! {
             _ = tick.tick() => {
                 inbox_due = true;
-                if let Err(e) = lead.supervise().await {
+                let looked = if lead.watching {
+                    lead.watch_panes().await
+                } else {
+                    lead.supervise().await
+                };
+                if let Err(e) = looked {
                     lead.event(format!("error checking panes: {e:#}"));
                 }
                 // An answer another process sent (`swarm send
@@ -660,7 +757,7 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
                     lead.event(format!("error reading the pending requests: {e:#}"));
                 }
             }
-            _ = lead.opened.backend.changed(), if exit_events => {
+            _ = lead.opened.backend.changed(), if exit_events && !lead.watching => {
                 inbox_due = true;
                 if let Err(e) = lead.supervise().await {
                     lead.event(format!("error checking panes: {e:#}"));

@@ -64,6 +64,11 @@ pub enum ShutdownOutcome {
     },
     /// No answer in time (and no `--force-after`): it keeps running.
     TimedOut,
+    /// A team swarm did not start: swarm cannot sign as its lead, so its
+    /// own lead was asked (a message to its inbox); nothing was stopped.
+    Requested {
+        to: String,
+    },
     /// No answer in time (or it ended without one); closed.
     Killed(Left),
 }
@@ -142,7 +147,9 @@ impl TeamOps {
     /// `swarm kill NAME`: the forced ladder (SIGKILL after `grace`), then
     /// [`leave`].
     pub async fn kill(&self, name: &str, grace: Duration) -> Result<Left> {
-        self.require_own("kill its members")?;
+        self.require_own(&format!(
+            "kill its members (its own lead can: `swarm shutdown {name}` asks it to)"
+        ))?;
         let m = member(self, name)?;
         let session = self.session()?;
         Ok(leave(self.team(), &session, &[m], grace, false)
@@ -154,9 +161,27 @@ impl TeamOps {
     /// returns the request id. The answer is carried out by whoever sees it
     /// (the lead's supervisor, or [`TeamOps::shutdown`] waiting for it).
     pub fn request_shutdown(&self, name: &str, reason: Option<String>) -> Result<String> {
-        self.require_own("shut its members down")?;
         member(self, name)?;
+        if !self.team().ownership().is_swarm() {
+            self.ask_own_lead(name, reason.as_deref())?;
+            return Ok(String::new());
+        }
         send_shutdown_request(self.team(), name, reason)
+    }
+
+    /// A team swarm did not start has a lead of its own, whose signature
+    /// its teammates check: swarm cannot ask them itself, so it asks that
+    /// lead, in a plain message to its inbox from `swarm` (a sender its
+    /// lead reads, never one posing as the lead, the user or the system).
+    fn ask_own_lead(&self, name: &str, reason: Option<&str>) -> Result<()> {
+        let text = match reason {
+            Some(r) => format!("The user asks you to shut down {name} (via swarm): {r}"),
+            None => format!("The user asks you to shut down {name} (via swarm)."),
+        };
+        let tf = self.team().roster().read()?;
+        self.team()
+            .send_text_on(&tf, FOREIGN_SENDER, LEAD_NAME, &text, None, false)?;
+        Ok(())
     }
 
     /// `swarm shutdown NAME`: asks, waits up to `wait` for the answer, then
@@ -169,9 +194,14 @@ impl TeamOps {
         wait: Duration,
         force_after: Option<Duration>,
     ) -> Result<ShutdownOutcome> {
-        self.require_own("shut its members down")?;
         let team = self.team();
         let m = member(self, name)?;
+        if !team.ownership().is_swarm() {
+            self.ask_own_lead(name, reason.as_deref())?;
+            return Ok(ShutdownOutcome::Requested {
+                to: LEAD_NAME.to_string(),
+            });
+        }
         let session = self.session()?;
         let request_id = send_shutdown_request(team, name, reason)?;
         let deadline = Instant::now() + force_after.unwrap_or(wait);
@@ -326,6 +356,10 @@ impl DownReport {
         self.left.iter().filter_map(|l| l.worktree.as_deref())
     }
 }
+
+/// Who swarm writes as in a team it did not start (see
+/// `TeamOps::request_shutdown`).
+pub const FOREIGN_SENDER: &str = "swarm";
 
 /// The reason `down` gives a request it answers for a teammate.
 pub const SHUTTING_DOWN: &str = "the team is shutting down";

@@ -85,6 +85,7 @@ impl TeamOps {
     /// applies it (Claude Code drops the request from its inbox); the
     /// others are named with the reason, never reported as changed.
     pub fn request_mode(&self, target: Option<&str>, mode: &str) -> Result<ModeRequested> {
+        self.require_own("change its members' permission modes")?;
         let tf = self.team().roster().read()?;
         let targets: Vec<String> = match target {
             Some(t) => vec![t.to_string()],

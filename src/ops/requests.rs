@@ -256,6 +256,8 @@ impl TeamOps {
                 self.me()
             );
         }
+        // Its teammates take an answer only from their own lead's hand.
+        self.require_own("answer its requests (its own lead does)")?;
         answer(self.team(), request_id, approve, feedback)
     }
 }

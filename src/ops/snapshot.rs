@@ -147,7 +147,12 @@ impl TeamOps {
                 .await?
         };
         warnings.extend(files.warnings.iter().cloned());
-        let panes = self.pane_seen(&members).await;
+        let foreign = !team.ownership().is_swarm();
+        let panes = if foreign {
+            self.panes_watched(&members).await
+        } else {
+            self.pane_seen(&members).await
+        };
         let requests = files.requests.clone();
         let board = ByOwner::of(&files.tasks);
         let record =
@@ -157,11 +162,32 @@ impl TeamOps {
                 ));
                 Default::default()
             });
-        let lead_pid = crate::dropped::ignore(
-            crate::team::locks::lead_pid_alive(&team),
-            "reading the lead's pid",
-        )
-        .flatten();
+        // A team swarm did not start has its own lead: alive by Claude
+        // Code's rule on the roster's `leadProcess`.
+        let lead_pid = if foreign {
+            roster
+                .lead_process
+                .as_ref()
+                .and_then(crate::team::locks::lead_process_alive)
+        } else {
+            crate::dropped::ignore(
+                crate::team::locks::lead_pid_alive(&team),
+                "reading the lead's pid",
+            )
+            .flatten()
+        };
+        // Claude Code's in-process teammates live inside its lead.
+        let panes: Vec<PaneSeen> = members
+            .iter()
+            .zip(panes)
+            .map(|(m, p)| match (foreign, m.backend_type.as_deref()) {
+                (true, Some("in-process")) if !m.is_lead() => match lead_pid {
+                    Some(_) => PaneSeen::Running,
+                    None => PaneSeen::Dead(None),
+                },
+                _ => p,
+            })
+            .collect();
         let ms = members
             .iter()
             .zip(files.unread)
@@ -171,7 +197,7 @@ impl TeamOps {
         Ok(TeamSnapshot {
             team: roster.name.clone(),
             root: team.root.dir().to_path_buf(),
-            foreign: !team.ownership().is_swarm(),
+            foreign,
             lead: LeadSnapshot {
                 alive: lead_pid.is_some(),
                 pid: lead_pid.filter(|p| *p != 0),
@@ -184,6 +210,39 @@ impl TeamOps {
             requests,
             warnings,
         })
+    }
+
+    /// How each member's pane is, in a team swarm did not start: its pane
+    /// (the roster's `tmuxPaneId`, on the server the location names)
+    /// looked at by id, marks ignored, read-only; unknown where the backend
+    /// cannot be reached or cannot look.
+    async fn panes_watched(&self, members: &[Member]) -> Vec<PaneSeen> {
+        let ids: Vec<swarm_backends::PaneId> = members
+            .iter()
+            .map(|m| swarm_backends::PaneId::new(m.tmux_pane_id.clone()))
+            .collect();
+        let looked = match self.session_if_reachable() {
+            Some(s) => {
+                crate::dropped::ignore(s.backend.observe(&ids).await, "looking at the panes")
+            }
+            None => None,
+        };
+        members
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let pane = m.tmux_pane_id.as_str();
+                if m.is_lead() || pane.is_empty() || pane == "leader" {
+                    return PaneSeen::Unknown;
+                }
+                match looked.as_ref().map(|l| l[i].1) {
+                    Some(PaneStatus::Running { .. }) => PaneSeen::Running,
+                    Some(PaneStatus::Exited { code }) => PaneSeen::Dead(code),
+                    Some(PaneStatus::Gone) => PaneSeen::Dead(None),
+                    _ => PaneSeen::Unknown,
+                }
+            })
+            .collect()
     }
 
     /// How each member's pane is, in order: one backend call when the

@@ -34,6 +34,11 @@ pub fn delete(root: &Root, name: &str, force: bool) -> Result<()> {
     Ok(())
 }
 
+/// Whether team `name` exists and is not swarm's (see `team::owner`).
+pub fn is_foreign(root: &Root, name: &str) -> bool {
+    Roster::new(root, name).exists() && !Ownership::of(root, name).is_swarm()
+}
+
 /// Every team under the root, sorted by name.
 pub fn list(root: &Root) -> Result<Vec<TeamEntry>> {
     let teams = crate::team::list_teams(root)

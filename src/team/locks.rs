@@ -197,27 +197,35 @@ pub fn lead_pid_alive(team: &Team) -> Result<Option<u32>> {
         return Ok(Some(holder.pid.unwrap_or(0)));
     }
     let tf = team.roster().read()?;
-    let Some(lp) = tf.lead_process.as_ref() else {
+    let Some(pid) = tf.lead_process.as_ref().and_then(lead_process_alive) else {
         return Ok(None);
     };
-    let Some(pid) = lp.get("pid").and_then(Value::as_u64) else {
-        return Ok(None);
-    };
-    let pid = pid as u32;
+    // A pid recorded without its lock is only trusted if that process is
+    // a swarm lead at all (never a stranger's recycled pid).
+    let swarm = crate::dropped::ignore(
+        std::fs::read_link(format!("/proc/{pid}/exe")),
+        "reading a lead's executable",
+    )
+    .zip(crate::dropped::ignore(
+        std::env::current_exe(),
+        "reading this executable",
+    ))
+    .is_some_and(|(a, b)| a == b);
+    Ok(swarm.then_some(pid))
+}
+
+/// The pid of the lead a roster's `leadProcess` names, if it is alive by
+/// Claude Code's own rule (reference §2.2): the same pid space (this
+/// host and pid namespace), the pid running (a zombie is dead: a lead
+/// killed with SIGKILL stays one until its parent reaps it) and, when
+/// recorded (Claude Code records it on Linux), the same start time.
+pub fn lead_process_alive(lp: &Value) -> Option<u32> {
+    let pid = u32::try_from(lp.get("pid")?.as_u64()?).ok()?;
     if lp.get("pidSpace").and_then(Value::as_str) != Some(pid_space().as_str()) {
-        return Ok(None);
+        return None;
     }
-    // A zombie is dead: a lead killed with SIGKILL stays one until its
-    // parent reaps it, and tmux 3.3a can leave a pane's process unreaped
-    // (see the tmux backend's `reap_lost_child`).
     let start = lp.get("procStart").and_then(Value::as_str);
-    let alive = swarm_backends::process::same_process_alive(pid, start)
-        // A pid recorded without its lock is only trusted if that process
-        // is a swarm lead at all (never a stranger's recycled pid).
-        && crate::dropped::ignore(std::fs::read_link(format!("/proc/{pid}/exe")), "reading a lead's executable")
-            .zip(crate::dropped::ignore(std::env::current_exe(), "reading this executable"))
-            .is_some_and(|(a, b)| a == b);
-    Ok(alive.then_some(pid))
+    swarm_backends::process::same_process_alive(pid, start).then_some(pid)
 }
 
 /// Writes this process as the team's lead.

@@ -480,9 +480,21 @@ fn apply(
                     return Ok(Some(Exit::Quit));
                 }
                 let forwarded = matches!(action, Action::Input { .. });
+                // Who the action would kill: no longer shown "killing…"
+                // when it is refused outright.
+                let doomed: Vec<String> = match &action {
+                    Action::Kill(n) => vec![n.clone()],
+                    Action::Prune(ns) => ns.clone(),
+                    _ => Vec::new(),
+                };
                 let notice = match control.perform(action) {
                     Ok(n) => n,
-                    Err(e) => Some(format!("{e:#}")),
+                    Err(e) => {
+                        for n in &doomed {
+                            shown.ui.killing.remove(n);
+                        }
+                        Some(format!("{e:#}"))
+                    }
                 };
                 if !forwarded {
                     shown.refresh(control);

@@ -478,6 +478,23 @@ impl PaneBackendExecutor for TmuxBackend {
             .collect())
     }
 
+    async fn observe(&self, panes: &[PaneId]) -> Result<Vec<(PaneId, PaneStatus)>> {
+        let rows = self.rows().await?;
+        Ok(panes
+            .iter()
+            .map(|id| {
+                let status = match rows.iter().find(|r| &r.pane == id) {
+                    None => PaneStatus::Gone,
+                    Some(r) if r.dead => PaneStatus::Exited {
+                        code: r.dead_status,
+                    },
+                    Some(r) => PaneStatus::Running { pid: Some(r.pid) },
+                };
+                (id.clone(), status)
+            })
+            .collect())
+    }
+
     async fn list_marked(&self) -> Result<Vec<(PaneRef, PaneMark, PaneStatus)>> {
         let rows = self.rows().await?;
         Ok(rows
