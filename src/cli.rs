@@ -144,7 +144,9 @@ const MCP_REGISTER: &str = "Registering it (use the full path of swarm if it is 
     Gemini CLI:\n  \
     gemini mcp add swarm swarm mcp --team T\n  \
     or in .gemini/settings.json (the project's) or ~/.gemini/settings.json:\n  \
-    {\"mcpServers\": {\"swarm\": {\"command\": \"swarm\", \"args\": [\"mcp\", \"--team\", \"T\"]}}}";
+    {\"mcpServers\": {\"swarm\": {\"command\": \"swarm\", \"args\": [\"mcp\", \"--team\", \"T\"]}}}\n\n\
+    swarm's own codex and gemini teammates get this server in their launch, for their team \
+    and name, with none of the above.";
 
 #[derive(Debug, Args)]
 pub struct PaneExecArgs {

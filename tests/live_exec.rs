@@ -598,3 +598,82 @@ fn kill_ends_what_an_agent_started_in_sessions_of_its_own() {
         },
     );
 }
+
+/// Issue 21 item 7: a Codex teammate has swarm's MCP server in its launch
+/// (`-c mcp_servers.swarm.…`, `swarm mcp` for its own team and name). Codex
+/// 0.171.0 offers an MCP server's tools to the model in one namespace,
+/// `mcp__swarm`; the model calls `send_message` there (a `function_call`
+/// item with `namespace`), the message reaches the lead's inbox as the
+/// teammate's, and the tool's result (its `msg_id`) comes back to the model.
+#[test]
+fn a_codex_teammate_reaches_the_lead_through_swarms_mcp_tools() {
+    let send = json!({"to": "team-lead", "text": "MCP-REPLY-x1 through the tools"});
+    let rules = vec![rule(
+        "mcp",
+        &["MCP-x1"],
+        json!([
+            [{"type": "tool_use", "name": "mcp__swarm/send_message", "input": send}],
+            text("MCP-DONE-x1")
+        ]),
+    )];
+    let Some(l) = Live::new("live_exec_codex_mcp", &CODEX, rules) else {
+        return;
+    };
+    l.ok(&["up", "--no-attach"]);
+    l.t.wait_lead();
+    l.ok(&["spawn", "worker", "--agent", "codex", "--mode", CODEX.mode]);
+    l.ok(&[
+        "send",
+        "--to",
+        "worker",
+        "MCP-x1: report through your tools",
+    ]);
+
+    // Its first request offers swarm's tools, and its instructions name them.
+    let first = l.wait_request("worker's first model request", 0, "MCP-x1");
+    let offered: Vec<&str> = first["body"]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["type"] == "namespace" && t["name"] == "mcp__swarm")
+        .and_then(|ns| ns["tools"].as_array())
+        .map(|tools| tools.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    let mut offered = offered;
+    offered.sort_unstable();
+    let mut want = swarm::mcp::TOOLS.to_vec();
+    want.sort_unstable();
+    assert_eq!(
+        offered,
+        want,
+        "swarm's tools in namespace mcp__swarm\n{}",
+        l.explain()
+    );
+    let said = first["text"].as_str().unwrap_or("");
+    assert!(
+        said.contains("swarm MCP server's send_message"),
+        "the team instructions name the tools\n{said}"
+    );
+
+    // The model's call reaches the lead, as worker's message.
+    let (entry, _) = l.wait_lead_entry(
+        "the model's send_message reaches the lead",
+        "worker",
+        "MCP-REPLY-x1",
+    );
+    assert_eq!(entry["text"], "MCP-REPLY-x1 through the tools", "{entry}");
+    let id = entry["msg_id"]
+        .as_str()
+        .or(entry["msgId"].as_str())
+        .unwrap_or_else(|| panic!("no msg_id in {entry}"))
+        .to_string();
+    // The tool's result, naming that very message, goes back to the model.
+    l.wait_request("the tool's result reaches the model", 1, &id);
+    l.wait_lead_entry("worker's answer reaches the lead", "worker", "MCP-DONE-x1");
+    let log = l.t.sb.path("swarm/live/logs/mcp-worker.log");
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        log.contains("tool=\"send_message\""),
+        "swarm mcp ran as worker and logged the call\n{log}"
+    );
+}

@@ -240,7 +240,7 @@ pub fn build_linked_dir(dir: &Path, user: &UserClaude, root: &Root) -> Result<()
 
 /// `path` becomes a symlink to `target`, unless it already is one, or is a
 /// real file or directory (kept: Claude Code's own).
-fn link(path: &Path, target: &Path) -> Result<()> {
+pub(super) fn link(path: &Path, target: &Path) -> Result<()> {
     match std::fs::symlink_metadata(path) {
         Ok(md) if md.file_type().is_symlink() => {
             if std::fs::read_link(path).is_ok_and(|t| t == target) {

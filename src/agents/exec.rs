@@ -10,7 +10,7 @@
 //!
 //! | preset | prompt that fits | longer prompt |
 //! |---|---|---|
-//! | `codex` | `codex exec [resume] --skip-git-repo-check [--model M] [MODE FLAGS] [SESSION] PROMPT` | same, `-` for `PROMPT` (`codex exec` reads the prompt from stdin), stdin = the file |
+//! | `codex` | `codex exec [resume] --skip-git-repo-check [--model M] [MODE FLAGS] -c mcp_servers.swarm.… [SESSION] PROMPT` | same, `-` for `PROMPT` (`codex exec` reads the prompt from stdin), stdin = the file |
 //! | `gemini` | `gemini [--model M] [MODE FLAGS] -p PROMPT` | no `-p PROMPT`, stdin = the file (Gemini CLI runs non-interactively on a stdin that is not a terminal and takes it as the prompt) |
 //! | `aider` | `aider --yes-always --no-pretty [--model M] --message PROMPT` | `--message-file FILE` for `--message PROMPT` |
 //! | `claude-print` | `claude -p [--model M] [--permission-mode MODE] PROMPT` | no `PROMPT`, stdin = the file (`claude -p` reads the prompt from stdin) |
@@ -48,12 +48,21 @@
 //! Aider has no permission modes (it runs `--yes-always`); a `command` is
 //! the user's own, so neither gets a flag: the mode does not apply.
 //!
+//! Codex and Gemini CLI also get swarm's own MCP server in their launch
+//! ([`TeamServer`]: `swarm mcp` for the member's team and name): Codex by
+//! `-c mcp_servers.swarm.command=…`, `….args=["mcp"]` and `….env={…}` after
+//! the mode flags, Gemini CLI by a home of its own in the member's private
+//! state (`GEMINI_CLI_HOME`), its settings the user's with the server
+//! added. The user's own configuration (`~/.codex`, `~/.gemini`) is never
+//! written.
+//!
 //! Session flags (`--session-id`/`--resume ID`, aider's
 //! `--chat-history-file F [--restore-chat-history]`, codex's `resume … ID`)
 //! come after the mode flags: see [`super::session`].
 //!
 //! The prompt of a run that starts a session is the member's role prompt
-//! and (all presets but `command`) [`team_instructions`], a blank line,
+//! and (all presets but `command`) [`team_instructions`] (Codex and Gemini
+//! CLI: and [`TEAM_TOOLS`], the MCP tools they have), a blank line,
 //! then either the
 //! incoming messages, each wrapped as Claude Code shows them to its model
 //! (reference §8.4: `<teammate-message teammate_id="FROM">\nTEXT\n</teammate-message>`,
@@ -89,6 +98,9 @@ pub struct Launch {
     /// The prompt file, when the prompt is not in argv: written before the
     /// run, named in `SWARM_PROMPT_FILE`, and stdin for [`Delivery::Stdin`].
     pub prompt_file: Option<PathBuf>,
+    /// Variables the run gets beyond the member's environment (Gemini CLI:
+    /// where the settings naming swarm's MCP server are).
+    pub env: Vec<(String, String)>,
 }
 
 /// How one run continues the member's conversation: what
@@ -169,6 +181,11 @@ impl Preset {
         }
     }
 
+    /// Whether the CLI gets swarm's MCP server in its launch ([`TeamServer`]).
+    pub fn gets_team_server(self) -> bool {
+        matches!(self, Preset::Codex | Preset::Gemini)
+    }
+
     /// Where a prompt goes: the last argument when it fits, else what the
     /// CLI reads instead (see the module table). `command` always stdin.
     pub fn delivery(self, prompt: &str) -> Delivery {
@@ -200,7 +217,8 @@ impl Preset {
     /// One run with `prompt` sent as `delivery` (`command` ignores it: its
     /// prompt is always on stdin); `file` is where the prompt file goes;
     /// `turn` says whether it starts or resumes the member's session (see
-    /// [`super::session`]).
+    /// [`super::session`]); `server`, swarm's MCP server for the CLIs that
+    /// get it ([`Preset::gets_team_server`]).
     #[allow(clippy::too_many_arguments, reason = "one run's parts, each its own")]
     pub fn launch(
         self,
@@ -211,6 +229,7 @@ impl Preset {
         delivery: Delivery,
         file: &Path,
         turn: &Turn,
+        server: Option<&TeamServer>,
     ) -> Launch {
         let delivery = match (self, delivery) {
             (Preset::Command, _) => Delivery::Stdin,
@@ -241,6 +260,15 @@ impl Preset {
         if let Some(mode) = mode {
             argv.extend(self.mode_flags(mode));
         }
+        let mut env = Vec::new();
+        match (self, server) {
+            (Preset::Codex, Some(server)) => argv.extend(server.codex_flags()),
+            (Preset::Gemini, Some(server)) => env.push((
+                GEMINI_HOME_VAR.to_string(),
+                server.gemini_home.to_string_lossy().into_owned(),
+            )),
+            _ => {}
+        }
         argv.extend(self.session_args(turn));
         let path = || file.to_string_lossy().into_owned();
         match (self, delivery) {
@@ -258,8 +286,244 @@ impl Preset {
             argv,
             delivery,
             prompt_file: (delivery != Delivery::Argv).then(|| file.to_path_buf()),
+            env,
         }
     }
+}
+
+/// The variable naming Gemini CLI's home (`$GEMINI_CLI_HOME/.gemini` is its
+/// user configuration, in place of `~/.gemini`).
+pub const GEMINI_HOME_VAR: &str = "GEMINI_CLI_HOME";
+
+/// What `swarm mcp` reads to know its team, its member and where the panes
+/// are, taken from the member's environment into the server's.
+const SERVER_ENV: [&str; 6] = [
+    "SWARM_HOME",
+    "SWARM_TEAM",
+    "SWARM_AGENT_NAME",
+    "SWARM_TMUX_SOCKET",
+    "SWARM_BACKEND",
+    "SWARM_LOG",
+];
+
+/// swarm's MCP server (DESIGN §12) as a teammate's CLI starts it, under
+/// the name `swarm`: `swarm mcp` for the member's own team and name (the
+/// `SWARM_*` variables of its environment, given to the server whole:
+/// Codex passes an MCP server only a few variables of its own).
+///
+/// Gemini CLI 0.61.0 reads MCP servers from its settings files only, and
+/// takes a system defaults file (`GEMINI_CLI_SYSTEM_DEFAULTS_PATH`) only
+/// when it and every directory above it belong to root: so the member's
+/// Gemini CLI gets a home of its own ([`TeamServer::prepare_gemini_home`],
+/// `GEMINI_CLI_HOME`) whose `.gemini` links to every entry of the user's
+/// own `.gemini` (credentials, trusted folders, sessions, …) but
+/// `settings.json`, which is the user's settings with the server added.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeamServer {
+    /// swarm's executable, by absolute path.
+    pub program: String,
+    /// The server's environment (`SERVER_ENV` as the member has them).
+    pub env: Vec<(String, String)>,
+    /// The member's Gemini CLI home, in its private state
+    /// (`<state>/runtime/<member>.gemini-home`).
+    pub gemini_home: PathBuf,
+    /// The user's own Gemini CLI configuration (`$GEMINI_CLI_HOME/.gemini`,
+    /// else `~/.gemini`), read and linked to, never written.
+    pub user_gemini: Option<PathBuf>,
+}
+
+impl TeamServer {
+    /// The server for the member whose environment is `env`, swarm being
+    /// `program`; `None` without the member's identity in it.
+    pub fn of(program: &str, env: &[(String, String)]) -> Option<TeamServer> {
+        let get = |k: &str| {
+            env.iter()
+                .rev()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .filter(|v| !v.is_empty())
+        };
+        let (home, team, name) = (
+            get("SWARM_HOME")?,
+            get("SWARM_TEAM")?,
+            get("SWARM_AGENT_NAME")?,
+        );
+        let gemini_home = crate::paths::Root::new(&home)
+            .runtime_file(&team, &name, "gemini-home")
+            .ok()?;
+        Some(TeamServer {
+            program: program.to_string(),
+            env: SERVER_ENV
+                .iter()
+                .filter_map(|k| Some((k.to_string(), get(k)?)))
+                .collect(),
+            gemini_home,
+            user_gemini: get(GEMINI_HOME_VAR)
+                .or_else(|| get("HOME"))
+                .map(|h| PathBuf::from(h).join(".gemini")),
+        })
+    }
+
+    /// Codex's `-c` overrides registering the server (values in TOML).
+    pub fn codex_flags(&self) -> Vec<String> {
+        let toml_str = |s: &str| toml::Value::String(s.to_string()).to_string();
+        let env: Vec<String> = self
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k} = {}", toml_str(v)))
+            .collect();
+        vec![
+            "-c".into(),
+            format!("mcp_servers.swarm.command={}", toml_str(&self.program)),
+            "-c".into(),
+            "mcp_servers.swarm.args=[\"mcp\"]".into(),
+            "-c".into(),
+            format!("mcp_servers.swarm.env={{{}}}", env.join(", ")),
+        ]
+    }
+
+    /// Gemini CLI's settings: `base` (the user's own) with the server added
+    /// to its `mcpServers`.
+    pub fn gemini_settings_json(&self, base: Option<serde_json::Value>) -> serde_json::Value {
+        use serde_json::{Value, json};
+        let env: serde_json::Map<String, Value> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
+        let server = json!({"command": self.program, "args": ["mcp"], "env": env});
+        let mut out = match base {
+            Some(Value::Object(m)) => Value::Object(m),
+            _ => json!({}),
+        };
+        if !out["mcpServers"].is_object() {
+            out["mcpServers"] = json!({});
+        }
+        out["mcpServers"]["swarm"] = server;
+        out
+    }
+
+    /// Makes the member's Gemini CLI home: `.gemini` of links to the
+    /// user's own entries (as [`super::claude::build_linked_dir`] does for
+    /// Claude Code) and `settings.json`, theirs with the server added.
+    /// Returns whether the server is in it: settings of the user's that do
+    /// not read as JSON (comments aside) are linked as they are, without it.
+    pub fn prepare_gemini_home(&self) -> anyhow::Result<bool> {
+        use anyhow::Context as _;
+        let dir = self.gemini_home.join(".gemini");
+        crate::atomic_file::ensure_dir(&dir)
+            .with_context(|| format!("creating {}", dir.display()))?;
+        let mut want = Vec::new();
+        if let Some(user) = &self.user_gemini
+            && let Ok(entries) = std::fs::read_dir(user)
+        {
+            for e in entries.flatten() {
+                if e.file_name() != "settings.json" {
+                    want.push(e.file_name());
+                    super::claude::link(&dir.join(e.file_name()), &user.join(e.file_name()))?;
+                }
+            }
+        }
+        // Links to what the user has since removed.
+        if let Some(user) = &self.user_gemini {
+            for e in std::fs::read_dir(&dir)?.flatten() {
+                let stale = e.file_type().is_ok_and(|t| t.is_symlink())
+                    && e.file_name() != "settings.json"
+                    && !want.contains(&e.file_name())
+                    && std::fs::read_link(e.path()).is_ok_and(|t| t.starts_with(user));
+                if stale {
+                    crate::dropped::ignore(
+                        std::fs::remove_file(e.path()),
+                        "removing a link to a Gemini CLI entry the user removed",
+                    );
+                }
+            }
+        }
+        let settings = dir.join("settings.json");
+        let theirs = self.user_gemini.as_ref().map(|u| u.join("settings.json"));
+        let base = match theirs.as_deref().map(std::fs::read) {
+            None => None,
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Some(Err(e)) => {
+                return Err(e)
+                    .with_context(|| format!("reading {}", shown_path(theirs.as_deref())));
+            }
+            Some(Ok(bytes)) => match json_with_comments(&bytes) {
+                Some(v) => Some(v),
+                None => {
+                    tracing::warn!(file = %shown_path(theirs.as_deref()), "Gemini CLI settings that do not read as JSON: linked as they are, without swarm's MCP server");
+                    crate::atomic_file::remove_if_there(&settings)?;
+                    super::claude::link(&settings, theirs.as_deref().expect("read above"))?;
+                    return Ok(false);
+                }
+            },
+        };
+        if std::fs::symlink_metadata(&settings).is_ok_and(|m| m.file_type().is_symlink()) {
+            // Theirs, linked when it did not read: now it does.
+            crate::atomic_file::remove_if_there(&settings)?;
+        }
+        let json = self.gemini_settings_json(base);
+        crate::atomic_file::write_atomic(
+            &settings,
+            &serde_json::to_vec_pretty(&json).expect("JSON serializes"),
+        )
+        .with_context(|| format!("writing {}", settings.display()))?;
+        Ok(true)
+    }
+}
+
+fn shown_path(p: Option<&Path>) -> String {
+    p.map(|p| p.display().to_string()).unwrap_or_default()
+}
+
+/// JSON as Gemini CLI reads its settings: `//` and `/* */` comments
+/// outside strings allowed.
+fn json_with_comments(bytes: &[u8]) -> Option<serde_json::Value> {
+    if let Ok(v) = serde_json::from_slice(bytes) {
+        return Some(v);
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            match c {
+                '\\' => out.extend(chars.next()),
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match (c, chars.peek()) {
+            ('"', _) => {
+                in_string = true;
+                out.push(c);
+            }
+            ('/', Some('/')) => {
+                for n in chars.by_ref() {
+                    if n == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            ('/', Some('*')) => {
+                chars.next();
+                let mut prev = ' ';
+                for n in chars.by_ref() {
+                    if prev == '*' && n == '/' {
+                        break;
+                    }
+                    prev = n;
+                }
+                out.push(' ');
+            }
+            _ => out.push(c),
+        }
+    }
+    serde_json::from_str(&out).ok()
 }
 
 impl Preset {
@@ -302,6 +566,13 @@ pub fn team_instructions(name: &str, team: &str, swarm: &str) -> String {
     )
 }
 
+/// What the team instructions add for a CLI that has swarm's MCP server.
+pub const TEAM_TOOLS: &str = "\nThe same is at hand as tools, without a shell: the swarm MCP \
+    server's send_message (to, text), read_inbox, wait_for_messages, task_list, task_get, \
+    task_claim, task_update and team_status act for you in your team; its other tools \
+    (spawn_teammate, shutdown_teammate, kill_teammate, teammate_output, answer_request) \
+    are the lead's.";
+
 /// `word` as one shell word: as it is when plain, else single-quoted.
 pub fn shell_word(word: &str) -> String {
     if !word.is_empty()
@@ -328,7 +599,10 @@ pub fn opening(
     if preset == Preset::Command {
         return role.map(str::to_string);
     }
-    let team = team_instructions(name, team, swarm);
+    let mut team = team_instructions(name, team, swarm);
+    if preset.gets_team_server() {
+        team.push_str(TEAM_TOOLS);
+    }
     Some(match role {
         Some(r) => format!("{r}\n\n{team}"),
         None => team,
@@ -432,6 +706,7 @@ mod tests {
             Delivery::Argv,
             Path::new("/s/p"),
             &fresh,
+            None,
         );
         assert_eq!(l.prompt_file.is_some(), p == Preset::Command);
         l.argv
@@ -521,6 +796,7 @@ mod tests {
                 d,
                 file,
                 &Turn::Fresh { id: None },
+                None,
             )
         };
         let codex = run(Preset::Codex);
@@ -593,6 +869,187 @@ mod tests {
             Some("r".into())
         );
         assert_eq!(opening(Preset::Command, None, "b", "w", "s"), None);
+    }
+
+    fn server(env: &[(&str, &str)]) -> TeamServer {
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        TeamServer::of("/opt/sw\"arm/swarm", &env).expect("a member's identity")
+    }
+
+    #[test]
+    fn codex_gets_swarms_mcp_server_for_its_own_team_and_name_in_its_argv() {
+        let s = server(&[
+            ("PATH", "/bin"),
+            ("SWARM_HOME", "/r"),
+            ("SWARM_TEAM", "web"),
+            ("SWARM_AGENT_NAME", "bob"),
+            ("SWARM_AGENT_ID", "bob@web"),
+        ]);
+        let flags = vec![
+            "-c".to_string(),
+            // TOML's literal string: the path holds a `"`.
+            "mcp_servers.swarm.command='/opt/sw\"arm/swarm'".into(),
+            "-c".into(),
+            "mcp_servers.swarm.args=[\"mcp\"]".into(),
+            "-c".into(),
+            "mcp_servers.swarm.env={SWARM_HOME = \"/r\", SWARM_TEAM = \"web\", \
+             SWARM_AGENT_NAME = \"bob\"}"
+                .into(),
+        ];
+        let fresh = Turn::Fresh { id: None };
+        let run = |p: Preset, turn: &Turn| {
+            p.launch(
+                None,
+                None,
+                Some("acceptEdits"),
+                "P",
+                Delivery::Argv,
+                Path::new("/s/p"),
+                turn,
+                Some(&s),
+            )
+        };
+        let mut want = s_of(&["codex", "exec", "--skip-git-repo-check", "-c"]);
+        want.push("sandbox_mode=\"workspace-write\"".into());
+        want.extend(flags.clone());
+        want.push("P".into());
+        assert_eq!(run(Preset::Codex, &fresh).argv, want);
+        // Resumed: the same server, before the session id.
+        let resumed = run(Preset::Codex, &Turn::Resume("ID".into())).argv;
+        assert_eq!(resumed[..3], s_of(&["codex", "exec", "resume"]));
+        assert_eq!(resumed[resumed.len() - 8..resumed.len() - 2], flags[..]);
+        assert_eq!(resumed[resumed.len() - 2..], s_of(&["ID", "P"]));
+        // Each value is TOML Codex reads back as it was.
+        for f in flags.iter().skip(1).step_by(2) {
+            let (key, value) = f.split_once('=').unwrap();
+            let parsed: toml::Table = toml::from_str(&format!("v = {value}")).unwrap();
+            match key {
+                "mcp_servers.swarm.command" => {
+                    assert_eq!(parsed["v"].as_str(), Some("/opt/sw\"arm/swarm"))
+                }
+                "mcp_servers.swarm.env" => {
+                    assert_eq!(parsed["v"]["SWARM_AGENT_NAME"].as_str(), Some("bob"))
+                }
+                _ => assert_eq!(parsed["v"][0].as_str(), Some("mcp")),
+            }
+        }
+        // The others get no flags for it.
+        let gemini = run(Preset::Gemini, &fresh);
+        assert_eq!(
+            gemini.argv,
+            s_of(&["gemini", "--approval-mode", "auto_edit", "-p", "P"])
+        );
+        assert_eq!(
+            gemini.env,
+            [(
+                GEMINI_HOME_VAR.to_string(),
+                "/r/swarm/web/runtime/bob.gemini-home".to_string()
+            )]
+        );
+        for p in [Preset::Aider, Preset::ClaudePrint] {
+            let l = run(p, &fresh);
+            assert!(
+                !l.argv.iter().any(|a| a.contains("mcp")) && l.env.is_empty(),
+                "{l:?}"
+            );
+        }
+        assert!(TeamServer::of("swarm", &[("SWARM_HOME".into(), "/r".into())]).is_none());
+    }
+
+    #[test]
+    fn gemini_gets_a_home_of_links_to_the_users_own_with_the_server_in_its_settings() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let user = d.path().join("home/.gemini");
+        std::fs::create_dir_all(user.join("tmp")).unwrap();
+        std::fs::write(user.join("oauth_creds.json"), "{}").unwrap();
+        let theirs = "{\n  // the user's own\n  \"ui\": {\"theme\": \"a//b\"},\n  \
+                      /* servers */ \"mcpServers\": {\"mine\": {\"command\": \"m\"}}\n}\n";
+        std::fs::write(user.join("settings.json"), theirs).unwrap();
+        let root = d.path().join("root").to_string_lossy().into_owned();
+        let home = d.path().join("home").to_string_lossy().into_owned();
+        let s = server(&[
+            ("HOME", &home),
+            ("SWARM_HOME", &root),
+            ("SWARM_TEAM", "web"),
+            ("SWARM_AGENT_NAME", "bob"),
+            ("SWARM_TMUX_SOCKET", "/tmp/s"),
+        ]);
+        assert_eq!(
+            s.gemini_home,
+            d.path().join("root/swarm/web/runtime/bob.gemini-home")
+        );
+        assert!(s.prepare_gemini_home().unwrap());
+        let dir = s.gemini_home.join(".gemini");
+        let written: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("settings.json")).unwrap()).unwrap();
+        assert_eq!(
+            written,
+            serde_json::json!({
+                "ui": {"theme": "a//b"},
+                "mcpServers": {
+                    "mine": {"command": "m"},
+                    "swarm": {"command": "/opt/sw\"arm/swarm", "args": ["mcp"], "env": {
+                        "SWARM_HOME": root, "SWARM_TEAM": "web", "SWARM_AGENT_NAME": "bob",
+                        "SWARM_TMUX_SOCKET": "/tmp/s"}}
+                }
+            })
+        );
+        let mode = std::fs::metadata(dir.join("settings.json"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        for entry in ["tmp", "oauth_creds.json"] {
+            assert_eq!(
+                std::fs::read_link(dir.join(entry)).unwrap(),
+                user.join(entry)
+            );
+        }
+        assert_eq!(
+            std::fs::read(user.join("settings.json")).unwrap(),
+            theirs.as_bytes(),
+            "theirs untouched"
+        );
+        // An entry the user removes goes; settings that do not read are theirs, linked.
+        std::fs::remove_file(user.join("oauth_creds.json")).unwrap();
+        std::fs::write(user.join("settings.json"), "{ not json").unwrap();
+        assert!(!s.prepare_gemini_home().unwrap());
+        assert!(std::fs::symlink_metadata(dir.join("oauth_creds.json")).is_err());
+        assert_eq!(
+            std::fs::read_link(dir.join("settings.json")).unwrap(),
+            user.join("settings.json")
+        );
+        // No settings of their own: the server alone.
+        std::fs::remove_file(user.join("settings.json")).unwrap();
+        assert!(s.prepare_gemini_home().unwrap());
+        let alone: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("settings.json")).unwrap()).unwrap();
+        assert_eq!(alone["mcpServers"].as_object().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn the_team_instructions_name_the_tools_where_the_cli_has_them() {
+        for (p, has) in [
+            (Preset::Codex, true),
+            (Preset::Gemini, true),
+            (Preset::Aider, false),
+            (Preset::ClaudePrint, false),
+        ] {
+            let o = opening(p, None, "bob", "web", "swarm").unwrap();
+            assert_eq!(
+                o.contains("swarm MCP server's send_message"),
+                has,
+                "{p:?}: {o}"
+            );
+        }
+    }
+
+    fn s_of(v: &[&str]) -> Vec<String> {
+        s(v)
     }
 
     #[test]

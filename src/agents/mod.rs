@@ -209,7 +209,29 @@ impl Runner {
             d,
             &self.prompt_file,
             turn,
+            self.team_server(p).as_ref(),
         )
+    }
+
+    /// swarm's MCP server for the member, when its CLI gets one
+    /// ([`exec::TeamServer`]): `swarm mcp` as this very executable.
+    fn team_server(&self, p: Preset) -> Option<exec::TeamServer> {
+        if !p.gets_team_server() {
+            return None;
+        }
+        let mut env = self.env.clone();
+        // The user's own Gemini CLI home reaches the runtime passed by
+        // name (the pane's environment), not in the member's list.
+        if let Some(v) = std::env::var_os(exec::GEMINI_HOME_VAR) {
+            env.insert(
+                0,
+                (
+                    exec::GEMINI_HOME_VAR.to_string(),
+                    v.to_string_lossy().into_owned(),
+                ),
+            );
+        }
+        exec::TeamServer::of(&swarm_exe(), &env)
     }
 
     /// Whether the next run starts or resumes the member's session (an
@@ -237,10 +259,13 @@ impl Runner {
                 .map_or("", |(_, v)| v.as_str())
         };
         let role = self.role_prompt.as_deref();
-        let swarm = std::env::current_exe()
-            .map(|e| e.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| "swarm".into());
-        exec::opening(p, role, var("SWARM_AGENT_NAME"), var("SWARM_TEAM"), &swarm)
+        exec::opening(
+            p,
+            role,
+            var("SWARM_AGENT_NAME"),
+            var("SWARM_TEAM"),
+            &swarm_exe(),
+        )
     }
 
     /// One run of an exec preset, the whole prompt delivered: in argv when
@@ -257,6 +282,14 @@ impl Runner {
     ) -> Finished {
         let turn = self.turn(p);
         let prompt = build(self.preamble(p, &turn).as_deref());
+        if p == Preset::Gemini
+            && let Some(server) = self.team_server(p)
+            && let Err(e) = server.prepare_gemini_home()
+        {
+            // The run goes on; without its home Gemini CLI falls back on
+            // the user's own (its shell still reaches the team).
+            tracing::warn!(dir = %server.gemini_home.display(), error = %format!("{e:#}"), "cannot prepare Gemini CLI's home with swarm's MCP server");
+        }
         let first = p.delivery(&prompt);
         let launch = self.launch(p, mode, &prompt, first, &turn);
         let mut f = self.run_launch(&launch, &prompt, pane.clone());
@@ -284,6 +317,7 @@ impl Runner {
 
     fn run_launch(&self, launch: &exec::Launch, prompt: &str, pane: Pane) -> Finished {
         let mut inv = self.invocation(launch.argv.clone());
+        inv.env.extend(launch.env.iter().cloned());
         // Held until the run is over, then removed.
         let _file = match &launch.prompt_file {
             None => None,
@@ -311,6 +345,14 @@ impl Runner {
     pub fn one_message_per_run(&self) -> bool {
         matches!(self.agent, Agent::Shell | Agent::Claude | Agent::Process)
     }
+}
+
+/// This executable by absolute path, as an agent's shell or MCP client
+/// starts it (a login shell may reset `PATH`).
+fn swarm_exe() -> String {
+    std::env::current_exe()
+        .map(|e| e.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "swarm".into())
 }
 
 /// An argv for humans: each element quoted only when it needs to be,

@@ -2,13 +2,13 @@
 //! Context Protocol, on stdio (DESIGN §12), built on `rmcp`. One team, one
 //! acting member (its `--as`), for the life of the connection.
 //!
-//! A front end like the CLI, and as thin: each tool ([`tools`]) parses its
-//! arguments ([`args`]), calls one verb of [`TeamOps`] and renders its
+//! A front end like the CLI, and as thin: each tool (`tools.rs`) parses its
+//! arguments (`args.rs`), calls one verb of [`TeamOps`] and renders its
 //! typed result as JSON text. A verb's refusal (an unknown member, a
 //! hostile name, a missing task, a team swarm did not start) is a tool
 //! result marked `isError` carrying the line the CLI would print, and the
 //! server goes on answering: no call ends it, and a call that panics is
-//! one failed call ([`Server::call`]).
+//! one failed call (`Server::call`).
 //!
 //! Every verb runs on a blocking thread of its own, so a wait (an inbox, a
 //! shutdown's answer, a lock) never holds up the protocol: other calls are

@@ -7,7 +7,9 @@ Codex CLI calls the Responses API (`POST …/responses`, SSE events
 Completions (`POST …/chat/completions`, `chat.completion.chunk` deltas, then
 `[DONE]`). Both are answered from the script as `scripted.py` describes;
 a tool call becomes a `function_call` item (Responses) or a `tool_calls`
-delta (Chat Completions), its input the JSON `arguments`. Aider offers the
+delta (Chat Completions), its input the JSON `arguments`. A Responses tool
+inside a namespace (Codex's MCP tools: `mcp__swarm` holds swarm's) is named
+`NAMESPACE/NAME` in a script, and called with the item's `namespace`. Aider offers the
 model no tools: any chat request may match a rule, and a reply's text is
 what Aider prints.
 
@@ -27,7 +29,29 @@ def responses_text(body):
 
 
 def responses_tools(body):
-    return [t.get("name") or t.get("type") for t in body.get("tools") or [] if isinstance(t, dict)]
+    """The tools a Responses request offers, by name; a tool inside a
+    namespace (Codex puts each MCP server's tools in one, `mcp__<server>`)
+    as `NAMESPACE/NAME`, so a rule can call it."""
+    out = []
+    for t in body.get("tools") or []:
+        if not isinstance(t, dict):
+            continue
+        out.append(t.get("name") or t.get("type"))
+        if t.get("type") == "namespace":
+            out.extend(f"{t.get('name')}/{x.get('name')}" for x in t.get("tools") or []
+                       if isinstance(x, dict))
+    return out
+
+
+def function_call(b):
+    """A tool_use block as a `function_call` item; `NAMESPACE/NAME` is the
+    tool NAME of namespace NAMESPACE."""
+    namespace, _, name = b["name"].rpartition("/")
+    item = {"type": "function_call", "id": scripted.next_id("fc"), "status": "completed",
+            "name": name, "arguments": json.dumps(b.get("input", {})), "call_id": b["id"]}
+    if namespace:
+        item["namespace"] = namespace
+    return item
 
 
 USAGE = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
@@ -39,9 +63,7 @@ def respond_responses(h, blocks, stream):
     items = []
     for b in blocks:
         if b.get("type") == "tool_use":
-            items.append({"type": "function_call", "id": scripted.next_id("fc"), "status": "completed",
-                          "name": b["name"], "arguments": json.dumps(b.get("input", {})),
-                          "call_id": b["id"]})
+            items.append(function_call(b))
         else:
             items.append({"type": "message", "id": scripted.next_id("msg"), "role": "assistant",
                           "status": "completed",
