@@ -253,6 +253,16 @@ pub struct UpArgs {
     /// Panes all gone: start the teammates anew, their claimed tasks back on the board
     #[arg(long)]
     pub fresh: bool,
+    /// A coding agent leads the team in a pane of its own beside the TeamsDialog: claude, codex
+    /// or gemini (it plans, spawns and delegates through swarm's MCP tools; you keep every key)
+    #[arg(long, value_name = "AGENT")]
+    pub lead: Option<String>,
+    /// The AI lead's first turn, started at once (what the team is to do)
+    #[arg(long, value_name = "TEXT")]
+    pub lead_prompt: Option<String>,
+    /// team: the AI lead works too [default]; coordinator: it only delegates (its own tools are the team tools)
+    #[arg(long, value_name = "MODE")]
+    pub lead_mode: Option<String>,
 }
 
 #[derive(Debug, Args)]

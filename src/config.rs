@@ -22,6 +22,14 @@
 //!                             # whoever opens the pane (`swarm up`); never written anywhere
 //! worktree = true             # optional: this teammate in a git worktree (default: the team's)
 //!
+//! [lead]                      # optional: a coding agent leads the team (DESIGN §12)
+//! agent = "claude"            # required: claude, codex or gemini (or command, with `command`)
+//! prompt = "Ship the parser"  # optional: its first turn, at once
+//! mode = "team"               # optional: team (it works too) or coordinator (it only delegates)
+//! model = "opus"              # optional
+//! approves = false            # optional: teammates' plan and permission requests go to it
+//! command = ["prog", "arg"]   # only for agent = "command": the exec contract's program
+//!
 //! [[task]]
 //! subject = "count lines"     # required
 //! description = "..."         # optional
@@ -58,6 +66,9 @@ pub struct TeamSpec {
     pub teammates: Vec<TeammateSpec>,
     #[serde(default, rename = "task")]
     pub tasks: Vec<TaskSpec>,
+    /// A coding agent that leads the team (`[lead]`).
+    #[serde(default)]
+    pub lead: Option<LeadSpec>,
     /// The directory relative `cwd`s are resolved against (the spec file's
     /// directory; the current directory for a spec from a string).
     #[serde(skip)]
@@ -94,6 +105,73 @@ pub struct TeammateSpec {
     /// A git worktree of its own (`None`: the team's `worktree`).
     #[serde(default)]
     pub worktree: Option<bool>,
+}
+
+/// `[lead]`: the team's AI lead (or `swarm up --lead AGENT`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeadSpec {
+    /// `claude`, `codex` or `gemini` (or `command`, with `command`).
+    pub agent: String,
+    /// Its first turn, started at once.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// `team` (the default) or `coordinator`.
+    #[serde(default)]
+    pub mode: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Teammates' plan and permission requests go to it.
+    #[serde(default)]
+    pub approves: bool,
+    /// For `agent = "command"`: the program of the exec contract.
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+}
+
+impl LeadSpec {
+    /// The agents an AI lead can be.
+    pub const AGENTS: [&str; 4] = ["claude", "codex", "gemini", "command"];
+
+    /// The exec agent it runs as: Claude Code's print mode, Codex, Gemini
+    /// CLI, or any program of the exec contract.
+    pub fn agent(&self) -> Result<Agent> {
+        use crate::agents::exec::Preset;
+        Ok(match self.agent.as_str() {
+            "claude" => Agent::Exec(Preset::ClaudePrint),
+            "codex" => Agent::Exec(Preset::Codex),
+            "gemini" => Agent::Exec(Preset::Gemini),
+            "command" => Agent::Exec(Preset::Command),
+            other => bail!(
+                "an AI lead is claude, codex or gemini, not {:?}",
+                crate::text::escape_line(other)
+            ),
+        })
+    }
+
+    pub fn mode(&self) -> Result<crate::team::LeadMode> {
+        match &self.mode {
+            None => Ok(crate::team::LeadMode::Team),
+            Some(m) => crate::team::LeadMode::parse(m).map_err(anyhow::Error::msg),
+        }
+    }
+
+    /// Checks its agent, mode and command.
+    pub fn validate(&self) -> Result<()> {
+        let agent = self.agent()?;
+        self.mode()?;
+        match (&self.command, agent.needs_command()) {
+            (None, true) => bail!("agent \"command\" needs command = [\"prog\", …]"),
+            (Some(c), true) if c.is_empty() || c[0].is_empty() => {
+                bail!("command must name a program")
+            }
+            (Some(_), false) => bail!(
+                "command is for agent = \"command\"; {} runs its own CLI",
+                self.agent
+            ),
+            _ => Ok(()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -162,12 +240,21 @@ impl TeamSpec {
     pub fn validate(&self) -> Result<()> {
         names::validate_team(&self.team).map_err(|e| anyhow::anyhow!("team: {e}"))?;
         self.backend_choice()?;
+        if let Some(lead) = &self.lead {
+            lead.validate().context("[lead]")?;
+        }
         let mut seen = BTreeSet::new();
         for (i, t) in self.teammates.iter().enumerate() {
             let at = format!("teammate {} ({:?})", i + 1, t.name);
             names::validate_member(&t.name).map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
             if !seen.insert(t.name.to_ascii_lowercase()) {
                 bail!("{at}: the name {:?} is used twice", t.name);
+            }
+            if self.lead.is_some() && t.name == names::AI_LEAD_NAME {
+                bail!(
+                    "{at}: {:?} is the AI lead's name in a team with [lead]; pick another",
+                    t.name
+                );
             }
             let agent = t.agent().with_context(|| at.clone())?;
             if let Some(c) = &t.color

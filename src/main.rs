@@ -10,12 +10,13 @@ use swarm::text::escape_line;
 fn main() -> ExitCode {
     swarm::logging::install_panic_hook();
     let cli = Cli::from_env();
-    // The lead and the teammate runtime log to their own files (they own a
-    // terminal someone watches); every other command to stderr if asked.
+    // The lead, the teammate runtime and the MCP server log to their own
+    // files (they own a terminal someone watches, or stdout is a
+    // protocol); every other command to stderr if asked.
     use swarm::cli::Command;
     let short_lived = !matches!(
         cli.command,
-        Command::Up(_) | Command::Lead(_) | Command::Teammate(_)
+        Command::Up(_) | Command::Lead(_) | Command::Teammate(_) | Command::Mcp(_)
     );
     if matches!(cli.command, Command::Send(_)) {
         // A directory that passed the path rule is not walked again by a

@@ -23,6 +23,11 @@ pub const RESERVED_MEMBER_NAMES: [&str; 4] = ["main", "team-lead", "user", "syst
 /// The lead's member name in every team.
 pub const LEAD_NAME: &str = "team-lead";
 
+/// The roster name of a team's AI lead (DESIGN §12): a member whose
+/// inbox gets every message addressed to [`LEAD_NAME`], and that acts on
+/// the team as [`LEAD_NAME`] through `swarm mcp`.
+pub const AI_LEAD_NAME: &str = "lead";
+
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum NameError {
     #[error("invalid {kind} name {shown}: names must match {NAME_RULE}")]

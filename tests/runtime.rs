@@ -537,6 +537,20 @@ fn fake_bin(sb: &Sandbox, names: &[&str]) -> (PathBuf, PathBuf) {
     (bin, rec)
 }
 
+/// The `-c mcp_servers.swarm.…` flags a codex teammate `name` of team `T`
+/// gets (see `agents::exec::TeamServer`).
+pub fn swarm_mcp_flags(sb: &Sandbox, name: &str) -> Vec<String> {
+    let env = [
+        ("SWARM_HOME", sb.root().to_string_lossy().into_owned()),
+        ("SWARM_TEAM", T.to_string()),
+        ("SWARM_AGENT_NAME", name.to_string()),
+    ]
+    .map(|(k, v)| (k.to_string(), v));
+    exec::TeamServer::of(&swarm_exe(), &env)
+        .expect("a member's identity")
+        .codex_flags()
+}
+
 fn recorded_argv(rec: &Path, name: &str) -> Vec<String> {
     let bytes = std::fs::read(rec.join(format!("{name}.argv"))).unwrap_or_default();
     bytes
@@ -631,11 +645,13 @@ fn exec_presets_get_exactly_the_documented_argv_and_their_output_is_the_reply() 
     let expected: BTreeMap<&str, Vec<String>> = [
         (
             "codex",
-            vec![
-                "exec".into(),
-                "--skip-git-repo-check".into(),
-                prompt("codex"),
-            ],
+            [
+                vec!["exec".into(), "--skip-git-repo-check".into()],
+                // swarm's MCP server, for its own team and name.
+                swarm_mcp_flags(&sb, "codex"),
+                vec![prompt("codex")],
+            ]
+            .concat(),
         ),
         (
             "gemini",

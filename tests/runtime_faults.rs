@@ -706,9 +706,12 @@ fn three_max_size_messages_reach_a_codex_agent_and_a_command_agent_whole() {
     );
     let argv = got("codex.argv");
     let argv: Vec<&[u8]> = argv.split(|b| *b == 0).filter(|a| !a.is_empty()).collect();
+    let mcp = crate::runtime::swarm_mcp_flags(&sb, "coder");
+    let mut want: Vec<&[u8]> = vec![b"exec", b"--skip-git-repo-check"];
+    want.extend(mcp.iter().map(|f| f.as_bytes()));
+    want.push(b"-");
     assert_eq!(
-        argv,
-        [&b"exec"[..], b"--skip-git-repo-check", b"-"],
+        argv, want,
         "codex exec reads its prompt from stdin when the prompt is -"
     );
     assert!(

@@ -4,6 +4,7 @@
 
 mod util;
 
+mod ai_lead;
 mod big_inbox;
 mod cli_basics;
 mod compat;

@@ -86,9 +86,11 @@ async fn up_team(ctx: &Context, args: UpArgs) -> Result<(Next, Team)> {
             team,
         ));
     }
+    let lead = lead_spec_of(&args, spec.as_ref())?;
     let up = crate::ops::up::prepare(
         super::open::location(ctx, &name, &args.backend),
         spec.as_ref(),
+        lead.as_ref(),
         args.demo,
         &cwd,
     )?;
@@ -124,6 +126,44 @@ async fn up_team(ctx: &Context, args: UpArgs) -> Result<(Next, Team)> {
         up_here(&ops, opened, lifecycle).await?
     };
     Ok((next, team))
+}
+
+/// The AI lead `up` was asked for: `--lead AGENT` (with `--lead-prompt`,
+/// `--lead-mode`) over the spec's `[lead]`; a prompt or mode alone applies
+/// to the spec's lead (or to the AI lead the team has).
+fn lead_spec_of(
+    args: &UpArgs,
+    spec: Option<&crate::config::TeamSpec>,
+) -> Result<Option<crate::config::LeadSpec>> {
+    let from_spec = spec.and_then(|s| s.lead.clone());
+    let mut lead = match (&args.lead, from_spec) {
+        (Some(agent), from) => crate::config::LeadSpec {
+            agent: agent.clone(),
+            ..from.unwrap_or(crate::config::LeadSpec {
+                agent: agent.clone(),
+                prompt: None,
+                mode: None,
+                model: None,
+                approves: false,
+                command: None,
+            })
+        },
+        (None, Some(l)) => l,
+        (None, None) if args.lead_prompt.is_some() || args.lead_mode.is_some() => {
+            bail!(
+                "--lead-prompt and --lead-mode need --lead AGENT (claude, codex or gemini) or a spec with [lead]"
+            )
+        }
+        (None, None) => return Ok(None),
+    };
+    if let Some(p) = &args.lead_prompt {
+        lead.prompt = Some(p.clone());
+    }
+    if let Some(m) = &args.lead_mode {
+        lead.mode = Some(m.clone());
+    }
+    lead.validate().context("--lead")?;
+    Ok(Some(lead))
 }
 
 /// Lines for the user, each escaped for the terminal, on stderr.

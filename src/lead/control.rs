@@ -108,6 +108,18 @@ impl LeadUi {
         TeamOps::as_lead(self.team.clone(), self.opened.clone())
     }
 
+    /// `m`: a message from the lead to `to` (`*`: everyone).
+    fn perform_send(&self, to: &str, text: &str) -> Result<String> {
+        let d = self.ops().send(to, text, None, false)?;
+        Ok(format!(
+            "sent to {}",
+            d.iter()
+                .map(|d| format!("@{}", d.to))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ))
+    }
+
     /// Answers request `id` through [`TeamOps::answer`] (which finds it in
     /// the files: one that arrived before this lead started too), then
     /// drops it from the dialog's list.
@@ -322,16 +334,16 @@ impl LeadControl for LeadUi {
                 .ops()
                 .request_mode(target.as_deref(), &mode)
                 .map(|done| Some(mode_notice(&done))),
-            Action::Send { to, text } => {
-                let d = self.ops().send(&to, &text, None, false)?;
-                Ok(Some(format!(
-                    "sent to {}",
-                    d.iter()
-                        .map(|d| format!("@{}", d.to))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                )))
+            Action::Send { to, text } if to == crate::names::AI_LEAD_NAME => {
+                // The AI lead hears the human as the user.
+                let ops = self.ops();
+                if ops.ai_lead()?.is_none() {
+                    return self.perform_send(&to, &text).map(Some);
+                }
+                ops.tell_ai_lead(&text)?;
+                Ok(Some(format!("told @{to} (as the user)")))
             }
+            Action::Send { to, text } => self.perform_send(&to, &text).map(Some),
             Action::CreateTask { subject } => {
                 let t = self.ops().task_create(NewTask {
                     subject,

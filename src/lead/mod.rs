@@ -393,6 +393,25 @@ impl Lead {
             (_, Some(c)) => format!("exited with code {c}"),
             _ => "was killed by a signal".to_string(),
         };
+        if !m.is_ai_lead() {
+            let (name, said) = (m.name.clone(), format!("died: {how}"));
+            let status = if code.is_some() { "failed" } else { "killed" };
+            let told = self
+                .disk(move |team| {
+                    let ops = crate::ops::TeamOps::new(
+                        crate::session::Location::of(&team.root, &team.name),
+                        LEAD_NAME,
+                    );
+                    let out = ops.last_output(&name);
+                    ops.notify_ai_lead(&[crate::ops::ai_lead::Notification::member(
+                        &name, status, &said, out,
+                    )])
+                })
+                .await;
+            if let Err(e) = told {
+                self.event(format!("could not tell the AI lead of {}: {e:#}", m.name));
+            }
+        }
         self.event(format!(
             "{} is dead: {how}{}",
             m.name,
@@ -466,12 +485,71 @@ impl Lead {
             }
         }
         self.release_approved(approvals).await?;
+        // The AI lead's seat gets what is meant for it before anything is
+        // consumed: a supervisor that dies in between hands it over again,
+        // and the hand-over takes each message once.
+        let seat = self.for_ai_lead(&fresh).await?;
+        if !seat.is_empty() {
+            let n = self
+                .disk(move |team| crate::ops::ai_lead::hand_over(&team, &seat))
+                .await?;
+            tracing::info!(n, "handed over to the AI lead");
+        }
         let keys: Vec<_> = fresh.iter().map(Entry::key).collect();
         self.disk(move |team| Ok(team.mailbox().consume(LEAD_NAME, &keys)?))
             .await?;
         view::consumed(&mut self.shared(), &fresh);
         self.changed();
         Ok(())
+    }
+
+    /// The entries of the lead's inbox meant for the team's AI lead, if it
+    /// has one: every plain message (from anyone but the AI lead itself),
+    /// and, when it answers them, the plan and permission requests. The
+    /// frames the supervisor acts on (shutdown approvals) and the ones it
+    /// only shows (idle notifications) stay with it.
+    async fn for_ai_lead(&self, fresh: &[Entry]) -> Result<Vec<Entry>> {
+        let ai = self.disk(|team| {
+            let ops = crate::ops::TeamOps::new(
+                crate::session::Location::of(&team.root, &team.name),
+                LEAD_NAME,
+            );
+            ops.ai_lead()
+        });
+        let Some((_, how)) = ai.await? else {
+            return Ok(Vec::new());
+        };
+        Ok(fresh
+            .iter()
+            .filter(|e| e.from != crate::names::AI_LEAD_NAME)
+            .filter(|e| match e.protocol() {
+                None => true,
+                Some(Message::PlanApprovalRequest(_) | Message::PermissionRequest(_)) => {
+                    how.approves
+                }
+                Some(_) => false,
+            })
+            .cloned()
+            .collect())
+    }
+
+    /// Tells the AI lead (if the team has one) of the tasks that completed
+    /// or failed since it was last told.
+    async fn notify_tasks(&mut self) {
+        let told = self
+            .disk(|team| {
+                crate::ops::TeamOps::new(
+                    crate::session::Location::of(&team.root, &team.name),
+                    LEAD_NAME,
+                )
+                .notify_ai_lead_of_tasks()
+            })
+            .await;
+        match told {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(n, "told the AI lead of finished tasks"),
+            Err(e) => self.event(format!("could not tell the AI lead of a task: {e:#}")),
+        }
     }
 
     /// Closes the panes of the teammates that approved their shutdown
@@ -766,8 +844,14 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
             Some(woke) = rx.recv() => {
                 // One refresh for a burst: a write is several events.
                 inbox_due |= woke == watch::Woke::LeadInbox;
+                let mut shown = woke == watch::Woke::Shown;
                 while let Ok(woke) = rx.try_recv() {
                     inbox_due |= woke == watch::Woke::LeadInbox;
+                    shown |= woke == watch::Woke::Shown;
+                }
+                // A task finished is news for the AI lead, if there is one.
+                if shown && !lead.watching {
+                    lead.notify_tasks().await;
                 }
                 lead.changed();
             }

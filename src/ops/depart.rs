@@ -246,9 +246,12 @@ impl TeamOps {
     /// in the snapshot's words.
     pub async fn idle_members(&self) -> Result<Vec<String>> {
         let snap = self.snapshot().await?;
+        // The AI lead leads: idle between turns, never pruned.
+        let ai = snap.lead.ai.as_ref().map(|a| a.name.clone());
         Ok(snap
             .members
             .iter()
+            .filter(|m| Some(&m.name) != ai.as_ref())
             .filter(|m| {
                 m.state
                     .is_some_and(|s| s.prunable(m.task.is_some(), m.unread))

@@ -8,6 +8,9 @@
 //! [`Session`] (its pane backend), opened on first need, so a verb that
 //! touches no pane (a send, a task) never pays for finding the backend.
 //!
+//! - [`ai_lead`]: the AI lead's seat: a coding agent leading the team,
+//!   what reaches its conversation (messages handed over, the user's,
+//!   `<task-notification>`s) and its instructions.
 //! - [`snapshot`]: [`TeamSnapshot`], everything a front end shows about
 //!   a team, derived from the files plus one backend status call.
 //! - [`requests`]: plan, permission and shutdown requests with no answer
@@ -38,6 +41,7 @@
 //! A verb that changes, stops or deletes anything refuses a team swarm did
 //! not start (see `team::owner`) before it does anything.
 
+pub mod ai_lead;
 pub mod board;
 pub mod depart;
 pub mod doctor;

@@ -51,6 +51,18 @@ pub struct LeadSnapshot {
     /// A lead process runs.
     pub alive: bool,
     pub pid: Option<u32>,
+    /// The coding agent that leads the team, if one does (the member
+    /// named `lead`), and how.
+    pub ai: Option<AiLeadSnapshot>,
+}
+
+/// The team's AI lead.
+#[derive(Debug, Clone, Serialize)]
+pub struct AiLeadSnapshot {
+    pub name: String,
+    pub agent: Option<String>,
+    pub mode: crate::team::LeadMode,
+    pub approves: bool,
 }
 
 /// One member.
@@ -201,6 +213,20 @@ impl TeamOps {
             lead: LeadSnapshot {
                 alive: lead_pid.is_some(),
                 pid: lead_pid.filter(|p| *p != 0),
+                ai: members
+                    .iter()
+                    .find(|m| m.is_ai_lead())
+                    .map(|m| AiLeadSnapshot {
+                        name: m.name.clone(),
+                        agent: m.agent().map(str::to_string),
+                        mode: m
+                            .ai_lead()
+                            .ok()
+                            .flatten()
+                            .map(|a| a.mode)
+                            .unwrap_or_default(),
+                        approves: m.ai_lead().ok().flatten().is_some_and(|a| a.approves),
+                    }),
             },
             backend: record.backend.map(BackendKind::as_str),
             tmux_session: record.session,

@@ -33,6 +33,7 @@ pub struct Prepared {
 pub fn prepare(
     mut location: Location,
     spec: Option<&TeamSpec>,
+    lead: Option<&crate::config::LeadSpec>,
     demo: bool,
     cwd: &Path,
 ) -> Result<Prepared> {
@@ -55,7 +56,13 @@ pub fn prepare(
             }
             tasks = Some(ops.apply_spec(spec, demo)?);
         }
-        Ok((Session::open(&location)?, tasks))
+        let session = Session::open(&location)?;
+        if let Some(lead) = lead.or(spec.and_then(|s| s.lead.as_ref())) {
+            for line in ops.apply_lead(lead, cwd)? {
+                tracing::info!("{line}");
+            }
+        }
+        Ok((session, tasks))
     })();
     match done {
         Ok((session, tasks)) => Ok(Prepared {

@@ -44,6 +44,9 @@ pub enum SwarmField {
     /// Where the member's pane went when not beside the lead (string,
     /// `window 2`: the lead's window was full).
     Apart,
+    /// The member is the team's AI lead: [`AiLead`] (`{"mode":
+    /// "team"|"coordinator", "approves": bool}`).
+    Lead,
 }
 
 impl SwarmField {
@@ -60,6 +63,7 @@ impl SwarmField {
             SwarmField::PidStart => "swarmPidStart",
             SwarmField::Nonce => "swarmNonce",
             SwarmField::PassEnv => "swarmPassEnv",
+            SwarmField::Lead => "swarmLead",
         }
     }
 }
@@ -87,6 +91,42 @@ impl FieldError {
             field,
             expected: expected.to_string(),
             value: crate::text::escape_line(&shown).into_owned(),
+        }
+    }
+}
+
+/// `swarmLead`: the member is the team's AI lead (DESIGN §12), and how it
+/// leads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AiLead {
+    pub mode: LeadMode,
+    /// Teammates' plan and permission requests go to it (through
+    /// `answer_request`), not to the human.
+    #[serde(default)]
+    pub approves: bool,
+}
+
+/// What an AI lead may do itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LeadMode {
+    /// It plans, delegates and works too.
+    #[default]
+    Team,
+    /// It only orchestrates: its own tools are the team tools.
+    Coordinator,
+}
+
+impl LeadMode {
+    pub fn parse(s: &str) -> Result<LeadMode, String> {
+        match s {
+            "team" => Ok(LeadMode::Team),
+            "coordinator" => Ok(LeadMode::Coordinator),
+            other => Err(format!(
+                "unknown lead mode {:?}: pick team (it works too) or coordinator (it only \
+                 delegates)",
+                crate::text::escape_line(other)
+            )),
         }
     }
 }
@@ -204,6 +244,20 @@ impl Member {
     /// `swarmHidden`: the pane is hidden.
     pub fn hidden(&self) -> bool {
         self.swarm_field(SwarmField::Hidden).is_some()
+    }
+
+    /// `swarmLead`: how this member leads the team, if it is its AI lead.
+    pub fn ai_lead(&self) -> Result<Option<AiLead>, FieldError> {
+        self.typed(
+            SwarmField::Lead,
+            "an AI lead record {\"mode\", \"approves\"}",
+        )
+    }
+
+    /// Whether this member is the team's AI lead (a damaged record still
+    /// says so: it is never taken for a plain teammate).
+    pub fn is_ai_lead(&self) -> bool {
+        self.swarm_field(SwarmField::Lead).is_some()
     }
 
     /// `swarmPid` and `swarmPidStart`: the pane's first process, if recorded.

@@ -12,7 +12,7 @@ pub mod post;
 pub mod roster;
 pub mod status;
 
-pub use fields::{ExitRecord, FieldError, SwarmField};
+pub use fields::{AiLead, ExitRecord, FieldError, LeadMode, SwarmField};
 pub use owner::{ForeignTeam, Ownership};
 pub use roster::{Member, Roster, RosterError, TeamFile, list_teams};
 

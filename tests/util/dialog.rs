@@ -13,10 +13,11 @@ pub struct Dialog {
     pub pane: String,
 }
 
-/// The pane `swarm up` reports for the lead (`lead in pane %N`).
+/// The pane `swarm up` reports for the lead (`team T: lead in pane %N`;
+/// not a teammate named `lead`, `spawned lead in pane %M`).
 pub fn lead_pane_of(t: &TmuxTeam, stderr: &str) -> String {
     stderr
-        .split("lead in pane ")
+        .split(": lead in pane ")
         .nth(1)
         .and_then(|rest| rest.split_whitespace().next())
         .map(str::to_string)

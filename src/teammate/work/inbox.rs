@@ -79,6 +79,10 @@ impl Runtime {
                 return Ok(Work::Messages(batch));
             }
         }
+        // The AI lead hands tasks out; it never takes one off the board.
+        if self.member.is_ai_lead() {
+            return Ok(Work::Nothing);
+        }
         // An id leaves the set only once its claim has been decided.
         while let Some(&id) = self.assigned.first() {
             let claim = self

@@ -51,8 +51,15 @@ impl Runtime {
                 });
             }
             let reply = reply_text(&f);
-            let posts = senders
-                .iter()
+            // The AI lead's turn is shown in its pane and answers through
+            // its tools (send_message): nobody gets its output as a reply.
+            let to: Vec<&&str> = if self.member.is_ai_lead() {
+                Vec::new()
+            } else {
+                senders.iter().collect()
+            };
+            let posts = to
+                .into_iter()
                 .map(|to| Post::Send {
                     to: to.to_string(),
                     text: reply.clone(),
