@@ -183,7 +183,7 @@ impl Preset {
 
     /// Whether the CLI gets swarm's MCP server in its launch ([`TeamServer`]).
     pub fn gets_team_server(self) -> bool {
-        matches!(self, Preset::Codex | Preset::Gemini)
+        matches!(self, Preset::Codex | Preset::Gemini | Preset::ClaudePrint)
     }
 
     /// Where a prompt goes: the last argument when it fits, else what the
@@ -263,6 +263,7 @@ impl Preset {
         let mut env = Vec::new();
         match (self, server) {
             (Preset::Codex, Some(server)) => argv.extend(server.codex_flags()),
+            (Preset::ClaudePrint, Some(server)) => argv.extend(server.claude_flags()),
             (Preset::Gemini, Some(server)) => env.push((
                 GEMINI_HOME_VAR.to_string(),
                 server.gemini_home.to_string_lossy().into_owned(),
@@ -288,6 +289,34 @@ impl Preset {
             prompt_file: (delivery != Delivery::Argv).then(|| file.to_path_buf()),
             env,
         }
+    }
+}
+
+/// A coordinator AI lead has the team tools only (DESIGN §12): its CLI's
+/// own tools, those that read, edit or run, are taken away for the run.
+/// Claude Code: `--tools ""` (no built-in tool; MCP tools stay). Codex:
+/// its shell and patch tools disabled. Gemini CLI: its core tools
+/// excluded in the member's own settings (see `TeamServer`).
+pub fn coordinator_only(p: Preset, launch: &mut Launch) {
+    let extra: &[&str] = match p {
+        Preset::ClaudePrint => &["--tools", ""],
+        Preset::Codex => &[
+            "--disable",
+            "shell_tool",
+            "--disable",
+            "unified_exec",
+            "-c",
+            "include_apply_patch_tool=false",
+        ],
+        _ => &[],
+    };
+    // Before the prompt when argv carries it (the last argument), and
+    // before Codex's `-` (the prompt on stdin).
+    let last_is_prompt =
+        launch.delivery == Delivery::Argv || launch.argv.last().is_some_and(|a| a == "-");
+    let at = launch.argv.len() - usize::from(last_is_prompt && !launch.argv.is_empty());
+    for (i, a) in extra.iter().enumerate() {
+        launch.argv.insert(at + i, a.to_string());
     }
 }
 
@@ -362,6 +391,27 @@ impl TeamServer {
                 .or_else(|| get("HOME"))
                 .map(|h| PathBuf::from(h).join(".gemini")),
         })
+    }
+
+    /// Claude Code's flags registering the server for one run (an inline
+    /// `--mcp-config`; the user's own MCP servers stay) and allowing its
+    /// tools without a permission prompt (`--allowedTools mcp__swarm`:
+    /// every tool of the server), since a print-mode run cannot ask.
+    pub fn claude_flags(&self) -> Vec<String> {
+        let env: serde_json::Map<String, serde_json::Value> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect();
+        let config = serde_json::json!({"mcpServers": {"swarm": {
+            "type": "stdio", "command": self.program, "args": ["mcp"], "env": env,
+        }}});
+        vec![
+            "--mcp-config".into(),
+            config.to_string(),
+            "--allowedTools".into(),
+            "mcp__swarm".into(),
+        ]
     }
 
     /// Codex's `-c` overrides registering the server (values in TOML).
@@ -949,14 +999,68 @@ mod tests {
                 "/r/swarm/web/runtime/bob.gemini-home".to_string()
             )]
         );
-        for p in [Preset::Aider, Preset::ClaudePrint] {
-            let l = run(p, &fresh);
-            assert!(
-                !l.argv.iter().any(|a| a.contains("mcp")) && l.env.is_empty(),
-                "{l:?}"
-            );
-        }
+        let aider = run(Preset::Aider, &fresh);
+        assert!(
+            !aider.argv.iter().any(|a| a.contains("mcp")) && aider.env.is_empty(),
+            "{aider:?}"
+        );
+        // Claude Code: an inline --mcp-config with the same server, and its
+        // tools allowed (a print-mode run cannot ask).
+        let claude = run(Preset::ClaudePrint, &fresh).argv;
+        let at = claude.iter().position(|a| a == "--mcp-config").unwrap();
+        let config: serde_json::Value = serde_json::from_str(&claude[at + 1]).unwrap();
+        let server = &config["mcpServers"]["swarm"];
+        assert_eq!(server["command"], "/opt/sw\"arm/swarm");
+        assert_eq!(server["args"], serde_json::json!(["mcp"]));
+        assert_eq!(server["env"]["SWARM_AGENT_NAME"], "bob");
+        assert_eq!(
+            claude[at + 2..at + 4],
+            s_of(&["--allowedTools", "mcp__swarm"])
+        );
+        assert_eq!(claude.last().unwrap(), "P");
         assert!(TeamServer::of("swarm", &[("SWARM_HOME".into(), "/r".into())]).is_none());
+    }
+
+    #[test]
+    fn a_coordinator_keeps_the_team_tools_and_loses_its_own() {
+        let env = [
+            ("SWARM_HOME", "/r"),
+            ("SWARM_TEAM", "web"),
+            ("SWARM_AGENT_NAME", "lead"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        let s = TeamServer::of("swarm", &env).unwrap();
+        let run = |p: Preset, d: Delivery| {
+            let mut l = p.launch(
+                None,
+                None,
+                None,
+                "P",
+                d,
+                Path::new("/s/p"),
+                &Turn::Fresh { id: None },
+                Some(&s),
+            );
+            coordinator_only(p, &mut l);
+            l.argv
+        };
+        let claude = run(Preset::ClaudePrint, Delivery::Argv);
+        assert!(claude.contains(&"--mcp-config".to_string()), "{claude:?}");
+        assert_eq!(claude[claude.len() - 3..], s_of(&["--tools", "", "P"]));
+        let codex = run(Preset::Codex, Delivery::Stdin);
+        assert!(codex.iter().any(|a| a.starts_with("mcp_servers.swarm")));
+        assert_eq!(
+            codex[codex.len() - 7..],
+            s_of(&[
+                "--disable",
+                "shell_tool",
+                "--disable",
+                "unified_exec",
+                "-c",
+                "include_apply_patch_tool=false",
+                "-"
+            ])
+        );
     }
 
     #[test]
@@ -1037,7 +1141,7 @@ mod tests {
             (Preset::Codex, true),
             (Preset::Gemini, true),
             (Preset::Aider, false),
-            (Preset::ClaudePrint, false),
+            (Preset::ClaudePrint, true),
         ] {
             let o = opening(p, None, "bob", "web", "swarm").unwrap();
             assert_eq!(

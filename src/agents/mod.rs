@@ -136,6 +136,9 @@ pub struct Runner {
     pub prompt_file: PathBuf,
     /// Where the member's session is recorded ([`session::Store::of`]).
     pub session: session::Store,
+    /// The member is the team's AI lead, leading this way: its MCP server
+    /// acts as the team's lead, and a coordinator has no tools of its own.
+    pub lead: Option<crate::team::LeadMode>,
 }
 
 /// Where a run's output goes live: the pane.
@@ -201,7 +204,7 @@ impl Runner {
         d: Delivery,
         turn: &exec::Turn,
     ) -> exec::Launch {
-        p.launch(
+        let mut launch = p.launch(
             self.command.as_deref(),
             self.model.as_deref(),
             mode,
@@ -210,7 +213,11 @@ impl Runner {
             &self.prompt_file,
             turn,
             self.team_server(p).as_ref(),
-        )
+        );
+        if self.lead == Some(crate::team::LeadMode::Coordinator) {
+            exec::coordinator_only(p, &mut launch);
+        }
+        launch
     }
 
     /// swarm's MCP server for the member, when its CLI gets one
@@ -230,6 +237,14 @@ impl Runner {
                     v.to_string_lossy().into_owned(),
                 ),
             );
+        }
+        // The AI lead acts on the team as its lead (its sends signed as the
+        // lead's, its answers to requests the lead's).
+        if self.lead.is_some() {
+            env.push((
+                "SWARM_AGENT_NAME".to_string(),
+                crate::names::LEAD_NAME.to_string(),
+            ));
         }
         exec::TeamServer::of(&swarm_exe(), &env)
     }

@@ -80,6 +80,7 @@ pub fn run(ctx: &Context, args: TeammateArgs) -> Result<Exit> {
         role_prompt: member.prompt.clone(),
         prompt_file: runtime_file(&team, &member.name, "prompt")?,
         session: agents::session::Store::of(&team, &member)?,
+        lead: member.ai_lead()?.map(|l| l.mode),
     };
     let journal = inflight::Journal::new(runtime_file(&team, &member.name, "inflight.json")?);
     work::Runtime::new(team, member, runner, journal).run()
