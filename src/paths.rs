@@ -263,6 +263,16 @@ impl Root {
         Ok(self.state_dir(team)?.join("owner.json"))
     }
 
+    /// A teammate that left but can come back (`ops::revive`): its roster
+    /// entry as it was.
+    pub fn departed(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {
+        let m = member_component(member)?;
+        Ok(self
+            .state_dir(team)?
+            .join("departed")
+            .join(format!("{m}.json")))
+    }
+
     /// The team's session record: which backend, server and session it
     /// lives on, and the lead's pane (see `lead::session`).
     pub fn session_record(&self, team: &str) -> Result<PathBuf, NameError> {

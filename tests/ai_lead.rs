@@ -123,3 +123,108 @@ fn the_ai_lead_hears_every_message_once_and_is_told_of_finished_tasks() {
         || d.explain(),
     );
 }
+
+/// A temp bin directory holding the fake CLI as `claude`, and where it
+/// records how it was run.
+fn fake_claude(t: &TmuxTeam) -> (std::path::PathBuf, std::path::PathBuf) {
+    let bin = t.sb.path("fakebin");
+    let rec = t.sb.path("fakerec");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(&rec).unwrap();
+    std::os::unix::fs::symlink(agent("fake-cli"), bin.join("claude")).unwrap();
+    (bin, rec)
+}
+
+/// The arguments the fake `claude` got on its last run.
+fn claude_argv(rec: &std::path::Path) -> Vec<String> {
+    std::fs::read(rec.join("claude.argv"))
+        .unwrap_or_default()
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
+/// Issue 23: a message to a teammate that was shut down, whose
+/// conversation is recorded, brings it back with that conversation (the
+/// same Claude Code session resumes), delivers the message, and says so.
+#[test]
+fn a_message_to_a_shut_down_teammate_brings_it_back_with_its_conversation() {
+    let Some(t) = TmuxTeam::new("revive_by_message", "rv") else {
+        return;
+    };
+    t.ok(&["team", "create", "rv"]);
+    let (bin, rec) = fake_claude(&t);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = |args: &[&str]| {
+        let mut c = t.cmd(args);
+        c.env("PATH", &path).env("FAKE_CLI_DIR", &rec);
+        crate::util::Run::of(c, args)
+    };
+    run(&[
+        "spawn",
+        "bob",
+        "--agent",
+        "claude-print",
+        "--env",
+        "FAKE_CLI_DIR",
+    ])
+    .assert_code(0);
+    run(&["send", "--to", "bob", "FIRST-1"]).assert_code(0);
+    let replied = |text: &str| {
+        t.ok(&["inbox", "team-lead", "--json"])
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["text"].as_str().is_some_and(|s| s.contains(text)))
+    };
+    wait_until(
+        "bob answers the first",
+        WAIT,
+        || replied("FIRST-1"),
+        || t.explain(),
+    );
+    let first = claude_argv(&rec);
+    let at = first
+        .iter()
+        .position(|a| a == "--session-id")
+        .expect("a session started");
+    let session = first[at + 1].clone();
+    run(&["shutdown", "bob"]).assert_code(0);
+    assert!(t.member("bob").is_none(), "bob left");
+    let back = run(&["send", "--to", "bob", "SECOND-2"]);
+    back.assert_code(0);
+    assert!(
+        back.stderr
+            .contains("bob was stopped; started again with its conversation"),
+        "{}",
+        back.explain()
+    );
+    wait_until(
+        "bob answers the second",
+        WAIT,
+        || replied("SECOND-2"),
+        || t.explain(),
+    );
+    let second = claude_argv(&rec);
+    let at = second
+        .iter()
+        .position(|a| a == "--resume")
+        .expect("its session resumed");
+    assert_eq!(second[at + 1], session, "the same conversation: {second:?}");
+    assert!(t.member("bob").is_some(), "bob is back on the roster");
+    // Sent once: the message is in no inbox twice.
+    let inbox = t.ok(&["inbox", "bob", "--all", "--json"]).json();
+    let times = inbox
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["text"] == "SECOND-2")
+        .count();
+    assert_eq!(times, 1, "{inbox}");
+}

@@ -40,7 +40,24 @@ pub fn run(ctx: &Context, args: SendArgs) -> Result<Exit> {
         Some(t) => t.to_string(),
         None => bail!("nothing to send: give TEXT (or '-' to read standard input)"),
     };
-    let delivered = ops.send_on(roster, to, &text, args.summary.as_deref(), args.force)?;
+    let delivered = match ops.send_on(roster, to, &text, args.summary.as_deref(), args.force) {
+        // A teammate that left, its conversation recorded: brought back
+        // first, then sent to.
+        Err(e) if roster.member(to).is_none() && ops.can_revive(to)? => {
+            let _ = e;
+            let sent = crate::session::runtime()?.block_on(ops.send_or_revive(
+                to,
+                &text,
+                args.summary.as_deref(),
+                args.force,
+            ))?;
+            if let Some(note) = &sent.revived {
+                eprintln!("{}", escape_line(note));
+            }
+            sent.delivered
+        }
+        r => r?,
+    };
     report(&args, &delivered)?;
     Ok(Exit::Ok)
 }

@@ -91,12 +91,14 @@ impl Server {
     )]
     async fn send_message(&self, Parameters(a): Parameters<SendArgs>) -> CallToolResult {
         self.call("send_message", move |ops, _| async move {
-            let sent: Vec<Sent> = ops
-                .send(&a.to, &a.text, a.summary.as_deref(), false)?
-                .iter()
-                .map(Sent::of)
-                .collect();
-            Ok(json!({ "sent": sent }))
+            let done = ops
+                .send_or_revive(&a.to, &a.text, a.summary.as_deref(), false)
+                .await?;
+            let sent: Vec<Sent> = done.delivered.iter().map(Sent::of).collect();
+            Ok(match done.revived {
+                Some(note) => json!({ "sent": sent, "revived": note }),
+                None => json!({ "sent": sent }),
+            })
         })
         .await
     }

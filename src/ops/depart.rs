@@ -73,26 +73,48 @@ pub enum ShutdownOutcome {
     Killed(Left),
 }
 
+/// Why members leave, for [`leave`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leaving {
+    /// A teammate leaves a team that goes on (kill, shutdown, prune): it
+    /// is remembered, to come back when a message is sent to it.
+    Member,
+    /// The whole team goes (`down`).
+    TeamGoes,
+    /// The whole team goes (`down --force`), the work its worktrees hold
+    /// saved on a branch first.
+    TeamGoesSavingWork,
+}
+
 /// The one end of every departure: the members' panes closed (each set in
 /// one backend call, the ladder's SIGKILL after `grace`), the members off
 /// the roster in one write with their open tasks back on the board, and
-/// their worktrees retired (with `save_work`, work a worktree holds is
-/// saved on a branch before it goes). Members already off the roster are
+/// their worktrees retired (when the team goes with `down --force`, work a
+/// worktree holds is saved on a branch before it goes); a teammate that
+/// leaves a team that goes on is remembered (see [`Leaving`]). Members already off the roster are
 /// still closed and retired (a lead and a command racing on one member).
 pub async fn leave(
     team: &Team,
     session: &Session,
     members: &[Member],
     grace: Duration,
-    save_work: bool,
+    how: Leaving,
 ) -> Result<Vec<Left>> {
     if members.is_empty() {
         return Ok(Vec::new());
     }
+    let save_work = how == Leaving::TeamGoesSavingWork;
     let closed = close_panes(session, members, grace).await?;
     let (t, gone) = (team.clone(), members.to_vec());
     let mut left = tokio::task::spawn_blocking(move || -> Result<Vec<Left>> {
         let names: Vec<String> = gone.iter().map(|m| m.name.clone()).collect();
+        if how == Leaving::Member {
+            // Remembered: a message to it later brings it back, with its
+            // conversation (`TeamOps::send_or_revive`).
+            for m in &gone {
+                super::revive::remember(&t, m)?;
+            }
+        }
         t.roster().update(|tf| {
             tf.members.retain(|m| !names.contains(&m.name));
             Ok(())
@@ -152,9 +174,29 @@ impl TeamOps {
         ))?;
         let m = member(self, name)?;
         let session = self.session()?;
-        Ok(leave(self.team(), &session, &[m], grace, false)
+        let left = leave(self.team(), &session, &[m], grace, Leaving::Member)
             .await?
-            .remove(0))
+            .remove(0);
+        self.tell_ai_lead_killed(std::slice::from_ref(&left));
+        Ok(left)
+    }
+
+    /// Tells the team's AI lead (if it has one) which teammates were
+    /// killed; a failure to tell is logged, the kill stands.
+    fn tell_ai_lead_killed(&self, left: &[Left]) {
+        let ns: Vec<super::ai_lead::Notification> = left
+            .iter()
+            .filter(|l| l.name != crate::names::AI_LEAD_NAME)
+            .map(|l| {
+                super::ai_lead::Notification::member(
+                    &l.name,
+                    "killed",
+                    "was killed",
+                    self.last_output(&l.name),
+                )
+            })
+            .collect();
+        crate::dropped::ignore(self.notify_ai_lead(&ns), "telling the AI lead of a kill");
     }
 
     /// Asks `name` to shut down (a `shutdown_request` from the lead);
@@ -211,7 +253,14 @@ impl TeamOps {
             match find_answer(team, &request_id)? {
                 Some(Message::ShutdownApproved(_)) => {
                     wait_for_exit(&session, &m, Duration::from_secs(2)).await?;
-                    let l = leave(team, &session, &[m], Duration::from_secs(1), false).await?;
+                    let l = leave(
+                        team,
+                        &session,
+                        &[m],
+                        Duration::from_secs(1),
+                        Leaving::Member,
+                    )
+                    .await?;
                     return Ok(ShutdownOutcome::Approved(gone(l)));
                 }
                 Some(Message::ShutdownRejected(r)) => {
@@ -226,13 +275,27 @@ impl TeamOps {
             {
                 // It died without answering: that is not an approval, but
                 // there is nothing left to ask. Cleaned up as a kill is.
-                let l = leave(team, &session, &[m], Duration::from_secs(1), false).await?;
+                let l = leave(
+                    team,
+                    &session,
+                    &[m],
+                    Duration::from_secs(1),
+                    Leaving::Member,
+                )
+                .await?;
                 return Ok(ShutdownOutcome::Killed(gone(l)));
             }
             let now = Instant::now();
             if now >= deadline {
                 if force_after.is_some() {
-                    let l = leave(team, &session, &[m], Duration::from_secs(2), false).await?;
+                    let l = leave(
+                        team,
+                        &session,
+                        &[m],
+                        Duration::from_secs(2),
+                        Leaving::Member,
+                    )
+                    .await?;
                     return Ok(ShutdownOutcome::Killed(gone(l)));
                 }
                 return Ok(ShutdownOutcome::TimedOut);
@@ -279,9 +342,10 @@ impl TeamOps {
             &session,
             &members,
             Duration::from_secs(1),
-            false,
+            Leaving::Member,
         )
         .await?;
+        self.tell_ai_lead_killed(&left);
         if left.len() > 1 && session.caps().rebalance {
             // Several panes closed at once: the column they leave is laid
             // out evenly again (a courtesy; the prune is done either way).
@@ -304,7 +368,7 @@ impl TeamOps {
             &session,
             members,
             Duration::from_secs(1),
-            false,
+            Leaving::Member,
         )
         .await
     }
@@ -457,10 +521,15 @@ pub async fn down(
     let stopping = if deleting { signal_lead(team)? } else { None };
     // Panes of those that ended are closed at once (a dead pane kept by
     // remain-on-exit); the others get the kill ladder.
-    report.left = leave(team, opened, &done, Duration::from_millis(200), force).await?;
+    let going = if force {
+        Leaving::TeamGoesSavingWork
+    } else {
+        Leaving::TeamGoes
+    };
+    report.left = leave(team, opened, &done, Duration::from_millis(200), going).await?;
     report
         .left
-        .extend(leave(team, opened, &killed, Duration::from_secs(1), force).await?);
+        .extend(leave(team, opened, &killed, Duration::from_secs(1), going).await?);
     if !deleting {
         return Ok(report);
     }

@@ -32,6 +32,8 @@
 //! - [`up`]: bringing a team up, the team's part: created, a spec applied,
 //!   an interrupted start recovered, every reserved member spawned.
 //! - [`work`]: a teammate's worktree: its diff, merging it.
+//! - [`revive`]: a teammate that left (its conversation recorded) brought
+//!   back by a message sent to it.
 //! - [`recover`]: what an interrupted `up` or `spawn`, or a rebuilt
 //!   roster, left: marked panes adopted or closed.
 //! - [`resume`]: a team whose panes are all gone brought back (`up
@@ -51,6 +53,7 @@ pub mod panes;
 pub mod recover;
 pub mod requests;
 pub mod resume;
+pub mod revive;
 pub mod snapshot;
 pub mod spawn;
 pub mod teams;

@@ -195,7 +195,7 @@ impl TeamOps {
 }
 
 /// The spawn of a member the roster holds with no pane yet.
-fn reserved_request(m: &Member) -> Result<SpawnRequest> {
+pub(crate) fn reserved_request(m: &Member) -> Result<SpawnRequest> {
     Ok(SpawnRequest {
         name: m.name.clone(),
         agent: m.agent().map(str::to_string),
