@@ -1109,3 +1109,66 @@ fn doctor_names_the_backend_and_the_tmux_version() {
         r.explain()
     );
 }
+
+/// Issue 24, item 2: with a lead running, a teammate that exits 3 on its
+/// own showed `dead (signal)` in `swarm status` and "its pane disappeared"
+/// in the dialog (the lead recorded exit 3, closed the dead pane, then
+/// took the pane's going for a second death and overwrote the record).
+/// Now its exit code stays, and what it printed last says why.
+#[test]
+fn a_teammate_that_exits_on_its_own_is_reported_with_its_code_and_last_words() {
+    let Some(t) = TmuxTeam::new("exit_code_and_last_words", "ex") else {
+        return;
+    };
+    t.up();
+    t.spawn(
+        "quitter",
+        &[
+            "sh",
+            "-c",
+            "echo 'Unable to connect: ENOTFOUND api.example'; exit 3",
+        ],
+    );
+    let status = || t.ok(&["status", "--json"]).json();
+    let quitter = |s: &serde_json::Value| {
+        s["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "quitter")
+            .cloned()
+            .unwrap_or_default()
+    };
+    wait_until(
+        "the lead records quitter's end",
+        WAIT,
+        || quitter(&status())["status"] == "dead (exit 3)",
+        || t.explain(),
+    );
+    // The lead closes the dead pane; the record stays (the lead's later
+    // looks are pinned by lead::tests::a_death_on_record_is_not_recorded_again).
+    let log = t.lead_log();
+    let pane = t.member("quitter").unwrap()["tmuxPaneId"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    wait_until(
+        "the lead closes the dead pane",
+        WAIT,
+        || t.tmux.pane(&pane).is_none(),
+        || t.explain(),
+    );
+    let m = quitter(&status());
+    assert_eq!(m["status"], "dead (exit 3)", "{m}");
+    assert_eq!(
+        m["attention"], "dead: Unable to connect: ENOTFOUND api.example",
+        "{m}"
+    );
+    let lead_said = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        lead_said
+            .contains("quitter is dead: exited with code 3 (its last words: Unable to connect")
+            && !lead_said.contains("quitter is dead: its pane disappeared"),
+        "{lead_said}"
+    );
+}

@@ -288,9 +288,10 @@ impl Lead {
                     }
                     Ok(())
                 }
-                Seen::Dead(_) if recorded_exit(m).is_some() && before.is_none() => {
-                    Ok(()) // already recorded by an earlier lead
-                }
+                // Its end is on record (by an earlier lead, or by this one
+                // before it closed the dead pane): recorded once, never
+                // overwritten by the pane's going.
+                Seen::Dead(_) if recorded_exit(m).is_some() => Ok(()),
                 Seen::Dead(code) => self.record_death(m, status, *code).await,
                 Seen::Lost => self.record_lost(m).await,
             };
@@ -328,6 +329,7 @@ impl Lead {
                         code: None,
                         at,
                         lost: Some(lost),
+                        said: None,
                     }));
                 })?;
                 Ok(team.tasks().unassign_all_of(&name)?)
@@ -364,6 +366,10 @@ impl Lead {
         self.check_record_fault()?;
         let at = crate::clock::now_ms();
         let name = m.name.clone();
+        // Its last words: why it ended, when it said (an agent that cannot
+        // reach its API prints the cause and exits 1).
+        let said = self.ops().last_words(&m.name);
+        let kept = said.clone();
         let returned = self
             .disk(move |team| {
                 team.roster().update_member(&name, |mm| {
@@ -372,6 +378,7 @@ impl Lead {
                         code,
                         at,
                         lost: None,
+                        said: kept,
                     }));
                 })?;
                 Ok(team.tasks().unassign_all_of(&name)?)
@@ -413,8 +420,10 @@ impl Lead {
             }
         }
         self.event(format!(
-            "{} is dead: {how}{}",
+            "{} is dead: {how}{}{}",
             m.name,
+            said.map(|s| format!(" (its last words: {s})"))
+                .unwrap_or_default(),
             tasks_back(&returned)
         ));
         Ok(())

@@ -429,3 +429,27 @@ fn only_the_leads_inbox_makes_the_supervisor_read_it() {
         "a file of that name in another directory"
     );
 }
+
+/// Issue 24, item 2: the lead recorded a teammate's exit 3, closed its dead
+/// pane, and on its next look took the pane's going for a second death
+/// ("its pane disappeared", exit unknown) and overwrote the record.
+#[tokio::test]
+async fn a_death_on_record_is_not_recorded_again() {
+    let b = Bench::new();
+    let pane = b.spawn("quitter").await;
+    let mut lead = b.lead();
+    lead.supervise().await.unwrap();
+    b.fake.exit(&pane, Some(3));
+    lead.supervise().await.unwrap();
+    let exit = |b: &Bench| b.member("quitter").unwrap().exit().unwrap().unwrap();
+    assert_eq!(exit(&b).code, Some(3));
+    assert!(b.fake.pane(&pane).is_none(), "the dead pane was closed");
+    lead.supervise().await.unwrap();
+    lead.supervise().await.unwrap();
+    assert_eq!(exit(&b).code, Some(3), "{}", Bench::events(&lead));
+    assert!(
+        !Bench::events(&lead).contains("its pane disappeared"),
+        "{}",
+        Bench::events(&lead)
+    );
+}

@@ -220,6 +220,20 @@ impl TeamOps {
         self.notify_ai_lead(&ns)
     }
 
+    /// The last three lines `name`'s pane printed with something on
+    /// them, escapes stripped, on one line (at most 300 characters): what
+    /// a teammate that ended said last.
+    pub fn last_words(&self, name: &str) -> Option<String> {
+        let text = self.last_output(name);
+        let lines: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        let words = lines[lines.len().saturating_sub(3)..].join(" | ");
+        (!words.is_empty()).then(|| words.chars().take(300).collect())
+    }
+
     /// The last lines `name`'s pane printed (for a notification), or
     /// nothing when none were recorded.
     pub fn last_output(&self, name: &str) -> String {

@@ -422,7 +422,15 @@ fn member(
             subject: t.subject.clone(),
         }),
         unread,
-        attention: attention.as_ref().map(Attention::label),
+        attention: attention
+            .as_ref()
+            .map(|a| match (a, m.exit().ok().flatten()) {
+                // A teammate that ended says why, when it printed it.
+                (Attention::Dead, Some(e)) if e.said.is_some() => {
+                    format!("dead: {}", e.said.unwrap_or_default())
+                }
+                (a, _) => a.label(),
+            }),
         progress,
         worktree: crate::worktree::member_json(m),
         state,

@@ -142,6 +142,10 @@ pub struct ExitRecord {
     /// tmux server reused it): the member was lost, not seen to exit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost: Option<String>,
+    /// The last lines its pane printed, escapes stripped (why it ended,
+    /// when it said): shown beside the death in the dialog and `status`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub said: Option<String>,
 }
 
 impl Member {
@@ -320,6 +324,7 @@ mod tests {
             code: Some(3),
             at: 5,
             lost: None,
+            said: None,
         };
         m.set_exit(Some(&e));
         assert_eq!(
