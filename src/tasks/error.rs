@@ -23,8 +23,10 @@ pub enum TaskError {
     )]
     IdsExhausted { team: String },
 
-    #[error("team {team}: no task list can live there: {source}")]
-    Name { team: String, source: NameError },
+    /// The cause of this and the variants below is in the message, not
+    /// `source()`, so that a chain printed whole (`{:#}`) says it once.
+    #[error("team {team}: no task list can live there: {error}")]
+    Name { team: String, error: NameError },
 
     #[error("no task {id} in team {team}")]
     NotFound {
@@ -61,18 +63,18 @@ pub enum TaskError {
         quarantined: PathBuf,
     },
 
-    #[error("team {team}: cannot {what} ({path}): {source}")]
+    #[error("team {team}: cannot {what} ({path}): {error}")]
     Io {
         team: String,
         what: String,
         path: PathBuf,
-        source: io::Error,
+        error: io::Error,
     },
 
-    #[error("team {team}: cannot lock {what}: {source}")]
+    #[error("team {team}: cannot lock {what}: {error}")]
     Lock {
         team: String,
         what: String,
-        source: LockError,
+        error: LockError,
     },
 }

@@ -658,6 +658,39 @@ fn a_held_lock_times_out_with_an_error_naming_the_lock() {
     assert!(err.contains(TEAM), "{err}");
 }
 
+/// Issue 24, item 10: `swarm: {err:#}` printed a lock timeout's cause
+/// twice ("timed out after 60.0s …: timed out after 60.0s …").
+#[test]
+fn a_task_errors_cause_is_said_once_when_its_chain_is_printed_whole() {
+    let s = Sandbox::new();
+    s.create("a");
+    let store = s
+        .store
+        .clone()
+        .with_lock_timeout(Duration::from_millis(100));
+    fs::create_dir(s.file("1.json.lock")).unwrap();
+    let timeout = store.claim(Some("1"), "alice", false).unwrap_err();
+    let other = Sandbox::new();
+    fs::create_dir_all(other.dir().parent().unwrap()).unwrap();
+    fs::write(other.dir(), "a file where the task directory belongs").unwrap();
+    let io = other.store.create(NewTask::default()).unwrap_err();
+    let name = TaskStore::new(&s.root, "").list().unwrap_err();
+    for (err, cause) in [
+        (timeout, "timed out"),
+        (io, "not a directory"),
+        (name, "team"),
+    ] {
+        let whole = format!("{:#}", anyhow::Error::from(err));
+        assert!(whole.contains(cause), "{whole}");
+        let tail = whole.rsplit(": ").next().unwrap_or_default();
+        assert_eq!(
+            whole.matches(tail).count(),
+            1,
+            "the cause is said once: {whole}"
+        );
+    }
+}
+
 #[test]
 fn the_claude_code_fixture_tasks_read_correctly_and_rewrite_unchanged() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/tasks");

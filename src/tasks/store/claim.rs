@@ -198,10 +198,10 @@ impl TaskStore {
     fn taken_meanwhile(&self, id: &str) -> Result<bool, TaskError> {
         let path = self.path(id)?;
         let held =
-            FileLock::wait_shared(&path, self.lock_timeout).map_err(|source| TaskError::Lock {
+            FileLock::wait_shared(&path, self.lock_timeout).map_err(|error| TaskError::Lock {
                 team: self.team.clone(),
                 what: format!("task {id}"),
-                source,
+                error,
             })?;
         let Some(_shared) = held else {
             return Ok(false);
@@ -223,7 +223,7 @@ impl TaskStore {
             Ok(found) => found,
             Err(TaskError::Corrupt { .. }) => return Ok(Attempt::Lost),
             Err(TaskError::Lock {
-                source: LockError::Timeout { .. },
+                error: LockError::Timeout { .. },
                 ..
             }) if wait.is_zero() => {
                 return Ok(Attempt::Busy);

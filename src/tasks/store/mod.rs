@@ -602,10 +602,10 @@ impl TaskStore {
             .map_err(|e| self.io_err("create the task list lock file", &file, e))?;
         FileLock::acquire_dir(&crate::atomic_file::lock_dir_for(&file), self.lock_timeout)
             .map(ListLock)
-            .map_err(|source| TaskError::Lock {
+            .map_err(|error| TaskError::Lock {
                 team: self.team.clone(),
                 what: "the task list".into(),
-                source,
+                error,
             })
     }
 
@@ -616,10 +616,10 @@ impl TaskStore {
     /// The task's lock, waiting at most `wait` (zero: one try).
     fn lock_task_within(&self, id: &str, wait: Duration) -> Result<FileLock, TaskError> {
         let path = self.path(id)?;
-        FileLock::acquire(&path, wait).map_err(|source| TaskError::Lock {
+        FileLock::acquire(&path, wait).map_err(|error| TaskError::Lock {
             team: self.team.clone(),
             what: format!("task {id}"),
-            source,
+            error,
         })
     }
 
@@ -673,19 +673,19 @@ impl TaskStore {
         })
     }
 
-    fn name_err(&self, source: crate::names::NameError) -> TaskError {
+    fn name_err(&self, error: crate::names::NameError) -> TaskError {
         TaskError::Name {
             team: self.team.clone(),
-            source,
+            error,
         }
     }
 
-    fn io_err(&self, what: impl Into<String>, path: &Path, source: io::Error) -> TaskError {
+    fn io_err(&self, what: impl Into<String>, path: &Path, error: io::Error) -> TaskError {
         TaskError::Io {
             team: self.team.clone(),
             what: what.into(),
             path: path.to_path_buf(),
-            source,
+            error,
         }
     }
 }
