@@ -7,6 +7,8 @@
 //! <root>/tasks/<S2(team)>/<id>.json                one file per task
 //! <root>/tasks/<S2(team)>/.highwatermark           highest id ever used
 //! <root>/tasks/<S2(team)>/.lock, .lock.lock/       task-list lock
+//! <root>/swarm/.board/<S2(team)>.index, .issued    board index (a cache), highest
+//!                                                  task id swarm ever issued
 //! <root>/swarm/<S2(team)>/                         swarm's own state: owner.json
 //!                                                  (swarm created the team), history/,
 //!                                                  logs/, keys/, output/, scratchpad/,
@@ -188,6 +190,15 @@ impl Root {
             .join("swarm")
             .join(".board")
             .join(format!("{t}.index")))
+    }
+
+    /// The highest task id swarm ever issued in the team (`tasks::store`),
+    /// beside the board index: a `.highwatermark` found corrupt is rebuilt
+    /// from the task files and this, so a deleted id never comes back. Not
+    /// in the task directory, so a tool that mangles that directory's mark
+    /// does not reach it; removed with the team, as the index is.
+    pub fn issued_mark(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.board_index(team)?.with_extension("issued"))
     }
 
     /// Held (an OS lock) by the one process refreshing the board index for

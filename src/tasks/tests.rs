@@ -194,6 +194,28 @@ fn a_garbage_high_water_mark_is_quarantined_reported_and_rebuilt() {
     assert_eq!(s.create("c").id, "3");
 }
 
+/// Issue 24, item 9: create 1, 2, 3; delete 3; garbage in the mark; the
+/// next id is 4, never 3 again (the files alone would say 2 is the highest).
+#[test]
+fn a_deleted_id_never_comes_back_through_a_garbage_high_water_mark() {
+    let s = Sandbox::new();
+    for n in 1..=3 {
+        assert_eq!(s.create("t").id, n.to_string());
+    }
+    assert!(s.store.delete("3").unwrap());
+    fs::write(s.file(".highwatermark"), "x7").unwrap();
+    assert_eq!(s.create("after").id, "4", "id 3 was issued once already");
+    assert_eq!(
+        s.mark().as_deref(),
+        Some("3"),
+        "the mark is rebuilt from the files and swarm's record, so Claude Code does not reuse 3 either"
+    );
+    fs::remove_file(s.file(".highwatermark")).unwrap();
+    assert!(s.store.delete("4").unwrap());
+    fs::write(s.file(".highwatermark"), "garbage").unwrap();
+    assert_eq!(s.create("again").id, "5");
+}
+
 #[test]
 fn an_invalid_id_is_a_clear_error_and_never_a_path() {
     let s = Sandbox::new();

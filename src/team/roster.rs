@@ -645,10 +645,13 @@ impl Roster {
             }
         }
         // The board index is a cache another team of this name would
-        // rebuild anyway (its task directory is new); it goes with the team.
+        // rebuild anyway (its task directory is new); it goes with the
+        // team, as does the record of the ids it issued (a new team of
+        // this name starts at 1).
         for cache in [
             self.root.board_index(&self.team)?,
             self.root.board_look_lock(&self.team)?,
+            self.root.issued_mark(&self.team)?,
         ] {
             crate::dropped::ignore(
                 crate::atomic_file::remove_if_there(&cache),

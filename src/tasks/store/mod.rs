@@ -10,8 +10,13 @@
 //!   if the file is still unreadable under both locks it is quarantined
 //!   (copied aside, removed), `.highwatermark` is raised to its id so the id
 //!   is never handed out again, and it is reported; the other tasks carry on.
-//! * Ids come from `max(highest used id, .highwatermark) + 1` and are never
-//!   reused; `.highwatermark` is raised before a delete unlinks a file.
+//! * Ids come from `max(highest used id, .highwatermark, issued) + 1` and
+//!   are never reused; `.highwatermark` is raised before a delete unlinks a
+//!   file. `issued` is swarm's own record of the highest id it ever handed
+//!   out or deleted ([`Root::issued_mark`], outside the task directory): a
+//!   `.highwatermark` found corrupt is rebuilt from the files *and* it, so a
+//!   deleted id cannot come back through a mangled mark. Claude Code knows
+//!   only `.highwatermark` and the files, so all three are read.
 //! * Numbers that parse but no counting produced (past `MAX_ID`, 2^53 − 1)
 //!   are corrupt: such a `.highwatermark` is quarantined and rebuilt, such a
 //!   `<n>.json` quarantined, so one hostile number cannot stop every create.
@@ -147,11 +152,14 @@ impl TaskStore {
             self.require(b)?;
         }
         let (mark, _) = self.mark(&list)?;
-        let id = rules::next_id(self.highest_used(&dir)?, mark)
-            .ok_or_else(|| TaskError::IdsExhausted {
-                team: self.team.clone(),
-            })?
-            .to_string();
+        let used = self.highest_used(&dir)?.max(self.read_issued());
+        let n = rules::next_id(used, mark).ok_or_else(|| TaskError::IdsExhausted {
+            team: self.team.clone(),
+        })?;
+        // Recorded before the task exists: a crash in between burns the
+        // id, which is harmless; the other order could hand it out again.
+        self.record_issued(n)?;
+        let id = n.to_string();
         let mut task = Task::new(id, new.subject);
         task.description = new.description;
         task.active_form = new.active_form;
@@ -559,7 +567,9 @@ impl TaskStore {
                 let path = self.mark_path()?;
                 let copy = atomic_file::quarantine(&path)
                     .map_err(|e| self.io_err("quarantine the high-water mark", &path, e))?;
-                let rebuilt = self.highest_used(&self.dir()?)?;
+                // The files alone forget a deleted id past the highest one
+                // left; swarm's own record does not.
+                let rebuilt = self.highest_used(&self.dir()?)?.max(self.read_issued());
                 self.write_mark(rebuilt)?;
                 tracing::warn!(team = %self.team, file = %path.display(), copy = %copy.display(),
                     rebuilt, "garbage .highwatermark quarantined and rebuilt");
@@ -572,7 +582,50 @@ impl TaskStore {
         if to > self.mark(list)?.0 {
             self.write_mark(to)?;
         }
-        Ok(())
+        self.record_issued(to)
+    }
+
+    /// The highest id swarm recorded as issued (0 when there is no record,
+    /// or one that does not read: the other two sources still count).
+    fn read_issued(&self) -> u64 {
+        let Ok(path) = self.root.issued_mark(&self.team) else {
+            return 0;
+        };
+        match atomic_file::read_optional(&path) {
+            Ok(None) => 0,
+            Ok(Some(bytes)) => std::str::from_utf8(&bytes)
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .filter(|n| *n <= MAX_ID)
+                .unwrap_or_else(|| {
+                    tracing::warn!(team = %self.team, file = %path.display(),
+                        "the record of issued task ids does not read; the next create rewrites it");
+                    0
+                }),
+            Err(e) => {
+                tracing::warn!(team = %self.team, file = %path.display(), error = %e,
+                    "cannot read the record of issued task ids");
+                0
+            }
+        }
+    }
+
+    /// Raises the record of issued ids to `n` (never lowers it). Durable:
+    /// it is what keeps a deleted id from coming back. Under the list lock.
+    fn record_issued(&self, n: u64) -> Result<(), TaskError> {
+        if n <= self.read_issued() {
+            return Ok(());
+        }
+        let path = self
+            .root
+            .issued_mark(&self.team)
+            .map_err(|e| self.name_err(e))?;
+        if let Some(parent) = path.parent() {
+            atomic_file::ensure_dir(parent)
+                .map_err(|e| self.io_err("create swarm's board directory", parent, e))?;
+        }
+        atomic_file::write_atomic(&path, n.to_string().as_bytes())
+            .map_err(|e| self.io_err("record the highest task id issued", &path, e))
     }
 
     fn write_mark(&self, n: u64) -> Result<(), TaskError> {
