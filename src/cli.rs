@@ -685,7 +685,45 @@ impl Cli {
     /// version, a mistake), goes through the full parser, so every message
     /// and exit code is the full parser's.
     pub fn from_env() -> Cli {
-        Cli::send_only(std::env::args_os()).unwrap_or_else(Cli::parse)
+        Cli::send_only(std::env::args_os())
+            .unwrap_or_else(|| Cli::parse_args(std::env::args_os()).unwrap_or_else(|e| e.exit()))
+    }
+
+    /// `args` parsed by the full parser. A mistake's message offers only
+    /// the commands `--help` lists: clap also names the hidden ones (`lead`,
+    /// `teammate`, `pane-exec`) in its list of subcommands and its "similar
+    /// subcommands" tip, and nobody types those.
+    pub fn parse_args(
+        args: impl IntoIterator<Item = std::ffi::OsString>,
+    ) -> Result<Cli, clap::Error> {
+        use clap::CommandFactory;
+        use clap::error::{ContextKind, ContextValue};
+        Cli::try_parse_from(args).map_err(|mut e| {
+            let hidden: Vec<String> = Cli::command()
+                .get_subcommands()
+                .filter(|c| c.is_hide_set())
+                .map(|c| c.get_name().to_string())
+                .collect();
+            for kind in [
+                ContextKind::ValidSubcommand,
+                ContextKind::SuggestedSubcommand,
+            ] {
+                let Some(ContextValue::Strings(names)) = e.get(kind) else {
+                    continue;
+                };
+                let shown: Vec<String> = names
+                    .iter()
+                    .filter(|n| !hidden.contains(n))
+                    .cloned()
+                    .collect();
+                if shown.is_empty() {
+                    e.remove(kind);
+                } else {
+                    e.insert(kind, ContextValue::Strings(shown));
+                }
+            }
+            e
+        })
     }
 
     /// `args` parsed as `swarm send …` by the send-only parser, if they are
@@ -776,6 +814,44 @@ mod tests {
             }
         }
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    /// Issue 24, item 10: `swarm --home DIR` with no command listed the
+    /// hidden `lead`, `teammate` and `pane-exec` among its subcommands, and
+    /// a near miss (`swarm lea`) offered them as a tip.
+    #[test]
+    fn a_mistake_never_offers_the_hidden_commands() {
+        for line in [
+            &["--home", "/h"][..],
+            &["lea"],
+            &["teammat"],
+            &["pane"],
+            &[],
+        ] {
+            let shown = match Cli::parse_args(argv(line)) {
+                Ok(cli) => panic!("{line:?} parsed: {cli:?}"),
+                Err(e) => e.render().to_string(),
+            };
+            for hidden in [
+                " lead,",
+                "'lead'",
+                "\n  lead ",
+                " teammate,",
+                "'teammate'",
+                "\n  teammate ",
+                "pane-exec",
+            ] {
+                assert!(
+                    !shown.contains(hidden),
+                    "swarm {line:?} offers {hidden}:\n{shown}"
+                );
+            }
+        }
+        let shown = Cli::parse_args(argv(&["--home", "/h"]))
+            .unwrap_err()
+            .render()
+            .to_string();
+        assert!(shown.contains("team, status, send"), "{shown}");
     }
 
     fn argv(line: &[&str]) -> Vec<std::ffi::OsString> {
