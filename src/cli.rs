@@ -497,7 +497,8 @@ pub struct SendArgs {
     /// either a JSON object {"to": NAME, "text": TEXT, "summary": S} ("to"
     /// defaults to --to, "summary" is optional) or, for a line not starting
     /// with '{', the line itself as the text to --to. Stops at the first
-    /// failure (exit 2) after printing what was sent.
+    /// failure (exit 2, a recipient not on the roster too) after printing
+    /// what was sent.
     #[arg(long, conflicts_with_all = ["text", "kind"])]
     pub stdin: bool,
     /// Short preview shown in lists (default: the text's first line, cut to 200 characters)

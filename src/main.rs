@@ -42,7 +42,7 @@ fn main() -> ExitCode {
             // One line, and nothing in it a terminal would obey: errors echo
             // names and text from outside.
             say(&format!("swarm: {}", escape_line(&format!("{err:#}"))));
-            if still_pending(&err) {
+            if swarm::mailbox::MailboxError::still_pending_in(&err) {
                 // Not failed, not delivered yet: a stopped holder took the
                 // message and will write it once when it resumes (or the
                 // next send will). Exit 3, so a script does not resend.
@@ -60,15 +60,6 @@ fn say(line: &str) {
     use std::io::Write;
     // A stderr that is gone has no one to tell.
     swarm::dropped::ignore(writeln!(std::io::stderr(), "{line}"), "writing to stderr");
-}
-
-fn still_pending(err: &anyhow::Error) -> bool {
-    err.chain().any(|c| {
-        matches!(
-            c.downcast_ref::<swarm::mailbox::MailboxError>(),
-            Some(swarm::mailbox::MailboxError::StillPending { .. })
-        )
-    })
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

@@ -75,12 +75,31 @@ fn send_stdin_stops_at_the_first_bad_line_after_sending_the_ones_before() {
     assert_eq!(r.stdout.lines().count(), 1, "{}", r.explain());
     assert_eq!(texts(&sb, "alice").len(), 1);
 
-    // No such member: exit 1, as for every command that names one.
-    let r = send_stdin(&sb, &[], "{\"to\":\"nobody\",\"text\":\"x\"}\n");
-    r.assert_code(1);
-    assert!(r.stderr.contains("line 1: "), "{}", r.explain());
     let r = send_stdin(&sb, &[], "no recipient\n");
     r.assert_error("line 1: no recipient");
+}
+
+/// Issue 24, item 10: a stream stopped by a recipient off the roster
+/// exited 1 (the "not found" of a command that names a member), where
+/// `--stdin`'s help promises 2 for any line that stops it: the lines
+/// before it were sent, the rest were not.
+#[test]
+fn send_stdin_stopped_by_a_recipient_off_the_roster_exits_2_as_its_help_says() {
+    let sb = Sandbox::new();
+    sb.team_with(T, &["alice"]);
+    let r = send_stdin(
+        &sb,
+        &["--to", "alice"],
+        "first\n{\"to\":\"nobody\",\"text\":\"x\"}\nthird\n",
+    );
+    r.assert_code(2);
+    assert!(
+        r.stderr.contains("line 2: ") && r.stderr.contains("nobody"),
+        "{}",
+        r.explain()
+    );
+    assert_eq!(r.stderr.lines().count(), 1, "one line: {}", r.explain());
+    assert_eq!(texts(&sb, "alice").len(), 1, "the line before it was sent");
 }
 
 #[test]

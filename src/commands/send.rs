@@ -78,8 +78,27 @@ const MAX_BATCH: usize = 500;
 /// help). Consecutive lines to the same one recipient that are already
 /// buffered go in one inbox write; each message is reported once on disk,
 /// and a line still to come is never waited for before sending what was
-/// read. The first failure ends it, naming its line.
+/// read. The first failure ends it, naming its line: exit 2 whatever it
+/// was (a recipient off the roster too: the stream stopped part way, which
+/// is not "the answer is no"), or 3 for a message still pending.
 fn send_lines<R: Read>(
+    team: &crate::team::Team,
+    me: &str,
+    args: &SendArgs,
+    input: std::io::BufReader<R>,
+) -> Result<Exit> {
+    send_stream(team, me, args, input).map_err(|e| {
+        if crate::mailbox::MailboxError::still_pending_in(&e) {
+            e
+        } else {
+            // Its text only: the chain would make a member off the roster
+            // the "not found" answer (exit 1) of a command that names one.
+            anyhow::anyhow!("{e:#}")
+        }
+    })
+}
+
+fn send_stream<R: Read>(
     team: &crate::team::Team,
     me: &str,
     args: &SendArgs,

@@ -144,6 +144,17 @@ pub enum MailboxError {
 }
 
 impl MailboxError {
+    /// Whether a send failed with [`MailboxError::StillPending`] somewhere
+    /// in `e`'s chain: not failed, not delivered yet (the CLI's exit 3).
+    pub fn still_pending_in(e: &anyhow::Error) -> bool {
+        e.chain().any(|c| {
+            matches!(
+                c.downcast_ref::<MailboxError>(),
+                Some(MailboxError::StillPending { .. })
+            )
+        })
+    }
+
     /// An I/O failure on `path`, or the refusal or lost lock it carries.
     pub(crate) fn io(path: &Path, source: std::io::Error) -> MailboxError {
         if let Some(u) = UnsafePath::of(&source) {
