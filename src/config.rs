@@ -236,74 +236,114 @@ impl TeamSpec {
         }
     }
 
-    /// Checks names, agents, colours, commands and task dependencies.
+    /// Checks names, agents, colours, commands and task dependencies, and
+    /// names every problem found, not only the first (one fix per run of
+    /// `swarm up` was a slow way to learn a spec).
     pub fn validate(&self) -> Result<()> {
-        names::validate_team(&self.team).map_err(|e| anyhow::anyhow!("team: {e}"))?;
-        self.backend_choice()?;
+        let problems = self.problems();
+        match problems.as_slice() {
+            [] => Ok(()),
+            [one] => bail!("{one}"),
+            all => bail!("{} problems: {}", all.len(), all.join("; ")),
+        }
+    }
+
+    /// Every problem of the spec, in the order of the file, one line each.
+    fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut note = |r: Result<()>| {
+            if let Err(e) = r {
+                out.push(format!("{e:#}"));
+            }
+        };
+        note(names::validate_team(&self.team).map_err(|e| anyhow::anyhow!("team: {e}")));
+        note(self.backend_choice().map(|_| ()));
         if let Some(lead) = &self.lead {
-            lead.validate().context("[lead]")?;
+            note(lead.validate().context("[lead]"));
         }
         let mut seen = BTreeSet::new();
         for (i, t) in self.teammates.iter().enumerate() {
             let at = format!("teammate {} ({:?})", i + 1, t.name);
-            names::validate_member(&t.name).map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
+            note(names::validate_member(&t.name).map_err(|e| anyhow::anyhow!("{at}: {e}")));
             if !seen.insert(t.name.to_ascii_lowercase()) {
-                bail!("{at}: the name {:?} is used twice", t.name);
+                note(Err(anyhow::anyhow!(
+                    "{at}: the name {:?} is used twice",
+                    t.name
+                )));
             }
             if self.lead.is_some() && t.name == names::AI_LEAD_NAME {
-                bail!(
+                note(Err(anyhow::anyhow!(
                     "{at}: {:?} is the AI lead's name in a team with [lead]; pick another",
                     t.name
-                );
+                )));
             }
-            let agent = t.agent().with_context(|| at.clone())?;
             if let Some(c) = &t.color
                 && !colors::is_palette(c)
             {
-                bail!(
+                note(Err(anyhow::anyhow!(
                     "{at}: colour {c:?} is not one of {}",
                     colors::PALETTE.join(", ")
-                );
+                )));
             }
             if let Some(m) = &t.mode {
-                PermissionMode::parse(m).with_context(|| at.clone())?;
+                note(
+                    PermissionMode::parse(m)
+                        .map(|_| ())
+                        .with_context(|| at.clone()),
+                );
             }
             for k in t.env.keys().chain(&t.pass_env) {
-                crate::pane_env::check_name(k).with_context(|| format!("{at}: env"))?;
+                note(crate::pane_env::check_name(k).with_context(|| format!("{at}: env")));
             }
+            let agent = match t.agent() {
+                Ok(a) => a,
+                Err(e) => {
+                    note(Err(e).with_context(|| at.clone()));
+                    continue;
+                }
+            };
             match &t.command {
                 Some(c) if c.is_empty() || c[0].is_empty() => {
-                    bail!("{at}: command must name a program")
+                    note(Err(anyhow::anyhow!("{at}: command must name a program")));
                 }
-                None if agent.needs_command() => {
-                    bail!(
-                        "{at}: agent {:?} needs command = [\"prog\", \"args\", …]",
-                        agent.name()
-                    )
-                }
-                Some(_) if agent == Agent::Shell => bail!(
+                None if agent.needs_command() => note(Err(anyhow::anyhow!(
+                    "{at}: agent {:?} needs command = [\"prog\", \"args\", …]",
+                    agent.name()
+                ))),
+                Some(_) if agent == Agent::Shell => note(Err(anyhow::anyhow!(
                     "{at}: the shell agent runs the tasks' commands and takes no command; \
                      leave `agent` out to run the command as the teammate's program"
-                ),
+                ))),
                 _ => {}
             }
         }
         let n = self.tasks.len();
+        let mut dependencies_read = true;
         for (i, t) in self.tasks.iter().enumerate() {
             let at = format!("task {} ({:?})", i + 1, t.subject);
             if t.subject.trim().is_empty() {
-                bail!("task {}: subject is empty", i + 1);
+                note(Err(anyhow::anyhow!("task {}: subject is empty", i + 1)));
             }
             for &b in &t.blocked_by {
                 if b == 0 || b > n {
-                    bail!("{at}: blocked_by {b} is out of range (tasks are numbered 1 to {n})");
-                }
-                if b == i + 1 {
-                    bail!("{at}: a task cannot be blocked by itself");
+                    dependencies_read = false;
+                    note(Err(anyhow::anyhow!(
+                        "{at}: blocked_by {b} is out of range (tasks are numbered 1 to {n})"
+                    )));
+                } else if b == i + 1 {
+                    dependencies_read = false;
+                    note(Err(anyhow::anyhow!(
+                        "{at}: a task cannot be blocked by itself"
+                    )));
                 }
             }
         }
-        self.creation_order().map(|_| ())
+        // A cycle is looked for only among dependencies that all name
+        // another task of the file.
+        if dependencies_read {
+            note(self.creation_order().map(|_| ()));
+        }
+        out
     }
 
     /// Task indices (0-based) in an order where every blocker comes first,
@@ -653,6 +693,29 @@ mod tests {
         let cycle = "team = \"t\"\n[[task]]\nsubject = \"a\"\nblocked_by = [2]\n\
                      [[task]]\nsubject = \"b\"\nblocked_by = [1]\n";
         assert!(err(cycle).contains("cycle"), "{}", err(cycle));
+    }
+
+    /// Issue 24, item 10: a spec with several problems named only the
+    /// first, so each `swarm up` taught one more.
+    #[test]
+    fn a_spec_with_several_problems_names_every_one() {
+        let e = err("team = \"Web\"\n\
+             [[teammate]]\nname = \"a\"\nagent = \"gpt\"\n\
+             [[teammate]]\nname = \"a\"\ncolor = \"mauve\"\nmode = \"yolo\"\n\
+             [[task]]\nsubject = \" \"\nblocked_by = [3]\n");
+        for problem in [
+            "team:",
+            "unknown agent \"gpt\"",
+            "used twice",
+            "colour \"mauve\"",
+            "unknown permission mode",
+            "task 1: subject is empty",
+            "blocked_by 3 is out of range",
+        ] {
+            assert!(e.contains(problem), "{problem:?} is not named in: {e}");
+        }
+        assert!(e.starts_with("7 problems: "), "{e}");
+        assert!(!e.contains('\n'), "one line: {e}");
     }
 
     #[test]
