@@ -185,8 +185,15 @@ fn clean_ids(ids: Vec<String>) -> Vec<String> {
         .collect()
 }
 
-fn status_str(s: Status) -> &'static str {
-    match s {
+/// The status a listing shows: the file's, except a task whose run failed
+/// (pending, still owned, `metadata.failed`), shown `failed` as the
+/// dialog and `swarm status` show it (one rule: `team::status::task_failed`).
+/// `--json` keeps the file's status, Claude Code's format.
+fn status_str(t: &Task) -> &'static str {
+    if crate::team::status::task_failed(t) {
+        return "failed";
+    }
+    match t.status {
         Status::Pending => "pending",
         Status::InProgress => "in_progress",
         Status::Completed => "completed",
@@ -221,7 +228,7 @@ fn write_row(out: &mut impl std::io::Write, t: &Task) -> std::io::Result<()> {
         out.write_all(b"  ")
     };
     cell(&escape_line(&t.id), 4, true)?;
-    cell(status_str(t.status), 11, false)?;
+    cell(status_str(t), 11, false)?;
     cell(&escape_line(t.owner.as_deref().unwrap_or("-")), 16, false)?;
     cell(&escape_line(&blocked), 10, false)?;
     out.write_all(escape_line(&t.subject).as_bytes())?;
@@ -230,7 +237,7 @@ fn write_row(out: &mut impl std::io::Write, t: &Task) -> std::io::Result<()> {
 
 fn print_task(t: &Task) {
     println!("task {}: {}", escape_line(&t.id), escape_line(&t.subject));
-    println!("  status:     {}", status_str(t.status));
+    println!("  status:     {}", status_str(t));
     println!(
         "  owner:      {}",
         escape_line(t.owner.as_deref().unwrap_or("-"))
@@ -270,11 +277,29 @@ mod tests {
         format!(
             "{:>4}  {:<11}  {:<16}  {:<10}  {}\n",
             escape_line(&t.id),
-            status_str(t.status),
+            status_str(t),
             escape_line(t.owner.as_deref().unwrap_or("-")),
             escape_line(&blocked),
             escape_line(&t.subject)
         )
+    }
+
+    /// Issue 24, item 10: a task "failed" in the dialog was "pending" in
+    /// `task list`.
+    #[test]
+    fn a_failed_task_is_failed_in_the_list_as_in_the_dialog() {
+        let mut t = Task::new("4", "build");
+        t.owner = Some("bob".into());
+        let mut md = Map::new();
+        md.insert("failed".into(), json!(true));
+        t.metadata = Some(md);
+        let mut out = Vec::new();
+        write_row(&mut out, &t).unwrap();
+        let row = String::from_utf8(out).unwrap();
+        assert!(row.starts_with("   4  failed  "), "{row:?}");
+        assert_eq!(status_str(&t), "failed");
+        t.status = Status::InProgress;
+        assert_eq!(status_str(&t), "in_progress", "running again");
     }
 
     #[test]
