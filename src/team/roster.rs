@@ -418,7 +418,8 @@ impl Roster {
         let lock = FileLock::acquire_dir(
             &self.root.config_lock(&self.team)?,
             atomic_file::DEFAULT_LOCK_TIMEOUT,
-        )?;
+        )
+        .map_err(|e| self.gone_or(e.into()))?;
         let bytes = atomic_file::read_optional(&path)
             .map_err(Self::io(&path))?
             .ok_or_else(|| self.not_found())?;
@@ -434,7 +435,8 @@ impl Roster {
             record.as_ref(),
             parsed.as_ref().ok().map(|tf| tf.lead_session_id.as_deref()),
         )
-        .require(&self.team, action)?;
+        .require(&self.team, action)
+        .map_err(|e| self.gone_or(e.into()))?;
         let mut tf = match parsed {
             Ok(tf) => tf,
             Err(err) => {
@@ -514,6 +516,17 @@ impl Roster {
             tf.members.push(m);
         }
         Ok(tf)
+    }
+
+    /// `e`, unless the team is gone by now (another `swarm down` deleted
+    /// it meanwhile: its lock directory could not be made, its owner record
+    /// went before the roster was judged): then the one "team not found"
+    /// every command answers for a team that is not there.
+    fn gone_or(&self, e: RosterError) -> RosterError {
+        match self.root.team_dir(&self.team) {
+            Ok(dir) if !dir.exists() => self.not_found(),
+            _ => e,
+        }
     }
 
     fn not_found(&self) -> RosterError {
@@ -604,7 +617,9 @@ impl Roster {
     /// active unless `force`.
     pub fn delete(&self, force: bool) -> Result<(), RosterError> {
         let tf = self.read()?;
-        Ownership::of(&self.root, &self.team).require(&self.team, "delete it")?;
+        Ownership::of(&self.root, &self.team)
+            .require(&self.team, "delete it")
+            .map_err(|e| self.gone_or(e.into()))?;
         let active: Vec<String> = tf
             .teammates()
             .filter(|m| m.is_active == Some(true))
@@ -620,7 +635,7 @@ impl Roster {
         let mut doomed = team_dir.as_os_str().to_owned();
         doomed.push(format!(".deleted-{}", uuid::Uuid::new_v4()));
         let doomed = PathBuf::from(doomed);
-        std::fs::rename(&team_dir, &doomed).map_err(Self::io(&team_dir))?;
+        std::fs::rename(&team_dir, &doomed).map_err(|e| self.gone_or(Self::io(&team_dir)(e)))?;
         std::fs::remove_dir_all(&doomed).map_err(Self::io(&doomed))?;
         for dir in [
             self.root
@@ -821,6 +836,32 @@ mod tests {
         roster.delete(false).unwrap();
         assert!(!root.team_dir("alpha").unwrap().exists());
         assert!(matches!(roster.read(), Err(RosterError::NotFound { .. })));
+    }
+
+    /// Issue 24, item 10: of two concurrent `swarm down`, the one that
+    /// lost the race read the roster, then found the team deleted under it
+    /// and failed on its next roster write with the raw error of the lock
+    /// directory it could not make; it is the one "team not found".
+    #[test]
+    fn a_roster_write_on_a_team_deleted_meanwhile_is_team_not_found() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::new(t.path());
+        let loser = Roster::new(&root, "alpha");
+        loser.create(None, "/w").unwrap();
+        loser
+            .add_member(Member::teammate("alpha", "bob", "blue", "/w"))
+            .unwrap();
+        assert!(loser.read().is_ok(), "the loser saw the team");
+        Roster::new(&root, "alpha").delete(true).unwrap();
+        let err = loser
+            .update_member("bob", |m| m.is_active = Some(false))
+            .unwrap_err();
+        assert!(
+            matches!(err, RosterError::NotFound { .. }),
+            "a raw error instead of team not found: {err}"
+        );
+        let err = loser.delete(true).unwrap_err();
+        assert!(matches!(err, RosterError::NotFound { .. }), "{err}");
     }
 
     /// Team alpha with bob's inbox and a roster cut off mid-write.
