@@ -781,6 +781,27 @@ fn status_shows_the_lead_where_panes_live_dead_hosted_members_and_aligned_column
     assert_eq!(j["members"][1]["alive"], false, "{j}");
 }
 
+/// Issue 24, item 10: doctor printed tmux "3.3" for 3.3a (the numbers the
+/// backend compares, not tmux's own word). A fake tmux on PATH says 3.3a.
+#[test]
+fn doctor_shows_tmuxs_version_as_tmux_says_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Sandbox::new();
+    let bin = s.path("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let tmux = bin.join("tmux");
+    std::fs::write(&tmux, "#!/bin/sh\necho 'tmux 3.3a'\n").unwrap();
+    std::fs::set_permissions(&tmux, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut path = std::ffi::OsString::from(&bin);
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    let mut cmd = s.cmd(&["doctor"]);
+    cmd.env("PATH", path);
+    let r = Run::of(cmd, &["doctor"]);
+    r.assert_code(0);
+    assert!(r.stdout.contains("tmux: 3.3a\n"), "{}", r.explain());
+}
+
 #[test]
 fn doctor_names_where_the_root_came_from_and_a_dead_member_in_words() {
     let s = Sandbox::new();

@@ -100,11 +100,27 @@ async fn tmux_version(facts: &EnvFacts, args: &DoctorArgs) -> Result<String, Str
         Some(s) => swarm_backends::tmux::TmuxServer::socket(s),
         None => swarm_backends::tmux::TmuxServer::default_server(),
     };
-    swarm_backends::tmux::TmuxBackend::new(server)
+    let (major, minor) = swarm_backends::tmux::TmuxBackend::new(server)
         .check_version()
         .await
-        .map(|(a, b)| format!("{a}.{b}"))
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    // The backend keeps the numbers it compares (3.3 for tmux 3.3a); the
+    // user is shown tmux's own word, which tells 3.3a from 3.3.
+    let own =
+        swarm_backends::command::Invocation::new("tmux", swarm_backends::tmux::commands::version())
+            .run()
+            .await
+            .ok()
+            .and_then(|out| version_word(&out.stdout));
+    Ok(own.unwrap_or_else(|| format!("{major}.{minor}")))
+}
+
+/// The version word of `tmux -V` output (`tmux 3.3a` → `3.3a`, `tmux
+/// next-3.4` → `next-3.4`), escaped: it comes from a program on PATH.
+fn version_word(out: &str) -> Option<String> {
+    let mut words = out.split_whitespace();
+    words.next().filter(|w| *w == "tmux")?;
+    words.next().map(|w| esc(w).into_owned())
 }
 
 /// A `--tmux-socket`/`SWARM_TMUX_SOCKET` that is not the running server
@@ -151,4 +167,19 @@ fn team_problems(ctx: &Context, teams: &[String], args: &DoctorArgs) -> Vec<Stri
         problems.extend(tmux_server_problem(ctx, t, args));
     }
     problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 24, item 10: doctor printed tmux "3.3" for 3.3a.
+    #[test]
+    fn tmuxs_version_is_shown_as_tmux_says_it() {
+        assert_eq!(version_word("tmux 3.3a\n").as_deref(), Some("3.3a"));
+        assert_eq!(version_word("tmux next-3.4").as_deref(), Some("next-3.4"));
+        assert_eq!(version_word("tmux 3.2-rc3").as_deref(), Some("3.2-rc3"));
+        assert_eq!(version_word("tmux\n"), None);
+        assert_eq!(version_word("bash: tmux: not found"), None);
+    }
 }
