@@ -15,6 +15,7 @@ mod demo;
 mod foreign;
 mod lifecycle;
 mod live_claude;
+mod live_claude_lead;
 mod live_exec;
 mod mcp;
 mod one_rule;

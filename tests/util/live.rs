@@ -383,3 +383,30 @@ pub fn swarm_exe() -> String {
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_else(|_| super::swarm_bin().to_string())
 }
+
+/// A directory to put first on a live CLI's `PATH`: its `ssh` fails at
+/// once (`tests/agents/offline/ssh`), so a CLI that probes a git host
+/// over ssh stays on the machine.
+pub fn offline_bin_dir() -> PathBuf {
+    super::tmux::agents_dir().join("offline")
+}
+
+/// Makes `tmux`'s global environment exactly `vars`: every variable the
+/// server copied from the test process when it started goes first. A
+/// program that opens panes itself (Claude Code's own tmux backend starts
+/// a teammate with `respawn-pane`) gives them the server's environment,
+/// not its own (reference §8.3): without this a teammate would run with
+/// the developer's `HOME`, credentials and config dir.
+pub fn set_server_environment(tmux: &super::tmux_server::TmuxServer, vars: &[(&str, String)]) {
+    let shown = tmux.ok(&["show-environment", "-g"]);
+    for line in shown.lines() {
+        // `NAME=value`, or `-NAME` for one marked as removed.
+        let name = line.trim_start_matches('-').split('=').next().unwrap_or("");
+        if !name.is_empty() {
+            tmux.ok(&["set-environment", "-g", "-u", name]);
+        }
+    }
+    for (name, value) in vars {
+        tmux.ok(&["set-environment", "-g", name, value]);
+    }
+}
