@@ -39,6 +39,16 @@ pub fn shell_word(s: &str) -> String {
     escape_line(&quoted).into_owned()
 }
 
+/// `n` and a noun, the noun plural unless `n` is 1: "1 file", "3 files".
+/// (For nouns whose plural is the noun and an `s`.)
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 fn escape(s: &str, multi_line: bool) -> Cow<'_, str> {
     let keep = |c: char| multi_line && (c == '\n' || c == '\t');
     let unsafe_char = |c: char| (c.is_control() || is_bidi_control(c)) && !keep(c);

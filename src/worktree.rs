@@ -489,7 +489,8 @@ pub fn merge(wt: &Worktree, name: &str, mode: MergeMode) -> Result<String> {
     }
     let files = conflicted(&wt.repo);
     let aborted = git_out(&wt.repo, &["merge", "--abort"]);
-    conflict_error(name, &wt.base, files, &out.stderr, aborted)
+    let doing = format!("merging {name}'s branch into {}", wt.base);
+    conflict_error(&doing, files, &out.stderr, aborted)
 }
 
 /// Rebases the teammate's branch in its own worktree onto `base`; a
@@ -507,7 +508,8 @@ fn rebase_branch(wt: &Worktree, name: &str) -> Result<()> {
     }
     let files = conflicted(&wt.path);
     let aborted = git_out(&wt.path, &["rebase", "--abort"]);
-    conflict_error(name, &wt.base, files, &out.stderr, aborted)
+    let doing = format!("rebasing {name}'s branch onto {}", wt.base);
+    conflict_error(&doing, files, &out.stderr, aborted)
 }
 
 fn conflicted(dir: &Path) -> Result<Vec<String>> {
@@ -515,9 +517,10 @@ fn conflicted(dir: &Path) -> Result<Vec<String>> {
         .map(|o| o.lines().map(str::to_string).collect())
 }
 
+/// The error of a merge or rebase (`doing`: "merging alice's branch into
+/// main") that git refused, aborted.
 fn conflict_error<T>(
-    name: &str,
-    base: &str,
+    doing: &str,
     files: Result<Vec<String>>,
     stderr: &str,
     aborted: Result<GitOut>,
@@ -532,16 +535,12 @@ fn conflict_error<T>(
     };
     let files = match files {
         Ok(f) if !f.is_empty() => f,
-        Ok(_) => bail!("merging {name}'s branch into {base} failed: {stderr}; {undone}"),
+        Ok(_) => bail!("{doing} failed: {stderr}; {undone}"),
         Err(e) => bail!(
-            "merging {name}'s branch into {base} failed: {stderr} (its conflicted files cannot \
-             be listed: {e:#}); {undone}"
+            "{doing} failed: {stderr} (its conflicted files cannot be listed: {e:#}); {undone}"
         ),
     };
-    bail!(
-        "merging {name}'s branch into {base} conflicts in {}; {undone}",
-        files.join(", ")
-    )
+    bail!("{doing} conflicts in {}; {undone}", files.join(", "))
 }
 
 /// What became of a leaving teammate's worktree.
@@ -573,9 +572,9 @@ pub fn retire(team: &Team, members: &[Member], force: bool) -> Vec<String> {
                 format!("removed the worktree of {} (nothing unmerged)", m.name)
             }
             Ok(Retired::Kept { changed, unmerged }) => format!(
-                "kept worktree of {}: {changed} uncommitted files, {unmerged} unmerged commits \
-                 ({}, branch {})",
+                "kept worktree of {}: {} ({}, branch {})",
                 m.name,
+                held(changed, unmerged),
                 wt.path.display(),
                 wt.branch
             ),
@@ -584,9 +583,9 @@ pub fn retire(team: &Team, members: &[Member], force: bool) -> Vec<String> {
                 changed,
                 unmerged,
             }) => format!(
-                "saved the work of {} ({changed} uncommitted files, {unmerged} unmerged commits) \
-                 on branch {branch}, then removed its worktree",
-                m.name
+                "saved the work of {} ({}) on branch {branch}, then removed its worktree",
+                m.name,
+                held(changed, unmerged)
             ),
             Err(e) => format!(
                 "kept worktree of {} at {}: {e:#}",
@@ -598,6 +597,15 @@ pub fn retire(team: &Team, members: &[Member], force: bool) -> Vec<String> {
         lines.push(line);
     }
     lines
+}
+
+/// What a worktree held: "1 uncommitted file, 2 unmerged commits".
+fn held(changed: usize, unmerged: usize) -> String {
+    format!(
+        "{}, {}",
+        crate::text::count(changed, "uncommitted file"),
+        crate::text::count(unmerged, "unmerged commit")
+    )
 }
 
 /// How long a retirement waits for another process retiring the same
@@ -703,6 +711,37 @@ fn remove(wt: &Worktree) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 24, item 10: a kept worktree said "1 files".
+    #[test]
+    fn a_kept_worktree_counts_one_file_and_one_commit_in_the_singular() {
+        assert_eq!(held(1, 1), "1 uncommitted file, 1 unmerged commit");
+        assert_eq!(held(0, 2), "0 uncommitted files, 2 unmerged commits");
+    }
+
+    /// Issue 24, item 10: `swarm merge --rebase` that conflicted said
+    /// "merging … conflicts in …".
+    #[test]
+    fn a_rebase_that_conflicts_says_rebasing_not_merging() {
+        let aborted = Ok(GitOut {
+            ok: true,
+            stdout: String::new(),
+            stderr: String::new(),
+        });
+        let e = conflict_error::<()>(
+            "rebasing carol's branch onto main",
+            Ok(vec!["shared.txt".into()]),
+            "CONFLICT",
+            aborted,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            "rebasing carol's branch onto main conflicts in shared.txt; aborted: both branches \
+             are as they were"
+        );
+    }
 
     #[test]
     fn branch_names_come_only_from_valid_names() {

@@ -150,7 +150,9 @@ fn three_teammates_work_in_worktrees_then_diff_merge_and_down_keep_their_work() 
     let carol_before = git(&t, &t.work, &["rev-parse", "swarm/wt/carol"]);
     t.run(&["merge", "carol"])
         .assert_code(2)
-        .assert_error("conflicts in shared.txt; aborted: both branches are as they were");
+        .assert_error(
+            "merging carol's branch into main conflicts in shared.txt; aborted: both branches are as they were",
+        );
     assert_eq!(git(&t, &t.work, &["rev-parse", "HEAD"]), main_before);
     assert_eq!(
         git(&t, &t.work, &["rev-parse", "swarm/wt/carol"]),
@@ -168,7 +170,7 @@ fn three_teammates_work_in_worktrees_then_diff_merge_and_down_keep_their_work() 
     // So is a rebase: carol's branch and worktree stay as they were.
     t.run(&["merge", "carol", "--rebase"])
         .assert_code(2)
-        .assert_error("conflicts in shared.txt; aborted");
+        .assert_error("rebasing carol's branch onto main conflicts in shared.txt; aborted");
     assert_eq!(
         git(&t, &t.work, &["rev-parse", "swarm/wt/carol"]),
         carol_before
@@ -193,11 +195,11 @@ fn three_teammates_work_in_worktrees_then_diff_merge_and_down_keep_their_work() 
     let bob_wt = worktree_of(&t, "bob");
     let down = t.ok(&["down"]).stdout;
     assert!(
-        down.contains("kept worktree of alice: 1 uncommitted files, 0 unmerged commits"),
+        down.contains("kept worktree of alice: 1 uncommitted file, 0 unmerged commits"),
         "{down}"
     );
     assert!(
-        down.contains("kept worktree of carol: 0 uncommitted files, 1 unmerged commits"),
+        down.contains("kept worktree of carol: 0 uncommitted files, 1 unmerged commit"),
         "{down}"
     );
     assert!(down.contains("removed the worktree of bob"), "{down}");
@@ -222,7 +224,7 @@ fn down_force_saves_the_work_on_a_branch_before_removing_the_worktree() {
     std::fs::write(fay.join("draft.txt"), "draft\n").unwrap();
     let killed = t.ok(&["kill", "fay"]).stdout;
     assert!(
-        killed.contains("kept worktree of fay: 1 uncommitted files, 0 unmerged commits"),
+        killed.contains("kept worktree of fay: 1 uncommitted file, 0 unmerged commits"),
         "{killed}"
     );
     assert!(fay.join("draft.txt").exists());
@@ -310,7 +312,7 @@ fn the_dialog_shows_a_worktree_and_its_kill_keeps_the_work() {
     // The kill's outcome is one of the lead's events (its log has them all).
     d.wait("the kill says the worktree was kept", || {
         std::fs::read_to_string(d.t.lead_log())
-            .is_ok_and(|l| l.contains("kept worktree of wes: 1 uncommitted files"))
+            .is_ok_and(|l| l.contains("kept worktree of wes: 1 uncommitted file,"))
     });
     assert!(
         worktree_of_path(&d.t, "tw", "wes")
@@ -342,7 +344,7 @@ fn a_shutdown_approved_through_the_lead_keeps_the_work_and_says_so() {
         WAIT,
         || {
             std::fs::read_to_string(t.lead_log())
-                .is_ok_and(|l| l.contains("kept worktree of sam: 1 uncommitted files"))
+                .is_ok_and(|l| l.contains("kept worktree of sam: 1 uncommitted file,"))
         },
         || t.explain(),
     );
