@@ -47,6 +47,11 @@ pub struct SessionRecord {
     /// the user's own pane, which swarm never closes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lead_nonce: Option<String>,
+    /// The nonce the team's home session was marked with when swarm
+    /// created it: a lead started again in a new window of that session
+    /// has a nonce of its own, and the session stays swarm's to close.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub home_nonce: Option<String>,
     /// The tmux version a swarm process of this team checked (3.2 or newer),
     /// so that later processes skip `tmux -V`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -75,6 +80,12 @@ impl SessionRecord {
         }
         atomic_file::write_atomic(&path, &json_text::to_pretty(self))
             .with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// The mark of the home session swarm created (records from before
+    /// `home_nonce` carry it as the lead's).
+    pub fn home_mark(&self) -> Option<&str> {
+        self.home_nonce.as_deref().or(self.lead_nonce.as_deref())
     }
 
     /// The lead's pane as swarm may act on it: only when swarm created it.
@@ -372,6 +383,14 @@ fn open(loc: &Location) -> Result<Session> {
     {
         facts.in_tmux = false;
         facts.tmux_pane = None;
+    }
+    // Inside tmux (no other server named or recorded) with no pane to
+    // split beside: say so, rather than tmux's own nested-attach error.
+    if socket.is_none() && facts.in_tmux && facts.tmux_pane.is_none() {
+        bail!(
+            "TMUX is set but TMUX_PANE is not, so swarm cannot tell which tmux pane it runs in: \
+             run it from a tmux pane, or unset TMUX to give the team a tmux session of its own"
+        );
     }
     let detection = swarm_backends::detect(&facts).context("choosing a pane backend")?;
     let own_pane = detection.lead_pane.clone();

@@ -1172,3 +1172,114 @@ fn a_teammate_that_exits_on_its_own_is_reported_with_its_code_and_last_words() {
         "{lead_said}"
     );
 }
+
+/// Issue 24, item 6: a `swarm up SPEC` killed after the lead's pane opened
+/// left members on the roster with no pane: `status` called them idle,
+/// and `swarm up` again only said the lead was already running. Such a
+/// member is "not started", and the next `up` starts it.
+#[test]
+fn members_an_interrupted_up_left_without_a_pane_start_with_the_next_up() {
+    let Some(t) = TmuxTeam::new("interrupted_up_members", "iu") else {
+        return;
+    };
+    t.up();
+    // What the killed `up` left: the member reserved, its pane never made.
+    let root = swarm::paths::Root::new(t.sb.root());
+    swarm::team::Roster::new(&root, "iu")
+        .add_member(swarm::team::Member::teammate(
+            "iu",
+            "late",
+            "blue",
+            &t.work.to_string_lossy(),
+        ))
+        .unwrap();
+    let status_of = |name: &str| {
+        t.ok(&["status", "--json"]).json()["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .map(|m| m["status"].as_str().unwrap_or("").to_string())
+            .unwrap_or_default()
+    };
+    assert_eq!(status_of("late"), "not started");
+    let again = t.ok(&["up", "--no-attach"]);
+    assert!(
+        again.stderr.contains("spawned late in pane"),
+        "{}",
+        again.explain()
+    );
+    wait_until(
+        "late runs",
+        WAIT,
+        || matches!(status_of("late").as_str(), "idle" | "running"),
+        || t.explain(),
+    );
+}
+
+/// Issue 24, item 4: outside tmux, after `q` and a come-back (the lead in
+/// a new window of the session it made), `swarm down` left swarm's own
+/// session behind ("does not carry swarm's mark": the come-back's lead had
+/// a nonce of its own). The session keeps the mark it was made with.
+#[test]
+fn down_after_q_and_a_come_back_removes_the_session_swarm_made() {
+    let Some(t) = TmuxTeam::new("down_after_comeback", "cb") else {
+        return;
+    };
+    let up = t.up();
+    let first = t.wait_lead();
+    // A teammate keeps the session alive once the lead's pane closes: the
+    // come-back opens a window in it rather than a session of its own.
+    t.spawn("stay", &["sleep", "600"]);
+    let pane = crate::util::dialog::lead_pane_of(&t, &up.stderr);
+    let made = t.tmux.display("=swarm-cb:", "#{session_id}");
+    t.tmux.send_keys(&pane, &["q"]);
+    wait_until(
+        "the first lead ends",
+        WAIT,
+        || !crate::util::pid_alive(first),
+        || t.explain(),
+    );
+    let back = t.ok(&["up", "--no-attach"]);
+    let second = t.wait_new_lead(first);
+    let again = crate::util::dialog::lead_pane_of(&t, &back.stderr);
+    assert_ne!(again, pane, "a new lead pane");
+    assert_eq!(
+        t.tmux.display("=swarm-cb:", "#{session_id}"),
+        made,
+        "the come-back used the session the first up made: {}",
+        t.explain()
+    );
+    t.tmux.send_keys(&again, &["q"]);
+    wait_until(
+        "the second lead ends",
+        WAIT,
+        || !crate::util::pid_alive(second),
+        || t.explain(),
+    );
+    let down = t.ok(&["down", "--force"]);
+    assert!(
+        !down.stderr.contains("left tmux session"),
+        "{}",
+        down.explain()
+    );
+    assert!(!t.tmux.has_session("swarm-cb"), "{}", t.explain());
+    assert!(t.tmux.canary_alive());
+}
+
+/// Issue 24, item 4: with TMUX set but TMUX_PANE unset, `up` tried a nested
+/// attach and failed with tmux's raw message; it says what is wrong.
+#[test]
+fn tmux_set_without_its_pane_is_said_plainly() {
+    let s = crate::util::Sandbox::new();
+    let mut c = s.cmd(&["up", "--team", "np", "--no-attach"]);
+    c.env("TMUX", "/tmp/nowhere/sock,1,0");
+    let r = crate::util::Run::of(c, &["up", "--team", "np", "--no-attach"]);
+    r.assert_code(2);
+    r.assert_error("TMUX is set but TMUX_PANE is not");
+    assert!(
+        !s.path("teams/np/config.json").exists(),
+        "nothing is left of the team: {}",
+        r.explain()
+    );
+}

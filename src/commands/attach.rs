@@ -93,16 +93,22 @@ pub(super) async fn attach_home(team: &Team, opened: &Session, session: &str) ->
         .args(&argv[1..])
         .spawn()
         .with_context(|| format!("running {}", argv.join(" ")))?;
-    let watched = crate::team::locks::lead_pid_alive(team)?.is_some();
+    // The lead's pane, watched while the client is attached: when the lead
+    // ends (`q`), the client ends too, and the user is back in their shell
+    // (never left on a dead pane, typing into nothing). Its pane is what
+    // shows, so its pane is watched, not the lead's lock.
+    let lead = opened.record().lead_ref();
+    let watched = match &lead {
+        Some(l) => lead_pane_runs(opened, l).await,
+        None => false,
+    };
     let status = loop {
         if let Some(st) = client.try_wait().context("waiting for tmux attach")? {
             break Some(st);
         }
         if watched
-            && crate::team::locks::lead_pid_alive(team)
-                .ok()
-                .flatten()
-                .is_none()
+            && let Some(l) = &lead
+            && !lead_pane_runs(opened, l).await
         {
             end_client(&mut client)?;
             break None;
@@ -118,6 +124,18 @@ pub(super) async fn attach_home(team: &Team, opened: &Session, session: &str) ->
     match status {
         Some(st) if !st.success() => bail!("{} exited with {st}", argv.join(" ")),
         _ => Ok(Exit::Ok),
+    }
+}
+
+/// Whether the lead's pane runs its program (a backend that cannot tell
+/// counts as running: the client is then left to the user).
+async fn lead_pane_runs(opened: &Session, lead: &swarm_backends::PaneRef) -> bool {
+    match opened.backend.status(std::slice::from_ref(lead)).await {
+        Ok(st) => matches!(
+            st.first(),
+            Some((_, swarm_backends::PaneStatus::Running { .. }))
+        ),
+        Err(_) => true,
     }
 }
 

@@ -110,8 +110,10 @@ async fn up_team(ctx: &Context, args: UpArgs) -> Result<(Next, Team)> {
         if args.resume || args.fresh {
             // The lead came back without its teammates: they come now.
             say(ops.bring_back(&opened, comeback(&args)).await?);
-            say(ops.complete(&opened).await?);
         }
+        // Members an interrupted `up` left without a pane (it was killed
+        // after the lead's pane opened) start now: no flag needed.
+        say(ops.complete(&opened).await?);
         drop(lifecycle);
         eprintln!("{}", already_running(&name, pid));
         let done = reattach(&team, &opened, args.no_attach).await?;
@@ -226,19 +228,26 @@ async fn up_in_home(
         .session
         .unwrap_or_else(|| session::session_name(&name));
     let spec = lead_spec(&team, &opened)?;
-    let lead_pane = if opened.backend.home_exists(&session).await? {
-        // The session outlived its lead (e.g. kill -9): a new window.
+    let (lead_pane, made_home) = if opened.backend.home_exists(&session).await? {
+        // The session outlived its lead (e.g. kill -9, or `q`): a new window.
         let spec = spec.placement(swarm_backends::Placement::NewWindow {
             session: Some(session.clone()),
         });
-        opened.backend.spawn(&spec).await?
+        (opened.backend.spawn(&spec).await?, false)
     } else {
-        opened.backend.open_home(&session, &spec).await?
+        (opened.backend.open_home(&session, &spec).await?, true)
     };
     let version = opened.backend.checked_version().await;
     opened.update_record(|r| {
         r.session = Some(session);
         r.lead_pane = Some(lead_pane.id.clone());
+        // The session keeps the mark it was made with; a session of
+        // before `home_nonce` was marked with its first lead's nonce.
+        if made_home {
+            r.home_nonce = Some(lead_pane.nonce.clone());
+        } else if r.home_nonce.is_none() {
+            r.home_nonce = r.lead_nonce.clone();
+        }
         r.lead_nonce = Some(lead_pane.nonce.clone());
         r.tmux_version = version.or(r.tmux_version);
     })?;

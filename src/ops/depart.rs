@@ -744,11 +744,12 @@ async fn close_lead(opened: &Session, stopping: Option<u32>) -> Result<()> {
     }
     let record = &opened.record();
     match (&record.session, record.lead_ref(), &record.lead_pane) {
-        (Some(session), Some(lead), _) if opened.caps().home_sessions => {
+        (Some(session), Some(_), _) if opened.caps().home_sessions => {
             // The session swarm made holds the lead's pane: closing it
             // closes that pane too. A session of that name without the
             // mark is not swarm's: left alone.
-            if let Err(e) = opened.backend.close_home(session, &lead.nonce).await {
+            let mark = record.home_mark().unwrap_or_default();
+            if let Err(e) = opened.backend.close_home(session, mark).await {
                 tracing::warn!(%session, %e, "home session left alone");
                 eprintln!("swarm: left tmux session {session} alone: {e}");
             }

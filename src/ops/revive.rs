@@ -38,7 +38,11 @@ pub fn remember(team: &Team, m: &Member) -> Result<()> {
 
 /// `name`'s record, if it left and can come back.
 pub fn recall(team: &Team, name: &str) -> Result<Option<Member>> {
-    let path = record_path(team, name)?;
+    // A name that cannot be a file name was never remembered: the caller
+    // says what is wrong with it ("not a member"), not the file system.
+    let Ok(path) = record_path(team, name) else {
+        return Ok(None);
+    };
     Ok(match atomic_file::read_optional(&path)? {
         None => None,
         Some(b) => json_text::parse_lenient::<Member>(&b).ok(),

@@ -35,6 +35,9 @@ pub enum MemberStatus {
     Stopping { since: Duration },
     /// Its process ended.
     Dead { exit_code: Option<i32> },
+    /// On the roster, its pane never opened (an `up` that was stopped
+    /// before it came to it; the next `up` starts it).
+    NotStarted,
 }
 
 /// Liveness of a member's pane as its reader saw it.
@@ -61,6 +64,8 @@ pub struct Facts {
     pub waiting: bool,
     /// A shutdown was requested this long ago.
     pub stopping: Option<Duration>,
+    /// Its pane was never opened (no pane id, no end recorded).
+    pub never_started: bool,
 }
 
 impl MemberStatus {
@@ -71,6 +76,7 @@ impl MemberStatus {
         match (f.recorded_exit, f.pane, f.stopping) {
             (Some(code), _, _) => MemberStatus::Dead { exit_code: code },
             (_, PaneSeen::Dead(code), _) => MemberStatus::Dead { exit_code: code },
+            _ if f.never_started => MemberStatus::NotStarted,
             (_, _, Some(since)) => MemberStatus::Stopping { since },
             _ if f.waiting => MemberStatus::WaitingForApproval,
             _ if f.active || f.has_task => MemberStatus::Running,
@@ -78,9 +84,9 @@ impl MemberStatus {
         }
     }
 
-    /// Its process still runs (anything but dead).
+    /// Its process still runs (anything but dead or never started).
     pub fn is_alive(&self) -> bool {
-        !matches!(self, MemberStatus::Dead { .. })
+        !matches!(self, MemberStatus::Dead { .. } | MemberStatus::NotStarted)
     }
 
     /// The words shown for it: `running`, `idle`, `waiting approval`,
@@ -95,6 +101,7 @@ impl MemberStatus {
                 exit_code: Some(code),
             } => format!("dead (exit {code})"),
             MemberStatus::Dead { exit_code: None } => "dead (signal)".to_owned(),
+            MemberStatus::NotStarted => "not started".to_owned(),
         }
     }
 
@@ -349,6 +356,7 @@ mod tests {
 
     fn idle() -> Facts {
         Facts {
+            never_started: false,
             recorded_exit: None,
             pane: PaneSeen::Running,
             active: false,

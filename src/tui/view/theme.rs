@@ -45,6 +45,7 @@ impl Theme {
             MemberStatus::WaitingForApproval => self.fg(Color::Yellow).add_modifier(Modifier::BOLD),
             MemberStatus::Stopping { .. } => self.fg(Color::Magenta),
             MemberStatus::Dead { .. } => self.fg(Color::Red).add_modifier(Modifier::BOLD),
+            MemberStatus::NotStarted => self.fg(Color::Yellow),
         }
     }
 
