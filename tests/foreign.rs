@@ -353,6 +353,7 @@ fn a_claude_code_team_running_in_tmux_is_watched_and_never_changed() {
             .unwrap();
         assert_eq!(m["alive"], true, "{name} in {id} runs: {m}");
         assert_eq!(m["status"], "idle", "{m}");
+        assert_eq!(m["agent"], "claude", "Claude Code started {name}: {m}");
     }
     printed.push(status);
     let plain = cc.run(&["status"]);

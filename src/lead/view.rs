@@ -536,7 +536,7 @@ pub fn member_row(m: &Member, sh: &Shared, unread: usize, current: Option<&Task>
     });
     let mut row = MemberRow::new(m.name.clone());
     row.color = m.color.clone();
-    row.agent = m.agent().unwrap_or("shell").to_string();
+    row.agent = m.agent_label().unwrap_or("-").to_string();
     row.model = m.model.clone();
     row.status = status;
     row.current_task = current;

@@ -405,10 +405,7 @@ fn member(
     MemberSnapshot {
         name: m.name.clone(),
         agent_id: m.agent_id.clone(),
-        agent: m.agent().map(str::to_string).or_else(|| {
-            // swarm's teammates without the field run the shell agent.
-            (!m.is_lead() && m.nonce().ok().flatten().is_some()).then(|| "shell".to_string())
-        }),
+        agent: m.agent_label().map(str::to_string),
         color: m.color.clone(),
         status: state.as_ref().map(MemberStatus::label),
         alive: state.as_ref().map(MemberStatus::is_alive),

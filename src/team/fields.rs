@@ -182,6 +182,24 @@ impl Member {
         self.swarm_field(SwarmField::Agent).and_then(Value::as_str)
     }
 
+    /// The agent to show for this member: `swarmAgent`; else `shell` for
+    /// a teammate swarm started (it has swarm's mark); else `claude` for a
+    /// teammate Claude Code started (it writes `agentType` / `backendType`
+    /// and no `swarm*` field); else unknown. One rule for the dialog,
+    /// `swarm status` and MCP.
+    pub fn agent_label(&self) -> Option<&str> {
+        if let Some(a) = self.agent() {
+            return Some(a);
+        }
+        if self.is_lead() {
+            return None;
+        }
+        if self.nonce().ok().flatten().is_some() {
+            return Some("shell");
+        }
+        (self.agent_type.is_some() || self.backend_type.is_some()).then_some("claude")
+    }
+
     /// `swarmCommand`: the member's argv, if it has one.
     pub fn command(&self) -> Result<Option<Vec<String>>, FieldError> {
         self.typed(SwarmField::Command, "an array of strings")
@@ -280,6 +298,22 @@ mod tests {
 
     fn bob() -> Member {
         Member::teammate("t", "bob", "blue", "/")
+    }
+
+    #[test]
+    fn the_agent_shown_is_swarms_field_else_who_started_the_member() {
+        let mut m = bob();
+        assert_eq!(m.agent_label(), None, "nobody known started it");
+        m.backend_type = Some("tmux".into());
+        assert_eq!(m.agent_label(), Some("claude"), "Claude Code's own");
+        m.set_swarm_field(SwarmField::Nonce, json!("n"));
+        assert_eq!(m.agent_label(), Some("shell"), "swarm's, before swarmAgent");
+        m.set_swarm_field(SwarmField::Agent, json!("codex"));
+        assert_eq!(m.agent_label(), Some("codex"));
+        let mut lead = bob();
+        lead.name = crate::names::LEAD_NAME.into();
+        lead.agent_type = Some(crate::names::LEAD_NAME.into());
+        assert_eq!(lead.agent_label(), None, "a human lead runs no agent");
     }
 
     #[test]
