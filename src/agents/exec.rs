@@ -326,14 +326,20 @@ pub const GEMINI_HOME_VAR: &str = "GEMINI_CLI_HOME";
 
 /// What `swarm mcp` reads to know its team, its member and where the panes
 /// are, taken from the member's environment into the server's.
-const SERVER_ENV: [&str; 6] = [
+const SERVER_ENV: [&str; 7] = [
     "SWARM_HOME",
     "SWARM_TEAM",
     "SWARM_AGENT_NAME",
+    AI_LEAD_VAR,
     "SWARM_TMUX_SOCKET",
     "SWARM_BACKEND",
     "SWARM_LOG",
 ];
+
+/// Set (to `1`) in the environment of the AI lead's MCP server: it acts
+/// as `team-lead`, but answers teammates' requests only when its `[lead]`
+/// says `approves`, and its answers are recorded as the AI lead's.
+pub const AI_LEAD_VAR: &str = "SWARM_AI_LEAD";
 
 /// swarm's MCP server (DESIGN §12) as a teammate's CLI starts it, under
 /// the name `swarm`: `swarm mcp` for the member's own team and name (the
@@ -1027,9 +1033,15 @@ mod tests {
             ("SWARM_HOME", "/r"),
             ("SWARM_TEAM", "web"),
             ("SWARM_AGENT_NAME", "lead"),
+            (AI_LEAD_VAR, "1"),
         ]
         .map(|(k, v)| (k.to_string(), v.to_string()));
         let s = TeamServer::of("swarm", &env).unwrap();
+        assert!(
+            s.env.iter().any(|(k, v)| k == AI_LEAD_VAR && v == "1"),
+            "the AI lead's server knows it serves the AI lead: {:?}",
+            s.env
+        );
         let run = |p: Preset, d: Delivery| {
             let mut l = p.launch(
                 None,

@@ -240,11 +240,14 @@ impl Runner {
         }
         // The AI lead acts on the team as its lead (its sends signed as the
         // lead's, its answers to requests the lead's).
+        // It says so (SWARM_AI_LEAD): the human's answers to requests are
+        // the lead's too, and only a spec's `approves` lets it give them.
         if self.lead.is_some() {
             env.push((
                 "SWARM_AGENT_NAME".to_string(),
                 crate::names::LEAD_NAME.to_string(),
             ));
+            env.push((exec::AI_LEAD_VAR.to_string(), "1".to_string()));
         }
         exec::TeamServer::of(&swarm_exe(), &env)
     }

@@ -20,7 +20,14 @@ pub(super) fn run(ctx: &Context, args: McpArgs) -> Result<Exit> {
     let me = ctx.me()?.to_string();
     log_to_file(ctx, &team, &me);
     let location = super::open::location(ctx, &team, &args.backend);
-    let server = Server::new(TeamOps::new(location, &me), std::env::current_dir()?);
+    let mut ops = TeamOps::new(location, &me);
+    // The AI lead's server (its launch says so) acts as team-lead, under
+    // the rules of an AI lead (see TeamOps::for_ai_lead).
+    let ai_lead = std::env::var(crate::agents::exec::AI_LEAD_VAR).is_ok_and(|v| v == "1");
+    if ai_lead && me == crate::names::LEAD_NAME {
+        ops = ops.for_ai_lead();
+    }
+    let server = Server::new(ops, std::env::current_dir()?);
     let out = protocol_stdout()?;
     tracing::info!(team, me, "MCP server starting");
     let rt = crate::session::runtime()?;

@@ -436,6 +436,31 @@ impl Lead {
         let now = self
             .disk(|team| crate::ops::requests::pending(&team))
             .await?;
+        let (changed, gone) = self.take_requests(now);
+        if !gone.is_empty() {
+            let on_record = self
+                .disk(|team| crate::ops::requests::answers(&team))
+                .await
+                .unwrap_or_default();
+            for r in gone {
+                self.event(crate::ops::requests::answered_line(
+                    &r,
+                    on_record.get(&r.id),
+                ));
+            }
+        }
+        if changed {
+            self.changed();
+        }
+        Ok(())
+    }
+
+    /// Takes `now` as the requests that wait: whether the list changed, and
+    /// the requests for the lead that left it (answered meanwhile).
+    fn take_requests(
+        &self,
+        now: Vec<crate::ops::requests::PendingRequest>,
+    ) -> (bool, Vec<crate::ops::requests::PendingRequest>) {
         let mut sh = self.shared();
         let stopping: Vec<(String, Instant)> = now
             .iter()
@@ -451,18 +476,18 @@ impl Lead {
         for (name, since) in stopping {
             sh.stopping.entry(name).or_insert(since);
         }
-        let changed = sh.requests
-            != now
-                .iter()
-                .filter(|r| r.for_lead())
-                .cloned()
-                .collect::<Vec<_>>();
-        sh.requests = now.into_iter().filter(|r| r.for_lead()).collect();
-        drop(sh);
-        if changed {
-            self.changed();
-        }
-        Ok(())
+        let now: Vec<_> = now.into_iter().filter(|r| r.for_lead()).collect();
+        let changed = sh.requests != now;
+        // A request answered elsewhere (the AI lead's answer_request, the
+        // CLI) is said with who answered it.
+        let gone: Vec<_> = sh
+            .requests
+            .iter()
+            .filter(|r| !now.iter().any(|n| n.id == r.id))
+            .cloned()
+            .collect();
+        sh.requests = now;
+        (changed, gone)
     }
 
     /// Handles every unread entry of the lead's inbox, then consumes them.

@@ -453,3 +453,46 @@ async fn a_death_on_record_is_not_recorded_again() {
         Bench::events(&lead)
     );
 }
+
+#[tokio::test]
+async fn a_request_answered_elsewhere_is_said_with_who_answered_it() {
+    use crate::ops::requests::{Answerer, answer};
+    use crate::protocol::{Message, PlanApprovalRequest};
+    let b = Bench::new();
+    b.team
+        .roster()
+        .add_member(crate::team::Member::teammate("t", "ann", "blue", "/"))
+        .unwrap();
+    let ask = |id: &str| {
+        let plan = Message::PlanApprovalRequest(PlanApprovalRequest {
+            from: "ann".into(),
+            timestamp: crate::clock::now_iso(),
+            plan_file_path: String::new(),
+            plan_content: "1. look".into(),
+            request_id: id.into(),
+        });
+        b.team
+            .send_protocol("ann", crate::names::LEAD_NAME, &plan, false)
+            .unwrap();
+    };
+    ask("p-1");
+    ask("p-2");
+    let mut lead = b.lead();
+    lead.refresh_requests().await.unwrap();
+    assert_eq!(lead.shared().requests.len(), 2);
+    answer(&b.team, "p-1", true, None, Answerer::AiLead).unwrap();
+    lead.refresh_requests().await.unwrap();
+    assert_eq!(lead.shared().requests.len(), 1);
+    assert!(
+        Bench::events(&lead).contains("the AI lead approved ann's plan"),
+        "{}",
+        Bench::events(&lead)
+    );
+    answer(&b.team, "p-2", false, None, Answerer::User).unwrap();
+    lead.refresh_requests().await.unwrap();
+    assert!(
+        Bench::events(&lead).contains("you rejected ann's plan"),
+        "{}",
+        Bench::events(&lead)
+    );
+}

@@ -479,7 +479,13 @@ pub async fn down(
         .into_iter()
         .filter(|r| r.for_lead())
     {
-        super::requests::answer(team, &r.id, false, Some(SHUTTING_DOWN.to_string()))?;
+        super::requests::answer(
+            team,
+            &r.id,
+            false,
+            Some(SHUTTING_DOWN.to_string()),
+            super::requests::Answerer::User,
+        )?;
         answered.push(r.id);
     }
     report.answered = answered;

@@ -74,6 +74,9 @@ pub struct TeamOps {
     me: String,
     location: Location,
     session: Mutex<Option<Arc<Session>>>,
+    /// The acting `team-lead` is the team's AI lead (its MCP server), not
+    /// the human: see [`TeamOps::for_ai_lead`].
+    ai_lead: bool,
 }
 
 impl std::fmt::Debug for TeamOps {
@@ -94,6 +97,7 @@ impl TeamOps {
             me: me.to_string(),
             location,
             session: Mutex::new(None),
+            ai_lead: false,
         }
     }
 
@@ -145,7 +149,21 @@ impl TeamOps {
             team,
             me: me.to_string(),
             session: Mutex::new(Some(session)),
+            ai_lead: false,
         }
+    }
+
+    /// The same, acting for the team's AI lead: as `team-lead`, but
+    /// answering teammates' requests only when its `[lead]` says
+    /// `approves`, each answer recorded as the AI lead's.
+    pub fn for_ai_lead(mut self) -> TeamOps {
+        self.ai_lead = true;
+        self
+    }
+
+    /// Whether the acting lead is the team's AI lead.
+    pub fn is_ai_lead(&self) -> bool {
+        self.ai_lead
     }
 
     /// The team as the lead acts on it.

@@ -232,6 +232,103 @@ pub struct Answered {
     /// Who was answered.
     pub to: String,
     pub approved: bool,
+    /// Who answered.
+    pub by: Answerer,
+}
+
+/// Who answered a request for the lead: the human (the dialog, the CLI,
+/// `swarm down`) or the team's AI lead (`answer_request`, when its
+/// `[lead]` says `approves`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Answerer {
+    User,
+    AiLead,
+}
+
+impl Answerer {
+    /// As the dialog says it: "you approved …", "the AI lead approved …".
+    pub fn said(self) -> &'static str {
+        match self {
+            Answerer::User => "you",
+            Answerer::AiLead => "the AI lead",
+        }
+    }
+}
+
+/// One answer on record (`<state>/answers.json`, by request id): what the
+/// dialog says when a request it listed was answered elsewhere.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct AnswerRecord {
+    pub by: Answerer,
+    pub approved: bool,
+    /// When, in ms since the epoch.
+    pub at: u64,
+}
+
+/// Most answers kept on record (the newest): the dialog needs only the
+/// last few, read soon after they are given.
+const ANSWERS_KEPT: usize = 200;
+
+fn answers_path(team: &Team) -> Result<std::path::PathBuf> {
+    Ok(team.root.state_dir(&team.name)?.join("answers.json"))
+}
+
+/// What the dialog says of `r`, answered elsewhere: "the AI lead approved
+/// alice's plan", or "alice's plan was answered" when nobody recorded who.
+pub fn answered_line(r: &PendingRequest, rec: Option<&AnswerRecord>) -> String {
+    let what = match r.kind {
+        RequestKind::Plan => "plan",
+        RequestKind::Permission => "permission request",
+        RequestKind::Shutdown => "shutdown request",
+    };
+    let from = crate::text::escape_line(&r.from);
+    match rec {
+        Some(a) => format!(
+            "{} {} {from}'s {what}",
+            a.by.said(),
+            if a.approved { "approved" } else { "rejected" }
+        ),
+        None => format!("{from}'s {what} was answered"),
+    }
+}
+
+/// Every answer on record (an unreadable record: none, logged).
+pub fn answers(team: &Team) -> Result<HashMap<String, AnswerRecord>> {
+    let path = answers_path(team)?;
+    Ok(match crate::atomic_file::read_optional(&path)? {
+        None => HashMap::new(),
+        Some(b) => crate::json_text::parse_lenient(&b).unwrap_or_else(|e| {
+            tracing::warn!(path = %path.display(), %e, "unreadable answer record");
+            HashMap::new()
+        }),
+    })
+}
+
+/// Records who answered `request_id` (under the record's lock: the dialog
+/// and the AI lead's server may answer at once).
+fn record_answer(team: &Team, request_id: &str, rec: AnswerRecord) -> Result<()> {
+    use crate::atomic_file;
+    let path = answers_path(team)?;
+    if let Some(d) = path.parent() {
+        atomic_file::ensure_dir(d)?;
+    }
+    let _lock = atomic_file::FileLock::acquire_dir(
+        &atomic_file::lock_dir_for(&path),
+        atomic_file::DEFAULT_LOCK_TIMEOUT,
+    )?;
+    let mut all = answers(team)?;
+    all.insert(request_id.to_string(), rec);
+    if all.len() > ANSWERS_KEPT {
+        let mut by_age: Vec<(u64, String)> = all.iter().map(|(k, r)| (r.at, k.clone())).collect();
+        by_age.sort();
+        for (_, k) in by_age.iter().take(all.len() - ANSWERS_KEPT) {
+            all.remove(k);
+        }
+    }
+    let sorted: std::collections::BTreeMap<_, _> = all.into_iter().collect();
+    atomic_file::write_atomic(&path, &crate::json_text::to_pretty(&sorted))?;
+    Ok(())
 }
 
 impl TeamOps {
@@ -258,7 +355,19 @@ impl TeamOps {
         }
         // Its teammates take an answer only from their own lead's hand.
         self.require_own("answer its requests (its own lead does)")?;
-        answer(self.team(), request_id, approve, feedback)
+        let by = if self.is_ai_lead() {
+            if !self.ai_lead()?.is_some_and(|(_, how)| how.approves) {
+                bail!(
+                    "teammates' plan and permission requests in team {} go to the human (the \
+                     TeamsDialog); `approves = true` in the spec's [lead] lets the AI lead answer them",
+                    self.team().name
+                );
+            }
+            Answerer::AiLead
+        } else {
+            Answerer::User
+        };
+        answer(self.team(), request_id, approve, feedback, by)
     }
 }
 
@@ -329,6 +438,7 @@ pub fn answer(
     request_id: &str,
     approve: bool,
     feedback: Option<String>,
+    by: Answerer,
 ) -> Result<Answered> {
     let waiting = pending(team)?;
     let Some(req) = waiting.iter().find(|r| r.id == request_id) else {
@@ -349,11 +459,21 @@ pub fn answer(
     };
     let msg = response(&req.message, approve, feedback)?;
     team.send_protocol(LEAD_NAME, &req.from, &msg, false)?;
+    // Who answered is told, not needed: the answer is on disk already.
+    let rec = AnswerRecord {
+        by,
+        approved: approve,
+        at: crate::clock::now_ms(),
+    };
+    if let Err(e) = record_answer(team, &req.id, rec) {
+        tracing::warn!(%e, request = %req.id, "who answered is not on record");
+    }
     Ok(Answered {
         request_id: req.id.clone(),
         kind: req.kind,
         to: req.from.clone(),
         approved: approve,
+        by,
     })
 }
 
@@ -449,7 +569,7 @@ mod tests {
             pending(team).unwrap().into_iter().map(|r| r.id).collect()
         };
         assert_eq!(ids(&team), ["p-1", "p-2"]);
-        let got = answer(&team, "p-1", true, None).unwrap();
+        let got = answer(&team, "p-1", true, None, Answerer::User).unwrap();
         assert_eq!((got.to.as_str(), got.approved), ("ann", true));
         assert_eq!(ids(&team), ["p-2"]);
         // The answer consumed by ann still answers it.
@@ -465,8 +585,62 @@ mod tests {
         // bob leaves the roster: his request is moot.
         team.roster().remove_member("bob").unwrap();
         assert!(ids(&team).is_empty());
-        let e = answer(&team, "p-2", true, None).unwrap_err().to_string();
+        let e = answer(&team, "p-2", true, None, Answerer::User)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no request \"p-2\" waits"), "{e}");
+    }
+
+    #[test]
+    fn the_ai_lead_answers_only_when_its_lead_table_approves_and_is_named_for_it() {
+        use crate::team::{AiLead, LeadMode, SwarmField};
+        let d = tempfile::tempdir().unwrap();
+        let team = team_with(d.path(), &["ann"]);
+        let set_lead = |approves: bool| {
+            team.roster().remove_member(crate::names::AI_LEAD_NAME).ok();
+            let mut m = Member::teammate("t", crate::names::AI_LEAD_NAME, "red", "/");
+            let how = AiLead {
+                mode: LeadMode::Team,
+                approves,
+            };
+            m.set_swarm_field(SwarmField::Lead, serde_json::to_value(how).unwrap());
+            team.roster().add_member(m).unwrap();
+        };
+        set_lead(false);
+        team.send_protocol("ann", LEAD_NAME, &plan("ann", "p-1"), false)
+            .unwrap();
+        let location = crate::session::Location::of(&team.root, &team.name);
+        let ai = TeamOps::new(location.clone(), LEAD_NAME).for_ai_lead();
+        let e = ai.answer("p-1", true, None).unwrap_err().to_string();
+        assert!(
+            e.contains("go to the human") && e.contains("approves = true"),
+            "{e}"
+        );
+        assert_eq!(
+            pending(&team).unwrap().len(),
+            1,
+            "still waiting for the human"
+        );
+        let waiting = pending(&team).unwrap().remove(0);
+        set_lead(true);
+        let got = ai.answer("p-1", true, None).unwrap();
+        assert_eq!(got.by, Answerer::AiLead);
+        let rec = answers(&team).unwrap();
+        assert_eq!(
+            answered_line(&waiting, rec.get("p-1")),
+            "the AI lead approved ann's plan"
+        );
+        assert_eq!(answered_line(&waiting, None), "ann's plan was answered");
+        // The human answers as ever, and is said to.
+        team.send_protocol("ann", LEAD_NAME, &plan("ann", "p-2"), false)
+            .unwrap();
+        let human = TeamOps::new(location, LEAD_NAME);
+        assert_eq!(human.answer("p-2", false, None).unwrap().by, Answerer::User);
+        let rec = answers(&team).unwrap();
+        assert_eq!(
+            answered_line(&waiting, rec.get("p-2")),
+            "you rejected ann's plan"
+        );
     }
 
     #[test]
@@ -487,7 +661,7 @@ mod tests {
             (RequestKind::Shutdown, LEAD_NAME, "ann")
         );
         assert!(!p[0].for_lead());
-        let e = answer(&team, "shutdown-1@ann", true, None)
+        let e = answer(&team, "shutdown-1@ann", true, None, Answerer::User)
             .unwrap_err()
             .to_string();
         assert!(e.contains("which the teammate answers"), "{e}");
