@@ -1182,7 +1182,7 @@ fn members_an_interrupted_up_left_without_a_pane_start_with_the_next_up() {
     let Some(t) = TmuxTeam::new("interrupted_up_members", "iu") else {
         return;
     };
-    t.up();
+    let pane = crate::util::dialog::lead_pane_of(&t, &t.up().stderr);
     // What the killed `up` left: the member reserved, its pane never made.
     let root = swarm::paths::Root::new(t.sb.root());
     swarm::team::Roster::new(&root, "iu")
@@ -1206,6 +1206,15 @@ fn members_an_interrupted_up_left_without_a_pane_start_with_the_next_up() {
     let again = t.ok(&["up", "--no-attach"]);
     assert!(
         again.stderr.contains("spawned late in pane"),
+        "{}",
+        again.explain()
+    );
+    // Item 10: where the running lead is, not only that it runs.
+    let lead = t.wait_lead();
+    assert!(
+        again.stderr.contains(&format!(
+            "the lead of team iu is already running (pid {lead}, pane {pane} of tmux session swarm-iu)"
+        )),
         "{}",
         again.explain()
     );

@@ -115,7 +115,7 @@ async fn up_team(ctx: &Context, args: UpArgs) -> Result<(Next, Team)> {
         // after the lead's pane opened) start now: no flag needed.
         say(ops.complete(&opened).await?);
         drop(lifecycle);
-        eprintln!("{}", already_running(&name, pid));
+        eprintln!("{}", already_running(&name, pid, &opened.record()));
         let done = reattach(&team, &opened, args.no_attach).await?;
         return Ok((Next::Done(done), team));
     }
@@ -348,12 +348,23 @@ async fn wait_for_lead_lock(team: &Team, pane: &swarm_backends::PaneRef) -> Resu
     Ok(())
 }
 
-fn already_running(team: &str, pid: u32) -> String {
-    if pid == 0 {
-        format!("the lead of team {team} is already running")
-    } else {
-        format!("the lead of team {team} is already running (pid {pid})")
+/// "the lead of team k is already running (pid 4242, pane %3 of tmux
+/// session swarm-k)": where to find it, as the session record says.
+fn already_running(team: &str, pid: u32, record: &session::SessionRecord) -> String {
+    let mut at = Vec::new();
+    if pid != 0 {
+        at.push(format!("pid {pid}"));
     }
+    match (&record.lead_pane, &record.session) {
+        (Some(pane), Some(s)) => at.push(format!("pane {pane} of tmux session {}", esc(s))),
+        (Some(pane), None) => at.push(format!("pane {pane} of your own tmux session")),
+        (None, _) => at.push("in the terminal it was started in".to_string()),
+    }
+    format!(
+        "the lead of team {} is already running ({})",
+        esc(team),
+        at.join(", ")
+    )
 }
 
 async fn reattach(team: &Team, opened: &Session, no_attach: bool) -> Result<Exit> {

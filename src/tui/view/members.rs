@@ -72,7 +72,7 @@ pub(super) fn draw(buf: &mut Buffer, area: Rect, view: &TeamView, ui: &UiState, 
         .column_spacing(1)
         .render_into(inner, buf);
     if empty && inner.height > 1 {
-        let hint = "no teammates yet: `swarm spawn NAME`, or `swarm up SPEC`";
+        let hint = "no teammates now: `swarm spawn NAME`, or `swarm up SPEC`";
         let room = inner.width.saturating_sub(2) as usize;
         buf.set_stringn(inner.x + 2, inner.y + 1, hint, room, theme.dim());
     }
