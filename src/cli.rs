@@ -579,6 +579,12 @@ pub enum StatusArg {
 #[derive(Debug, Subcommand)]
 pub enum TaskCmd {
     /// Create a task; prints its id
+    ///
+    /// A shell teammate takes only a task that carries a command (--command,
+    /// metadata.command) and runs that; it never runs the subject or the
+    /// description. A task without one stays on the board for another
+    /// teammate (an agent reads its subject and description), and one
+    /// assigned to a shell teammate goes back to the board.
     Create {
         /// One line saying what is to be done
         subject: String,
@@ -591,7 +597,7 @@ pub enum TaskCmd {
         /// Ids this task waits for, comma-separated
         #[arg(long, value_delimiter = ',', value_name = "IDS")]
         blocked_by: Vec<String>,
-        /// Shell command a shell teammate runs for this task (metadata.command)
+        /// Shell command a shell teammate runs for this task (metadata.command); without it no shell teammate takes the task
         #[arg(long)]
         command: Option<String>,
         /// Extra metadata as a JSON object

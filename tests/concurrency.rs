@@ -117,6 +117,9 @@ fn sixteen_claimants_racing_over_five_hundred_tasks_claim_each_exactly_once() {
             })
             .expect("create task");
     }
+    // A claim that gave tasks back (a claimant taken for dead) would make
+    // this race go round for ever: it has a deadline.
+    let deadline = crate::util::timeouts::Deadline::after(std::time::Duration::from_secs(120));
     let claimants: Vec<_> = (0..CLAIMANTS)
         .map(|c| {
             let s = s.clone();
@@ -124,6 +127,12 @@ fn sixteen_claimants_racing_over_five_hundred_tasks_claim_each_exactly_once() {
                 let me = format!("claimant-{c}");
                 let mut won = Vec::new();
                 loop {
+                    assert!(
+                        !deadline.passed(),
+                        "{me}: still claiming after {:?} ({} won); are claimed tasks coming back?",
+                        deadline.budget(),
+                        won.len()
+                    );
                     let r = s.run(&["task", "claim", "--team", "race", "--as", &me]);
                     match r.code {
                         Some(0) => won.push(r.stdout.trim().to_string()),

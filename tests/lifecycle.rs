@@ -963,6 +963,118 @@ fn a_restarted_lead_takes_the_team_back() {
     assert_canary(&t, "a lead restart");
 }
 
+/// Issue 24, item 8: a team whose lead and then whose teammate `doomed`
+/// (running a task) were killed with SIGKILL; `alive` runs a task too.
+/// Returns the tasks of doomed and of alive, and doomed's task's subject.
+fn dead_owner_scene(t: &TmuxTeam) -> (String, String, &'static str) {
+    t.up();
+    for n in ["doomed", "alive"] {
+        t.ok(&["spawn", n]);
+    }
+    let ids: Vec<String> = ["first", "second"]
+        .iter()
+        .map(|s| {
+            let r = t.ok(&["task", "create", s, "--command", "sleep 600"]);
+            r.stdout.trim().to_string()
+        })
+        .collect();
+    wait_until(
+        "both shell teammates run a task each",
+        WAIT,
+        || ids.iter().all(|id| task_status(t, id).0 == "in_progress"),
+        || t.explain(),
+    );
+    let owned_by = |name: &str| {
+        ids.iter()
+            .find(|id| task_status(t, id).1.as_deref() == Some(name))
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} owns no task\n{}", t.explain()))
+    };
+    let (doomed_task, alive_task) = (owned_by("doomed"), owned_by("alive"));
+    let subject = if doomed_task == ids[0] {
+        "first"
+    } else {
+        "second"
+    };
+    let lead = t.wait_lead();
+    let runtime = t.pid_of("doomed");
+    for pid in [lead, runtime] {
+        // SAFETY: signalling pids this test's team recorded, alive.
+        assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+        wait_until(
+            &format!("pid {pid} is dead"),
+            WAIT,
+            || !pid_alive(pid),
+            || t.explain(),
+        );
+    }
+    let pane = t.pane_of("doomed");
+    wait_until(
+        "doomed's pane is gone or dead",
+        WAIT,
+        || t.tmux.pane(&pane).is_none_or(|p| p.dead),
+        || t.explain(),
+    );
+    assert_eq!(
+        task_status(t, &doomed_task),
+        ("in_progress".to_string(), Some("doomed".to_string())),
+        "nobody gave it back yet (no lead runs)\n{}",
+        t.explain()
+    );
+    (doomed_task, alive_task, subject)
+}
+
+/// Issue 24, item 8: kill -9 the lead, then the runtime that claimed a
+/// task; `task list` showed the task in progress and `claim` found
+/// nothing, for good. A look at the board that finds its owner provably
+/// dead (its runtime's pid and start time gone, its pane gone) gives it
+/// back first; the task of a teammate still alive stays its own.
+#[test]
+fn a_dead_owners_task_goes_back_to_the_board_with_no_lead_running() {
+    let Some(t) = TmuxTeam::new("dead_owner_no_lead", "dn") else {
+        return;
+    };
+    let (doomed_task, alive_task, subject) = dead_owner_scene(&t);
+    let list = t.ok(&["task", "list"]);
+    assert!(
+        list.stderr.contains(&format!(
+            "task {doomed_task} ({subject}) is back on the board: its owner doomed is gone"
+        )),
+        "{}",
+        list.explain()
+    );
+    assert_task_back(&t, &doomed_task);
+    assert_eq!(
+        task_status(&t, &alive_task),
+        ("in_progress".to_string(), Some("alive".to_string())),
+        "a live teammate's task stays its own\n{}",
+        t.explain()
+    );
+    let claimed = t.ok(&["task", "claim"]);
+    assert_eq!(claimed.stdout.trim(), doomed_task, "{}", claimed.explain());
+}
+
+/// Issue 24, item 8, the other readers of the board: `swarm status`
+/// gives a dead owner's task back as `task list` does, and a claim that
+/// would find nothing takes it.
+#[test]
+fn status_and_claim_give_a_dead_owners_task_back_with_no_lead_running() {
+    let Some(t) = TmuxTeam::new("dead_owner_status", "ds") else {
+        return;
+    };
+    let (doomed_task, alive_task, _) = dead_owner_scene(&t);
+    t.ok(&["status"]);
+    assert_task_back(&t, &doomed_task);
+    assert_eq!(task_status(&t, &alive_task).1.as_deref(), Some("alive"));
+
+    let Some(u) = TmuxTeam::new("dead_owner_claim", "dc") else {
+        return;
+    };
+    let (doomed_task, _, _) = dead_owner_scene(&u);
+    let claimed = u.ok(&["task", "claim"]);
+    assert_eq!(claimed.stdout.trim(), doomed_task, "{}", claimed.explain());
+}
+
 // --------------------------------------------------------------- output
 
 #[test]

@@ -55,7 +55,7 @@ fn up_resume_after_kill_server_brings_the_same_three_back_with_mail_and_tasks() 
             "task",
             "create",
             "carol's task",
-            "--description",
+            "--command",
             "sleep 60",
         ])
         .stdout,

@@ -264,6 +264,60 @@ fn a_message_to_an_idle_shell_teammate_is_run_and_answered_with_one_idle_notific
     );
 }
 
+/// Issue 24, item 1: `swarm task create "touch SUBJECT_RAN"` with a shell
+/// teammate on the team created the file, and `--description manual` ran
+/// `manual`. A shell teammate claims only tasks that carry a command (one
+/// assigned to it included): the others stay on the board, one assigned
+/// to it goes back there, and the lead hears why.
+#[test]
+fn a_shell_teammate_never_runs_a_tasks_words_and_leaves_such_a_task_for_others() {
+    let sb = Sandbox::new();
+    let t = team_of(&sb, &["alice"], |_| {});
+    let ran = |what: &str| sb.path(&format!("{what}_RAN"));
+    let touch = |what: &str| format!("touch '{}'", ran(what).display());
+    let create = |args: &[&str]| {
+        let mut a = vec!["task", "create", "--team", T];
+        a.extend_from_slice(args);
+        sb.ok(&a);
+    };
+    create(&[&touch("SUBJECT")]);
+    create(&["read the manual", "--description", &touch("DESCRIPTION")]);
+    create(&[&touch("ASSIGNED"), "--description", &touch("ASSIGNED")]);
+    sb.ok(&["task", "update", "--team", T, "3", "--owner", "alice"]);
+    create(&["the real one", "--command", &touch("COMMAND")]);
+    let mut panes = Panes::new(&sb, T);
+    panes.start("alice");
+    wait_until(
+        "alice runs task 4's command and hands task 3 back, telling the lead",
+        WAIT,
+        || {
+            get(&t, "4").status == Status::Completed
+                && get(&t, "3").owner.is_none()
+                && plain_from(&sb, "team-lead", "alice")
+                    .iter()
+                    .any(|e| e.text.contains("task 3") && e.text.contains("no command"))
+        },
+        || panes.explain(),
+    );
+    assert!(ran("COMMAND").exists(), "{}", panes.explain());
+    for words in ["SUBJECT", "DESCRIPTION", "ASSIGNED"] {
+        assert!(
+            !ran(words).exists(),
+            "a task's {words} was run as a command\n{}",
+            panes.explain()
+        );
+    }
+    for id in ["1", "2", "3"] {
+        let x = get(&t, id);
+        assert_eq!(
+            (x.status, x.owner.as_deref()),
+            (Status::Pending, None),
+            "task {id} stays on the board for another teammate\n{}",
+            panes.explain()
+        );
+    }
+}
+
 #[test]
 fn tasks_are_done_once_each_in_dependency_order_and_a_failure_is_reported_not_completed() {
     let sb = Sandbox::new();

@@ -141,6 +141,9 @@ pub struct Runner {
     pub lead: Option<crate::team::LeadMode>,
 }
 
+/// What a shell teammate says of a task that carries no command.
+const NO_COMMAND: &str = "carries no command (metadata.command): nothing to run";
+
 /// Where a run's output goes live: the pane.
 pub type Pane = Arc<Mutex<dyn Write + Send>>;
 
@@ -154,11 +157,25 @@ impl Runner {
         }
     }
 
+    /// Which tasks this member claims: a shell teammate only those that
+    /// carry a command (it runs nothing else), every other agent any.
+    pub fn takes(&self) -> crate::tasks::Takes {
+        match self.agent {
+            Agent::Shell => crate::tasks::Takes::Commands,
+            _ => crate::tasks::Takes::Any,
+        }
+    }
+
     /// What a task will run, shown in a plan approval request and the pane.
     pub fn task_plan(&self, task: &Task, mode: Option<&str>) -> String {
         match self.agent {
-            Agent::Shell | Agent::Process => shell::task_command(task),
-            Agent::Claude => shown_argv(&shell::argv(&shell::task_command(task))),
+            Agent::Shell | Agent::Process => {
+                shell::task_command(task).unwrap_or(NO_COMMAND).to_string()
+            }
+            Agent::Claude => match shell::task_command(task) {
+                Some(c) => shown_argv(&shell::argv(c)),
+                None => NO_COMMAND.to_string(),
+            },
             Agent::Exec(p) => {
                 let turn = self.turn(p);
                 let prompt = exec::task_prompt(self.preamble(p, &turn).as_deref(), task);
@@ -173,12 +190,24 @@ impl Runner {
         }
     }
 
-    /// Runs a task.
+    /// Runs a task. A task without a command never reaches a shell
+    /// teammate (it does not claim one); if one does, it is not run.
     pub fn run_task(&self, task: &Task, mode: Option<&str>, pane: Pane) -> Finished {
         match self.agent {
-            Agent::Shell | Agent::Claude | Agent::Process => self
-                .invocation(shell::argv(&shell::task_command(task)))
-                .run_captured(pane),
+            Agent::Shell | Agent::Claude | Agent::Process => match shell::task_command(task) {
+                Some(c) => self.invocation(shell::argv(c)).run_captured(pane),
+                None => Finished {
+                    ended: Ended::NotStarted {
+                        why: format!("task {} {NO_COMMAND}", task.id),
+                        errno: None,
+                    },
+                    output: String::new(),
+                    output_truncated: false,
+                    stdout: String::new(),
+                    stdout_truncated: false,
+                    elapsed: std::time::Duration::ZERO,
+                },
+            },
             Agent::Exec(p) => self.run_exec(p, mode, |pre| exec::task_prompt(pre, task), pane),
         }
     }

@@ -104,7 +104,11 @@ fn print_id_or_json(task: &Task, json: bool) {
 fn list(ops: &TeamOps, json: bool) -> Result<Exit> {
     // Never freed: the command ends after printing, and freeing 10,000
     // tasks one by one would be a tenth of its time.
-    let list = std::mem::ManuallyDrop::new(ops.task_list()?);
+    let (list, returned) = ops.task_board()?;
+    let list = std::mem::ManuallyDrop::new(list);
+    for r in &returned {
+        eprintln!("swarm: note: {}", escape_line(&r.line()));
+    }
     for q in &list.quarantined {
         eprintln!(
             "swarm: warning: an unreadable task file was copied to {}",

@@ -2,9 +2,17 @@
 //! (an owner change tells the new owner, as Claude Code does), claim (the
 //! claimant told as any assignee is) and delete. Reading works on any
 //! team; a change is refused on a team swarm did not start.
+//!
+//! A list, and a claim that finds nothing (or the task named owned by
+//! another), first give back to the board the open tasks of owners
+//! provably dead (`team::orphans`): with no lead running, nobody else
+//! does. Their panes are looked at only when their runtime's process is
+//! gone, on the team's backend when it can be reached from here.
 
 use super::TeamOps;
-use crate::tasks::{Claim, NewTask, Task, TaskError, TaskList, TaskUpdate};
+use crate::tasks::{Claim, NewTask, Refusal, Task, TaskError, TaskList, TaskUpdate};
+use crate::team::Member;
+use crate::team::orphans::Returned;
 use crate::team::post::recipients;
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -57,9 +65,54 @@ impl TeamOps {
         Ok(self.team().tasks().create(new)?)
     }
 
-    /// The whole board (and the task files that did not read, set aside).
+    /// The whole board (and the task files that did not read, set aside),
+    /// the tasks of owners provably dead given back first.
     pub fn task_list(&self) -> Result<TaskList> {
-        Ok(self.team().tasks().list()?)
+        Ok(self.task_board()?.0)
+    }
+
+    /// [`TeamOps::task_list`], and the tasks it gave back to the board
+    /// because their owner is dead (`team::orphans`), as they now are.
+    pub fn task_board(&self) -> Result<(TaskList, Vec<Returned>)> {
+        let mut list = self.team().tasks().list()?;
+        let returned = self.return_orphans(&list.tasks)?;
+        for r in &returned {
+            if let Some(t) = list.tasks.iter_mut().find(|t| t.id == r.task.id) {
+                *t = r.task.clone();
+            }
+        }
+        Ok((list, returned))
+    }
+
+    /// Gives back the open tasks of `board` whose owner is provably dead.
+    fn return_orphans(&self, board: &[Task]) -> Result<Vec<Returned>> {
+        self.team()
+            .return_tasks_of_the_dead(board, |members| self.panes_gone(members))
+    }
+
+    /// Whether each member's pane is gone, asked of the team's backend when
+    /// it can be reached from here and its panes outlive their lead; `None`
+    /// otherwise (they may be alive). On a thread of its own: a caller may
+    /// be inside an async runtime already (`swarm mcp`'s verbs are).
+    fn panes_gone(&self, members: &[Member]) -> Option<Vec<bool>> {
+        let look = || {
+            let session = self.session_if_reachable()?;
+            if !session.caps().panes_outlive_lead {
+                return None;
+            }
+            let rt = crate::dropped::ignore(crate::session::runtime(), "starting a runtime")?;
+            let statuses = crate::dropped::ignore(
+                rt.block_on(super::panes::pane_statuses(&session, members)),
+                "looking at the panes of owners whose runtime is gone",
+            )?;
+            Some(
+                statuses
+                    .iter()
+                    .map(|s| !matches!(s, swarm_backends::PaneStatus::Running { .. }))
+                    .collect(),
+            )
+        };
+        std::thread::scope(|s| s.spawn(look).join().ok().flatten())
     }
 
     /// One task; a missing one is [`TaskError::NotFound`].
@@ -97,7 +150,15 @@ impl TeamOps {
     pub fn task_claim(&self, id: Option<&str>, busy_check: bool) -> Result<Claimed> {
         self.require_own("change its tasks")?;
         let (team, me) = (self.team(), self.me());
-        Ok(match team.tasks().claim(id, me, busy_check)? {
+        let mut claim = team.tasks().claim(id, me, busy_check)?;
+        // Nothing for it, or the task named is another's: a dead owner's
+        // task goes back to the board first, then the claim is tried again.
+        if let Claim::Refused(Refusal::NothingClaimable | Refusal::AlreadyClaimed { .. }) = claim
+            && !self.task_board()?.1.is_empty()
+        {
+            claim = team.tasks().claim(id, me, busy_check)?;
+        }
+        Ok(match claim {
             Claim::Claimed(task) => {
                 team.notify_assignment(&task, me, me)?;
                 Claimed::Task(task)

@@ -153,7 +153,7 @@ impl TeamOps {
             ));
         }
         let members = roster.members.clone();
-        let files = {
+        let mut files = {
             let members = members.clone();
             self.blocking(move |team| Files::read(&team, &members))
                 .await?
@@ -166,7 +166,6 @@ impl TeamOps {
             self.pane_seen(&members).await
         };
         let requests = files.requests.clone();
-        let board = ByOwner::of(&files.tasks);
         let record =
             crate::session::SessionRecord::load(&team.root, &team.name).unwrap_or_else(|e| {
                 warnings.push(format!(
@@ -200,6 +199,11 @@ impl TeamOps {
                 _ => p,
             })
             .collect();
+        if !foreign {
+            self.return_orphans_seen(&roster, &members, &panes, &mut files.tasks)
+                .await?;
+        }
+        let board = ByOwner::of(&files.tasks);
         let ms = members
             .iter()
             .zip(files.unread)
@@ -236,6 +240,49 @@ impl TeamOps {
             requests,
             warnings,
         })
+    }
+
+    /// With no lead running nobody else gives a dead owner's tasks back
+    /// (`team::orphans`): those of owners provably dead by the roster and
+    /// the panes just looked at go back to the board, and `tasks` shows
+    /// them as they now are.
+    async fn return_orphans_seen(
+        &self,
+        roster: &crate::team::TeamFile,
+        members: &[Member],
+        panes: &[PaneSeen],
+        tasks: &mut [Task],
+    ) -> Result<()> {
+        let dead = crate::team::orphans::dead_owners(roster, tasks, |asked| {
+            Some(
+                asked
+                    .iter()
+                    .map(|a| {
+                        members
+                            .iter()
+                            .zip(panes)
+                            .any(|(m, p)| m.name == a.name && matches!(p, PaneSeen::Dead(_)))
+                    })
+                    .collect(),
+            )
+        });
+        if dead.is_empty() {
+            return Ok(());
+        }
+        let theirs: Vec<Task> = tasks
+            .iter()
+            .filter(|t| t.owner.as_ref().is_some_and(|o| dead.contains_key(o)))
+            .cloned()
+            .collect();
+        let returned = self
+            .blocking(move |team| team.give_back(&theirs, &dead))
+            .await?;
+        for r in returned {
+            if let Some(t) = tasks.iter_mut().find(|t| t.id == r.task.id) {
+                *t = r.task;
+            }
+        }
+        Ok(())
     }
 
     /// How each member's pane is, in a team swarm did not start: its pane

@@ -272,6 +272,46 @@ fn a_claim_without_id_takes_candidates_from_the_index_and_checks_each_afresh() {
     assert_eq!(looks::take(), None, "taken from the index's candidates");
 }
 
+/// Issue 24, item 1: a shell teammate claims only a task that carries a
+/// command; the index says which do, so it passes over the others without
+/// reading their files, and they stay on the board for an agent.
+#[test]
+fn a_shell_claimant_takes_only_a_task_with_a_command_from_the_index_alone() {
+    let b = Board::with(3);
+    let mut md = serde_json::Map::new();
+    md.insert("command".into(), "echo 4".into());
+    b.store
+        .create(NewTask {
+            subject: "with a command".into(),
+            metadata: Some(md),
+            ..Default::default()
+        })
+        .unwrap();
+    b.store.list().unwrap();
+    looks::take();
+    match b
+        .store
+        .claim_as(None, "sh", false, Takes::Commands)
+        .unwrap()
+    {
+        Claim::Claimed(t) => assert_eq!(t.id, "4"),
+        Claim::Refused(r) => panic!("refused: {r}"),
+    }
+    assert_eq!(looks::take(), None, "taken from the index's candidates");
+    assert_eq!(
+        b.store
+            .claim_as(None, "sh", false, Takes::Commands)
+            .unwrap(),
+        Claim::Refused(Refusal::NothingClaimable),
+        "1 to 3 carry no command"
+    );
+    for id in ["1", "2", "3"] {
+        let t = b.store.get(id).unwrap().unwrap();
+        assert_eq!((t.status, t.owner), (Status::Pending, None), "task {id}");
+    }
+    assert_eq!(b.claim_next("agent").id, "1", "left for another teammate");
+}
+
 #[test]
 fn a_claim_from_the_index_still_takes_the_lowest_task_that_became_claimable() {
     let b = Board::with(3);

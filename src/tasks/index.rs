@@ -42,7 +42,9 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-const MAGIC: &[u8; 8] = b"SWBIDX01";
+/// Version 2: an open task's flags say whether it carries a command (a
+/// version-1 index, which cannot say, is rebuilt).
+const MAGIC: &[u8; 8] = b"SWBIDX02";
 const TRAILER: &[u8; 8] = b"SWBIDEND";
 
 /// How long a whole index is trusted without looking at any file, so that
@@ -110,6 +112,8 @@ pub struct Index {
 pub struct Candidate {
     pub id: u64,
     pub seen: Option<Stamp>,
+    /// It carries a command ([`Task::command`]): a shell teammate takes it.
+    pub command: bool,
 }
 
 /// A task that was not completed when the index was taken: a candidate,
@@ -122,6 +126,8 @@ pub struct Open {
     pub id: u64,
     pub seen: Option<Stamp>,
     pub claimable: bool,
+    /// It carries a command ([`Task::command`]).
+    pub command: bool,
     /// For a pending, ownerless task that was blocked: the ids of its
     /// `blockedBy` (numeric ones); empty for every other.
     pub blockers: Vec<u64>,
@@ -166,7 +172,11 @@ impl Index {
         for (stamp, settled, task) in open {
             let claimable = super::rules::is_claimable(task, status_of);
             put_u64(&mut out, task.number());
-            out.push(u8::from(*settled) | u8::from(claimable) << 1);
+            out.push(
+                u8::from(*settled)
+                    | u8::from(claimable) << 1
+                    | u8::from(task.command().is_some()) << 2,
+            );
             for w in stamp.words() {
                 put_i64(&mut out, w);
             }
@@ -354,7 +364,7 @@ impl<'a> Reader<'a> {
         for _ in 0..count {
             let id = self.u64()?;
             let flags = self.take(1)?[0];
-            if flags > 3 {
+            if flags > 7 {
                 return None;
             }
             let stamp = self.stamp()?;
@@ -367,6 +377,7 @@ impl<'a> Reader<'a> {
                 id,
                 seen: (flags & 1 == 1).then_some(stamp),
                 claimable: flags & 2 == 2,
+                command: flags & 4 == 4,
                 blockers,
             });
         }

@@ -39,7 +39,7 @@ pub mod store;
 pub mod task;
 
 pub use error::TaskError;
-pub use rules::{Refusal, TaskUpdate};
+pub use rules::{Refusal, Takes, TaskUpdate};
 pub use store::{Claim, NewTask, TaskList, TaskStore, Updated};
 pub use task::{MAX_ID, Status, Task, parse_id};
 

@@ -21,8 +21,31 @@ pub enum Refusal {
     Blocked { by: Vec<String> },
     /// (busy check) The claimant already owns these open tasks.
     Busy { owns: Vec<String> },
-    /// (claim without id) No pending, ownerless, unblocked task.
+    /// (claim without id) No pending, ownerless, unblocked task (that the
+    /// claimant takes).
     NothingClaimable,
+    /// The claimant runs only tasks that carry a command (a shell
+    /// teammate) and this one carries none.
+    NoCommand,
+}
+
+/// Which tasks a claimant takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Takes {
+    /// Any task (an agent reads its subject and description).
+    Any,
+    /// Only a task that carries a command ([`Task::command`]): a shell
+    /// teammate runs commands, and a task's words are no command.
+    Commands,
+}
+
+impl Takes {
+    pub fn takes(self, task: &Task) -> bool {
+        match self {
+            Takes::Any => true,
+            Takes::Commands => task.command().is_some(),
+        }
+    }
 }
 
 impl Refusal {
@@ -35,6 +58,8 @@ impl Refusal {
             Refusal::Blocked { .. } => "blocked",
             Refusal::Busy { .. } => "agent_busy",
             Refusal::NothingClaimable => "nothing_claimable",
+            // swarm's own: Claude Code's claimants take any task.
+            Refusal::NoCommand => "no_command",
         }
     }
 }
@@ -50,6 +75,10 @@ impl std::fmt::Display for Refusal {
                 write!(f, "claimant still owns open task(s) {}", owns.join(", "))
             }
             Refusal::NothingClaimable => write!(f, "no pending, ownerless, unblocked task"),
+            Refusal::NoCommand => write!(
+                f,
+                "it carries no command (metadata.command), and a shell teammate runs only that"
+            ),
         }
     }
 }

@@ -102,6 +102,18 @@ impl Task {
         parse_id(&self.id).unwrap_or(u64::MAX)
     }
 
+    /// The shell command the task carries (`metadata.command`, a string
+    /// that is not blank): what a shell teammate runs, and the only tasks
+    /// it takes. Its subject and description are words for people and
+    /// agents, never run.
+    pub fn command(&self) -> Option<&str> {
+        self.metadata
+            .as_ref()
+            .and_then(|m| m.get("command"))
+            .and_then(Value::as_str)
+            .filter(|c| !c.trim().is_empty())
+    }
+
     /// A truthy `metadata._internal` hides a task from Claude Code's TaskList.
     pub fn is_internal(&self) -> bool {
         match self.metadata.as_ref().and_then(|m| m.get("_internal")) {

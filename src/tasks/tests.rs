@@ -764,6 +764,37 @@ fn the_claude_code_fixture_tasks_read_correctly_and_rewrite_unchanged() {
     );
 }
 
+/// Issue 24, item 1: a task assigned to a shell teammate that carries no
+/// command is refused by id, not claimed, and left as it was.
+#[test]
+fn a_shell_claimant_is_refused_a_task_without_a_command_even_its_own() {
+    let s = Sandbox::new();
+    s.create("write the report");
+    s.update(
+        "1",
+        TaskUpdate {
+            owner: Some(Some("sh".into())),
+            ..Default::default()
+        },
+    );
+    let before = s.task("1");
+    assert_eq!(
+        s.store
+            .claim_as(Some("1"), "sh", false, Takes::Commands)
+            .unwrap(),
+        Claim::Refused(Refusal::NoCommand)
+    );
+    assert_eq!(s.task("1"), before, "left as it was");
+    assert_eq!(
+        s.store.unassign("1", "someone-else").unwrap(),
+        None,
+        "only its owner's"
+    );
+    let back = s.store.unassign("1", "sh").unwrap().expect("handed back");
+    assert_eq!((back.status, back.owner), (Status::Pending, None));
+    assert_eq!(s.claimed(Some("1"), "agent").id, "1", "an agent takes it");
+}
+
 #[test]
 fn eight_threads_racing_claim_every_one_of_100_tasks_exactly_once() {
     let s = Sandbox::new();

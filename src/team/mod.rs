@@ -1,12 +1,15 @@
 //! Teams: names, colours, the roster (`config.json`) and the typed view of
 //! swarm's own fields in it ([`fields`]), member status ([`status`]), whose
-//! team it is ([`owner`]: swarm changes only the teams it started), and [`Team`], the
+//! team it is ([`owner`]: swarm changes only the teams it started), the
+//! tasks of owners provably dead given back to the board ([`orphans`]),
+//! and [`Team`], the
 //! handle that ties a team's roster, mailbox and task list together with the
 //! policies that span them (see [`post`]).
 
 pub mod colors;
 pub mod fields;
 pub mod locks;
+pub mod orphans;
 pub mod owner;
 pub mod post;
 pub mod roster;

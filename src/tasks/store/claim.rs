@@ -2,13 +2,16 @@
 //! number of racing threads and processes. The decision is always made under
 //! the task's own lock on a fresh read, with the checks of
 //! [`rules::check_claim`]; a claim without id walks the candidates in id
-//! order and moves on when it loses a race.
+//! order and moves on when it loses a race. A claimant that runs only
+//! commands (a shell teammate, [`Takes::Commands`]) passes over a task that
+//! carries none, which stays on the board for another teammate: the index
+//! says which open tasks carry one, so it reads no more files for that.
 
 use super::{ListLock, Loaded, TaskError, TaskStore};
 use crate::atomic_file::{FileLock, LockError};
 use crate::tasks::cache::Stamp;
 use crate::tasks::index::{self, Candidate, Open};
-use crate::tasks::rules::{self, Refusal};
+use crate::tasks::rules::{self, Refusal, Takes};
 use crate::tasks::task::{Status, Task, parse_id};
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -52,6 +55,19 @@ impl TaskStore {
         claimant: &str,
         busy_check: bool,
     ) -> Result<Claim, TaskError> {
+        self.claim_as(id, claimant, busy_check, Takes::Any)
+    }
+
+    /// [`TaskStore::claim`] by a claimant that takes only some tasks
+    /// (`takes`): one it does not take is refused by id
+    /// ([`Refusal::NoCommand`]) and passed over without, left as it was.
+    pub fn claim_as(
+        &self,
+        id: Option<&str>,
+        claimant: &str,
+        busy_check: bool,
+        takes: Takes,
+    ) -> Result<Claim, TaskError> {
         if let Some(id) = id {
             self.check_id(id)?;
         }
@@ -61,8 +77,8 @@ impl TaskStore {
             None
         };
         match id {
-            Some(id) => self.claim_one(id, claimant, list.as_ref()),
-            None => self.claim_next(claimant, list.as_ref()),
+            Some(id) => self.claim_one(id, claimant, list.as_ref(), takes),
+            None => self.claim_next(claimant, list.as_ref(), takes),
         }
     }
 
@@ -71,6 +87,7 @@ impl TaskStore {
         id: &str,
         claimant: &str,
         list: Option<&ListLock>,
+        takes: Takes,
     ) -> Result<Claim, TaskError> {
         if fs::symlink_metadata(self.path(id)?).is_err() {
             return Ok(Claim::Refused(Refusal::NotFound));
@@ -87,6 +104,9 @@ impl TaskStore {
         if let Err(refusal) = rules::check_claim(Some(&task), claimant, blockers, busy) {
             return Ok(Claim::Refused(refusal));
         }
+        if !takes.takes(&task) {
+            return Ok(Claim::Refused(Refusal::NoCommand));
+        }
         rules::claim(&mut task, claimant);
         self.write(&task)?;
         Ok(Claim::Claimed(task))
@@ -97,13 +117,18 @@ impl TaskStore {
     /// each is
     /// re-checked under its own lock, in id order, so a claimant that loses
     /// a race on one candidate moves on to the next.
-    fn claim_next(&self, claimant: &str, list: Option<&ListLock>) -> Result<Claim, TaskError> {
+    fn claim_next(
+        &self,
+        claimant: &str,
+        list: Option<&ListLock>,
+        takes: Takes,
+    ) -> Result<Claim, TaskError> {
         let asked = index::now_ns();
         let mut tried = None;
         if list.is_none()
             && let Some((began, open)) = self.suggestions()?
         {
-            if let Some(task) = self.claim_from(&open, claimant)? {
+            if let Some(task) = self.claim_from(&open, claimant, takes)? {
                 return Ok(Claim::Claimed(task));
             }
             tried = Some(began);
@@ -114,11 +139,11 @@ impl TaskStore {
         if list.is_none()
             && let Some((began, open)) = self.open_since(asked)?
         {
-            if !open.iter().any(|o| o.claimable) {
+            if !open.iter().any(|o| o.claimable && takes_open(takes, o)) {
                 return Ok(Claim::Refused(Refusal::NothingClaimable));
             }
             if tried != Some(began)
-                && let Some(task) = self.claim_from(&open, claimant)?
+                && let Some(task) = self.claim_from(&open, claimant, takes)?
             {
                 return Ok(Claim::Claimed(task));
             }
@@ -131,7 +156,7 @@ impl TaskStore {
             }
         }
         Ok(
-            match self.claim_among(&claimable(&snapshot), claimant, list, None)? {
+            match self.claim_among(&claimable(&snapshot), claimant, list, None, takes)? {
                 Some(task) => Claim::Claimed(task),
                 None => Claim::Refused(Refusal::NothingClaimable),
             },
@@ -147,12 +172,17 @@ impl TaskStore {
         claimant: &str,
         list: Option<&ListLock>,
         lower: Option<&Lower>,
+        takes: Takes,
     ) -> Result<Option<Task>, TaskError> {
         // First pass: only candidates whose lock is free at once. A held lock
         // most likely means another claimant is taking that very task, so
         // queueing behind it would only form a convoy; come back to it last.
         let mut deferred = Vec::new();
         for c in candidates {
+            // As the board last showed it; checked again under its lock.
+            if takes == Takes::Commands && !c.command {
+                continue;
+            }
             if let Some(lower) = lower
                 && !lower.unchanged_below(self, c.id)?
             {
@@ -168,7 +198,7 @@ impl TaskStore {
                     continue;
                 }
             }
-            match self.try_candidate(&id, claimant, list, Duration::ZERO)? {
+            match self.try_candidate(&id, claimant, list, Duration::ZERO, takes)? {
                 Attempt::Won(task) => return Ok(Some(task)),
                 Attempt::Lost => {}
                 Attempt::Busy => deferred.push(id),
@@ -183,7 +213,7 @@ impl TaskStore {
             if self.taken_meanwhile(&id)? {
                 continue;
             }
-            match self.try_candidate(&id, claimant, list, self.lock_timeout)? {
+            match self.try_candidate(&id, claimant, list, self.lock_timeout, takes)? {
                 Attempt::Won(task) => return Ok(Some(task)),
                 // A timeout with a real wait is an error, returned above.
                 Attempt::Lost | Attempt::Busy => {}
@@ -218,6 +248,7 @@ impl TaskStore {
         claimant: &str,
         list: Option<&ListLock>,
         wait: Duration,
+        takes: Takes,
     ) -> Result<Attempt, TaskError> {
         let (_lock, task) = match self.locked_read_within(id, list, wait) {
             Ok(found) => found,
@@ -233,7 +264,7 @@ impl TaskStore {
         let Some(mut task) = task else {
             return Ok(Attempt::Lost);
         };
-        if task.status != Status::Pending || task.owner.is_some() {
+        if task.status != Status::Pending || task.owner.is_some() || !takes.takes(&task) {
             return Ok(Attempt::Lost);
         }
         if !self.open_blockers(&task)?.is_empty() {
@@ -283,17 +314,23 @@ impl TaskStore {
     /// The lowest candidate of an index's open tasks this claimant wins,
     /// each checked afresh under its lock, while no task below it can have
     /// become claimable since the index was taken ([`Lower`]).
-    fn claim_from(&self, open: &[Open], claimant: &str) -> Result<Option<Task>, TaskError> {
+    fn claim_from(
+        &self,
+        open: &[Open],
+        claimant: &str,
+        takes: Takes,
+    ) -> Result<Option<Task>, TaskError> {
         let candidates: Vec<Candidate> = open
             .iter()
             .filter(|o| o.claimable)
             .map(|o| Candidate {
                 id: o.id,
                 seen: o.seen,
+                command: o.command,
             })
             .collect();
         let lower = Lower::new(open);
-        self.claim_among(&candidates, claimant, None, Some(&lower))
+        self.claim_among(&candidates, claimant, None, Some(&lower), takes)
     }
 
     /// The blockers of `task` that are still open, from fresh reads. A
@@ -332,8 +369,14 @@ pub(super) fn claimable(snapshot: &[Task]) -> Vec<Candidate> {
         .map(|t| Candidate {
             id: t.number(),
             seen: None,
+            command: t.command().is_some(),
         })
         .collect()
+}
+
+/// Whether an open task of the index is one `takes` takes.
+fn takes_open(takes: Takes, o: &Open) -> bool {
+    takes == Takes::Any || o.command
 }
 
 /// The open tasks of an index a claim walks: those not claimable then are

@@ -330,6 +330,37 @@ impl TaskStore {
         Ok(changed)
     }
 
+    /// Returns task `id` to the pool (owner removed, pending) if `member`
+    /// still owns it and it is open, under its lock. The task as written;
+    /// `None` when it changed nothing (another owner by now, completed, or
+    /// gone).
+    pub fn unassign(&self, id: &str, member: &str) -> Result<Option<Task>, TaskError> {
+        self.check_id(id)?;
+        let mut did = false;
+        let after = self.edit(id, None, |t| {
+            did = rules::unassign(t, member);
+            did
+        })?;
+        Ok(after.filter(|_| did))
+    }
+
+    /// Returns the task `seen` (as a look at the board found it) to the
+    /// pool if, under its lock, it is still exactly that: a task written
+    /// since (claimed again, finished, handed over) is left as it is. For
+    /// the tasks of an owner found dead after that look.
+    pub fn unassign_if_unchanged(&self, seen: &Task) -> Result<Option<Task>, TaskError> {
+        let Some(owner) = seen.owner.as_deref() else {
+            return Ok(None);
+        };
+        self.check_id(&seen.id)?;
+        let mut did = false;
+        let after = self.edit(&seen.id, None, |t| {
+            did = t == seen && rules::unassign(t, owner);
+            did
+        })?;
+        Ok(after.filter(|_| did))
+    }
+
     /// Reads, changes and (if `f` says it changed) writes one task under its
     /// lock. `None` when the task does not exist.
     fn edit(

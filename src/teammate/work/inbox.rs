@@ -9,7 +9,7 @@ use crate::clock;
 use crate::mailbox::{Entry, Mailbox};
 use crate::names::LEAD_NAME;
 use crate::protocol::{Message, ModeSetRequest, ShutdownRejected};
-use crate::tasks::{Claim, parse_id};
+use crate::tasks::{Claim, Refusal, parse_id};
 use crate::teammate::inflight::MessageRef;
 use anyhow::Result;
 
@@ -83,18 +83,26 @@ impl Runtime {
         if self.member.is_ai_lead() {
             return Ok(Work::Nothing);
         }
+        // A shell teammate takes only tasks that carry a command.
+        let takes = self.runner.takes();
         // An id leaves the set only once its claim has been decided.
         while let Some(&id) = self.assigned.first() {
+            let id_text = id.to_string();
             let claim = self
                 .team
                 .tasks()
-                .claim(Some(&id.to_string()), &self.me, false)?;
-            self.assigned.remove(&id);
-            if let Claim::Claimed(t) = claim {
-                return Ok(Work::Task(t));
+                .claim_as(Some(&id_text), &self.me, false, takes)?;
+            match claim {
+                Claim::Claimed(t) => {
+                    self.assigned.remove(&id);
+                    return Ok(Work::Task(t));
+                }
+                Claim::Refused(Refusal::NoCommand) => self.decline(&id_text)?,
+                Claim::Refused(_) => {}
             }
+            self.assigned.remove(&id);
         }
-        match self.team.tasks().claim(None, &self.me, false)? {
+        match self.team.tasks().claim_as(None, &self.me, false, takes)? {
             Claim::Claimed(t) => {
                 if let Err(e) = self.team.notify_assignment(&t, &self.me, &self.me) {
                     tracing::warn!(error = %format!("{e:#}"), task = %t.id, "task_assignment not sent");
@@ -103,6 +111,28 @@ impl Runtime {
             }
             Claim::Refused(_) => Ok(Work::Nothing),
         }
+    }
+
+    /// A task assigned to this member that it does not take (a shell
+    /// teammate, a task without a command): back on the board for another
+    /// teammate, and the lead told why. Nothing is run.
+    fn decline(&self, id: &str) -> Result<()> {
+        let Some(t) = self.team.tasks().unassign(id, &self.me)? else {
+            return Ok(());
+        };
+        let why = crate::tasks::Refusal::NoCommand;
+        self.say(&format!("↩ task {id} not taken: {why}"));
+        let text = format!(
+            "{}: task {id} ({}) handed back to the board, not run: {why}; give it a command \
+             (swarm task update {id} --metadata '{{\"command\": \"…\"}}') or leave it to another \
+             teammate",
+            self.me,
+            crate::text::escape_line(&t.subject)
+        );
+        let summary = format!("{}: task {id} not taken (no command)", self.me);
+        self.team
+            .send_text(&self.me, LEAD_NAME, &text, Some(&summary), true)?;
+        Ok(())
     }
 
     /// A protocol frame that is not a unit of work by itself.

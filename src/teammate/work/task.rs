@@ -18,6 +18,15 @@ impl Runtime {
     /// Runs a task this member holds, recorded as picked (a resumed one
     /// may have its plan approved, or its approval asked for, already).
     pub(super) fn handle_task(&mut self, task: Task, wake: &mut Wakeups) -> Result<Flow> {
+        // Claimed with a command, which someone took out since: a shell
+        // teammate runs nothing else (never the subject or description).
+        if !self.runner.takes().takes(&task) {
+            let why = crate::tasks::Refusal::NoCommand.to_string();
+            self.hand_back(&task.id, &why)?;
+            self.forget();
+            self.say(&format!("↩ task {} handed back: {why}", task.id));
+            return Ok(Flow::Continue);
+        }
         let (approved, asked) = match self.inflight.as_ref().map(|r| &r.stage) {
             Some(Stage::Picked {
                 plan_approved,
