@@ -488,6 +488,12 @@ pub struct StatusArgs {
 #[command(group(clap::ArgGroup::new("kind").args(["shutdown_request", "shutdown_response", "plan_response", "mode_set"])))]
 pub struct SendArgs {
     /// Recipient: a member name, or '*' for every member but yourself
+    ///
+    /// A broadcast goes to every inbox it can: one that cannot be written
+    /// (its lock held by a stopped process) does not keep it from the
+    /// others. It prints "sent to NAME" for each that got it and, if any
+    /// did not, one error line naming each (pending or failed): exit 3 if
+    /// it is pending for any (do not send it again), else 2.
     #[arg(long, value_name = "NAME|*", required_unless_present = "stdin")]
     pub to: Option<String>,
     /// Message text; '-' reads it from standard input

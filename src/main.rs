@@ -42,7 +42,12 @@ fn main() -> ExitCode {
             // One line, and nothing in it a terminal would obey: errors echo
             // names and text from outside.
             say(&format!("swarm: {}", escape_line(&format!("{err:#}"))));
-            if swarm::mailbox::MailboxError::still_pending_in(&err) {
+            let pending = match swarm::team::post::Incomplete::in_error(&err) {
+                // A broadcast: 3 if it is pending for anyone, else 2.
+                Some(b) => b.any_pending(),
+                None => swarm::mailbox::MailboxError::still_pending_in(&err),
+            };
+            if pending {
                 // Not failed, not delivered yet: a stopped holder took the
                 // message and will write it once when it resumes (or the
                 // next send will). Exit 3, so a script does not resend.

@@ -484,6 +484,44 @@ fn a_sender_whose_message_a_stopped_holder_claimed_answers_by_its_deadline() {
     assert_eq!(got, ["before", "one", "two"]);
 }
 
+/// Issue 24, item 7: with one inbox's lock held (by a stopped process, or
+/// here by the test), `swarm send --to '*'` waited its whole deadline, then
+/// exited 2 naming that one only: the member before it got the message,
+/// the one after never did, and the output said neither. Every other
+/// inbox gets it, each is said, and the one left out is named.
+#[test]
+fn a_broadcast_reaches_every_inbox_it_can_and_names_the_one_it_could_not() {
+    const DEADLINE_MS: u64 = 1500;
+    let s = Sandbox::new();
+    s.team_with("gc", &["ann", "bob", "cat"]);
+    let inbox = |m: &str| s.path(&format!("teams/gc/inboxes/{m}.json"));
+    s.ok(&["send", "--team", "gc", "--to", "bob", "before"]);
+    let held =
+        swarm::atomic_file::FileLock::acquire(&inbox("bob"), Duration::from_secs(5)).unwrap();
+    let mut cmd = s.cmd(&["send", "--team", "gc", "--to", "*", "standup"]);
+    cmd.env("SWARM_FAULT_LOCK_TIMEOUT_MS", DEADLINE_MS.to_string());
+    let r = crate::util::Run::of(cmd, &["send", "--to", "*"]);
+    drop(held);
+    r.assert_code(2);
+    for m in ["ann", "cat"] {
+        assert_eq!(texts(&inbox(m)), ["standup"], "{m} got it\n{}", r.explain());
+        assert!(
+            r.stdout.contains(&format!("sent to {m} (")),
+            "{}",
+            r.explain()
+        );
+    }
+    assert_eq!(texts(&inbox("bob")), ["before"], "bob did not");
+    assert!(!r.stdout.contains("sent to bob"), "{}", r.explain());
+    assert_eq!(r.stderr.lines().count(), 1, "one line\n{}", r.explain());
+    assert!(
+        r.stderr
+            .contains("the broadcast reached ann, cat; bob: failed (not sent)"),
+        "{}",
+        r.explain()
+    );
+}
+
 // ---- a huge inbox ----
 
 /// Writes an inbox of `n` entries as Claude Code lays them out, about 150

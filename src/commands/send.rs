@@ -56,7 +56,15 @@ pub fn run(ctx: &Context, args: SendArgs) -> Result<Exit> {
             }
             sent.delivered
         }
-        r => r?,
+        Err(e) => {
+            // A broadcast some did not get: those that did are said as
+            // any send's are, then the error says who did not.
+            if let Some(b) = crate::team::post::Incomplete::in_error(&e) {
+                report(&args, &b.delivered)?;
+            }
+            return Err(e);
+        }
+        Ok(d) => d,
     };
     report(&args, &delivered)?;
     Ok(Exit::Ok)

@@ -2,7 +2,9 @@
 //!
 //! - A send to a name not on the roster is refused with the member list
 //!   (`force` allows it), so a misspelt name never creates a phantom inbox.
-//! - `*` broadcasts to every member but the sender.
+//! - `*` broadcasts to every member but the sender, each inbox on its own:
+//!   one that cannot be written does not keep it from the others
+//!   ([`Incomplete`] says who got it and who did not).
 //! - The sender's colour comes from the roster (the lead has none).
 //! - A task's new owner gets a `task_assignment` from whoever assigned it.
 
@@ -23,6 +25,55 @@ pub struct Delivered {
     pub entry: Entry,
     pub appended: Appended,
 }
+
+/// A broadcast that some recipients did not get (yet): every other one
+/// got it. Says per recipient what happened, in one line: sent, pending
+/// (a stopped writer took it and delivers it once when it resumes: not to
+/// be sent again) or failed (not sent).
+#[derive(Debug)]
+pub struct Incomplete {
+    pub delivered: Vec<Delivered>,
+    /// Each recipient that did not get it, and why.
+    pub missed: Vec<(String, anyhow::Error)>,
+}
+
+impl Incomplete {
+    /// Whether the message is still pending for a recipient (none failed
+    /// outright is not implied).
+    pub fn any_pending(&self) -> bool {
+        self.missed
+            .iter()
+            .any(|(_, e)| crate::mailbox::MailboxError::still_pending_in(e))
+    }
+
+    /// The [`Incomplete`] in `e`'s chain, if it is one.
+    pub fn in_error(e: &anyhow::Error) -> Option<&Incomplete> {
+        e.chain().find_map(|c| c.downcast_ref::<Incomplete>())
+    }
+}
+
+impl std::fmt::Display for Incomplete {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the broadcast reached ")?;
+        if self.delivered.is_empty() {
+            write!(f, "nobody")?;
+        } else {
+            let names: Vec<&str> = self.delivered.iter().map(|d| d.to.as_str()).collect();
+            write!(f, "{}", names.join(", "))?;
+        }
+        for (to, e) in &self.missed {
+            let what = if crate::mailbox::MailboxError::still_pending_in(e) {
+                "pending (delivered once when the writer holding its inbox resumes; do not send again)"
+            } else {
+                "failed (not sent)"
+            };
+            write!(f, "; {to}: {what}: {e:#}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Incomplete {}
 
 /// Who receives a message addressed to `to`.
 pub fn recipients(roster: &TeamFile, from: &str, to: &str, force: bool) -> Result<Vec<String>> {
@@ -85,12 +136,47 @@ impl Team {
         let targets = recipients(roster, from, to, force)?;
         let color = roster.member(from).and_then(|m| m.color.clone());
         let summary = summary_for(text, summary);
-        let mut out = Vec::new();
-        for target in targets {
-            let entry = Entry::new(from, text.to_string(), Some(summary.clone()), color.clone());
-            out.push(self.deliver(&target, entry)?);
+        let entry =
+            |_: &str| Entry::new(from, text.to_string(), Some(summary.clone()), color.clone());
+        if to != "*" {
+            return targets
+                .iter()
+                .map(|target| self.deliver(target, entry(target)))
+                .collect();
         }
-        Ok(out)
+        // A broadcast: every recipient at once, each inbox on its own, so
+        // one wedged inbox (its lock held by a stopped process) neither
+        // stops nor delays the others.
+        let outcomes: Vec<(String, Result<Delivered>)> = std::thread::scope(|s| {
+            let running: Vec<_> = targets
+                .iter()
+                .map(|target| {
+                    let e = entry(target);
+                    (target, s.spawn(move || self.deliver(target, e)))
+                })
+                .collect();
+            running
+                .into_iter()
+                .map(|(target, h)| {
+                    let r = h
+                        .join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("sending to {target:?} panicked")));
+                    (target.clone(), r)
+                })
+                .collect()
+        });
+        let mut delivered = Vec::new();
+        let mut missed = Vec::new();
+        for (to, r) in outcomes {
+            match r {
+                Ok(d) => delivered.push(d),
+                Err(e) => missed.push((to, e)),
+            }
+        }
+        if missed.is_empty() {
+            return Ok(delivered);
+        }
+        Err(Incomplete { delivered, missed }.into())
     }
 
     /// Sends a structured protocol message (compact JSON in `text`).
@@ -195,5 +281,66 @@ impl Team {
             timestamp: crate::clock::now_iso(),
         });
         self.send_protocol(by, new_owner, &msg, true)
+    }
+}
+
+#[cfg(test)]
+mod broadcast_tests {
+    use super::*;
+    use crate::mailbox::MailboxError;
+
+    fn delivered(to: &str) -> Delivered {
+        Delivered {
+            to: to.into(),
+            entry: Entry::new("team-lead", "x".into(), None, None),
+            appended: Appended {
+                msg_id: "m".into(),
+                quarantined: None,
+                dropped: 0,
+            },
+        }
+    }
+
+    /// Issue 24, item 7: a broadcast names each recipient it missed, and it
+    /// is pending (exit 3, do not resend) when any missed one is pending.
+    #[test]
+    fn an_incomplete_broadcast_names_each_recipient_and_is_pending_if_any_is() {
+        let pending = || -> anyhow::Error {
+            anyhow::Error::new(MailboxError::StillPending {
+                inbox: "bob.json".into(),
+                msg_id: "m1".into(),
+                spool_file: "spool/m1.json".into(),
+                waited: std::time::Duration::from_secs(1),
+            })
+            .context("sending to \"bob\"")
+        };
+        let failed = || anyhow::anyhow!("timed out").context("sending to \"cat\"");
+        let b = Incomplete {
+            delivered: vec![delivered("ann")],
+            missed: vec![("bob".into(), pending()), ("cat".into(), failed())],
+        };
+        assert!(b.any_pending());
+        let line = b.to_string();
+        assert!(
+            line.starts_with("the broadcast reached ann; bob: pending ("),
+            "{line}"
+        );
+        assert!(
+            line.contains("; cat: failed (not sent): sending to \"cat\": timed out"),
+            "{line}"
+        );
+        let e: anyhow::Error = b.into();
+        assert!(Incomplete::in_error(&e.context("swarm send")).is_some());
+
+        let only_failed = Incomplete {
+            delivered: Vec::new(),
+            missed: vec![("cat".into(), failed())],
+        };
+        assert!(!only_failed.any_pending());
+        assert!(
+            only_failed
+                .to_string()
+                .starts_with("the broadcast reached nobody; cat: failed")
+        );
     }
 }
