@@ -1315,6 +1315,16 @@ fn members_an_interrupted_up_left_without_a_pane_start_with_the_next_up() {
             .unwrap_or_default()
     };
     assert_eq!(status_of("late"), "not started");
+    // Must-show: `swarm doctor` names the member that never started.
+    let doctor = t.run(&["doctor"]);
+    assert!(
+        doctor
+            .stdout
+            .contains("team iu: late was never started (on the roster, no pane")
+            && doctor.stdout.contains("`swarm up --team iu` starts it"),
+        "{}",
+        doctor.explain()
+    );
     let again = t.ok(&["up", "--no-attach"]);
     assert!(
         again.stderr.contains("spawned late in pane"),
@@ -1334,6 +1344,75 @@ fn members_an_interrupted_up_left_without_a_pane_start_with_the_next_up() {
         "late runs",
         WAIT,
         || matches!(status_of("late").as_str(), "idle" | "running"),
+        || t.explain(),
+    );
+}
+
+/// Issue 24, item 5: `rm <state>/runtime/NAME.wake`, then `swarm send
+/// --to NAME`: rc 0, the message consumed after 300 s, status "idle",
+/// doctor silent. `swarm doctor` names the missing doorbell (the runtime
+/// stopped here so that it cannot make it again first), and the runtime,
+/// once it runs, makes it again and reads the message sent meanwhile.
+#[test]
+fn a_removed_doorbell_is_named_by_doctor_and_made_again_by_its_runtime() {
+    let Some(t) = TmuxTeam::new("removed_doorbell", "rd") else {
+        return;
+    };
+    t.up();
+    t.ok(&["spawn", "bell"]);
+    let bell = t.sb.path("swarm/rd/runtime/bell.wake");
+    wait_until(
+        "bell's runtime made its doorbell",
+        WAIT,
+        || {
+            std::fs::symlink_metadata(&bell).is_ok_and(|m| {
+                use std::os::unix::fs::FileTypeExt;
+                m.file_type().is_fifo()
+            })
+        },
+        || t.explain(),
+    );
+    // The pane's first process is the runtime (`pane-exec` execs it).
+    let pid = t.tmux.pane(&t.pane_of("bell")).expect("bell's pane").pid as i32;
+    /// Continues the stopped runtime when dropped, failing test or not.
+    struct Stopped(i32);
+    impl Drop for Stopped {
+        fn drop(&mut self) {
+            // SAFETY: plain kill(2) on the runtime this test stopped.
+            unsafe { libc::kill(self.0, libc::SIGCONT) };
+        }
+    }
+    // SAFETY: plain kill(2) on the runtime this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    let stopped = Stopped(pid);
+    std::fs::remove_file(&bell).unwrap();
+    let doctor = t.run(&["doctor"]);
+    assert!(
+        doctor.stdout.contains("bell's doorbell")
+            && doctor
+                .stdout
+                .contains("bell.wake is missing, so sends ring nothing"),
+        "doctor does not name the missing doorbell\n{}",
+        doctor.explain()
+    );
+    let sent = t.run(&["send", "--to", "bell", "touch RUNG_AFTER_ALL"]);
+    drop(stopped);
+    sent.assert_code(0);
+    wait_until(
+        "bell runs the message sent while its doorbell was gone",
+        WAIT,
+        || t.work.join("RUNG_AFTER_ALL").exists(),
+        || t.explain(),
+    );
+    wait_until(
+        "bell's doorbell is made again",
+        WAIT,
+        || {
+            t.run(&["doctor"])
+                .stdout
+                .lines()
+                .all(|l| !l.contains("doorbell"))
+        },
         || t.explain(),
     );
 }

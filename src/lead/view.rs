@@ -521,7 +521,7 @@ pub fn consumed(shared: &mut Shared, entries: &[Entry]) {
 pub fn member_row(m: &Member, sh: &Shared, unread: usize, current: Option<&Task>) -> MemberRow {
     let current = current.map(|t| (t.id.clone(), t.subject.clone()));
     let status = MemberStatus::of(&Facts {
-        never_started: m.tmux_pane_id.is_empty() && recorded_exit(m).is_none(),
+        never_started: crate::team::status::never_started(m),
         recorded_exit: recorded_exit(m),
         pane: match sh.seen.get(&m.name) {
             Some(Seen::Running) => PaneSeen::Running,

@@ -57,6 +57,21 @@ impl Doorbell {
         &self.path
     }
 
+    /// Whether its path still names this very FIFO: `false` once it was
+    /// removed, or replaced by anything else (a file, a link, another
+    /// FIFO), after which no sender reaches this runtime through it.
+    pub fn intact(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::symlink_metadata(&self.path), self.fifo.metadata()) {
+            (Ok(there), Ok(mine)) => {
+                there.file_type().is_fifo()
+                    && there.dev() == mine.dev()
+                    && there.ino() == mine.ino()
+            }
+            _ => false,
+        }
+    }
+
     /// Sleeps until the bell rings (`true`, every ring so far swallowed)
     /// or `timeout` passes (`false`).
     pub fn wait(&self, timeout: Duration) -> bool {
@@ -84,12 +99,54 @@ impl Doorbell {
     }
 }
 
+/// What a ring found at the doorbell's place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rung {
+    /// A FIFO: rung (heard if a runtime listens).
+    Rang,
+    /// Nothing: no runtime made one (a Claude Code teammate, the lead),
+    /// or it was removed (its runtime makes it again within
+    /// [`CHECK_EVERY`]).
+    Missing,
+    /// Something else (a file, a link, a directory): never written; its
+    /// runtime replaces it within [`CHECK_EVERY`].
+    NotAFifo,
+}
+
+/// How often a listening runtime checks that its doorbell is still its own
+/// (`Doorbell::intact`), making it again if not: the longest a message
+/// waits when its doorbell was removed or replaced (the polling bound).
+pub const CHECK_EVERY: Duration = Duration::from_secs(1);
+
 /// Rings the doorbell at `path` if a runtime listens on it; never blocks,
-/// never fails (see the module docs).
-pub fn ring(path: &Path) {
-    if let Some(bell) = open_to_ring(path) {
-        // A full pipe already rings; a ring is never an error (see above).
-        crate::dropped::ignore(knock(&bell), "ringing a doorbell");
+/// never fails (see the module docs); says what it found there.
+pub fn ring(path: &Path) -> Rung {
+    match open_to_ring(path) {
+        Some(bell) => {
+            // A full pipe already rings; a ring is never an error (see above).
+            crate::dropped::ignore(knock(&bell), "ringing a doorbell");
+            Rung::Rang
+        }
+        None => match std::fs::symlink_metadata(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Rung::Missing,
+            // A FIFO that would not open (no room for a descriptor): as
+            // good as missing for this ring.
+            Ok(m) if m.file_type().is_fifo() => Rung::Missing,
+            _ => Rung::NotAFifo,
+        },
+    }
+}
+
+/// What is wrong with the doorbell at `path`, for `swarm doctor`: `None`
+/// when it is a FIFO.
+pub fn problem(path: &Path) -> Option<String> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_fifo() => None,
+        Ok(m) if m.file_type().is_symlink() => Some("is a symbolic link, not a FIFO".into()),
+        Ok(m) if m.is_dir() => Some("is a directory, not a FIFO".into()),
+        Ok(_) => Some("is a regular file, not a FIFO".into()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Some("is missing".into()),
+        Err(e) => Some(format!("cannot be read ({e})")),
     }
 }
 
@@ -186,10 +243,40 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let path = t.path().join("bob.wake");
         std::fs::write(&path, b"").unwrap();
-        ring(&path);
+        assert_eq!(ring(&path), Rung::NotAFifo);
         assert_eq!(std::fs::read(&path).unwrap(), b"");
         let bell = Doorbell::open(&path).unwrap();
-        ring(&path);
+        assert_eq!(ring(&path), Rung::Rang);
         assert!(bell.wait(Duration::from_secs(5)));
+    }
+
+    /// Issue 24, item 5: a doorbell removed or replaced under its runtime
+    /// is no longer its own, and a ring and `swarm doctor` say what is there.
+    #[test]
+    fn a_removed_or_replaced_doorbell_is_not_intact_and_says_what_is_there() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("bob.wake");
+        let bell = Doorbell::open(&path).unwrap();
+        assert!(bell.intact());
+        assert_eq!(problem(&path), None);
+
+        std::fs::remove_file(&path).unwrap();
+        assert!(!bell.intact());
+        assert_eq!(ring(&path), Rung::Missing);
+        assert_eq!(problem(&path).as_deref(), Some("is missing"));
+
+        std::os::unix::fs::symlink("/dev/null", &path).unwrap();
+        assert!(!bell.intact());
+        assert_eq!(ring(&path), Rung::NotAFifo);
+        assert_eq!(
+            problem(&path).as_deref(),
+            Some("is a symbolic link, not a FIFO")
+        );
+        std::fs::remove_file(&path).unwrap();
+
+        // Another FIFO in its place is not this runtime's either.
+        let other = Doorbell::open(&path).unwrap();
+        assert!(!bell.intact());
+        assert!(other.intact());
     }
 }

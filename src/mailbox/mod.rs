@@ -252,10 +252,26 @@ impl Mailbox {
         Ok(self.root.runtime_file(&self.team, member, "wake")?)
     }
 
-    /// Rings `member`'s doorbell: wakes its runtime if one listens.
+    /// Rings `member`'s doorbell: wakes its runtime if one listens. One
+    /// that is not a FIFO is logged (something was put in its place); so,
+    /// at debug, is one that is missing (most members without a swarm
+    /// runtime have none). Either way its runtime, if it runs, finds its
+    /// doorbell gone within `doorbell::CHECK_EVERY`, makes it again and
+    /// reads its inbox: that is the wake-up this message gets.
     pub fn ring(&self, member: &str) {
-        if let Ok(p) = self.doorbell_path(member) {
-            doorbell::ring(&p);
+        let Ok(p) = self.doorbell_path(member) else {
+            return;
+        };
+        match doorbell::ring(&p) {
+            doorbell::Rung::Rang => {}
+            doorbell::Rung::Missing => tracing::debug!(
+                %member, bell = %p.display(),
+                "no doorbell to ring (no swarm runtime, or it was removed: a runtime makes it again within a second)"
+            ),
+            doorbell::Rung::NotAFifo => tracing::warn!(
+                %member, bell = %p.display(),
+                "the doorbell is not a FIFO (something was put in its place) and was not rung; its runtime replaces it and reads its inbox within a second"
+            ),
         }
     }
 

@@ -94,7 +94,7 @@ impl TeamOps {
     /// it can be reached from here and its panes outlive their lead; `None`
     /// otherwise (they may be alive). On a thread of its own: a caller may
     /// be inside an async runtime already (`swarm mcp`'s verbs are).
-    fn panes_gone(&self, members: &[Member]) -> Option<Vec<bool>> {
+    pub(super) fn panes_gone(&self, members: &[Member]) -> Option<Vec<bool>> {
         let look = || {
             let session = self.session_if_reachable()?;
             if !session.caps().panes_outlive_lead {

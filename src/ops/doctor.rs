@@ -19,6 +19,9 @@ impl TeamOps {
             return problems;
         };
         let ours = team.ownership().is_swarm();
+        if ours {
+            problems.extend(self.unstarted_and_deaf(&tf));
+        }
         for m in tf.teammates() {
             let how = match recorded_exit(m) {
                 None => continue,
@@ -44,5 +47,57 @@ impl TeamOps {
             ));
         }
         problems
+    }
+
+    /// In a team swarm started: members an interrupted `up` left without a
+    /// pane, and runtimes whose pane runs but whose doorbell is gone or
+    /// replaced (a send rings nothing then; the runtime makes it again
+    /// within a second, so one that stays means the runtime is stuck).
+    fn unstarted_and_deaf(&self, tf: &crate::team::TeamFile) -> Vec<String> {
+        let team = self.team();
+        let t = &team.name;
+        let mut lines = Vec::new();
+        let mut runtimes = Vec::new();
+        for m in tf.teammates() {
+            if crate::team::status::never_started(m) {
+                lines.push(format!(
+                    "team {t}: {} was never started (on the roster, no pane: an `up` was \
+                     stopped before it came to it); `swarm up --team {t}` starts it",
+                    m.name
+                ));
+            } else if recorded_exit(m).is_none()
+                // Every agent but a plain command runs in swarm's runtime,
+                // which owns a doorbell.
+                && matches!(crate::agents::Agent::of(m), Ok(a) if a != crate::agents::Agent::Process)
+            {
+                runtimes.push(m.clone());
+            }
+        }
+        if runtimes.is_empty() {
+            return lines;
+        }
+        // Panes that cannot be looked at from here: nothing said of them.
+        let Some(gone) = self.panes_gone(&runtimes) else {
+            return lines;
+        };
+        for (m, gone) in runtimes.iter().zip(gone) {
+            let Ok(bell) = team.mailbox().doorbell_path(&m.name) else {
+                continue;
+            };
+            if gone {
+                continue;
+            }
+            if let Some(what) = crate::mailbox::doorbell::problem(&bell) {
+                lines.push(format!(
+                    "team {t}: {}'s doorbell {} {what}, so sends ring nothing; its runtime \
+                     makes it again within a second, so if this stays the runtime is stuck: \
+                     `swarm kill {}` and spawn it again",
+                    m.name,
+                    bell.display(),
+                    m.name
+                ));
+            }
+        }
+        lines
     }
 }

@@ -427,7 +427,7 @@ fn member(
 ) -> MemberSnapshot {
     let state = (!m.is_lead()).then(|| {
         MemberStatus::of(&Facts {
-            never_started: m.tmux_pane_id.is_empty() && recorded_exit(m).is_none(),
+            never_started: crate::team::status::never_started(m),
             recorded_exit: recorded_exit(m),
             pane,
             active: m.is_active == Some(true),

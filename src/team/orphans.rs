@@ -84,7 +84,7 @@ pub fn verdict(roster: &TeamFile, owner: &str) -> Verdict {
 /// Whether the process `pid` that started at `start` is gone (a zombie is
 /// gone). Without a start time a live pid may be another process by now;
 /// it is still taken as alive (never a false death).
-fn process_gone(pid: u32, start: Option<&str>) -> bool {
+pub(crate) fn process_gone(pid: u32, start: Option<&str>) -> bool {
     use swarm_backends::process::{is_zombie, same_process_alive, start_time};
     if pid == std::process::id() {
         return false;

@@ -112,6 +112,12 @@ impl MemberStatus {
     }
 }
 
+/// On the roster, its pane never opened and no end recorded: an `up` was
+/// stopped before it came to it ([`MemberStatus::NotStarted`]).
+pub fn never_started(m: &super::Member) -> bool {
+    m.tmux_pane_id.is_empty() && recorded_exit(m).is_none()
+}
+
 /// The exit code the roster records for `m` (`swarmExit.code`), if it
 /// records an end at all. A record that does not read as one
 /// ([`Member::exit`](super::Member::exit)'s error, logged) still says the

@@ -116,13 +116,51 @@ impl Wakeups {
     pub fn wait(&mut self, timeout: Duration) -> bool {
         self.check_watcher();
         let woken = match &self.how {
-            How::Bell(bell) => bell.wait(timeout),
+            How::Bell(_) => self.wait_on_bell(timeout),
             How::Poll(w) => w.wait(timeout),
         };
         if woken {
             tracing::debug!("woken");
         }
         woken
+    }
+
+    /// Sleeps on the doorbell in slices of `doorbell::CHECK_EVERY`, after
+    /// each checking that it is still this runtime's (issue 24, item 5: a
+    /// removed or replaced one deafened the runtime for its whole wait, 300
+    /// s). One that is not is made again (or, if it cannot be, the runtime
+    /// polls and says why), and the wait ends as woken: a send made while
+    /// it was gone rang nothing.
+    fn wait_on_bell(&mut self, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let How::Bell(bell) = &self.how else {
+                return true;
+            };
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if bell.wait(left.min(doorbell::CHECK_EVERY)) {
+                return true;
+            }
+            if !bell.intact() {
+                let path = bell.path().to_path_buf();
+                match Doorbell::open(&path) {
+                    Ok(bell) => {
+                        tracing::warn!(bell = %path.display(), "my doorbell was removed or replaced; made it again");
+                        self.how = How::Bell(bell);
+                    }
+                    Err(e) => {
+                        let why =
+                            format!("cannot make the doorbell {} again ({e})", path.display());
+                        self.how = How::Poll(InboxWatcher::polling_over(&self.dirs, &why));
+                        self.record();
+                    }
+                }
+                return true;
+            }
+            if left <= doorbell::CHECK_EVERY {
+                return false;
+            }
+        }
     }
 
     /// Falls back to polling if the team watcher's thread stopped for good.
@@ -521,5 +559,39 @@ mod tests {
             b.wait(Duration::from_secs(5)),
             "the fallback missed the write"
         );
+    }
+
+    /// Issue 24, item 5: `rm <name>.wake` (or a file or a link put in its
+    /// place), then a send: consumed after 300 s. The runtime finds its
+    /// doorbell gone within a second, makes it again and looks at its
+    /// inbox; rings reach it again.
+    #[test]
+    fn a_removed_or_replaced_doorbell_is_made_again_and_the_wait_ends() {
+        let (_t, team, dirs) = team();
+        let mut b = Wakeups::new(&team, "bob", &dirs).unwrap();
+        b.wait(Duration::from_millis(200)); // the hand-over ring
+        let bell = team.mailbox().doorbell_path("bob").unwrap();
+        let planted: [&dyn Fn(); 3] = [
+            &|| std::fs::remove_file(&bell).unwrap(),
+            &|| {
+                std::fs::remove_file(&bell).unwrap();
+                std::fs::write(&bell, b"").unwrap();
+            },
+            &|| {
+                std::fs::remove_file(&bell).unwrap();
+                std::os::unix::fs::symlink("/dev/null", &bell).unwrap();
+            },
+        ];
+        for plant in planted {
+            plant();
+            // A send now rings nothing: only the runtime's own check ends
+            // the wait (with the bug, it slept all of it).
+            team.mailbox().ring("bob");
+            assert!(b.wait(Duration::from_secs(60)), "the wait ran out");
+            assert_eq!(doorbell::problem(&bell), None, "made again");
+            assert_eq!(b.polling_reason(), None);
+            team.mailbox().ring("bob");
+            assert!(b.wait(Duration::from_secs(5)), "a ring reaches it again");
+        }
     }
 }
