@@ -69,6 +69,15 @@ pub struct TeamSpec {
     /// A coding agent that leads the team (`[lead]`).
     #[serde(default)]
     pub lead: Option<LeadSpec>,
+    /// Seconds a teammate running a task may print nothing, its task
+    /// unchanged, before the TeamsDialog and `swarm status` call it
+    /// stalled (default 120). Nothing is killed for it.
+    #[serde(default)]
+    pub stall_after: Option<u64>,
+    /// The lead sends a stalled teammate one reminder per task (an agent
+    /// that reads words: never a shell teammate, which would run it).
+    #[serde(default)]
+    pub nudge: bool,
     /// The directory relative `cwd`s are resolved against (the spec file's
     /// directory; the current directory for a spec from a string).
     #[serde(skip)]

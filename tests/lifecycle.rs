@@ -1348,6 +1348,66 @@ fn members_an_interrupted_up_left_without_a_pane_start_with_the_next_up() {
     );
 }
 
+/// Issue 24, item 3: an agent that makes no progress while it has work
+/// (Codex without network looped "Reconnecting…" for minutes) reached
+/// nobody. A teammate running a task that prints nothing and whose task
+/// does not change for the spec's `stall_after` is `stalled` in `swarm
+/// status` (with its last output line), and with `nudge = true` the lead
+/// sends it one reminder for that task (an agent that reads words: the
+/// `command` agent here, whose run prints and then hangs); nothing is
+/// killed.
+#[test]
+fn a_teammate_stalled_on_a_task_is_said_and_reminded_once() {
+    let Some(t) = TmuxTeam::new("stalled_teammate", "st") else {
+        return;
+    };
+    let spec = "team = \"st\"\nstall_after = 1\nnudge = true\n\
+                [[teammate]]\nname = \"slow\"\nagent = \"command\"\n\
+                command = [\"sh\", \"-c\", \"echo waiting for network; sleep 600\", \"sh\"]\n\
+                [[task]]\nsubject = \"hang\"\n";
+    let path = t.work.join("swarm.toml");
+    std::fs::write(&path, spec).expect("spec");
+    t.ok(&["up", "--no-attach", &path.to_string_lossy()]);
+    let slow = || {
+        t.ok(&["status", "--json"]).json()["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "slow")
+            .cloned()
+            .unwrap_or_default()
+    };
+    wait_until(
+        "slow is stalled on its task",
+        WAIT,
+        || {
+            slow()["attention"]
+                .as_str()
+                .is_some_and(|a| a.starts_with("stalled ") && a.ends_with(": waiting for network"))
+        },
+        || format!("{}\n{}", slow(), t.explain()),
+    );
+    assert_eq!(slow()["status"], "running", "nothing is killed");
+    let reminders = || {
+        let inbox =
+            std::fs::read_to_string(t.sb.path("teams/st/inboxes/slow.json")).unwrap_or_default();
+        inbox
+            .matches("[stall] You have been on task #1 (hang)")
+            .count()
+    };
+    wait_until(
+        "the lead reminds slow",
+        WAIT,
+        || reminders() == 1,
+        || t.explain(),
+    );
+    // Several more bounds pass: still one reminder for this task.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    assert_eq!(reminders(), 1, "{}", t.explain());
+    let task = t.ok(&["task", "get", "1", "--json"]).json();
+    assert!(task["metadata"]["swarmNudged"].is_string(), "{task}");
+}
+
 /// Issue 24, item 5: `rm <state>/runtime/NAME.wake`, then `swarm send
 /// --to NAME`: rc 0, the message consumed after 300 s, status "idle",
 /// doctor silent. `swarm doctor` names the missing doorbell (the runtime

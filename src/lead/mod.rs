@@ -305,6 +305,29 @@ impl Lead {
                 }
             }
         }
+        if crate::team::status::nudges(&tf) {
+            // Only agents that read a message as words: a shell teammate
+            // runs a message's text as a command.
+            let reads = |m: &Member| {
+                matches!(
+                    crate::agents::Agent::of(m),
+                    Ok(crate::agents::Agent::Exec(_) | crate::agents::Agent::Claude)
+                )
+            };
+            let running: Vec<String> = mine
+                .iter()
+                .filter(|(m, _)| reads(m))
+                .filter(|(m, _)| self.shared().seen.get(&m.name) == Some(&Seen::Running))
+                .map(|(m, _)| m.name.clone())
+                .collect();
+            let stall_after = crate::team::status::stall_after(&tf);
+            let nudged = self
+                .disk(move |team| nudge_stalled(&team, &running, stall_after))
+                .await?;
+            for line in nudged {
+                self.event(line);
+            }
+        }
         match failed {
             Some(e) => Err(e),
             None => Ok(()),
@@ -733,6 +756,74 @@ impl Lead {
 }
 
 /// "; tasks #1, #2 back on the board", or nothing.
+/// The task metadata key that records a stalled member's reminder, so it
+/// is sent once per task (derived from the files: a new lead sends none
+/// again).
+pub const NUDGED_KEY: &str = "swarmNudged";
+
+/// The spec's `nudge = true`: each of `running` (agents that read words,
+/// never a shell teammate) that is stalled on a task
+/// (`Attention::stalled`) gets one reminder from the lead for that task,
+/// recorded in the task's metadata ([`NUDGED_KEY`]). Nothing is killed.
+/// Returns a line per reminder sent, for the dialog's events.
+fn nudge_stalled(team: &Team, running: &[String], stall_after: Duration) -> Result<Vec<String>> {
+    use crate::team::status::{Attention, ByOwner, MemberStatus, Progress};
+    let mut sent = Vec::new();
+    if running.is_empty() {
+        return Ok(sent);
+    }
+    let list = team.tasks().list()?;
+    let board = ByOwner::of(&list.tasks);
+    for name in running {
+        let Some(task) = board.current(name) else {
+            continue;
+        };
+        if task
+            .metadata
+            .as_ref()
+            .is_some_and(|m| m.contains_key(NUDGED_KEY))
+        {
+            continue;
+        }
+        let Some(p) = Progress::of(team, name, &board) else {
+            continue;
+        };
+        let Some(a) = Attention::stalled(&MemberStatus::Running, &p, stall_after) else {
+            continue;
+        };
+        let last = p
+            .last_line
+            .as_deref()
+            .map(|l| format!(" Your last output: {}.", crate::text::escape_line(l)))
+            .unwrap_or_default();
+        let text = format!(
+            "[stall] You have been on task #{} ({}) with no output and no change to the task \
+             for {}.{last} If you are stuck, tell the team lead what blocks you.",
+            task.id,
+            crate::text::escape_line(&task.subject),
+            a.label().trim_start_matches("stalled "),
+        );
+        let summary = format!("reminder: task #{} stalled", task.id);
+        team.send_text(LEAD_NAME, name, &text, Some(&summary), true)?;
+        let mut md = serde_json::Map::new();
+        md.insert(
+            NUDGED_KEY.into(),
+            serde_json::Value::from(crate::clock::now_iso()),
+        );
+        let upd = crate::tasks::TaskUpdate {
+            metadata: Some(md),
+            ..Default::default()
+        };
+        team.tasks().update(&task.id, upd, LEAD_NAME)?;
+        sent.push(format!(
+            "{name} is {} on task #{}: reminded once",
+            a.label(),
+            task.id
+        ));
+    }
+    Ok(sent)
+}
+
 fn tasks_back(returned: &[crate::tasks::Task]) -> String {
     if returned.is_empty() {
         return String::new();

@@ -408,7 +408,12 @@ impl TeamState {
             .zip(unread)
             .map(|(m, unread)| member_row(m, &sh, unread, owners.current(&m.name)))
             .collect();
-        crate::tui::state::annotate(&mut members, team, owners);
+        crate::tui::state::annotate(
+            &mut members,
+            team,
+            owners,
+            crate::team::status::stall_after(&tf),
+        );
         let notice = self
             .trouble
             .first()

@@ -204,11 +204,14 @@ impl TeamOps {
                 .await?;
         }
         let board = ByOwner::of(&files.tasks);
+        let stall_after = crate::team::status::stall_after(&roster);
         let ms = members
             .iter()
             .zip(files.unread)
             .zip(panes)
-            .map(|((m, unread), pane)| member(&team, m, unread, pane, &board, &requests))
+            .map(|((m, unread), pane)| {
+                member(&team, m, unread, pane, &board, &requests, stall_after)
+            })
             .collect();
         Ok(TeamSnapshot {
             team: roster.name.clone(),
@@ -424,6 +427,7 @@ fn member(
     pane: PaneSeen,
     board: &ByOwner,
     requests: &[PendingRequest],
+    stall_after: std::time::Duration,
 ) -> MemberSnapshot {
     let state = (!m.is_lead()).then(|| {
         MemberStatus::of(&Facts {
@@ -439,16 +443,17 @@ fn member(
                 .map(|r| r.age().unwrap_or_default()),
         })
     });
-    let attention = state
-        .as_ref()
-        .and_then(|s| Attention::of(s, &m.name, board));
     let progress = state
         .as_ref()
-        .and_then(|_| Progress::of(team, &m.name, board))
-        .map(|p| ProgressSnapshot {
-            elapsed_secs: p.elapsed.map(|e| e.as_secs()),
-            last_line: p.last_line,
-        });
+        .and_then(|_| Progress::of(team, &m.name, board));
+    let attention = state.as_ref().and_then(|s| {
+        Attention::of(s, &m.name, board)
+            .or_else(|| Attention::stalled(s, progress.as_ref()?, stall_after))
+    });
+    let progress = progress.map(|p| ProgressSnapshot {
+        elapsed_secs: p.elapsed.map(|e| e.as_secs()),
+        last_line: p.last_line,
+    });
     MemberSnapshot {
         name: m.name.clone(),
         agent_id: m.agent_id.clone(),
@@ -473,6 +478,13 @@ fn member(
                 // A teammate that ended says why, when it printed it.
                 (Attention::Dead, Some(e)) if e.said.is_some() => {
                     format!("dead: {}", e.said.unwrap_or_default())
+                }
+                // A stalled one says what it last printed.
+                (a @ Attention::Stalled { .. }, _) => {
+                    match progress.as_ref().and_then(|p| p.last_line.as_deref()) {
+                        Some(line) => format!("{}: {line}", a.label()),
+                        None => a.label(),
+                    }
                 }
                 (a, _) => a.label(),
             }),

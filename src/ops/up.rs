@@ -105,6 +105,23 @@ impl TeamOps {
             // One roster write for the whole spec.
             team.roster().add_members(new)?;
         }
+        // The spec's stall bound and nudge (`team::status::stall_after`),
+        // written only when they change.
+        let stall = spec.stall_after.map(serde_json::Value::from);
+        let nudge = spec.nudge.then_some(serde_json::Value::Bool(true));
+        let field = |name: &str| tf.extra.get(name).cloned();
+        use crate::team::status::{NUDGE_FIELD, STALL_AFTER_FIELD};
+        if field(STALL_AFTER_FIELD) != stall || field(NUDGE_FIELD) != nudge {
+            team.roster().update(|tf| {
+                for (name, v) in [(STALL_AFTER_FIELD, &stall), (NUDGE_FIELD, &nudge)] {
+                    match v {
+                        Some(v) => tf.extra.insert(name.to_string(), v.clone()),
+                        None => tf.extra.remove(name),
+                    };
+                }
+                Ok::<_, crate::team::RosterError>(())
+            })?;
+        }
         // The demo runs again on a finished board; a spec's tasks run once.
         let applied = if demo {
             spec.apply_again(team)?

@@ -243,6 +243,9 @@ pub enum Attention {
     FailedTask(String),
     /// Its process ended while it is still on the roster.
     Dead,
+    /// Running a task, it printed nothing and the task did not change for
+    /// `for_secs` (at least the team's stall bound, [`stall_after`]).
+    Stalled { for_secs: u64 },
 }
 
 impl Attention {
@@ -257,12 +260,38 @@ impl Attention {
         }
     }
 
-    /// `needs approval`, `task #3 failed`, `dead`.
+    /// A member that runs a task (`status` running) with no output and no
+    /// change of the task for `stall_after` is stalled (issue 24, item 3:
+    /// Codex without network looped "Reconnecting…" for minutes and
+    /// nothing said so). Nothing is killed for it.
+    pub fn stalled(
+        status: &MemberStatus,
+        progress: &Progress,
+        stall_after: Duration,
+    ) -> Option<Attention> {
+        if *status != MemberStatus::Running {
+            return None;
+        }
+        let still = progress.elapsed?;
+        // No output log: nothing printed since the task began.
+        let quiet = progress.quiet.unwrap_or(still).min(still);
+        (quiet >= stall_after).then_some(Attention::Stalled {
+            for_secs: quiet.as_secs(),
+        })
+    }
+
+    /// `needs approval`, `task #3 failed`, `dead`, `stalled 2m`.
     pub fn label(&self) -> String {
         match self {
             Attention::Approval => "needs approval".to_owned(),
             Attention::FailedTask(id) => format!("task #{id} failed"),
             Attention::Dead => "dead".to_owned(),
+            Attention::Stalled { for_secs } => {
+                format!(
+                    "stalled {}",
+                    crate::clock::age(Duration::from_secs(*for_secs))
+                )
+            }
         }
     }
 }
@@ -274,7 +303,37 @@ pub struct Progress {
     pub elapsed: Option<Duration>,
     /// The last line its pane printed, escapes removed.
     pub last_line: Option<String>,
+    /// Since its pane last printed (its output log's modification time);
+    /// `None` when it has no log.
+    pub quiet: Option<Duration>,
 }
+
+/// How long a member running a task may print nothing, its task
+/// unchanged, before it is [`Attention::Stalled`], unless the spec says
+/// (`stall_after`, seconds, kept on the roster as `swarmStallAfter`).
+pub const STALL_AFTER: Duration = Duration::from_secs(120);
+
+/// The roster's stall bound (see [`STALL_AFTER`]).
+pub fn stall_after(tf: &super::TeamFile) -> Duration {
+    tf.extra
+        .get(STALL_AFTER_FIELD)
+        .and_then(serde_json::Value::as_u64)
+        .filter(|s| *s > 0)
+        .map_or(STALL_AFTER, Duration::from_secs)
+}
+
+/// Whether the lead reminds a stalled member once (the spec's `nudge`,
+/// kept on the roster as `swarmNudge`).
+pub fn nudges(tf: &super::TeamFile) -> bool {
+    tf.extra
+        .get(NUDGE_FIELD)
+        .and_then(serde_json::Value::as_bool)
+        == Some(true)
+}
+
+/// The roster fields of the spec's `stall_after` and `nudge`.
+pub const STALL_AFTER_FIELD: &str = "swarmStallAfter";
+pub const NUDGE_FIELD: &str = "swarmNudge";
 
 /// How much of the output log's end is read for its last line.
 const TAIL_BYTES: u64 = 4096;
@@ -292,12 +351,17 @@ impl Progress {
             .and_then(|p| std::fs::metadata(p).ok())
             .and_then(|m| m.modified().ok())
             .and_then(|t| SystemTime::now().duration_since(t).ok());
-        let last_line = team
-            .root
-            .output(&team.name, name)
-            .ok()
-            .and_then(|p| last_output_line(&p));
-        Some(Progress { elapsed, last_line })
+        let log = team.root.output(&team.name, name).ok();
+        let last_line = log.as_deref().and_then(last_output_line);
+        let quiet = log
+            .and_then(|p| std::fs::metadata(p).ok())
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| SystemTime::now().duration_since(t).ok());
+        Some(Progress {
+            elapsed,
+            last_line,
+            quiet,
+        })
     }
 }
 
@@ -442,6 +506,52 @@ mod tests {
             t.metadata = Some(md);
         }
         t
+    }
+
+    /// Issue 24, item 3: running a task, nothing printed and the task
+    /// unchanged for the bound: stalled; output or a task change within it,
+    /// or not running: not.
+    #[test]
+    fn a_running_teammate_quiet_on_its_task_past_the_bound_is_stalled() {
+        let secs = Duration::from_secs;
+        let p = |elapsed: u64, quiet: Option<u64>| Progress {
+            elapsed: Some(secs(elapsed)),
+            last_line: None,
+            quiet: quiet.map(secs),
+        };
+        let run = MemberStatus::Running;
+        let bound = secs(120);
+        assert_eq!(
+            Attention::stalled(&run, &p(300, Some(130)), bound),
+            Some(Attention::Stalled { for_secs: 130 })
+        );
+        assert_eq!(
+            Attention::stalled(&run, &p(300, None), bound),
+            Some(Attention::Stalled { for_secs: 300 }),
+            "no output log: quiet since the task changed"
+        );
+        assert_eq!(
+            Attention::stalled(&run, &p(300, Some(5)), bound),
+            None,
+            "it prints"
+        );
+        assert_eq!(
+            Attention::stalled(&run, &p(30, Some(500)), bound),
+            None,
+            "the task moved"
+        );
+        assert_eq!(
+            Attention::stalled(&MemberStatus::WaitingForApproval, &p(300, Some(300)), bound),
+            None
+        );
+        assert_eq!(Attention::Stalled { for_secs: 130 }.label(), "stalled 2m");
+        let mut tf: crate::team::TeamFile = serde_json::from_str(r#"{"name":"t"}"#).unwrap();
+        assert_eq!(stall_after(&tf), STALL_AFTER);
+        assert!(!nudges(&tf));
+        tf.extra.insert(STALL_AFTER_FIELD.into(), 5.into());
+        tf.extra.insert(NUDGE_FIELD.into(), true.into());
+        assert_eq!(stall_after(&tf), secs(5));
+        assert!(nudges(&tf));
     }
 
     #[test]

@@ -114,6 +114,7 @@ pub(super) fn busy_team() -> TeamView {
     bob.progress = Some(super::state::Progress {
         elapsed: Some(Duration::from_secs(12)),
         last_line: Some("test tui::view ... ok".into()),
+        quiet: Some(Duration::from_secs(1)),
     });
     let mut carol = member("carol", "yellow", MemberStatus::Idle);
     carol.last_activity = Some(Duration::from_secs(190));

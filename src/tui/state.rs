@@ -281,10 +281,20 @@ impl MemberRow {
 /// by the rules of [`crate::team::status`] (the lead calls this once per
 /// snapshot, after the statuses are set). Reads the tail of each running
 /// teammate's output log and its task file's time, nothing more.
-pub fn annotate(rows: &mut [MemberRow], team: &crate::team::Team, board: &ByOwner) {
+/// A running teammate that printed nothing and whose task did not change
+/// for `stall_after` is [`Attention::Stalled`].
+pub fn annotate(
+    rows: &mut [MemberRow],
+    team: &crate::team::Team,
+    board: &ByOwner,
+    stall_after: std::time::Duration,
+) {
     for row in rows {
-        row.attention = Attention::of(&row.status, &row.name, board);
         row.progress = Progress::of(team, &row.name, board);
+        row.attention = Attention::of(&row.status, &row.name, board).or_else(|| {
+            let p = row.progress.as_ref()?;
+            Attention::stalled(&row.status, p, stall_after)
+        });
     }
 }
 

@@ -196,6 +196,10 @@ fn member_row<'a>(
                 (Some(k), _) if m.status.is_alive() => {
                     Span::styled(format!("killing {}…", age(k)), theme.fg(Color::Red))
                 }
+                (_, Some(a @ crate::team::status::Attention::Stalled { .. })) => Span::styled(
+                    format!("! {}", a.label()),
+                    theme.fg(Color::Red).add_modifier(Modifier::BOLD),
+                ),
                 (_, Some(_)) => Span::styled(
                     format!("! {}", m.status.label()),
                     theme.fg(Color::Red).add_modifier(Modifier::BOLD),
