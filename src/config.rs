@@ -10,7 +10,7 @@
 //! name = "alice"              # required; ^[a-z0-9][a-z0-9-]{0,63}$
 //! agent = "shell"             # optional: shell (default), claude, codex, gemini, aider, claude-print, command,
 //!                             # process (the default when `command` is given: the command is the program)
-//! prompt = "You count lines." # optional role prompt
+//! prompt = "You count lines." # optional role prompt (an agent's; a shell teammate takes none)
 //! model = "o3"                # optional
 //! color = "blue"              # optional palette colour
 //! cwd = "src"                 # optional, relative to the spec's directory
@@ -324,6 +324,15 @@ impl TeamSpec {
                      leave `agent` out to run the command as the teammate's program"
                 ))),
                 _ => {}
+            }
+            // Issue 24, item 10: a role prompt for a shell teammate was
+            // silently ignored (and `spawn --prompt` runs its text).
+            if agent == Agent::Shell && t.prompt.is_some() {
+                note(Err(anyhow::anyhow!(
+                    "{at}: a shell teammate takes no prompt: it runs commands, never words; \
+                     give its work as a [[task]] with command = \"…\", or pick an agent \
+                     (claude, codex, gemini, …) to give it a prompt"
+                )));
             }
         }
         let n = self.tasks.len();
@@ -725,6 +734,20 @@ mod tests {
         }
         assert!(e.starts_with("7 problems: "), "{e}");
         assert!(!e.contains('\n'), "one line: {e}");
+    }
+
+    /// Issue 24, item 10: a spec's `prompt` for a shell teammate was
+    /// silently ignored; it is refused by name (an agent's is kept).
+    #[test]
+    fn a_prompt_for_a_shell_teammate_is_refused_by_name() {
+        let e = err("team = \"w\"\n[[teammate]]\nname = \"sh\"\nprompt = \"count lines\"\n");
+        assert!(
+            e.contains("teammate 1 (\"sh\"): a shell teammate takes no prompt"),
+            "{e}"
+        );
+        TeamSpec::from_str("team = \"w\"\n[[teammate]]\nname = \"cx\"\nagent = \"codex\"\nprompt = \"count lines\"\n")
+            .expect("an agent's prompt");
+        TeamSpec::from_str(DEMO_SPEC).expect("the demo spec is valid");
     }
 
     #[test]
