@@ -642,7 +642,25 @@ fn branch_exists(wt: &Worktree) -> bool {
 }
 
 fn retire_one(team: &Team, wt: &Worktree, name: &str, force: bool) -> Result<Retired> {
-    let _one_at_a_time = retire_lock(team, name)?;
+    let held = retire_lock(team, name)?;
+    let retired = retire_locked(team, wt, name, force)?;
+    if !matches!(retired, Retired::Kept { .. }) {
+        // The worktree is gone: its lock file goes too (issue 24, item 10:
+        // `<name>.retire-lock` stayed), removed while held. A process that
+        // opened it before and takes it after finds nothing left to retire.
+        if let Ok(path) = team.root.worktree_lock(&team.name, name) {
+            crate::dropped::ignore(
+                crate::atomic_file::remove_if_there(&path),
+                "removing a retired worktree's lock file",
+            );
+        }
+    }
+    drop(held);
+    Ok(retired)
+}
+
+/// [`retire_one`], its lock held.
+fn retire_locked(team: &Team, wt: &Worktree, name: &str, force: bool) -> Result<Retired> {
     if !wt.path.exists() && !branch_exists(wt) {
         // Retired already, by the other process that saw the same leave.
         return Ok(Retired::Removed);

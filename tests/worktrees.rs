@@ -231,6 +231,18 @@ fn down_force_saves_the_work_on_a_branch_before_removing_the_worktree() {
     let pruned = t.ok(&["shutdown", "gus"]).stdout;
     assert!(pruned.contains("removed the worktree of gus"), "{pruned}");
     assert!(!gus.exists());
+    // Issue 24, item 10: nothing of gus's is left behind but what a
+    // revival reads: not its worktree's lock, not its doorbell.
+    assert!(
+        !gus.with_file_name("gus.retire-lock").exists(),
+        "the retired worktree's lock file is gone"
+    );
+    assert!(
+        !t.sb.path("swarm/wf/runtime/gus.wake").exists(),
+        "the departed runtime's doorbell is gone"
+    );
+    // fay's worktree is kept: so is its lock file, which guards it.
+    assert!(fay.with_file_name("fay.retire-lock").exists());
     let down = t.ok(&["down", "--force"]).stdout;
     let saved = down
         .lines()

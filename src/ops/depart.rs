@@ -119,6 +119,19 @@ pub async fn leave(
             tf.members.retain(|m| !names.contains(&m.name));
             Ok(())
         })?;
+        // Its runtime ended with its pane: its doorbell and polling note
+        // go with it (issue 24, item 10: they stayed). What a revival or a
+        // resume reads (its session, its departure record) stays.
+        for n in &names {
+            for ext in ["wake", "polling"] {
+                if let Ok(p) = t.root.runtime_file(&t.name, n, ext) {
+                    crate::dropped::ignore(
+                        crate::atomic_file::remove_if_there(&p),
+                        "removing a departed member's runtime file",
+                    );
+                }
+            }
+        }
         let each: Vec<&str> = names.iter().map(String::as_str).collect();
         let returned = t.tasks().unassign_all_of_each(&each)?;
         Ok(gone
