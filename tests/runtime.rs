@@ -674,10 +674,9 @@ fn exec_presets_get_exactly_the_documented_argv_and_their_output_is_the_reply() 
     );
     // The first run of each starts its session: the role prompt and the
     // team instructions open the prompt.
+    // Its summary is its own first line: not said twice.
     let message = |text: &str| {
-        format!(
-            "<teammate-message teammate_id=\"team-lead\" summary=\"{text}\">\n{text}\n</teammate-message>"
-        )
+        format!("<teammate-message teammate_id=\"team-lead\">\n{text}\n</teammate-message>")
     };
     let prompt = |p: &str| {
         let preset = Preset::from_name(p).unwrap();

@@ -700,7 +700,14 @@ pub fn wrap_message(entry: &Entry) -> String {
     {
         open.push_str(&format!(" color=\"{}\"", attr(c)));
     }
-    if let Some(s) = entry.summary.as_deref().filter(|s| !s.is_empty()) {
+    // A summary that is the text's own beginning (the default one: its
+    // first line, cut) would carry the text twice (issue 24, item 10: 1802
+    // markers for 901 messages); only a summary of its own is shown.
+    if let Some(s) = entry
+        .summary
+        .as_deref()
+        .filter(|s| !s.is_empty() && !entry.text.starts_with(s))
+    {
         let s: String = s.chars().take(200).collect();
         open.push_str(&format!(" summary=\"{}\"", attr(&s)));
     }
@@ -1195,6 +1202,14 @@ mod tests {
             wrap_message(&e),
             "<teammate-message teammate_id=\"bob\" color=\"blue\" summary=\"it&apos;s\">\nsay \"hi\"\n</teammate-message>"
         );
+        // The default summary (the first line) is not said again.
+        let sent = Entry::new(
+            "bob",
+            "MARK-1 done\nall green".into(),
+            Some("MARK-1 done".into()),
+            None,
+        );
+        assert_eq!(wrap_message(&sent).matches("MARK-1").count(), 1);
         let lead = Entry::new("team-lead", "go".into(), None, None);
         assert_eq!(
             messages_prompt(Some("You review code."), &[lead.clone(), lead]),
