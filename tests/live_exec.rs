@@ -35,7 +35,7 @@ use std::process::Command;
 type ShellTool = (&'static str, fn(&str) -> Value);
 
 /// One CLI under test.
-struct Cli {
+pub(crate) struct Cli {
     /// The preset (`swarm spawn --agent`).
     agent: &'static str,
     /// Shown in messages: "Codex 0.171.0".
@@ -58,7 +58,7 @@ struct Cli {
 /// The API key the user has.
 const KEY: &str = "sk-swarm-live-0123456789abcdefghijKLMNOP";
 
-const CODEX: Cli = Cli {
+pub(crate) const CODEX: Cli = Cli {
     agent: "codex",
     shown: "Codex 0.171.0",
     bin: "codex-0.171.0/node_modules/.bin/codex",
@@ -141,7 +141,7 @@ fn aider_user(home: &Path, _work: &Path, server: &ModelServer) -> Vec<(String, S
     vec![("OPENAI_API_KEY".into(), KEY.into())]
 }
 
-const CLAUDE_PRINT: Cli = Cli {
+pub(crate) const CLAUDE_PRINT: Cli = Cli {
     agent: "claude-print",
     shown: "Claude Code 2.1.332 (claude -p)",
     bin: "claude-code-2.1.332/node_modules/.bin/claude",
@@ -177,9 +177,9 @@ fn claude_print_user(home: &Path, work: &Path, server: &ModelServer) -> Vec<(Str
 
 /// A team on a private tmux server, a scripted model, and a user set up
 /// for the CLI.
-struct Live {
-    t: TmuxTeam,
-    server: ModelServer,
+pub(crate) struct Live {
+    pub(crate) t: TmuxTeam,
+    pub(crate) server: ModelServer,
     home: tempfile::TempDir,
     bin_dir: PathBuf,
     env: Vec<(String, String)>,
@@ -187,7 +187,7 @@ struct Live {
 }
 
 impl Live {
-    fn new(test: &str, cli: &Cli, rules: Vec<Value>) -> Option<Live> {
+    pub(crate) fn new(test: &str, cli: &Cli, rules: Vec<Value>) -> Option<Live> {
         let bin = installed(test, agent_cache().join(cli.bin), cli.shown)?;
         let serial = serial();
         let t = TmuxTeam::new(test, "live")?;
@@ -247,11 +247,11 @@ impl LiveTeam for Live {
 
 /// A rule answering the requests whose text contains every `needles` with
 /// `replies` in turn.
-fn rule(name: &str, needles: &[&str], replies: Value) -> Value {
+pub(crate) fn rule(name: &str, needles: &[&str], replies: Value) -> Value {
     json!({"name": name, "when": {"contains": needles}, "replies": replies})
 }
 
-fn text(t: &str) -> Value {
+pub(crate) fn text(t: &str) -> Value {
     json!([{"type": "text", "text": t}])
 }
 

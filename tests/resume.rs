@@ -51,14 +51,8 @@ fn up_resume_after_kill_server_brings_the_same_three_back_with_mail_and_tasks() 
     }
     // (Its command outlasts the test: carol is still on it at --fresh.)
     let id = task_id(
-        &t.ok(&[
-            "task",
-            "create",
-            "carol's task",
-            "--command",
-            "sleep 60",
-        ])
-        .stdout,
+        &t.ok(&["task", "create", "carol's task", "--command", "sleep 60"])
+            .stdout,
     );
     t.ok(&["task", "update", &id, "--owner", "carol"]);
 

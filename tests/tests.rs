@@ -14,6 +14,7 @@ mod crash;
 mod demo;
 mod foreign;
 mod lifecycle;
+mod live_ai_lead;
 mod live_claude;
 mod live_claude_lead;
 mod live_exec;

@@ -294,12 +294,15 @@ impl Preset {
 
 /// A coordinator AI lead has the team tools only (DESIGN §12): its CLI's
 /// own tools, those that read, edit or run, are taken away for the run.
-/// Claude Code: `--tools ""` (no built-in tool; MCP tools stay). Codex:
-/// its shell and patch tools disabled. Gemini CLI: its core tools
+/// Claude Code: `--tools=` (no built-in tool; MCP tools stay), in one
+/// argument: `--tools` takes a list, so as `--tools ""` it would take the
+/// prompt after it as one more tool name and run with no prompt. Codex:
+/// its shell and patch tools disabled, and its own sub-agents (a
+/// coordinator's workers are swarm's teammates). Gemini CLI: its core tools
 /// excluded in the member's own settings (see `TeamServer`).
 pub fn coordinator_only(p: Preset, launch: &mut Launch) {
     let extra: &[&str] = match p {
-        Preset::ClaudePrint => &["--tools", ""],
+        Preset::ClaudePrint => &["--tools="],
         Preset::Codex => &[
             "--disable",
             "shell_tool",
@@ -307,6 +310,11 @@ pub fn coordinator_only(p: Preset, launch: &mut Launch) {
             "unified_exec",
             "-c",
             "include_apply_patch_tool=false",
+            // Codex's own sub-agents (spawn_agent …) and its image viewer.
+            "--disable",
+            "multi_agent",
+            "--disable",
+            "view_image",
         ],
         _ => &[],
     };
@@ -340,6 +348,10 @@ const SERVER_ENV: [&str; 7] = [
 /// as `team-lead`, but answers teammates' requests only when its `[lead]`
 /// says `approves`, and its answers are recorded as the AI lead's.
 pub const AI_LEAD_VAR: &str = "SWARM_AI_LEAD";
+
+/// The approval mode that lets Codex call an MCP server's tools without
+/// asking (Codex's `AppToolApproval::Approve`).
+pub const CODEX_APPROVE: &str = "\"approve\"";
 
 /// swarm's MCP server (DESIGN §12) as a teammate's CLI starts it, under
 /// the name `swarm`: `swarm mcp` for the member's own team and name (the
@@ -420,7 +432,13 @@ impl TeamServer {
         ]
     }
 
-    /// Codex's `-c` overrides registering the server (values in TOML).
+    /// Codex's `-c` overrides registering the server (values in TOML) and
+    /// allowing its tools without an approval (`default_tools_approval_mode`
+    /// [`CODEX_APPROVE`]): `codex exec` cannot ask, and without it Codex
+    /// 0.171.0 fails every call of a tool that is not read-only ("MCP tool
+    /// call requires approval, but approval policy is never") unless the
+    /// member runs `bypassPermissions` (the AI lead never does). Claude
+    /// Code's members have the same (`--allowedTools mcp__swarm`).
     pub fn codex_flags(&self) -> Vec<String> {
         let toml_str = |s: &str| toml::Value::String(s.to_string()).to_string();
         let env: Vec<String> = self
@@ -435,6 +453,8 @@ impl TeamServer {
             "mcp_servers.swarm.args=[\"mcp\"]".into(),
             "-c".into(),
             format!("mcp_servers.swarm.env={{{}}}", env.join(", ")),
+            "-c".into(),
+            format!("mcp_servers.swarm.default_tools_approval_mode={CODEX_APPROVE}"),
         ]
     }
 
@@ -961,6 +981,8 @@ mod tests {
             "mcp_servers.swarm.env={SWARM_HOME = \"/r\", SWARM_TEAM = \"web\", \
              SWARM_AGENT_NAME = \"bob\"}"
                 .into(),
+            "-c".into(),
+            "mcp_servers.swarm.default_tools_approval_mode=\"approve\"".into(),
         ];
         let fresh = Turn::Fresh { id: None };
         let run = |p: Preset, turn: &Turn| {
@@ -983,7 +1005,7 @@ mod tests {
         // Resumed: the same server, before the session id.
         let resumed = run(Preset::Codex, &Turn::Resume("ID".into())).argv;
         assert_eq!(resumed[..3], s_of(&["codex", "exec", "resume"]));
-        assert_eq!(resumed[resumed.len() - 8..resumed.len() - 2], flags[..]);
+        assert_eq!(resumed[resumed.len() - 10..resumed.len() - 2], flags[..]);
         assert_eq!(resumed[resumed.len() - 2..], s_of(&["ID", "P"]));
         // Each value is TOML Codex reads back as it was.
         for f in flags.iter().skip(1).step_by(2) {
@@ -995,6 +1017,9 @@ mod tests {
                 }
                 "mcp_servers.swarm.env" => {
                     assert_eq!(parsed["v"]["SWARM_AGENT_NAME"].as_str(), Some("bob"))
+                }
+                "mcp_servers.swarm.default_tools_approval_mode" => {
+                    assert_eq!(parsed["v"].as_str(), Some("approve"))
                 }
                 _ => assert_eq!(parsed["v"][0].as_str(), Some("mcp")),
             }
@@ -1065,11 +1090,11 @@ mod tests {
         };
         let claude = run(Preset::ClaudePrint, Delivery::Argv);
         assert!(claude.contains(&"--mcp-config".to_string()), "{claude:?}");
-        assert_eq!(claude[claude.len() - 3..], s_of(&["--tools", "", "P"]));
+        assert_eq!(claude[claude.len() - 2..], s_of(&["--tools=", "P"]));
         let codex = run(Preset::Codex, Delivery::Stdin);
         assert!(codex.iter().any(|a| a.starts_with("mcp_servers.swarm")));
         assert_eq!(
-            codex[codex.len() - 7..],
+            codex[codex.len() - 11..],
             s_of(&[
                 "--disable",
                 "shell_tool",
@@ -1077,6 +1102,10 @@ mod tests {
                 "unified_exec",
                 "-c",
                 "include_apply_patch_tool=false",
+                "--disable",
+                "multi_agent",
+                "--disable",
+                "view_image",
                 "-"
             ])
         );
