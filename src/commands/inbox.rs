@@ -39,11 +39,17 @@ pub fn run(ctx: &Context, args: InboxArgs) -> Result<Exit> {
         return follow(&mailbox, &whose, &args);
     }
     let mut shown: Vec<(Entry, bool)> = Vec::new();
-    if args.all {
-        shown.extend(mailbox.history(&whose)?.into_iter().map(|e| (e, true)));
-    }
     let read = mailbox.read(&whose)?;
     warn_quarantine(&whose, read.quarantined.as_deref());
+    if args.all {
+        // A message being consumed right now is shown once.
+        shown.extend(
+            mailbox
+                .history_besides(&whose, &read.entries)?
+                .into_iter()
+                .map(|e| (e, true)),
+        );
+    }
     let current: Vec<Entry> = read
         .entries
         .into_iter()

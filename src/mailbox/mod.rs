@@ -456,6 +456,25 @@ impl Mailbox {
         history::read(&self.root.history(&self.team, member)?)
     }
 
+    /// `member`'s history without the messages `inbox` (a read of its
+    /// inbox) still holds: a consumption writes the history first and
+    /// takes the entries out of the inbox after, so a reader that looks in
+    /// between would show such a message twice (once consumed, once not).
+    /// Shown once, as the inbox has it.
+    pub fn history_besides(
+        &self,
+        member: &str,
+        inbox: &[Entry],
+    ) -> Result<Vec<Entry>, MailboxError> {
+        let mut history = self.history(member)?;
+        if !inbox.is_empty() {
+            let there: std::collections::HashSet<EntryKey> =
+                inbox.iter().map(Entry::message_key).collect();
+            history.retain(|e| !there.contains(&e.message_key()));
+        }
+        Ok(history)
+    }
+
     /// Wake-ups for every inbox of the team (the directory is created if
     /// missing, so a watcher can start before the first message).
     pub fn watch(&self) -> Result<InboxWatcher, MailboxError> {

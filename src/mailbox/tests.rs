@@ -598,6 +598,31 @@ fn history_is_a_bounded_record_of_what_was_consumed() {
     assert!(s.mailbox.history("nobody").unwrap().is_empty());
 }
 
+/// A reader that looked at the inbox before a consumption took a message
+/// out of it, and at the history after the consumption wrote it there,
+/// showed that message twice (tests/ai_lead.rs, under load: "SECOND-2"
+/// once consumed, once not). Beside that look at the inbox, the history
+/// leaves it out.
+#[test]
+fn a_message_being_consumed_is_in_the_history_besides_the_inbox_once() {
+    let s = Sandbox::new();
+    s.send("bob", "alice", "m0");
+    s.send("bob", "alice", "m1");
+    let looked = s.mailbox.read("bob").unwrap().entries;
+    s.mailbox.consume("bob", &[looked[0].key()]).unwrap();
+    let texts = |v: Vec<Entry>| v.into_iter().map(|e| e.text).collect::<Vec<_>>();
+    assert_eq!(texts(s.mailbox.history("bob").unwrap()), ["m0"]);
+    assert!(
+        texts(s.mailbox.history_besides("bob", &looked).unwrap()).is_empty(),
+        "m0 is shown once, from the inbox looked at"
+    );
+    let now = s.mailbox.read("bob").unwrap().entries;
+    assert_eq!(
+        texts(s.mailbox.history_besides("bob", &now).unwrap()),
+        ["m0"]
+    );
+}
+
 // ---- follow and watch ---------------------------------------------------
 
 #[test]

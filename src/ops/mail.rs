@@ -170,15 +170,20 @@ impl TeamOps {
         {
             let mb = self.team().mailbox();
             let mut out = Vec::new();
-            if !unread_only {
-                out.extend(mb.history(me)?.iter().map(|e| Message::of(e, true)));
-            }
             let fresh: Vec<Entry> = mb
                 .read(me)?
                 .entries
                 .into_iter()
                 .filter(Entry::is_unread)
                 .collect();
+            if !unread_only {
+                // A message being consumed right now is shown once.
+                out.extend(
+                    mb.history_besides(me, &fresh)?
+                        .iter()
+                        .map(|e| Message::of(e, true)),
+                );
+            }
             out.extend(fresh.iter().map(|e| Message::of(e, false)));
             if mark_read && !fresh.is_empty() {
                 let keys: Vec<EntryKey> = fresh.iter().map(Entry::key).collect();
