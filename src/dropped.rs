@@ -1,13 +1,15 @@
 //! Errors dropped on purpose: [`ignore`] logs what was being done at
-//! `debug` and drops the error, so every `let _ =` or `.ok()` on a
-//! `Result` that is not handled says why it may fail quietly. A leaf: the
-//! file, lock and logging layers below everything else use it too.
+//! `debug` and drops the error, so that a `Result` not handled says why it
+//! may fail quietly, in place of a bare `let _ =` or `.ok()`. A leaf: the
+//! file, lock and logging layers below everything else use it too. (The
+//! backends crate, below this one, drops its errors with `let _ =` and a
+//! comment.)
 
 /// A deliberate ignore: `result`'s error changes nothing for the caller
 /// (a clean-up that may find nothing to clean, a line to a stderr that is
 /// gone), so it is logged at `debug` with what was being done, and dropped.
-/// Every `let _ =` or `.ok()` on a `Result` that is not handled goes
-/// through here, so each says why it may fail quietly.
+/// Use it for any `Result` dropped on purpose, so each says why it may
+/// fail quietly.
 pub fn ignore<T, E: std::fmt::Display>(result: Result<T, E>, doing: &str) -> Option<T> {
     match result {
         Ok(v) => Some(v),

@@ -1,4 +1,22 @@
-//! The only code that knows the on-disk layout.
+//! The on-disk layout under the state root: the directories and the
+//! files swarm names there come from [`Root`], except these, named by their
+//! owners below a path taken from here:
+//!
+//! - a file's lock directory `<file>.lock` and its sidecar
+//!   `<file>.lock.flock`: the lock protocol (`atomic_file::lock_dir_for`,
+//!   `sidecar_for`), which [`Root::config_lock`] repeats for the roster;
+//! - a temp file `<file>.tmp.<8 hex>` and a quarantined copy
+//!   `<file>.corrupt-<ms>` beside a file: `atomic_file`; a deleted team's
+//!   directory renamed `….deleted-<uuid>` first: `team::roster`;
+//! - in a directory named here, a file named by its owner: the AI lead's
+//!   ledger `ai-lead.json` in the team's state (`ops::ai_lead`), a signing
+//!   key `keys/<name>.key` (`mailbox::signing`), `swarm mcp`'s log
+//!   `logs/mcp-<member>.log` (`commands::mcp`); and the doorbells
+//!   (`<member>.wake`) and polling notes (`<member>.polling`) that
+//!   `teammate::wake` finds by their suffix in the directory of
+//!   [`Root::team_watcher_lock`];
+//! - Claude Code's own `projects/` under its configuration directory, which
+//!   `agents::claude` reads for a session's transcript.
 //!
 //! ```text
 //! <root>/teams/<S1(team)>/config.json              roster (Claude Code's TeamFile)
@@ -10,13 +28,19 @@
 //! <root>/swarm/.board/<S2(team)>.index, .issued    board index (a cache), highest
 //!                                                  task id swarm ever issued
 //! <root>/swarm/<S2(team)>/                         swarm's own state: owner.json
-//!                                                  (swarm created the team), history/,
-//!                                                  logs/, keys/, output/, scratchpad/,
+//!                                                  (swarm created the team),
+//!                                                  session.json, lead.lock,
+//!                                                  lifecycle.lock, history/,
+//!                                                  logs/, keys/, output/, pids/,
+//!                                                  runtime/, departed/,
+//!                                                  claude-config/, scratchpad/,
 //!                                                  spool/<S2(name)>/ (sends waiting
 //!                                                  for an inbox's group commit)
+//! <root>/swarm/.board/<S2(team)>.index, .look      the board index and its look lock
 //! <root>/swarm-results/<S2(team)>-<time>/          a scratchpad `swarm down` kept
 //! <root>/worktrees/<team>/<name>/                  a teammate's git worktree (kept
 //!                                                  when its team is deleted)
+//! <root>/worktrees/<team>/<name>.retire-lock       held while it is retired
 //! ```
 //!
 //! Root = `--home` / `$SWARM_HOME`, else `$CLAUDE_CONFIG_DIR`, else
@@ -285,7 +309,7 @@ impl Root {
     }
 
     /// The team's session record: which backend, server and session it
-    /// lives on, and the lead's pane (see `lead::session`).
+    /// lives on, and the lead's pane (see `session`).
     pub fn session_record(&self, team: &str) -> Result<PathBuf, NameError> {
         Ok(self.state_dir(team)?.join("session.json"))
     }

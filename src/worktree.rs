@@ -4,7 +4,8 @@
 //! branch), diffed and merged back by `swarm diff` / `swarm merge`, and
 //! retired when its teammate leaves without losing work.
 //!
-//! git is driven by argv (never a shell), each call with a timeout. What a
+//! git is driven by argv (never a shell) through swarm's one child-process
+//! runner (`swarm_backends::command`), each call with a timeout. What a
 //! member's worktree is lives on its roster entry: `worktreePath` (Claude
 //! Code's own member field for it, read by its 2.1.88) and swarm's
 //! `swarmWorktree` object `{branch, base, repo}` (`{}` before the worktree
@@ -15,10 +16,10 @@ use crate::names;
 use crate::team::{Member, Team};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use swarm_backends::BackendError;
+use swarm_backends::command::Invocation;
 
 /// How long one git call may take (a checkout of a large tree is the
 /// slow one).
@@ -76,67 +77,42 @@ struct GitOut {
     stderr: String,
 }
 
-/// Runs `git -C dir ARGS` with [`GIT_TIMEOUT`]; a failure to start or a
-/// timeout is an error, a non-zero exit is returned.
+/// Runs `git ARGS` in `dir` with [`GIT_TIMEOUT`], through swarm's one
+/// child-process runner (`swarm_backends::command`); a failure to start, a
+/// timeout or an answer cut short (its output held open by a process git
+/// left behind) is an error, a non-zero exit is returned.
 fn git_out(dir: &Path, args: &[&str]) -> Result<GitOut> {
-    let mut child = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
+    let mut inv = Invocation::new("git", args.iter().map(|a| a.to_string()).collect());
+    inv.cwd = Some(dir.to_path_buf());
+    inv.timeout = GIT_TIMEOUT;
+    inv.env = vec![
+        ("GIT_TERMINAL_PROMPT".into(), "0".into()),
         // No optional locks: `git status` would otherwise take the
         // worktree's `index.lock` to refresh the index, and the teammate's
         // own `git add` in that worktree, meanwhile, failed with "Unable
         // to create index.lock: File exists" (the dialog asks every 2 s).
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("starting git {}", args.join(" ")))?;
-    // Both pipes drained off this thread, so a full pipe never stalls git
-    // and a hung git never stalls the deadline below.
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = Vec::new();
-            r.read_to_end(&mut s).map(|_| s)
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().expect("stdout is piped")));
-    let err = drain(Box::new(child.stderr.take().expect("stderr is piped")));
-    let deadline = Instant::now() + GIT_TIMEOUT;
-    let status = loop {
-        if let Some(st) = child.try_wait()? {
-            break st;
+        ("GIT_OPTIONAL_LOCKS".into(), "0".into()),
+    ];
+    match inv.output_blocking() {
+        Ok(out) => Ok(GitOut {
+            ok: out.success(),
+            stdout: out.stdout,
+            stderr: out.stderr.trim().to_string(),
+        }),
+        Err(BackendError::Timeout { .. }) => bail!(
+            "git {} in {} took more than {} s; stopped",
+            args.join(" "),
+            dir.display(),
+            GIT_TIMEOUT.as_secs()
+        ),
+        Err(e @ BackendError::Launch { .. }) => {
+            Err(e).with_context(|| format!("starting git {} in {}", args.join(" "), dir.display()))
         }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            bail!(
-                "git {} in {} took more than {} s; stopped",
-                args.join(" "),
-                dir.display(),
-                GIT_TIMEOUT.as_secs()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
-    // A short read would be taken for git's whole answer: an error instead.
-    let collect = |h: std::thread::JoinHandle<std::io::Result<Vec<u8>>>, what: &str| {
-        h.join()
-            .map_err(|_| anyhow::anyhow!("reading the {what} of git {} panicked", args.join(" ")))?
-            .with_context(|| format!("reading the {what} of git {}", args.join(" ")))
-    };
-    let stdout = collect(out, "output")?;
-    let stderr = collect(err, "errors")?;
-    Ok(GitOut {
-        ok: status.success(),
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr).trim().to_string(),
-    })
+        Err(e) => Err(e).with_context(|| format!("reading the output of git {}", args.join(" "))),
+    }
 }
 
-/// Runs `git -C dir ARGS`; a non-zero exit is an error carrying stderr.
+/// Runs `git ARGS` in `dir`; a non-zero exit is an error carrying stderr.
 fn git(dir: &Path, args: &[&str]) -> Result<String> {
     let out = git_out(dir, args)?;
     if !out.ok {
@@ -668,14 +644,20 @@ fn retire_locked(team: &Team, wt: &Worktree, name: &str, force: bool) -> Result<
     let unmerged = ahead_behind(wt)?.0;
     if !wt.path.exists() {
         // Its directory went by other hands: its branch alone holds work.
-        let _ = git_out(&wt.repo, &["worktree", "prune"]);
+        crate::dropped::ignore(
+            git_out(&wt.repo, &["worktree", "prune"]),
+            "pruning the worktrees git still lists (the next add prunes again)",
+        );
         if unmerged > 0 {
             return Ok(Retired::Kept {
                 changed: 0,
                 unmerged,
             });
         }
-        let _ = git_out(&wt.repo, &["branch", "-D", &wt.branch]);
+        crate::dropped::ignore(
+            git_out(&wt.repo, &["branch", "-D", &wt.branch]),
+            "deleting a retired worktree's merged branch (kept if git refuses)",
+        );
         return Ok(Retired::Removed);
     }
     let changed = changed_files(wt)?.len();
@@ -722,7 +704,10 @@ fn retire_locked(team: &Team, wt: &Worktree, name: &str, force: bool) -> Result<
 fn remove(wt: &Worktree) -> Result<()> {
     let path = wt.path.to_string_lossy();
     git(&wt.repo, &["worktree", "remove", "--force", &path])?;
-    let _ = git_out(&wt.repo, &["branch", "-D", &wt.branch]);
+    crate::dropped::ignore(
+        git_out(&wt.repo, &["branch", "-D", &wt.branch]),
+        "deleting a removed worktree's merged branch (kept if git refuses)",
+    );
     Ok(())
 }
 
@@ -761,6 +746,24 @@ mod tests {
         );
     }
 
+    /// git runs through swarm's one runner: in the directory asked, and a
+    /// failure carries what git said.
+    #[test]
+    fn a_failed_git_call_carries_what_git_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = git_out(dir.path(), &["rev-parse", "--show-toplevel"]).unwrap();
+        assert!(
+            !out.ok && out.stderr.contains("not a git repository"),
+            "{}",
+            out.stderr
+        );
+        let err = git(dir.path(), &["rev-parse", "--show-toplevel"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not a git repository"), "{err}");
+        assert!(err.contains(&dir.path().display().to_string()), "{err}");
+    }
+
     #[test]
     fn branch_names_come_only_from_valid_names() {
         assert_eq!(branch_name("t", "alice").unwrap(), "swarm/t/alice");
@@ -797,7 +800,7 @@ mod tests {
         let work = dir.path().join("work");
         std::fs::create_dir_all(&work).unwrap();
         let git_in = |at: &Path, args: &[&str]| {
-            let out = Command::new("git")
+            let out = std::process::Command::new("git")
                 .args(["-c", "user.name=t", "-c", "user.email=t@t"])
                 .args(args)
                 .current_dir(at)
@@ -848,7 +851,7 @@ mod tests {
         let work = dir.path().join("work");
         std::fs::create_dir_all(&work).unwrap();
         let run = |args: &[&str]| {
-            let ok = Command::new("git")
+            let ok = std::process::Command::new("git")
                 .args(["-c", "user.name=t", "-c", "user.email=t@t"])
                 .args(args)
                 .current_dir(&work)

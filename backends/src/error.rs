@@ -66,6 +66,18 @@ pub enum BackendError {
         after: Duration,
     },
 
+    /// An external program exited, but a process it left behind still held
+    /// its output open: what it printed may be cut short.
+    #[error(
+        "{program} {argv:?} exited, but its output was still held open {within:?} later (by a \
+         process it left behind): its answer may be cut short"
+    )]
+    OutputHeld {
+        program: String,
+        argv: Vec<String>,
+        within: Duration,
+    },
+
     /// Output of an external program was not what its parser expects.
     #[error("could not parse {what} from {output:?}")]
     Parse { what: &'static str, output: String },

@@ -1,16 +1,21 @@
-//! The Windows Terminal backend: `wt -w 0 split-pane -H|-V --title TITLE -d
-//! CWD -- PROGRAM ARGS`. WT's CLI cannot list or close panes, so liveness
-//! and kill go through a pid record: the pane's program (the teammate
-//! runtime) writes its pid to `SpawnSpec::pid_file` (required), status reads
-//! it and asks `tasklist`, kill uses `taskkill /T` (then `/F` after the grace
-//! period) and WT closes the pane when its process ends.
+//! The Windows Terminal backend, as far as this build goes: it cannot be
+//! used. WT's CLI cannot list or close panes, so liveness and kill would
+//! have to go through a pid record the pane's program writes, and nothing
+//! this build starts in a WT pane writes one: [`spawn`] is refused
+//! ([`UNAVAILABLE`]), [`kill`] refuses every pane (it never signals a pid
+//! from a record it did not write), and `status` reads a pane id's pid
+//! record (`wt:PIDFILE`) and asks `tasklist`.
 //!
-//! Limits, declared in [`Capabilities`]: the environment cannot be made
-//! exact (WT passes its own; `exact_env: false`), exit codes are unknown,
-//! and focus is not offered (`wt focus-pane -t` takes an index that shifts
-//! as panes close).
-//! Not exercised live (no Windows here): argv building and `tasklist`
-//! parsing are unit-tested.
+//! What stays for a build that wraps the launch, unit-tested (no Windows
+//! here): the argv of `wt -w 0 split-pane -H|-V --title TITLE -d CWD --
+//! PROGRAM ARGS` with WT's `;` escaped, `tasklist`'s argv and the parser of
+//! its CSV, and `taskkill /T [/F]`'s argv. Its [`Capabilities`] are the
+//! defaults but for panes outliving the lead: no exact environment (WT
+//! passes its own), no exit codes, no focus (`wt focus-pane -t` takes an
+//! index that shifts as panes close).
+//!
+//! [`spawn`]: PaneBackendExecutor::spawn
+//! [`kill`]: PaneBackendExecutor::kill
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,7 +1,10 @@
 //! Running one agent process for one unit of work: argv exec'd directly (no
 //! shell built from strings), the given cwd and environment, stdin from a
 //! file or `/dev/null`, stdout and stderr streamed live to the pane (the
-//! runtime's own stdout) and captured into a bounded tail, and an honest
+//! runtime's own stdout) and captured into a bounded tail by swarm's one
+//! child-process runner (`swarm_backends::command::Running`: a thread per
+//! pipe, and pipes a background grandchild keeps open given up on once the
+//! agent exited), and an honest
 //! [`Ended`]: an exit code, a signal, or "could not start" with the `errno`
 //! that says whether trying again can help.
 //!
@@ -22,9 +25,9 @@ use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use swarm_backends::command::{DRAIN_WAIT, Running, Sink, Stream, Waited};
 use swarm_backends::process::is_zombie;
 
 /// The suite's one timeout knob (`SWARM_TEST_TIMEOUT_SCALE`, or x3 on CI),
@@ -42,10 +45,6 @@ mod timeouts;
 
 /// Most bytes of output kept (the tail).
 pub const CAPTURE_BYTES: usize = 256 * 1024;
-
-/// How long to wait for the output pipes to close after the child exited
-/// (a background grandchild may hold them open forever).
-const DRAIN_WAIT: Duration = Duration::from_millis(300);
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -185,28 +184,25 @@ impl Invocation {
                 }
             },
         };
-        cmd.stdin(stdin)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = match cmd.spawn() {
-            Ok(c) => c,
+        cmd.stdin(stdin);
+        let tail = Arc::new(Mutex::new(Tail::default()));
+        let out_tail = Arc::new(Mutex::new(Tail::default()));
+        let sink = output_sink(&pane, &tail, &out_tail);
+        let mut running = match Running::start(&mut cmd, sink) {
+            Ok(r) => r,
             Err(e) => {
                 let why = spawn_error(&self.argv[0], self.cwd.as_deref(), &e);
                 return not_started(why, e.raw_os_error(), start);
             }
         };
-        let tail = Arc::new(Mutex::new(Tail::default()));
-        let out_tail = Arc::new(Mutex::new(Tail::default()));
-        let (readers, done_rx) = start_pumps(&mut child, &tail, &out_tail, &pane);
-        let status = child.wait();
+        let status = running.wait(None, false).and_then(|w| match w {
+            Waited::Exited(status) => Ok(status),
+            other => Err(std::io::Error::other(format!("{other:?}"))),
+        });
         unless_ending();
-        let deadline = Instant::now() + DRAIN_WAIT;
-        for _ in 0..readers {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if done_rx.recv_timeout(left).is_err() {
-                break;
-            }
-        }
+        // A background grandchild may hold the pipes open forever: what
+        // came before the drain wait is the output.
+        running.drain(DRAIN_WAIT);
         let ended = ended_by(status);
         if GUARDED.load(std::sync::atomic::Ordering::SeqCst) {
             // Orphans adopted during the run that have exited since; the
@@ -272,43 +268,30 @@ impl Finished {
     }
 }
 
-/// Starts one thread per output pipe of `child`, each copying to `pane`
-/// and keeping the tail (stdout's also on its own); returns how many
-/// started and the channel each signals on when its pipe ends.
-fn start_pumps(
-    child: &mut std::process::Child,
+/// Where a run's output goes as it comes: to `pane`, and into the tail of
+/// both streams (stdout's also into its own).
+fn output_sink(
+    pane: &Arc<Mutex<dyn Write + Send>>,
     tail: &Arc<Mutex<Tail>>,
     out_tail: &Arc<Mutex<Tail>>,
-    pane: &Arc<Mutex<dyn Write + Send>>,
-) -> (usize, mpsc::Receiver<()>) {
-    let (done_tx, done_rx) = mpsc::channel();
-    let mut readers = 0;
-    for (pipe, own) in [
-        (
-            child
-                .stdout
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-            Some(out_tail.clone()),
-        ),
-        (
-            child
-                .stderr
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-            None,
-        ),
-    ] {
-        let Some(pipe) = pipe else { continue };
-        readers += 1;
-        let (tail, pane, done) = (tail.clone(), pane.clone(), done_tx.clone());
-        std::thread::spawn(move || {
-            pump(pipe, &tail, own.as_deref(), &pane);
-            // The receiver may have stopped waiting (its deadline passed).
-            let _ = done.send(());
-        });
-    }
-    (readers, done_rx)
+) -> Sink {
+    let (pane, tail, out_tail) = (pane.clone(), tail.clone(), out_tail.clone());
+    Arc::new(move |stream, bytes| {
+        {
+            let mut p = pane.lock().unwrap_or_else(|e| e.into_inner());
+            crate::dropped::ignore(
+                p.write_all(bytes).and_then(|()| p.flush()),
+                "showing the agent's output in the pane (its capture goes on)",
+            );
+        }
+        tail.lock().unwrap_or_else(|e| e.into_inner()).push(bytes);
+        if stream == Stream::Stdout {
+            out_tail
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(bytes);
+        }
+    })
 }
 
 /// How the agent ended, from its wait status.
@@ -326,38 +309,6 @@ fn ended_by(status: std::io::Result<std::process::ExitStatus>) -> Ended {
             why: format!("waiting for the agent: {e}"),
             errno: e.raw_os_error(),
         },
-    }
-}
-
-/// Copies a pipe to the pane and the tail (and `own`, the pipe's own tail).
-fn pump(
-    mut pipe: Box<dyn Read + Send>,
-    tail: &Mutex<Tail>,
-    own: Option<&Mutex<Tail>>,
-    pane: &Mutex<dyn Write + Send>,
-) {
-    let mut buf = [0u8; 8192];
-    loop {
-        match pipe.read(&mut buf) {
-            Ok(0) => return,
-            Ok(n) => {
-                {
-                    let mut p = pane.lock().unwrap_or_else(|e| e.into_inner());
-                    // The pane going away must not stop the capture.
-                    let _ = p.write_all(&buf[..n]).and_then(|()| p.flush());
-                }
-                tail.lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(&buf[..n]);
-                if let Some(own) = own {
-                    own.lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(&buf[..n]);
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return,
-        }
     }
 }
 
@@ -445,7 +396,10 @@ pub fn guard_descendants() -> std::io::Result<()> {
                 tracing::info!(signal = sig, ended, "ending: descendants ended");
                 crate::logging::fault_delay("SWARM_FAULT_ENDING_DELAY_MS");
                 // Dies of the signal, as it would have without the guard.
-                let _ = signal_hook::low_level::emulate_default_handler(sig);
+                crate::dropped::ignore(
+                    signal_hook::low_level::emulate_default_handler(sig),
+                    "dying of the ending signal (the process exits below if not)",
+                );
             }
         })?;
     Ok(())
@@ -468,7 +422,10 @@ fn unless_ending() {
         "the agent ended with this runtime: nothing of the run is reported"
     );
     std::thread::sleep(DESCENDANTS_GRACE + Duration::from_secs(1));
-    let _ = signal_hook::low_level::emulate_default_handler(sig);
+    crate::dropped::ignore(
+        signal_hook::low_level::emulate_default_handler(sig),
+        "dying of the ending signal (exits with its code instead)",
+    );
     std::process::exit(128 + sig);
 }
 
@@ -630,6 +587,7 @@ fn reap_children(me: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::mpsc;
 
     fn sink() -> Arc<Mutex<dyn Write + Send>> {
         Arc::new(Mutex::new(Vec::<u8>::new()))

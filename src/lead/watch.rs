@@ -1,17 +1,33 @@
-//! What wakes the lead's loop ([`watch_files`]): the team's directory (the
-//! roster), its inboxes and its board. On Linux one inotify watcher
-//! ([`linux`]) serves all three; elsewhere, or when no inotify instance is
-//! left, the `notify` watchers do (polling where they cannot run). Either
-//! way a change that only the dialog shows rings the dialog, and only a
-//! change to the lead's own inbox makes the supervisor read it
-//! ([`Woke`]).
+//! What wakes the lead's loop ([`watch_files`]): the team's inboxes, its
+//! directory (the roster) and its board, watched by one
+//! [`InboxWatcher`] (one inotify instance on
+//! Linux, asked only for the ends of changes; polling where no watcher can
+//! be had) and read by one thread, which turns each burst of changes into
+//! at most one ring of the dialog and one message to the supervisor
+//! ([`Woke`]):
+//!
+//! - a task file: named in the board's changes ([`view::BoardChanges`]),
+//!   the dialog rung (the supervisor has nothing to do for it);
+//! - the lead's inbox: the supervisor reads it ([`Woke::LeadInbox`]);
+//! - another inbox: the dialog rung (its unread counts);
+//! - the roster: the supervisor wakes ([`Woke::Shown`]) and checks that
+//!   the team still exists;
+//! - changes the watcher cannot name (an overflow, a directory going): all
+//!   of these, the board read whole; once the board's directory went (or
+//!   when the watcher polls), every refresh reads the board whole.
+//!
+//! Without a dialog, what would ring it wakes the supervisor instead.
 
-#[cfg(target_os = "linux")]
-pub mod linux;
-
-use super::{Lead, view};
+use super::view::{self, BoardChanges};
+use super::wake::Wake;
+use super::{Lead, Shared};
+use crate::mailbox::{Changes, InboxWatcher};
 use crate::names::LEAD_NAME;
+use crate::tasks::task::task_file_id;
 use anyhow::{Context, Result};
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// What woke the supervisor's loop.
@@ -23,16 +39,38 @@ pub enum Woke {
     Shown,
 }
 
-/// What keeps the lead's watchers running (dropped with its loop).
-pub enum Watching {
-    #[cfg(target_os = "linux")]
-    One(#[allow(dead_code)] linux::LeadWatch),
-    /// The `notify` watchers' threads run for the process's life; the
-    /// board's watcher (if it runs) must be kept.
-    Notify(#[allow(dead_code)] Option<notify::RecommendedWatcher>),
+/// The directories the lead watches, and the files in them it tells apart.
+#[derive(Debug, Clone)]
+pub struct Dirs {
+    /// `teams/<team>/`: the roster.
+    pub team: PathBuf,
+    /// `teams/<team>/inboxes/`.
+    pub inboxes: PathBuf,
+    /// `tasks/<team>/`: the board.
+    pub tasks: PathBuf,
+    /// The lead's inbox file name (`team-lead.json`).
+    pub lead_inbox: OsString,
 }
 
-/// Starts the watchers that wake the lead's loop: the inboxes, and the
+/// The index of each directory in the watcher (the inboxes first, as
+/// [`woken_by`] reads them).
+const INBOXES: usize = 0;
+const TEAM: usize = 1;
+const TASKS: usize = 2;
+
+/// Keeps the lead's watcher running; dropping it closes the watcher, which
+/// ends its thread.
+pub struct Watching {
+    watcher: Arc<InboxWatcher>,
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        self.watcher.close();
+    }
+}
+
+/// Starts the watcher that wakes the lead's loop: the inboxes, and the
 /// task board and the roster, which the dialog shows. The receiver gets
 /// one [`Woke`] per change. With the dialog up, a change that only the
 /// dialog shows (a task, another member's inbox) rings it directly: it
@@ -40,128 +78,164 @@ pub enum Watching {
 pub fn watch_files(lead: &Lead) -> Result<(tokio::sync::mpsc::UnboundedReceiver<Woke>, Watching)> {
     let root = &lead.team.root;
     let team = &lead.team.name;
-    let tasks_dir = root.tasks_dir(team)?;
-    crate::atomic_file::ensure_dir(&tasks_dir)
-        .with_context(|| format!("creating {}", tasks_dir.display()))?;
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Woke>();
-    #[cfg(target_os = "linux")]
-    {
-        let inboxes = root.inboxes_dir(team)?;
-        crate::atomic_file::ensure_dir(&inboxes)
-            .with_context(|| format!("creating {}", inboxes.display()))?;
-        let lead_inbox = lead.team.mailbox().inbox_path(LEAD_NAME)?;
-        let dirs = linux::Dirs {
-            team: root.team_dir(team)?,
-            inboxes,
-            tasks: tasks_dir.clone(),
-            lead_inbox: lead_inbox.file_name().unwrap_or_default().to_owned(),
-        };
-        let to_loop = tx.clone();
-        match linux::start(&dirs, lead.shared.clone(), lead.wake.clone(), move |w| {
-            to_loop.send(w).is_ok()
-        }) {
-            Ok(w) => {
-                // The full listing the watch asks for is done now, not on
-                // the first change that follows.
-                crate::dropped::ignore(tx.send(Woke::Shown), "waking the lead's loop");
-                return Ok((rx, Watching::One(w)));
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot watch the team with inotify; using notify");
-            }
-        }
+    let lead_inbox = lead.team.mailbox().inbox_path(LEAD_NAME)?;
+    let dirs = Dirs {
+        team: root.team_dir(team)?,
+        inboxes: root.inboxes_dir(team)?,
+        tasks: root.tasks_dir(team)?,
+        lead_inbox: lead_inbox.file_name().unwrap_or_default().to_owned(),
+    };
+    for dir in [&dirs.inboxes, &dirs.tasks] {
+        crate::atomic_file::ensure_dir(dir)
+            .with_context(|| format!("creating {}", dir.display()))?;
     }
-    let board = watch_with_notify(lead, &tasks_dir, tx)?;
-    Ok((rx, Watching::Notify(board)))
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Woke>();
+    let to_loop = tx.clone();
+    let watching = start(&dirs, lead.shared.clone(), lead.wake.clone(), move |w| {
+        to_loop.send(w).is_ok()
+    })
+    .context("starting the lead's file watcher")?;
+    // The full listing the watch asks for is done now, not on the first
+    // change that follows.
+    crate::dropped::ignore(tx.send(Woke::Shown), "waking the lead's loop");
+    Ok((rx, watching))
 }
 
-/// [`watch_files`] through the `notify` watchers (polling where they
-/// cannot run): one per directory, each with a thread that passes its
-/// changes on to `tx`.
-fn watch_with_notify(
-    lead: &Lead,
-    tasks_dir: &std::path::Path,
-    tx: tokio::sync::mpsc::UnboundedSender<Woke>,
-) -> Result<Option<notify::RecommendedWatcher>> {
-    let root = &lead.team.root;
-    let lead_inbox = lead.team.mailbox().inbox_path(LEAD_NAME)?;
-    let lead_inbox = lead_inbox.file_name().map(std::ffi::OsStr::to_owned);
-    let mut watchers = vec![
-        (
-            lead.team
-                .mailbox()
-                .watch()
-                .context("watching the inboxes")?,
-            lead_inbox,
-        ),
-        (
-            crate::mailbox::InboxWatcher::new(&root.team_dir(&lead.team.name)?),
-            None,
-        ),
-    ];
-    // The board's watcher names the task files that changed, so the view
-    // reads only those; where it cannot run, the directory is polled and
-    // every refresh reads the whole board.
-    let board_tx = tx.clone();
-    let dialog = lead.wake.clone();
-    let ring = move || match &dialog {
-        Some(dialog) => {
-            dialog.ring();
+/// Starts the watcher of `dirs`: task files are noted in `shared`'s board
+/// changes, `dialog` is rung when the dialog shows something that changed
+/// (without a dialog, `supervisor` gets [`Woke::Shown`] instead), and
+/// `supervisor` gets what it must act on; it returns false once its
+/// receiver is gone, which ends the thread.
+pub fn start(
+    dirs: &Dirs,
+    shared: Arc<Mutex<Shared>>,
+    dialog: Option<Wake>,
+    supervisor: impl Fn(Woke) -> bool + Send + 'static,
+) -> std::io::Result<Watching> {
+    let mut watched = vec![PathBuf::new(); 3];
+    watched[INBOXES].clone_from(&dirs.inboxes);
+    watched[TEAM].clone_from(&dirs.team);
+    watched[TASKS].clone_from(&dirs.tasks);
+    let watcher = Arc::new(InboxWatcher::over(&watched));
+    if watcher.is_polling() {
+        tracing::warn!(why = ?watcher.polling_reason(), "the lead polls the team's files every second");
+    } else {
+        // Task files are named from now on; what came before is read whole
+        // once.
+        view::lock(&shared).board.watched();
+    }
+    let lead_inbox = dirs.lead_inbox.clone();
+    let reader = watcher.clone();
+    std::thread::Builder::new()
+        .name("lead-watch".into())
+        .spawn(move || run(&reader, &lead_inbox, &shared, dialog.as_ref(), &supervisor))?;
+    Ok(Watching { watcher })
+}
+
+/// The watcher's thread: one burst of changes at a time, until the
+/// watcher is closed or nobody listens.
+fn run(
+    watcher: &InboxWatcher,
+    lead_inbox: &OsStr,
+    shared: &Mutex<Shared>,
+    dialog: Option<&Wake>,
+    supervisor: &dyn Fn(Woke) -> bool,
+) {
+    loop {
+        let Some(changes) = watcher.changes(Duration::from_secs(3600)) else {
+            if watcher.is_closed() {
+                return;
+            }
+            continue;
+        };
+        let batch = {
+            let mut sh = view::lock(shared);
+            let batch = Batch::of(&changes, lead_inbox, &mut sh.board);
+            if !watcher.is_polling() && !watcher.is_watching(TASKS) {
+                // The board's directory went: nothing names its changes now.
+                sh.board.unwatched();
+            }
+            batch
+        };
+        if !deliver(&batch, dialog, supervisor) {
+            return;
         }
-        None => {
-            crate::dropped::ignore(board_tx.send(Woke::Shown), "waking the lead's loop");
-        }
-    };
-    let board = match view::watch_board(tasks_dir, lead.shared.clone(), ring) {
-        Ok(w) => {
-            // The full listing the watch asks for is done now, not on the
-            // first change that follows.
-            crate::dropped::ignore(tx.send(Woke::Shown), "waking the lead's loop");
-            Some(w)
-        }
-        Err(e) => {
-            tracing::warn!(dir = %tasks_dir.display(), error = %e, "cannot watch the board; polling it");
-            watchers.push((crate::mailbox::InboxWatcher::new(tasks_dir), None));
-            None
-        }
-    };
-    for (watcher, inbox) in watchers {
-        let tx = tx.clone();
-        std::thread::Builder::new()
-            .name("file-watch".into())
-            .spawn(move || {
-                loop {
-                    let woke = match watcher.changes(Duration::from_secs(3600)) {
-                        None => continue,
-                        Some(changes) => woken_by(&changes, inbox.as_deref()),
-                    };
-                    if tx.send(woke).is_err() {
-                        return;
+    }
+}
+
+/// What one burst of changes asks for.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Batch {
+    /// The dialog shows something that changed.
+    dialog: bool,
+    /// The supervisor must read the lead's inbox.
+    lead_inbox: bool,
+    /// The supervisor must look (the roster changed, a directory went).
+    supervisor: bool,
+}
+
+impl Batch {
+    /// What `changes` ask for, noting task files in `board`.
+    fn of(changes: &Changes, lead_inbox: &OsStr, board: &mut BoardChanges) -> Batch {
+        let mut batch = Batch {
+            lead_inbox: woken_by(changes, Some(lead_inbox)) == Woke::LeadInbox,
+            ..Batch::default()
+        };
+        let Changes::Files(files) = changes else {
+            board.unsure();
+            batch.dialog = true;
+            batch.supervisor = true;
+            return batch;
+        };
+        for (dir, name) in files {
+            match *dir {
+                TASKS => {
+                    if let Some(id) = name.to_str().and_then(task_file_id) {
+                        board.task(id);
+                        batch.dialog = true;
                     }
                 }
-            })
-            .context("starting a file watcher")?;
+                // Another member's inbox: its unread count.
+                INBOXES => batch.dialog |= name != lead_inbox,
+                _ => batch.supervisor = true,
+            }
+        }
+        batch
     }
-    Ok(board)
 }
 
-/// What `changes` in a watched directory mean for the supervisor:
-/// `lead_inbox` is the lead's inbox file name in the inboxes directory
-/// (`None` for the other directories).
-pub(super) fn woken_by(
-    changes: &crate::mailbox::Changes,
-    lead_inbox: Option<&std::ffi::OsStr>,
-) -> Woke {
-    use crate::mailbox::Changes;
+/// Rings and sends what `batch` asks for; false once the supervisor is gone.
+fn deliver(batch: &Batch, dialog: Option<&Wake>, supervisor: &dyn Fn(Woke) -> bool) -> bool {
+    let mut listening = true;
+    if batch.lead_inbox {
+        listening &= supervisor(Woke::LeadInbox);
+    }
+    if batch.supervisor || (batch.dialog && dialog.is_none()) {
+        listening &= supervisor(Woke::Shown);
+    }
+    if batch.dialog
+        && let Some(d) = dialog
+    {
+        d.ring();
+    }
+    listening
+}
+
+/// What `changes` in the inboxes' directory (the watcher's first) mean
+/// for the supervisor: `lead_inbox` is the lead's inbox file name (`None`:
+/// the changes are of another directory, which only the view shows).
+pub(super) fn woken_by(changes: &Changes, lead_inbox: Option<&OsStr>) -> Woke {
     match (changes, lead_inbox) {
         (_, None) => Woke::Shown,
         (Changes::All, Some(_)) => Woke::LeadInbox,
-        (Changes::Files(files), Some(name)) if files.iter().any(|(_, f)| f == name) => {
+        (Changes::Files(files), Some(name))
+            if files.iter().any(|(d, f)| *d == INBOXES && f == name) =>
+        {
             Woke::LeadInbox
         }
         (Changes::Files(_), Some(_)) => Woke::Shown,
     }
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(test)]
 mod tests;

@@ -1,25 +1,49 @@
-//! Wake-ups when a file of the team changes: [`InboxWatcher`] watches one
-//! or more directories (a team's inboxes, its task list) with `notify`
-//! (inotify on Linux, FSEvents/kqueue or notify's own poller elsewhere) and
-//! falls back to polling file metadata once a second when no watcher can be
-//! created, keeping the reason ([`InboxWatcher::polling_reason`]) so the
-//! fallback is never silent. Either way a waiting thread sleeps while
-//! nothing happens: no busy polling. This is swarm's one watcher wrapper:
-//! the lead, `swarm inbox --follow` and the team watcher of the teammate
-//! runtimes (`teammate::wake`) all use it.
+//! Wake-ups when a file of the team changes: swarm's one file-watching
+//! stack. [`InboxWatcher`] watches one or more directories (a team's
+//! inboxes, its roster's directory, its task list) and says which counted
+//! files changed. The lead's watcher (inboxes, roster and board in one,
+//! `lead::watch`), `swarm inbox --follow` and the other waits on an inbox,
+//! and the team watcher of the teammate runtimes (`teammate::wake`) are
+//! each one. (`lead::view::watch_board`, on `notify` directly, is left
+//! over: nothing but its own test calls it.)
 //!
-//! Only `*.json` files count (inboxes and task files): lock directories,
-//! temp files, `.highwatermark` and quarantined copies beside them are
-//! ignored.
+//! Its events come from one source per platform, chosen at one line
+//! (`PlatformEvents`): on Linux one inotify instance asked only for the
+//! ends of changes (`linux`: a file closed after writing, renamed in or
+//! out, deleted, a directory going), whose waits are `poll(2)` in the
+//! waiter's own thread; elsewhere `notify` (FSEvents, kqueue; `portable`),
+//! whose thread passes every event on: there is no inotify there, and
+//! polling would make every write by Claude Code wait up to a second. The
+//! lead's CPU per task update at 10,000 tasks is why Linux does not go
+//! through `notify` (9af977f: its watchers were woken by every open and
+//! write call). When no source can
+//! be created (no inotify instance left) it polls file metadata once a
+//! second, keeping the reason ([`InboxWatcher::polling_reason`]) so the
+//! fallback is never silent. Either way a waiting thread sleeps while
+//! nothing happens: no busy polling.
+//!
+//! Only `*.json` files count (inboxes, the roster and task files): lock
+//! directories, temp files, `.highwatermark` and quarantined copies beside
+//! them are ignored.
 
-use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(any(not(target_os = "linux"), test))]
+mod portable;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+
+/// This platform's source of file events: inotify on Linux, `notify`
+/// elsewhere.
+#[cfg(target_os = "linux")]
+use linux::Events as PlatformEvents;
+#[cfg(not(target_os = "linux"))]
+use portable::Events as PlatformEvents;
 
 /// The suite's one timeout knob (`SWARM_TEST_TIMEOUT_SCALE`, or x3 on CI),
 /// included from the integration tests' util/ as the backend contract suite
@@ -34,27 +58,33 @@ use std::time::{Duration, Instant};
 #[path = "../../tests/util/timeouts.rs"]
 pub(super) mod timeouts;
 
-/// What a watcher's callback was doing when its receiver is gone (the
-/// watcher is being dropped: nobody is left to tell).
-const PASSING_ON: &str = "passing an inbox change on";
-
 /// How often the fallback looks at the directories.
 pub const POLL_EVERY: Duration = Duration::from_secs(1);
+
+/// A source of file events over a watcher's directories (by index).
+trait Source: Send + Sync {
+    /// The next burst of changes to counted files, within `timeout`;
+    /// `None` when it passed first, or once the source is closed.
+    fn next(&self, timeout: Duration) -> Option<Changes>;
+    /// Whether directory `dir` still has its watch (not after it went, nor
+    /// after [`Source::close`]).
+    fn watching(&self, dir: usize) -> bool;
+    /// Ends the watch: a wait in progress returns `None` at once, as does
+    /// every later one.
+    fn close(&self);
+}
 
 /// Wakes its owner when a `*.json` file in one of its directories changes.
 pub struct InboxWatcher {
     dirs: Vec<PathBuf>,
     how: How,
+    /// Set by [`InboxWatcher::close`]; the poller's naps wait on `woken`.
+    closed: Mutex<bool>,
+    woken: Condvar,
 }
 
 enum How {
-    Notify {
-        /// Kept alive for as long as the watcher: dropping it stops the events.
-        _watcher: RecommendedWatcher,
-        /// What changed; `None` when unknown (an error or an overflow),
-        /// which counts as every file changing.
-        changes: Receiver<Option<Changed>>,
-    },
+    Events(Box<dyn Source>),
     Poll {
         last: Mutex<Snapshot>,
         /// Why this watcher polls.
@@ -66,7 +96,8 @@ enum How {
 pub type Changed = (usize, OsString);
 
 /// What [`InboxWatcher::changes`] saw: the files that changed, or `All`
-/// when the watcher cannot tell (an overflow, an error).
+/// when the watcher cannot tell (an overflow, an error, a watched
+/// directory going).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Changes {
     Files(BTreeSet<Changed>),
@@ -76,17 +107,26 @@ pub enum Changes {
 /// Identity of every counted file: (mtime ns, size, inode).
 type Snapshot = BTreeMap<Changed, (i128, u64, u64)>;
 
+/// This platform's event source over `dirs`, or why there is none.
+fn events(dirs: &[PathBuf]) -> Result<Box<dyn Source>, String> {
+    refused_by_fault()?;
+    match PlatformEvents::new(dirs) {
+        Ok(e) => Ok(Box::new(e)),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 impl InboxWatcher {
-    /// Watches `dir` (which must exist), polling if `notify` cannot.
+    /// Watches `dir` (which must exist), polling if no events can be had.
     pub fn new(dir: &Path) -> InboxWatcher {
         Self::over(&[dir.to_path_buf()])
     }
 
     /// Watches every directory of `dirs` (which must exist) with one
-    /// watcher (one inotify instance), polling if `notify` cannot.
+    /// source of events (one inotify instance), polling if none can be had.
     pub fn over(dirs: &[PathBuf]) -> InboxWatcher {
-        match Self::notify(dirs) {
-            Ok(w) => w,
+        match events(dirs) {
+            Ok(source) => Self::with(dirs, How::Events(source)),
             Err(e) => {
                 let why = format!("cannot watch files ({e})");
                 tracing::warn!(dirs = ?dirs, %why, "polling every second");
@@ -95,39 +135,13 @@ impl InboxWatcher {
         }
     }
 
-    fn notify(dirs: &[PathBuf]) -> notify::Result<InboxWatcher> {
-        refused_by_fault()?;
-        let (tx, changes) = channel();
-        let owned = dirs.to_vec();
-        let mut watcher =
-            notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
-                Ok(event) => {
-                    if matches!(event.kind, EventKind::Access(_)) {
-                        return;
-                    }
-                    for p in &event.paths {
-                        if let Some(c) = changed_of(&owned, p) {
-                            crate::dropped::ignore(tx.send(Some(c)), PASSING_ON);
-                        }
-                    }
-                    if event.need_rescan() {
-                        crate::dropped::ignore(tx.send(None), PASSING_ON);
-                    }
-                }
-                Err(_) => {
-                    crate::dropped::ignore(tx.send(None), PASSING_ON);
-                }
-            })?;
-        for d in dirs {
-            watcher.watch(d, RecursiveMode::NonRecursive)?;
-        }
-        Ok(InboxWatcher {
+    fn with(dirs: &[PathBuf], how: How) -> InboxWatcher {
+        InboxWatcher {
             dirs: dirs.to_vec(),
-            how: How::Notify {
-                _watcher: watcher,
-                changes,
-            },
-        })
+            how,
+            closed: Mutex::new(false),
+            woken: Condvar::new(),
+        }
     }
 
     /// A watcher of `dir` that only polls (what [`InboxWatcher::new`] falls
@@ -139,13 +153,13 @@ impl InboxWatcher {
     /// A watcher of `dirs` that only polls, because of `why`.
     pub fn polling_over(dirs: &[PathBuf], why: &str) -> InboxWatcher {
         let last = Mutex::new(snapshot(dirs));
-        InboxWatcher {
-            dirs: dirs.to_vec(),
-            how: How::Poll {
+        Self::with(
+            dirs,
+            How::Poll {
                 last,
                 why: why.to_owned(),
             },
-        }
+        )
     }
 
     /// Whether this watcher polls instead of receiving events.
@@ -157,13 +171,40 @@ impl InboxWatcher {
     pub fn polling_reason(&self) -> Option<&str> {
         match &self.how {
             How::Poll { why, .. } => Some(why),
-            How::Notify { .. } => None,
+            How::Events(_) => None,
         }
     }
 
     /// The first watched directory.
     pub fn dir(&self) -> &Path {
         &self.dirs[0]
+    }
+
+    /// Whether the events of directory `dir` (its index in the watcher's
+    /// directories) still come: false once that directory went (its
+    /// changes then come as [`Changes::All`]) or the watcher closed. A
+    /// poller looks at every directory each time, gone or back: always
+    /// true until closed.
+    pub fn is_watching(&self, dir: usize) -> bool {
+        match &self.how {
+            How::Events(source) => source.watching(dir),
+            How::Poll { .. } => dir < self.dirs.len() && !self.is_closed(),
+        }
+    }
+
+    /// Ends the watch, from any thread: a wait in progress returns at
+    /// once, and every later one returns "nothing changed" at once.
+    pub fn close(&self) {
+        *self.closed.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.woken.notify_all();
+        if let How::Events(source) = &self.how {
+            source.close();
+        }
+    }
+
+    /// Whether [`InboxWatcher::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        *self.closed.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Blocks until any counted file changes (`true`) or `timeout` passes
@@ -190,51 +231,28 @@ impl InboxWatcher {
     }
 
     /// Blocks until counted files change and says which (a burst is one
-    /// answer), or `None` once `timeout` passes.
+    /// answer), or `None` once `timeout` passes (at once once closed).
     pub fn changes(&self, timeout: Duration) -> Option<Changes> {
         let deadline = Instant::now() + timeout;
         match &self.how {
-            How::Notify { changes, .. } => {
-                let first = match changes.recv_timeout(timeout) {
-                    Ok(c) => c,
-                    Err(RecvTimeoutError::Timeout) => {
-                        #[cfg(test)]
-                        wakes::count(|w| w.timeouts += 1);
-                        return None;
-                    }
-                    Err(RecvTimeoutError::Disconnected) => {
-                        std::thread::sleep(timeout);
-                        #[cfg(test)]
-                        wakes::count(|w| w.timeouts += 1);
-                        return None;
-                    }
-                };
+            How::Events(source) => {
+                let got = source.next(timeout);
                 #[cfg(test)]
-                wakes::count(|w| w.events += 1);
-                // Coalesce the burst: every queued change happened before
-                // the caller's next read, which will see it.
-                let mut files = BTreeSet::new();
-                let mut all = false;
-                for c in std::iter::once(first).chain(changes.try_iter()) {
-                    match c {
-                        Some(c) => {
-                            files.insert(c);
-                        }
-                        None => all = true,
-                    }
-                }
-                Some(if all {
-                    Changes::All
-                } else {
-                    Changes::Files(files)
-                })
+                wakes::count(|w| match got {
+                    Some(_) => w.events += 1,
+                    None => w.timeouts += 1,
+                });
+                got
             }
             How::Poll { last, .. } => loop {
+                if self.is_closed() {
+                    return None;
+                }
                 let now = snapshot(&self.dirs);
                 #[cfg(test)]
                 wakes::count(|w| w.looks += 1);
                 {
-                    let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut last = last.lock().unwrap_or_else(PoisonError::into_inner);
                     let files = differences(&last, &now);
                     if !files.is_empty() {
                         *last = now;
@@ -251,7 +269,12 @@ impl InboxWatcher {
                 }
                 #[cfg(test)]
                 wakes::count(|w| w.naps += 1);
-                std::thread::sleep(left.min(POLL_EVERY));
+                let closed = self.closed.lock().unwrap_or_else(PoisonError::into_inner);
+                drop(
+                    self.woken
+                        .wait_timeout_while(closed, left.min(POLL_EVERY), |c| !*c)
+                        .unwrap_or_else(PoisonError::into_inner),
+                );
             },
         }
     }
@@ -269,31 +292,18 @@ impl std::fmt::Debug for InboxWatcher {
 /// Whether a watcher of `dir` can be created now (`Err` says why not),
 /// made and dropped at once.
 pub fn watch_available(dir: &Path) -> Result<(), String> {
-    match InboxWatcher::notify(&[dir.to_path_buf()]) {
-        Ok(_) => Ok(()),
-        Err(e) => Err(e.to_string()),
-    }
+    events(&[dir.to_path_buf()]).map(drop)
 }
 
 /// With the `fault-injection` feature (test builds only),
 /// `SWARM_FAULT_NO_WATCH=1` makes every watcher creation fail, as an
 /// exhausted `fs.inotify.max_user_instances` does.
-fn refused_by_fault() -> notify::Result<()> {
+fn refused_by_fault() -> Result<(), String> {
     #[cfg(feature = "fault-injection")]
     if std::env::var_os("SWARM_FAULT_NO_WATCH").is_some_and(|v| v == "1") {
-        return Err(notify::Error::generic(
-            "no inotify instance left (SWARM_FAULT_NO_WATCH=1)",
-        ));
+        return Err("no inotify instance left (SWARM_FAULT_NO_WATCH=1)".into());
     }
     Ok(())
-}
-
-/// The counted file `path` is, in one of `dirs`.
-fn changed_of(dirs: &[PathBuf], path: &Path) -> Option<Changed> {
-    let name = path.file_name().filter(|n| counts(n))?;
-    let parent = path.parent()?;
-    let i = dirs.iter().position(|d| d == parent).unwrap_or(0);
-    Some((i, name.to_owned()))
 }
 
 /// `<name>.json`, not a temp file, lock or quarantined copy beside it.
@@ -333,7 +343,7 @@ fn snapshot(dirs: &[PathBuf]) -> Snapshot {
 }
 
 /// Test hook: how the waits of the calling thread ended, so a test can
-/// check that a waiter was woken by the change it waited for (a `notify`
+/// check that a waiter was woken by the change it waited for (a file
 /// event, or the poller's look) and not by its timeout, without timing it.
 /// Per thread (a wait runs on its caller's thread), so tests running in
 /// parallel never see each other's waits.
@@ -344,7 +354,7 @@ pub(super) mod wakes {
     /// Counts since the thread's last [`take`].
     #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
     pub struct Wakes {
-        /// Waits ended by a `notify` event.
+        /// Waits ended by file events (of inotify or `notify`).
         pub events: u32,
         /// Waits ended by the poller finding a file changed.
         pub polled: u32,
@@ -386,21 +396,47 @@ pub(super) mod wakes {
 mod tests {
     use super::wakes::{self, Wakes};
     use super::*;
+    use std::io::Write;
 
     fn rewrite(path: &Path, bytes: &[u8]) {
         crate::atomic_file::write_atomic(path, bytes).unwrap();
     }
 
-    /// An event-driven and a polling watcher, each on a fresh directory.
-    fn both() -> [(tempfile::TempDir, InboxWatcher); 2] {
-        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let (wa, wb) = (InboxWatcher::new(a.path()), InboxWatcher::polling(b.path()));
-        [(a, wa), (b, wb)]
+    /// How long something that must come is waited for.
+    fn budget() -> Duration {
+        timeouts::scaled(timeouts::WAIT)
+    }
+
+    /// A watcher of `dirs` on `notify` (what other platforms use; on Linux
+    /// `notify` runs on inotify).
+    fn on_portable(dirs: &[PathBuf]) -> InboxWatcher {
+        let source = portable::Events::new(dirs).expect("a notify watcher");
+        InboxWatcher::with(dirs, How::Events(Box::new(source)))
+    }
+
+    /// Each kind of watcher (this platform's events, `notify`'s, the
+    /// poller), each on a fresh directory.
+    fn every_kind() -> Vec<(tempfile::TempDir, InboxWatcher)> {
+        let fresh = || tempfile::tempdir().unwrap();
+        let (a, b, c) = (fresh(), fresh(), fresh());
+        let (wa, wb, wc) = (
+            InboxWatcher::new(a.path()),
+            on_portable(&[b.path().to_path_buf()]),
+            InboxWatcher::polling(c.path()),
+        );
+        vec![(a, wa), (b, wb), (c, wc)]
+    }
+
+    /// The changes `w` reports next: exactly the counted `files` of its
+    /// first directory (whatever else happened before wakes nobody).
+    fn next_is(w: &InboxWatcher, files: &[&str], what: &str) {
+        let want = Changes::Files(files.iter().map(|f| (0, OsString::from(f))).collect());
+        assert_eq!(w.changes(budget()), Some(want), "{what} ({w:?})");
     }
 
     #[test]
     fn a_rewritten_inbox_wakes_the_watcher_at_once_and_quiet_times_out() {
-        for (t, w) in both() {
+        for (t, w) in every_kind() {
             assert!(
                 !w.wait(Duration::from_millis(50)),
                 "nothing changed yet ({w:?})"
@@ -408,8 +444,11 @@ mod tests {
             assert_eq!(wakes::take().timeouts, 1, "{w:?}");
             rewrite(&t.path().join("bob.json"), b"[]");
             // The budget only bounds a failure: the change ends the wait.
-            let budget = timeouts::scaled(timeouts::WAIT);
-            assert!(w.wait(budget), "change not seen within {budget:?} ({w:?})");
+            assert!(
+                w.wait(budget()),
+                "change not seen within {:?} ({w:?})",
+                budget()
+            );
             // Ended by the change itself: the event it raised, or (polling)
             // the look the wait starts with, before any nap.
             let woken = if w.is_polling() {
@@ -433,29 +472,122 @@ mod tests {
     }
 
     #[test]
-    fn locks_temp_files_and_copies_do_not_wake_anyone() {
-        for (t, w) in both() {
+    fn locks_temp_files_copies_and_reads_do_not_wake_anyone() {
+        for (t, w) in every_kind() {
+            rewrite(&t.path().join("bob.json"), b"[]");
+            next_is(&w, &["bob.json"], "bob's inbox made");
             std::fs::create_dir(t.path().join("bob.json.lock")).unwrap();
             std::fs::write(t.path().join("bob.json.corrupt-1"), b"x").unwrap();
+            std::fs::write(t.path().join(".bob.json.tmp.1"), b"x").unwrap();
             std::fs::remove_dir(t.path().join("bob.json.lock")).unwrap();
             std::fs::remove_file(t.path().join("bob.json.corrupt-1")).unwrap();
-            assert!(!w.wait(Duration::from_millis(300)), "{w:?}");
+            std::fs::remove_file(t.path().join(".bob.json.tmp.1")).unwrap();
+            // A reader's own look at what it was told about.
+            std::fs::read(t.path().join("bob.json")).unwrap();
+            // The next change reported is the next counted one alone.
+            rewrite(&t.path().join("carol.json"), b"[]");
+            next_is(&w, &["carol.json"], "locks, temp files, copies and reads");
+        }
+    }
+
+    #[test]
+    fn a_file_rewritten_in_place_or_removed_wakes_the_watcher() {
+        for (t, w) in every_kind() {
+            let bob = t.path().join("bob.json");
+            rewrite(&bob, b"[]");
+            next_is(&w, &["bob.json"], "bob's inbox made");
+            // Claude Code's write: the file truncated and written in place.
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(&bob)
+                .unwrap();
+            f.write_all(b"[{}]").unwrap();
+            drop(f);
+            next_is(&w, &["bob.json"], "bob's inbox rewritten in place");
+            std::fs::remove_file(&bob).unwrap();
+            next_is(&w, &["bob.json"], "bob's inbox removed");
         }
     }
 
     #[test]
     fn wait_for_ignores_other_inboxes() {
-        for (t, w) in both() {
+        for (t, w) in every_kind() {
             rewrite(&t.path().join("alice.json"), b"[]");
             assert!(
                 !w.wait_for(OsStr::new("bob.json"), Duration::from_millis(1200)),
                 "{w:?}"
             );
             rewrite(&t.path().join("bob.json"), b"[]");
-            assert!(
-                w.wait_for(OsStr::new("bob.json"), Duration::from_secs(5)),
-                "{w:?}"
+            assert!(w.wait_for(OsStr::new("bob.json"), budget()), "{w:?}");
+        }
+    }
+
+    #[test]
+    fn one_watcher_names_the_directory_of_each_change() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let dirs = [a.path().to_path_buf(), b.path().to_path_buf()];
+        for w in [InboxWatcher::over(&dirs), on_portable(&dirs)] {
+            rewrite(&b.path().join("3.json"), b"{}");
+            let want = Changes::Files([(1, OsString::from("3.json"))].into());
+            assert_eq!(w.changes(budget()), Some(want), "{w:?}");
+            std::fs::remove_file(b.path().join("3.json")).unwrap();
+            assert!(w.changes(budget()).is_some(), "{w:?}");
+        }
+    }
+
+    #[test]
+    fn a_watched_directory_going_is_every_change_and_ends_its_watch_only() {
+        let parent = tempfile::tempdir().unwrap();
+        for (i, make) in [
+            InboxWatcher::over as fn(&[PathBuf]) -> InboxWatcher,
+            on_portable,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let (kept, going) = (
+                parent.path().join(format!("kept{i}")),
+                parent.path().join(format!("going{i}")),
             );
+            std::fs::create_dir(&kept).unwrap();
+            std::fs::create_dir(&going).unwrap();
+            let w = make(&[kept.clone(), going.clone()]);
+            assert!(w.is_watching(0) && w.is_watching(1), "{w:?}");
+            std::fs::remove_dir(&going).unwrap();
+            assert_eq!(w.changes(budget()), Some(Changes::All), "{w:?}");
+            assert!(w.is_watching(0) && !w.is_watching(1), "{w:?}");
+            rewrite(&kept.join("bob.json"), b"[]");
+            assert!(
+                w.wait_for(OsStr::new("bob.json"), budget()),
+                "the other directory is still watched ({w:?})"
+            );
+        }
+    }
+
+    /// A thread waiting (for an hour) on each kind of watcher returns
+    /// once the watcher is closed, and later waits return at once.
+    #[test]
+    fn closing_a_watcher_ends_a_wait_in_progress() {
+        for (_t, w) in every_kind() {
+            let w = std::sync::Arc::new(w);
+            let (done, waited) = std::sync::mpsc::channel();
+            let waiter = std::thread::spawn({
+                let w = w.clone();
+                move || {
+                    let got = w.changes(Duration::from_secs(3600));
+                    done.send(()).unwrap();
+                    (got, w.changes(Duration::from_secs(3600)))
+                }
+            });
+            w.close();
+            assert!(
+                waited.recv_timeout(budget()).is_ok(),
+                "a closed watcher still waits ({w:?})"
+            );
+            let (got, later) = waiter.join().unwrap();
+            assert_eq!((got, later), (None, None), "{w:?}");
+            assert!(w.is_closed() && !w.is_watching(0), "{w:?}");
         }
     }
 }

@@ -6,15 +6,18 @@
 //!   right after a send, so delivery needs no watcher at all.
 //! * Writes that ring nothing (Claude Code teammates and leads write inboxes
 //!   and task files with their own protocol) are seen by the **team
-//!   watcher**: one `notify` watcher (one inotify instance) over the team's
-//!   inboxes and task list, run by whichever runtime holds the team-wide OS
-//!   lock `Root::team_watcher_lock`. The others block on that lock in a
-//!   thread of their own (no CPU); when the holder exits the kernel hands the
-//!   lock to the next, which rings every bell once to cover the hand-over.
+//!   watcher**: one [`InboxWatcher`] (one inotify instance on Linux) over
+//!   the team's inboxes and task list, run by whichever runtime holds the
+//!   team-wide OS lock `Root::team_watcher_lock`. The others block on that
+//!   lock in a thread of their own (no CPU); when the holder exits the
+//!   kernel hands the lock to the next, which rings every bell once to cover
+//!   the hand-over.
 //!   A changed `<member>.json` inbox rings that member's bell only; a changed
 //!   task file rings every bell when it may offer work to a claim (it is
 //!   claimable now, or was completed or removed: `TaskStore::may_offer_work`),
-//!   none when it is a claim, progress or metadata.
+//!   none when it is a claim, progress or metadata. A file whose bytes are
+//!   those the team watcher last acted on rings nobody again (`Seen`):
+//!   one write by swarm can be two events (its rename, then its close).
 //!   Latency of a Claude Code write, lead or no lead: one inotify event and
 //!   one ring, about a millisecond, as long as any swarm runtime of the team
 //!   runs (the lead is not needed).
@@ -38,6 +41,7 @@ use crate::names::member_from_file_stem;
 use crate::tasks::parse_id;
 use crate::team::Team;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -317,6 +321,7 @@ fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
             ),
         );
     }
+    let mut seen = Seen::default();
     loop {
         match watcher.changes(TEAM_CHECK_EVERY) {
             None => {
@@ -324,10 +329,18 @@ fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
                     return;
                 }
             }
-            Some(Changes::All) => ring_all(team),
+            Some(Changes::All) => {
+                seen.forget();
+                ring_all(team);
+            }
             Some(Changes::Files(files)) => {
                 let mut tasks: Vec<String> = Vec::new();
+                let mut task_files: Vec<PathBuf> = Vec::new();
                 for (dir, name) in files {
+                    let path = dirs[dir].join(&name);
+                    if !seen.changed(&path) {
+                        continue;
+                    }
                     let name = name.to_string_lossy();
                     let stem = name.strip_suffix(".json");
                     if dir != 0 {
@@ -337,6 +350,7 @@ fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
                             && !tasks.iter().any(|t| t == id)
                         {
                             tasks.push(id.to_owned());
+                            task_files.push(path);
                         }
                         continue;
                     }
@@ -348,8 +362,62 @@ fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
                 if !ids.is_empty() && team.tasks().may_offer_work(&ids) {
                     ring_all(team);
                 }
+                // The look read the task files again: a write since the
+                // team watcher's read was not what it decided on.
+                for path in &task_files {
+                    seen.confirm(path);
+                }
             }
         }
+    }
+}
+
+/// The bytes (a hash of them) of each file the team watcher last acted on.
+/// A change that leaves a file's bytes as they were rings nobody: whoever
+/// was rung after the team watcher read them reads them or newer ones. The
+/// second event of one write by swarm is such a change: `atomic_file`
+/// renames its temp file over the target and closes it after the
+/// directory's fsync, two events a read apart (`mailbox::watch`), and each
+/// rang every idle runtime (or a member) again.
+#[derive(Default)]
+struct Seen {
+    hashes: HashMap<PathBuf, u64>,
+    keys: std::hash::RandomState,
+}
+
+impl Seen {
+    /// Whether `path` holds other bytes than when last seen (or cannot be
+    /// read: then it may have); records what it holds now. A file gone is
+    /// forgotten, so it counts again when it comes back.
+    fn changed(&mut self, path: &std::path::Path) -> bool {
+        match std::fs::read(path) {
+            Ok(bytes) => {
+                let now = std::hash::BuildHasher::hash_one(&self.keys, &bytes);
+                self.hashes.insert(path.to_path_buf(), now) != Some(now)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.hashes.remove(path);
+                true
+            }
+            Err(_) => true,
+        }
+    }
+
+    /// Forgets `path` unless it still holds the bytes last seen: what was
+    /// decided on them was decided on a later write, which must count.
+    fn confirm(&mut self, path: &std::path::Path) {
+        let still = match (std::fs::read(path), self.hashes.get(path)) {
+            (Ok(bytes), Some(h)) => std::hash::BuildHasher::hash_one(&self.keys, &bytes) == *h,
+            _ => false,
+        };
+        if !still {
+            self.hashes.remove(path);
+        }
+    }
+
+    /// After a change nothing names: every file counts again.
+    fn forget(&mut self) {
+        self.hashes.clear();
     }
 }
 
