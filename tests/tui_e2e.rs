@@ -607,6 +607,17 @@ fn attached_from_outside_q_returns_the_user_to_their_shell_with_a_hint() {
             .contains("`swarm attach --team tz` comes back")
     });
     assert!(d.pane_alive(&ann), "ann runs on\n{}", d.explain());
+    // Issue 24, item 10: `swarm attach` after `q` said the lead ran in the
+    // user's own pane; it says the lead quit and how to start it again.
+    let again = d.t.run(&["attach"]);
+    again.assert_code(2);
+    assert!(
+        again.stderr.contains(
+            "the lead of team tz is not running (it quit); `swarm up --team tz` starts it again"
+        ) && !again.stderr.contains("your own tmux"),
+        "{}",
+        again.explain()
+    );
 }
 
 /// Issue 14, item 11: `swarm attach` for a team started inside tmux said

@@ -228,6 +228,17 @@ fn down_force_saves_the_work_on_a_branch_before_removing_the_worktree() {
         "{killed}"
     );
     assert!(fay.join("draft.txt").exists());
+    // A send to gus that its sender abandoned an hour ago, half written.
+    let spool = t.sb.path("swarm/wf/spool/gus");
+    std::fs::create_dir_all(&spool).unwrap();
+    let abandoned = spool.join("00000000000000000001-feed.tmp");
+    std::fs::write(&abandoned, b"{\"from\":").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&abandoned)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
+        .unwrap();
     let pruned = t.ok(&["shutdown", "gus"]).stdout;
     assert!(pruned.contains("removed the worktree of gus"), "{pruned}");
     assert!(!gus.exists());
@@ -240,6 +251,10 @@ fn down_force_saves_the_work_on_a_branch_before_removing_the_worktree() {
     assert!(
         !t.sb.path("swarm/wf/runtime/gus.wake").exists(),
         "the departed runtime's doorbell is gone"
+    );
+    assert!(
+        !spool.exists(),
+        "the departed member's spool is gone with its leftover"
     );
     // fay's worktree is kept: so is its lock file, which guards it.
     assert!(fay.with_file_name("fay.retire-lock").exists());

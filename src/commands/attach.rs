@@ -41,6 +41,14 @@ pub(super) async fn attach(ctx: &Context, args: BackendArgs) -> Result<Exit> {
             team.name
         );
     }
+    // After `q` the session lives on with the teammates: attaching would
+    // show them with no TeamsDialog and nothing to end the client.
+    if !session::lead_running(&opened).await? {
+        bail!(
+            "the lead of team {0} is not running (it quit); `swarm up --team {0}` starts it again in tmux session {session} and attaches",
+            team.name
+        );
+    }
     attach_home(&team, &opened, &session).await
 }
 

@@ -52,7 +52,6 @@ use fault::Hooks;
 #[cfg(test)]
 use fault::Stage;
 use inbox::{Parsed, Stored, Streamed};
-#[cfg(test)]
 use spool::Spool;
 use std::collections::HashSet;
 use std::ops::ControlFlow;
@@ -452,6 +451,15 @@ impl Mailbox {
 
     /// The messages `member` has consumed (and any compaction moved aside),
     /// oldest first, bounded to the newest [`HISTORY_MAX_ENTRIES`].
+    /// Clears what a member that left the team leaves in its inbox's spool
+    /// (see `spool::Spool::tidy_after_departure`).
+    pub fn tidy_spool_of_departed(&self, member: &str) -> Result<(), MailboxError> {
+        let spool = Spool::new(self.root.spool(&self.team, member)?);
+        spool
+            .tidy_after_departure()
+            .map_err(|e| MailboxError::io(spool.dir(), e))
+    }
+
     pub fn history(&self, member: &str) -> Result<Vec<Entry>, MailboxError> {
         history::read(&self.root.history(&self.team, member)?)
     }

@@ -90,6 +90,29 @@ use std::time::{Duration, SystemTime};
 /// A `.tmp` or `.failed` file older than this belongs to a dead sender.
 const ABANDONED_AFTER: Duration = Duration::from_secs(600);
 
+/// A leftover this old in the spool of a member that left has no sender
+/// writing or reading it (a send writes and renames its `.tmp` within
+/// milliseconds, and reads its `.failed` as soon as the holder lets go).
+const DEPARTED_AFTER: Duration = Duration::from_secs(60);
+
+/// A spool file a holder does not merge: a sender's `.tmp`, a holder's
+/// `.batch.tmp`, a refusal's `.failed`.
+fn is_leftover(suffix: &str) -> bool {
+    matches!(suffix, "tmp" | "failed" | "batch.tmp")
+}
+
+/// Removes the leftover `e` when it is older than `than`. An age that cannot
+/// be read (the file went meanwhile, an mtime in the future) is not old; a
+/// leftover that cannot be removed is tried again the next time.
+fn remove_if_older(e: &fs::DirEntry, than: Duration) {
+    let doing = "removing an abandoned spool leftover";
+    let age = crate::dropped::ignore(e.metadata().and_then(|m| m.modified()), doing)
+        .and_then(|t| crate::dropped::ignore(t.elapsed(), doing));
+    if age.is_some_and(|age| age > than) {
+        crate::dropped::ignore(crate::atomic_file::remove_if_there(&e.path()), doing);
+    }
+}
+
 /// One inbox's spool directory.
 #[derive(Debug, Clone)]
 pub(crate) struct Spool {
@@ -273,21 +296,49 @@ impl Spool {
                     .map(|k| Key(k.to_owned()))
                     .collect();
                 listing.batches.push((key.0, keys));
-            } else if suffix == "tmp" || suffix == "failed" || suffix == "batch.tmp" {
-                // An age that cannot be read (the file went meanwhile, an
-                // mtime in the future) is not old; a leftover that cannot be
-                // removed is tried again at the next listing.
-                let doing = "removing an abandoned spool leftover";
-                let age = crate::dropped::ignore(e.metadata().and_then(|m| m.modified()), doing)
-                    .and_then(|t| crate::dropped::ignore(t.elapsed(), doing));
-                if age.is_some_and(|age| age > ABANDONED_AFTER) {
-                    crate::dropped::ignore(crate::atomic_file::remove_if_there(&e.path()), doing);
-                }
+            } else if is_leftover(suffix) {
+                remove_if_older(&e, ABANDONED_AFTER);
             }
         }
         listing.pending.sort();
         listing.claimed.sort();
         Ok(listing)
+    }
+
+    /// After its member left the team: removes the leftovers older than
+    /// [`DEPARTED_AFTER`] (no holder lists this spool again to remove them),
+    /// then the directory when nothing else is in it. A pending send stays
+    /// (its inbox outlives the member: a revival's first holder merges it).
+    pub fn tidy_after_departure(&self) -> io::Result<()> {
+        let rd = match fs::read_dir(&self.dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        for e in rd {
+            let e = e?;
+            let name = e.file_name();
+            if name
+                .to_str()
+                .and_then(|n| n.split_once('.'))
+                .is_some_and(|(_, suffix)| is_leftover(suffix))
+            {
+                remove_if_older(&e, DEPARTED_AFTER);
+            }
+        }
+        match fs::remove_dir(&self.dir) {
+            Ok(()) => Ok(()),
+            // Something still waits in it, or it went meanwhile.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::DirectoryNotEmpty | io::ErrorKind::NotFound
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The entry in a claimed file, or why it cannot be read.
@@ -316,5 +367,52 @@ pub(crate) fn remove(path: &Path) -> io::Result<()> {
     match fs::remove_file(path) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn aged(path: &Path, ago: Duration) {
+        fs::write(path, b"x").unwrap();
+        let f = fs::File::options().write(true).open(path).unwrap();
+        f.set_modified(SystemTime::now() - ago).unwrap();
+    }
+
+    #[test]
+    fn a_departed_members_spool_loses_its_old_leftovers_and_keeps_a_pending_send() {
+        let tmp = tempfile::tempdir().unwrap();
+        let spool = Spool::new(tmp.path().join("gus"));
+        fs::create_dir(spool.dir()).unwrap();
+        let old = Duration::from_secs(120);
+        for name in ["a.tmp", "b.failed", "c.batch.tmp"] {
+            aged(&spool.dir().join(name), old);
+        }
+        aged(&spool.dir().join("young.tmp"), Duration::ZERO);
+        aged(&spool.dir().join("d.json"), old);
+        spool.tidy_after_departure().unwrap();
+        let mut left: Vec<String> = fs::read_dir(spool.dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            ["d.json", "young.tmp"],
+            "a send being written or still owed stays"
+        );
+    }
+
+    #[test]
+    fn a_departed_members_spool_with_only_leftovers_goes_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let spool = Spool::new(tmp.path().join("gus"));
+        fs::create_dir(spool.dir()).unwrap();
+        aged(&spool.dir().join("a.tmp"), Duration::from_secs(120));
+        spool.tidy_after_departure().unwrap();
+        assert!(!spool.dir().exists());
+        // A member that never had a spool: nothing to do.
+        spool.tidy_after_departure().unwrap();
     }
 }

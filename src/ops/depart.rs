@@ -120,9 +120,15 @@ pub async fn leave(
             Ok(())
         })?;
         // Its runtime ended with its pane: its doorbell and polling note
-        // go with it (issue 24, item 10: they stayed). What a revival or a
-        // resume reads (its session, its departure record) stays.
+        // go with it, and its spool's leftovers (issue 24, item 10: they
+        // stayed). What a revival or a resume reads (its session, its
+        // departure record) stays, and so does a send still pending.
+        let mailbox = t.mailbox();
         for n in &names {
+            crate::dropped::ignore(
+                mailbox.tidy_spool_of_departed(n),
+                "clearing a departed member's spool",
+            );
             for ext in ["wake", "polling"] {
                 if let Ok(p) = t.root.runtime_file(&t.name, n, ext) {
                     crate::dropped::ignore(

@@ -129,7 +129,7 @@ pub async fn comeback(team: &Team, opened: &Session, how: Comeback) -> Result<Ve
     if gone.is_empty() {
         return Ok(Vec::new());
     }
-    let statuses = crate::ops::depart::pane_statuses(opened, &gone).await?;
+    let statuses = super::panes::pane_statuses(opened, &gone).await?;
     if statuses
         .iter()
         .any(|s| matches!(s, PaneStatus::Running { .. }))
