@@ -552,6 +552,9 @@ pub struct AskArgs {
     /// Seconds to wait for the answer
     #[arg(long, default_value_t = 900, value_name = "SECS")]
     pub timeout: u64,
+    /// Print the answer as one JSON object: {"schema": 1, "ok": true, "asked": {…}} (see README)
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

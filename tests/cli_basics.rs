@@ -646,20 +646,31 @@ fn ask_puts_a_plan_in_the_leads_queue_and_waits_for_the_answer() {
                 .then(|| f["requestId"].as_str().unwrap_or("").to_string())
         })
     };
-    for (answer, code, said) in [
-        ("--approve", 0, "approved"),
-        ("--reject", 1, "the lead rejected the plan: not now"),
+    for (answer, json, code, said) in [
+        ("--approve", false, 0, "approved"),
+        ("--reject", false, 1, "the lead rejected the plan: not now"),
+        ("--approve", true, 0, r#""approved": true"#),
+        (
+            "--reject",
+            true,
+            1,
+            r#""reason": "the lead rejected the plan: not now""#,
+        ),
     ] {
+        let mut ask = vec![
+            "ask",
+            "--team",
+            "alpha",
+            "--as",
+            "bob",
+            "--plan",
+            "scan the tree",
+        ];
+        if json {
+            ask.push("--json");
+        }
         let child = s
-            .cmd(&[
-                "ask",
-                "--team",
-                "alpha",
-                "--as",
-                "bob",
-                "--plan",
-                "scan the tree",
-            ])
+            .cmd(&ask)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -703,6 +714,17 @@ fn ask_puts_a_plan_in_the_leads_queue_and_waits_for_the_answer() {
             "{said:?}\n{}",
             r.explain()
         );
+        if json {
+            // stdout is the one envelope, naming the request.
+            let v: Value = serde_json::from_str(&r.stdout).expect("one JSON object on stdout");
+            assert_eq!(
+                (v["schema"].as_u64(), v["ok"].as_bool()),
+                (Some(1), Some(code == 0))
+            );
+            if code == 0 {
+                assert_eq!(v["asked"]["request_id"], id.as_str(), "{}", r.explain());
+            }
+        }
         // The answer was consumed from bob's inbox.
         let inbox = s.run(&["inbox", "bob", "--team", "alpha", "--json"]).stdout;
         assert!(!inbox.contains(&id), "{inbox}");

@@ -4,7 +4,8 @@
 //! queue: the same `plan_approval_request` the runtime's plan mode sends,
 //! answered with `a` / `r` in the TeamsDialog or `swarm send
 //! --plan-response ID --approve|--reject`. Exit 0 approved, 1 rejected
-//! (the feedback on stderr), 2 no answer in time.
+//! (the feedback on stderr), 2 no answer in time. `--json` prints the
+//! answer as the envelope of a command that acts.
 
 use super::{Context, Exit};
 use crate::cli::AskArgs;
@@ -16,14 +17,26 @@ use std::time::Duration;
 pub fn run(ctx: &Context, args: AskArgs) -> Result<Exit> {
     let ops = super::open::team_ops_here(ctx)?;
     let request_id = ops.ask_plan(&args.plan)?;
-    println!(
+    let asked = format!(
         "asked {LEAD_NAME} to approve the plan ({}); waiting up to {} s",
         escape_line(&request_id),
         args.timeout
     );
+    // With --json, stdout holds the one envelope; the wait is said on stderr.
+    if args.json {
+        eprintln!("{asked}");
+    } else {
+        println!("{asked}");
+    }
     match ops.wait_plan_answer(&request_id, Duration::from_secs(args.timeout))? {
         Some(r) if r.approved => {
-            println!("approved");
+            if args.json {
+                super::print_acted(serde_json::json!({
+                    "asked": { "request_id": request_id, "approved": true, "feedback": r.feedback }
+                }));
+            } else {
+                println!("approved");
+            }
             Ok(Exit::Ok)
         }
         Some(r) => Ok(Exit::No(format!(

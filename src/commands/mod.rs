@@ -133,6 +133,7 @@ fn acts_in_json(cmd: &Command) -> bool {
         Command::Diff(a) => a.json,
         Command::Merge(a) => a.json,
         Command::Send(a) => a.json,
+        Command::Ask(a) => a.json,
         Command::Team(TeamCmd::Create { json, .. } | TeamCmd::Delete { json, .. }) => *json,
         Command::Task(
             TaskCmd::Create { json, .. }
