@@ -429,7 +429,10 @@ fn open(loc: &Location) -> Result<Session> {
 /// window anyway, and a spawn that fails there asks [`lead_running`] and
 /// falls back to [`placement_apart`]), else in the team's session.
 pub async fn placement(session: &Session, team: &str) -> Result<Placement> {
-    if let (true, Some(lead)) = (session.caps().home_sessions, session.record().lead_pane) {
+    if let (true, Some(lead)) = (
+        session.backend.homes().is_some(),
+        session.record().lead_pane,
+    ) {
         return Ok(Placement::RightOfLead { lead });
     }
     placement_apart(session, team).await
@@ -454,11 +457,11 @@ pub async fn lead_running(session: &Session) -> Result<bool> {
 
 /// Where a new teammate pane goes when it cannot go beside the lead.
 pub async fn placement_apart(s: &Session, team: &str) -> Result<Placement> {
-    if !s.caps().home_sessions {
+    let Some(homes) = s.backend.homes() else {
         return Ok(Placement::NewWindow { session: None });
-    }
+    };
     let session = s.record().session.unwrap_or_else(|| session_name(team));
-    if s.backend.home_exists(&session).await? {
+    if homes.home_exists(&session).await? {
         Ok(Placement::NewWindow {
             session: Some(session),
         })

@@ -14,7 +14,8 @@ pub type Result<T, E = BackendError> = std::result::Result<T, E>;
 /// A failure of a pane backend.
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
-    /// The backend cannot do this at all; see [`crate::Capabilities`].
+    /// The backend cannot do this at all: it lacks the facet or the
+    /// [`crate::Capabilities`] fact the operation needs.
     #[error("the {backend} backend does not support {operation}")]
     Unsupported {
         backend: BackendKind,

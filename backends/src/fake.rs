@@ -3,6 +3,12 @@
 //! lets a test script a pane's exit or disappearance, and has a "stubborn"
 //! mode in which a pane ignores the polite step of the kill ladder, so the
 //! ladder must escalate to SIGKILL.
+//!
+//! It is configured as the backend a test stands in for: the kind it
+//! reports and the facets it has (`FakeBackend::new().kind(BackendKind::Tmux)
+//! .with_layout().with_homes()`, or [`FakeBackend::like`] for the facets of a
+//! real backend), so code that branches on a facet is tested on both sides.
+//! Every facet call that changes something is on [`FakeBackend::calls`].
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -10,8 +16,8 @@ use std::time::Duration;
 
 use crate::error::{BackendError, Result};
 use crate::{
-    BackendKind, Capabilities, PaneBackendExecutor, PaneId, PaneMark, PaneRef, PaneStatus,
-    SpawnSpec,
+    BackendKind, Capabilities, HomeSessions, Layout, LiveScreens, PaneBackendExecutor, PaneFocus,
+    PaneId, PaneMark, PaneRef, PaneStatus, PaneText, Placement, SpawnSpec,
 };
 
 /// A signal step of the kill ladder as the fake saw it.
@@ -26,8 +32,14 @@ pub enum FakeSignal {
 pub enum FakeCall {
     Spawn(Box<SpawnSpec>),
     Status(Vec<PaneId>),
-    Kill { pane: PaneId, grace: Duration },
-    Signal { pane: PaneId, signal: FakeSignal },
+    Kill {
+        pane: PaneId,
+        grace: Duration,
+    },
+    Signal {
+        pane: PaneId,
+        signal: FakeSignal,
+    },
     Close(PaneId),
     Focus(PaneId),
     Hide(PaneId),
@@ -35,7 +47,32 @@ pub enum FakeCall {
     SetTitle(PaneId, String),
     SetColor(PaneId, String),
     Rebalance,
+    RestoreHost(PaneId),
     Capture(PaneId),
+    /// A home session opened, by name.
+    OpenHome(String),
+    /// A home session asked to close, with the nonce it must carry.
+    CloseHome {
+        name: String,
+        nonce: String,
+    },
+    /// Key bytes forwarded to a live screen.
+    Input(PaneId, Vec<u8>),
+    Resize {
+        pane: PaneId,
+        rows: u16,
+        cols: u16,
+    },
+}
+
+/// Which facets a fake has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FakeFacets {
+    pub focus: bool,
+    pub text: bool,
+    pub layout: bool,
+    pub homes: bool,
+    pub screens: bool,
 }
 
 /// A fake pane.
@@ -50,6 +87,10 @@ pub struct FakePane {
     /// The mark the pane carries now (the spec's, unless a test made the
     /// id foreign).
     pub mark: Option<PaneMark>,
+    /// The size of its live screen (rows, columns).
+    pub size: (u16, u16),
+    /// The home session it was opened in, if any.
+    pub home: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -58,12 +99,23 @@ struct State {
     panes: BTreeMap<u64, FakePane>,
     next: u64,
     fail_next_spawn: Option<String>,
+    /// Home sessions by name, with the nonce each is marked with.
+    homes: BTreeMap<String, String>,
 }
 
 /// The recording backend.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct FakeBackend {
     state: Mutex<State>,
+    kind: BackendKind,
+    caps: Capabilities,
+    facets: FakeFacets,
+}
+
+impl Default for FakeBackend {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 fn index(pane: &PaneId) -> Option<u64> {
@@ -71,8 +123,90 @@ fn index(pane: &PaneId) -> Option<u64> {
 }
 
 impl FakeBackend {
+    /// A fake that reports `in-process`, whose panes die with the lead,
+    /// and that has no facet.
     pub fn new() -> Self {
-        Self::default()
+        FakeBackend {
+            state: Mutex::default(),
+            kind: BackendKind::InProcess,
+            caps: Capabilities {
+                panes_outlive_lead: false,
+                exact_env: true,
+                exit_codes: true,
+                exit_events: false,
+                list_marked: true,
+                output_file: false,
+            },
+            facets: FakeFacets::default(),
+        }
+    }
+
+    /// A fake with the kind and facets of `kind`'s real backend (tmux:
+    /// focus, text, layout and homes; in-process: text and screens;
+    /// iTerm2: focus; Windows Terminal: none).
+    pub fn like(kind: BackendKind) -> Self {
+        let fake = Self::new().kind(kind);
+        match kind {
+            BackendKind::Tmux => fake.with_focus().with_text().with_layout().with_homes(),
+            BackendKind::InProcess => fake.with_text().with_screens(),
+            BackendKind::ITerm2 => fake.with_focus(),
+            BackendKind::WindowsTerminal => fake,
+        }
+    }
+
+    /// Reports `kind`; its panes outlive the lead unless it is in-process.
+    pub fn kind(mut self, kind: BackendKind) -> Self {
+        self.kind = kind;
+        self.caps.panes_outlive_lead = kind != BackendKind::InProcess;
+        self
+    }
+
+    /// Reports `caps` (after [`kind`](Self::kind), which sets one of them).
+    pub fn with_capabilities(mut self, caps: Capabilities) -> Self {
+        self.caps = caps;
+        self
+    }
+
+    /// Has the [`PaneFocus`] facet.
+    pub fn with_focus(mut self) -> Self {
+        self.facets.focus = true;
+        self
+    }
+
+    /// Has the [`PaneText`] facet: `capture` answers what
+    /// [`set_screen`](Self::set_screen) set.
+    pub fn with_text(mut self) -> Self {
+        self.facets.text = true;
+        self
+    }
+
+    /// Has the [`Layout`] facet.
+    pub fn with_layout(mut self) -> Self {
+        self.facets.layout = true;
+        self
+    }
+
+    /// Has the [`HomeSessions`] facet.
+    pub fn with_homes(mut self) -> Self {
+        self.facets.homes = true;
+        self
+    }
+
+    /// Has the [`LiveScreens`] facet: a pane's screen shows what
+    /// [`set_screen`](Self::set_screen) set.
+    pub fn with_screens(mut self) -> Self {
+        self.facets.screens = true;
+        self
+    }
+
+    /// The facets it has.
+    pub fn facets(&self) -> FakeFacets {
+        self.facets
+    }
+
+    /// The home sessions open now, by name.
+    pub fn homes(&self) -> Vec<String> {
+        self.state().homes.keys().cloned().collect()
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -124,7 +258,8 @@ impl FakeBackend {
         }
     }
 
-    /// Sets what `capture` returns for the pane.
+    /// Sets what `capture` returns for the pane, and what its live screen
+    /// shows.
     pub fn set_screen(&self, pane: impl AsRef<PaneId>, text: &str) {
         let mut st = self.state();
         if let Some(p) = index(pane.as_ref()).and_then(|i| st.panes.get_mut(&i)) {
@@ -202,7 +337,7 @@ impl FakeBackend {
 
     fn own_known(&self, pane: &PaneRef) -> Result<u64> {
         self.own(pane)?.ok_or_else(|| BackendError::UnknownPane {
-            backend: BackendKind::InProcess,
+            backend: self.kind,
             pane: pane.id.clone(),
         })
     }
@@ -211,9 +346,58 @@ impl FakeBackend {
         index(pane)
             .filter(|i| self.state().panes.contains_key(i))
             .ok_or_else(|| BackendError::UnknownPane {
-                backend: BackendKind::InProcess,
+                backend: self.kind,
                 pane: pane.clone(),
             })
+    }
+
+    /// Opens a pane for `spec`, in home session `home` if any.
+    fn open(&self, spec: &SpawnSpec, home: Option<String>) -> Result<PaneRef> {
+        spec.validate()?;
+        let mut st = self.state();
+        if let Some(reason) = st.fail_next_spawn.take() {
+            return Err(BackendError::Spawn {
+                program: spec.program.clone(),
+                reason,
+            });
+        }
+        st.next += 1;
+        let i = st.next;
+        st.panes.insert(
+            i,
+            FakePane {
+                spec: spec.clone(),
+                exited: None,
+                stubborn: false,
+                hidden: false,
+                screen: String::new(),
+                mark: Some(spec.mark.clone()),
+                size: crate::in_process::DEFAULT_SIZE,
+                home,
+            },
+        );
+        drop(st);
+        spec.signal_ready()?;
+        Ok(PaneRef::new(
+            PaneId::new(format!("fake-{i}")),
+            spec.mark.nonce.clone(),
+        ))
+    }
+
+    /// The home session a pane placed by `placement` joins: the named one,
+    /// or that of the pane it goes beside.
+    fn home_of(&self, placement: &Placement) -> Option<String> {
+        if !self.facets.homes {
+            return None;
+        }
+        match placement {
+            Placement::NewWindow { session } => session.clone(),
+            Placement::Session { name } => Some(name.clone()),
+            Placement::RightOfLead { lead } => {
+                let st = self.state();
+                index(lead).and_then(|i| st.panes.get(&i)?.home.clone())
+            }
+        }
     }
 }
 
@@ -234,59 +418,38 @@ fn fake_status(fp: &FakePane, nonce: Option<&str>) -> PaneStatus {
 
 #[async_trait::async_trait]
 impl PaneBackendExecutor for FakeBackend {
-    /// The fake stands in for a PTY host; it reports `in-process`.
+    /// The kind it was configured with (`in-process` by default).
     fn kind(&self) -> BackendKind {
-        BackendKind::InProcess
+        self.kind
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            focus: true,
-            hide_show: true,
-            set_title: true,
-            set_color: true,
-            rebalance: true,
-            capture: true,
-            panes_outlive_lead: false,
-            exact_env: true,
-            exit_codes: true,
-            exit_events: false,
-            list_marked: true,
-            home_sessions: false,
-            output_file: false,
-            screens: false,
-        }
+        self.caps
+    }
+
+    fn pane_focus(&self) -> Option<&dyn PaneFocus> {
+        self.facets.focus.then_some(self as &dyn PaneFocus)
+    }
+
+    fn pane_text(&self) -> Option<&dyn PaneText> {
+        self.facets.text.then_some(self as &dyn PaneText)
+    }
+
+    fn layout(&self) -> Option<&dyn Layout> {
+        self.facets.layout.then_some(self as &dyn Layout)
+    }
+
+    fn homes(&self) -> Option<&dyn HomeSessions> {
+        self.facets.homes.then_some(self as &dyn HomeSessions)
+    }
+
+    fn screens(&self) -> Option<&dyn LiveScreens> {
+        self.facets.screens.then_some(self as &dyn LiveScreens)
     }
 
     async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneRef> {
         self.record(FakeCall::Spawn(Box::new(spec.clone())));
-        spec.validate()?;
-        let mut st = self.state();
-        if let Some(reason) = st.fail_next_spawn.take() {
-            return Err(BackendError::Spawn {
-                program: spec.program.clone(),
-                reason,
-            });
-        }
-        st.next += 1;
-        let i = st.next;
-        st.panes.insert(
-            i,
-            FakePane {
-                spec: spec.clone(),
-                exited: None,
-                stubborn: false,
-                hidden: false,
-                screen: String::new(),
-                mark: Some(spec.mark.clone()),
-            },
-        );
-        drop(st);
-        spec.signal_ready()?;
-        Ok(PaneRef::new(
-            PaneId::new(format!("fake-{i}")),
-            spec.mark.nonce.clone(),
-        ))
+        self.open(spec, self.home_of(&spec.placement))
     }
 
     async fn status(&self, panes: &[PaneRef]) -> Result<Vec<(PaneId, PaneStatus)>> {
@@ -364,12 +527,32 @@ impl PaneBackendExecutor for FakeBackend {
         self.state().panes.remove(&i);
         Ok(())
     }
+}
 
+#[async_trait::async_trait]
+impl PaneFocus for FakeBackend {
     async fn focus(&self, pane: &PaneId) -> Result<()> {
         self.record(FakeCall::Focus(pane.clone()));
         self.known(pane).map(drop)
     }
+}
 
+#[async_trait::async_trait]
+impl PaneText for FakeBackend {
+    async fn capture(&self, pane: &PaneId) -> Result<String> {
+        self.record(FakeCall::Capture(pane.clone()));
+        let i = self.known(pane)?;
+        Ok(self
+            .state()
+            .panes
+            .get(&i)
+            .map(|p| p.screen.clone())
+            .unwrap_or_default())
+    }
+}
+
+#[async_trait::async_trait]
+impl Layout for FakeBackend {
     async fn hide(&self, pane: &PaneRef) -> Result<()> {
         self.record(FakeCall::Hide(pane.id.clone()));
         let i = self.own_known(pane)?;
@@ -411,15 +594,106 @@ impl PaneBackendExecutor for FakeBackend {
         Ok(())
     }
 
-    async fn capture(&self, pane: &PaneId) -> Result<String> {
-        self.record(FakeCall::Capture(pane.clone()));
+    async fn restore_host(&self, host: &PaneId) -> Result<()> {
+        self.record(FakeCall::RestoreHost(host.clone()));
+        Ok(())
+    }
+
+    /// The fake puts every pane beside the lead.
+    async fn placed_apart(&self, _pane: &PaneId) -> Option<String> {
+        None
+    }
+}
+
+/// Home sessions as names with the nonce each is marked with; a pane
+/// spawned into one (by name, or beside a pane in it) closes with it.
+#[async_trait::async_trait]
+impl HomeSessions for FakeBackend {
+    async fn home_exists(&self, name: &str) -> Result<bool> {
+        Ok(self.state().homes.contains_key(name))
+    }
+
+    async fn open_home(&self, name: &str, lead: &SpawnSpec) -> Result<PaneRef> {
+        self.record(FakeCall::OpenHome(name.to_string()));
+        if self.state().homes.contains_key(name) {
+            return Err(BackendError::invalid(
+                "home session",
+                name,
+                "already exists",
+            ));
+        }
+        let pane = self.open(lead, Some(name.to_string()))?;
+        self.state()
+            .homes
+            .insert(name.to_string(), lead.mark.nonce.clone());
+        Ok(pane)
+    }
+
+    async fn close_home(&self, name: &str, nonce: &str) -> Result<()> {
+        self.record(FakeCall::CloseHome {
+            name: name.to_string(),
+            nonce: nonce.to_string(),
+        });
+        let mut st = self.state();
+        match st.homes.get(name) {
+            None => Ok(()),
+            Some(mark) if nonce.is_empty() || mark != nonce => Err(BackendError::invalid(
+                "home session",
+                name,
+                "does not carry swarm's mark for this team (not created by it); left untouched",
+            )),
+            Some(_) => {
+                st.homes.remove(name);
+                st.panes.retain(|_, p| p.home.as_deref() != Some(name));
+                Ok(())
+            }
+        }
+    }
+
+    fn attach_argv(&self, name: &str) -> Result<Vec<String>> {
+        Ok(vec!["fake-attach".to_string(), name.to_string()])
+    }
+}
+
+/// A pane's screen is what [`FakeBackend::set_screen`] set, drawn at the
+/// pane's size.
+impl LiveScreens for FakeBackend {
+    fn hosts(&self, pane: &PaneId) -> bool {
+        self.known(pane).is_ok()
+    }
+
+    fn with_screen(&self, pane: &PaneId, f: &mut dyn FnMut(&vt100::Screen)) -> Result<()> {
         let i = self.known(pane)?;
-        Ok(self
+        let Some((text, (rows, cols))) = self
             .state()
             .panes
             .get(&i)
-            .map(|p| p.screen.clone())
-            .unwrap_or_default())
+            .map(|p| (p.screen.clone(), p.size))
+        else {
+            return Ok(());
+        };
+        let mut parser = vt100::Parser::new(rows, cols, 0);
+        parser.process(text.replace('\n', "\r\n").as_bytes());
+        f(parser.screen());
+        Ok(())
+    }
+
+    fn write_input(&self, pane: &PaneId, bytes: &[u8]) -> Result<()> {
+        self.record(FakeCall::Input(pane.clone(), bytes.to_vec()));
+        self.known(pane).map(drop)
+    }
+
+    fn resize(&self, pane: &PaneId, rows: u16, cols: u16) -> Result<()> {
+        self.record(FakeCall::Resize {
+            pane: pane.clone(),
+            rows,
+            cols,
+        });
+        let i = self.known(pane)?;
+        if let Some(p) = self.state().panes.get_mut(&i) {
+            p.size = (rows, cols);
+        }
+        Ok(())
     }
 }
 

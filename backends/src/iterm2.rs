@@ -17,8 +17,8 @@ use std::time::Duration;
 use crate::command::Invocation;
 use crate::error::{BackendError, Result};
 use crate::{
-    BackendKind, Capabilities, ENV_PROGRAM, PaneBackendExecutor, PaneId, PaneRef, PaneStatus,
-    Placement, SpawnSpec, pidfile, process,
+    BackendKind, Capabilities, ENV_PROGRAM, PaneBackendExecutor, PaneFocus, PaneId, PaneRef,
+    PaneStatus, Placement, SpawnSpec, pidfile, process,
 };
 
 /// The script run by `/bin/sh` in the new session: `$1` cwd, `$2` pid file,
@@ -261,11 +261,14 @@ impl PaneBackendExecutor for ITerm2Backend {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            focus: true,
             panes_outlive_lead: true,
             exact_env: true,
             ..Capabilities::default()
         }
+    }
+
+    fn pane_focus(&self) -> Option<&dyn PaneFocus> {
+        Some(self)
     }
 
     /// iTerm2 session ids are UUIDs that iTerm2 never reuses, so the id
@@ -335,7 +338,10 @@ impl PaneBackendExecutor for ITerm2Backend {
         let _ = std::fs::remove_file(&pid_file);
         Ok(())
     }
+}
 
+#[async_trait::async_trait]
+impl PaneFocus for ITerm2Backend {
     async fn focus(&self, pane: &PaneId) -> Result<()> {
         let (session, _) = parse_pane_id(pane)?;
         let args = match self.driver {

@@ -7,8 +7,10 @@
 //!
 //! # Layout
 //!
-//! - this file: [`PaneBackendExecutor`], [`SpawnSpec`], [`PaneId`],
-//!   [`PaneStatus`], [`Capabilities`], [`BackendKind`] and [`detect`].
+//! - this file: [`PaneBackendExecutor`] (the core every backend has) and
+//!   its facets ([`PaneFocus`], [`PaneText`], [`Layout`], [`HomeSessions`],
+//!   [`LiveScreens`]), [`SpawnSpec`], [`PaneId`], [`PaneStatus`],
+//!   [`Capabilities`], [`BackendKind`] and [`detect`].
 //! - [`error`] — [`BackendError`].
 //! - [`command`] — running an external program with a timeout.
 //! - [`process`] — signals to process groups (the kill ladder's mechanics).
@@ -391,15 +393,16 @@ pub enum PaneStatus {
     Foreign,
 }
 
-/// What a backend can do beyond spawn, status and kill.
+/// The facts about a backend that every caller may need and no facet
+/// carries: how its panes relate to the lead, and what [`spawn`] and
+/// [`status`] can promise. What a backend can *do* beyond the core is not
+/// here: it is a facet ([`PaneBackendExecutor::layout`] and its siblings),
+/// and having the facet is the capability.
+///
+/// [`spawn`]: PaneBackendExecutor::spawn
+/// [`status`]: PaneBackendExecutor::status
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Capabilities {
-    pub focus: bool,
-    pub hide_show: bool,
-    pub set_title: bool,
-    pub set_color: bool,
-    pub rebalance: bool,
-    pub capture: bool,
     /// Panes keep running when the lead exits (tmux, iTerm2, WT: yes;
     /// in-process: no).
     pub panes_outlive_lead: bool,
@@ -407,25 +410,16 @@ pub struct Capabilities {
     pub exact_env: bool,
     /// `status` can report an exit code.
     pub exit_codes: bool,
-    /// [`PaneBackendExecutor::changed`] resolves when a pane's process
+    /// [`PaneBackendExecutor::changes`] resolves when a pane's process
     /// exits, so liveness need not be polled (in-process on Linux).
     pub exit_events: bool,
     /// [`PaneBackendExecutor::list_marked`]: every pane carrying a swarm
-    /// mark can be listed (tmux, in-process, fake).
+    /// mark can be listed (tmux, in-process, fake; not iTerm2 or Windows
+    /// Terminal, which cannot list their panes).
     pub list_marked: bool,
-    /// Home sessions: [`open_home`](PaneBackendExecutor::open_home),
-    /// [`home_exists`](PaneBackendExecutor::home_exists),
-    /// [`close_home`](PaneBackendExecutor::close_home) and
-    /// [`attach_argv`](PaneBackendExecutor::attach_argv) (tmux).
-    pub home_sessions: bool,
     /// [`SpawnSpec::output`] is honoured: the pane's output is appended to
     /// that file from its first byte.
     pub output_file: bool,
-    /// Live screens and key input of panes hosted by this process
-    /// ([`with_screen`](PaneBackendExecutor::with_screen),
-    /// [`write_input`](PaneBackendExecutor::write_input),
-    /// [`resize`](PaneBackendExecutor::resize)): in-process.
-    pub screens: bool,
 }
 
 /// The kinds of backend, named as the roster's `backendType` names them.
@@ -479,16 +473,31 @@ impl std::str::FromStr for BackendKind {
     }
 }
 
-/// The seam between swarm and a terminal. Object-safe: the app holds a
-/// `Box<dyn PaneBackendExecutor>` chosen at run time. Optional operations
-/// default to [`BackendError::Unsupported`] and are declared in
-/// [`capabilities`](Self::capabilities).
+/// The seam between swarm and a terminal: the small core every backend has
+/// (spawn, status, kill, list the marked panes, wait for changes) plus
+/// facets a backend may have. Object-safe: the app holds a
+/// `Box<dyn PaneBackendExecutor>` chosen at run time.
+///
+/// A facet is asked for, never assumed: [`layout`](Self::layout),
+/// [`pane_focus`](Self::pane_focus), [`pane_text`](Self::pane_text),
+/// [`homes`](Self::homes) and [`screens`](Self::screens) answer `None` by
+/// default, and a backend that answers `Some` does every call of that
+/// facet. So a caller that has the facet needs no "unsupported" branch, and
+/// one that has not says in one line what this backend cannot do.
+///
+/// | backend           | focus | text | layout | homes | screens |
+/// |-------------------|-------|------|--------|-------|---------|
+/// | tmux              | yes   | yes  | yes    | yes   |         |
+/// | in-process        |       | yes  |        |       | yes     |
+/// | iTerm2            | yes   |      |        |       |         |
+/// | Windows Terminal  |       |      |        |       |         |
+/// | fake              | as the test configures it                 |
 #[async_trait::async_trait]
 pub trait PaneBackendExecutor: Send + Sync {
     /// Which backend this is.
     fn kind(&self) -> BackendKind;
 
-    /// What it can do beyond spawn, status and kill.
+    /// The facts about its panes no facet carries.
     fn capabilities(&self) -> Capabilities;
 
     /// Opens a pane running `spec.program` + `spec.args` as argv with exactly
@@ -548,92 +557,112 @@ pub trait PaneBackendExecutor: Send + Sync {
     /// (an exit before the call counts), where
     /// [`Capabilities::exit_events`] says so. The default never resolves:
     /// those backends' callers poll [`status`](Self::status).
-    async fn changed(&self) {
+    async fn changes(&self) {
         std::future::pending::<()>().await
     }
 
-    /// Where a pane this backend instance opened was put when it is not
-    /// beside the lead, as a user would look for it (`window 2`: tmux's
-    /// overflow window when the lead's window is full), else `None`
-    /// (beside the lead, or a backend that never puts a pane apart).
-    async fn placed_apart(&self, _pane: &PaneId) -> Option<String> {
-        None
-    }
-
-    async fn focus(&self, _pane: &PaneId) -> Result<()> {
-        Err(BackendError::unsupported(self.kind(), "focus"))
-    }
-    /// Moves a marked pane out of sight (refused for a foreign pane).
-    async fn hide(&self, _pane: &PaneRef) -> Result<()> {
-        Err(BackendError::unsupported(self.kind(), "hide"))
-    }
-    /// Brings a hidden marked pane back beside the lead.
-    async fn show(&self, _pane: &PaneRef) -> Result<()> {
-        Err(BackendError::unsupported(self.kind(), "show"))
-    }
-    async fn set_title(&self, _pane: &PaneId, _title: &str) -> Result<()> {
-        Err(BackendError::unsupported(self.kind(), "set_title"))
-    }
-    async fn set_color(&self, _pane: &PaneId, _color: &str) -> Result<()> {
-        Err(BackendError::unsupported(self.kind(), "set_color"))
-    }
-    async fn rebalance(&self) -> Result<()> {
-        Err(BackendError::unsupported(self.kind(), "rebalance"))
-    }
-    /// The pane's visible text (diagnostics and tests).
-    async fn capture(&self, _pane: &PaneId) -> Result<String> {
-        Err(BackendError::unsupported(self.kind(), "capture"))
-    }
-
-    /// Puts back what swarm changed in the window of `host`, a pane swarm
-    /// did not create (the user's pane the lead ran in). Nothing to do for
-    /// backends that change nothing there.
-    async fn restore_host(&self, _host: &PaneId) -> Result<()> {
-        Ok(())
-    }
-
-    /// True when a home session named `name` exists (and carries any mark).
-    async fn home_exists(&self, _name: &str) -> Result<bool> {
-        Err(BackendError::unsupported(self.kind(), "home sessions"))
-    }
-    /// Creates the detached home session `name` with `lead` in its first
-    /// pane; the session is marked with `lead.mark`.
-    async fn open_home(&self, _name: &str, _lead: &SpawnSpec) -> Result<PaneRef> {
-        Err(BackendError::unsupported(self.kind(), "home sessions"))
-    }
-    /// Closes home session `name` if it carries `nonce` (refused, and left
-    /// alone, otherwise); a missing session is Ok.
-    async fn close_home(&self, _name: &str, _nonce: &str) -> Result<()> {
-        Err(BackendError::unsupported(self.kind(), "home sessions"))
-    }
-    /// The argv (program first) that attaches the user's terminal to home
-    /// session `name`.
-    fn attach_argv(&self, _name: &str) -> Result<Vec<String>> {
-        Err(BackendError::unsupported(self.kind(), "attach"))
-    }
     /// The multiplexer version this backend checked, if any (recorded so
     /// that later processes of the team skip the check).
     async fn checked_version(&self) -> Option<(u32, u32)> {
         None
     }
 
+    /// Facet: a pane can be made the one the user looks at (tmux, iTerm2).
+    fn pane_focus(&self) -> Option<&dyn PaneFocus> {
+        None
+    }
+
+    /// Facet: a pane's visible text can be read (tmux, in-process).
+    fn pane_text(&self) -> Option<&dyn PaneText> {
+        None
+    }
+
+    /// Facet: swarm arranges the panes of the lead's window: hides and
+    /// shows them, titles and colours them, lays the column out (tmux).
+    fn layout(&self) -> Option<&dyn Layout> {
+        None
+    }
+
+    /// Facet: the team's home session, a detached session the lead runs in
+    /// that the user attaches to (tmux).
+    fn homes(&self) -> Option<&dyn HomeSessions> {
+        None
+    }
+
+    /// Facet: the panes' screens live in this process and take key input,
+    /// so the TeamsDialog draws them itself (in-process).
+    fn screens(&self) -> Option<&dyn LiveScreens> {
+        None
+    }
+}
+
+/// The facet [`PaneBackendExecutor::pane_focus`].
+#[async_trait::async_trait]
+pub trait PaneFocus: Send + Sync {
+    /// Makes `pane` the current pane of its window, and its window the
+    /// current one.
+    async fn focus(&self, pane: &PaneId) -> Result<()>;
+}
+
+/// The facet [`PaneBackendExecutor::pane_text`].
+#[async_trait::async_trait]
+pub trait PaneText: Send + Sync {
+    /// The pane's visible text (diagnostics, `swarm output` before a log
+    /// exists, tests).
+    async fn capture(&self, pane: &PaneId) -> Result<String>;
+}
+
+/// The facet [`PaneBackendExecutor::layout`].
+#[async_trait::async_trait]
+pub trait Layout: Send + Sync {
+    /// Moves a marked pane out of sight (refused for a foreign pane).
+    async fn hide(&self, pane: &PaneRef) -> Result<()>;
+    /// Brings a hidden marked pane back beside the lead.
+    async fn show(&self, pane: &PaneRef) -> Result<()>;
+    /// The title its border shows.
+    async fn set_title(&self, pane: &PaneId, title: &str) -> Result<()>;
+    /// The colour its border shows, a [`PALETTE`] name.
+    async fn set_color(&self, pane: &PaneId, color: &str) -> Result<()>;
+    /// Lays the lead's window out again: the lead on the left, the
+    /// teammates' column even.
+    async fn rebalance(&self) -> Result<()>;
+    /// Puts back what swarm changed in the window of `host`, a pane swarm
+    /// did not create (the user's pane the lead ran in).
+    async fn restore_host(&self, host: &PaneId) -> Result<()>;
+    /// Where a pane this backend instance opened was put when it is not
+    /// beside the lead, as a user would look for it (`window 2`: the
+    /// overflow window when the lead's window is full), else `None`.
+    async fn placed_apart(&self, pane: &PaneId) -> Option<String>;
+}
+
+/// The facet [`PaneBackendExecutor::homes`].
+#[async_trait::async_trait]
+pub trait HomeSessions: Send + Sync {
+    /// True when a home session named `name` exists (and carries any mark).
+    async fn home_exists(&self, name: &str) -> Result<bool>;
+    /// Creates the detached home session `name` with `lead` in its first
+    /// pane; the session is marked with `lead.mark`.
+    async fn open_home(&self, name: &str, lead: &SpawnSpec) -> Result<PaneRef>;
+    /// Closes home session `name` if it carries `nonce` (refused, and left
+    /// alone, otherwise); a missing session is Ok.
+    async fn close_home(&self, name: &str, nonce: &str) -> Result<()>;
+    /// The argv (program first) that attaches the user's terminal to home
+    /// session `name`.
+    fn attach_argv(&self, name: &str) -> Result<Vec<String>>;
+}
+
+/// The facet [`PaneBackendExecutor::screens`]. Synchronous: the TeamsDialog
+/// calls it while drawing.
+pub trait LiveScreens: Send + Sync {
     /// True when this process hosts `pane` (in-process panes live inside
     /// their lead; another process can reach them only by pid).
-    fn hosts(&self, _pane: &PaneId) -> bool {
-        false
-    }
+    fn hosts(&self, pane: &PaneId) -> bool;
     /// Runs `f` on the pane's live screen.
-    fn with_screen(&self, _pane: &PaneId, _f: &mut dyn FnMut(&vt100::Screen)) -> Result<()> {
-        Err(BackendError::unsupported(self.kind(), "screens"))
-    }
+    fn with_screen(&self, pane: &PaneId, f: &mut dyn FnMut(&vt100::Screen)) -> Result<()>;
     /// Forwards key bytes to the pane's program.
-    fn write_input(&self, _pane: &PaneId, _bytes: &[u8]) -> Result<()> {
-        Err(BackendError::unsupported(self.kind(), "key input"))
-    }
+    fn write_input(&self, pane: &PaneId, bytes: &[u8]) -> Result<()>;
     /// Resizes the pane's terminal.
-    fn resize(&self, _pane: &PaneId, _rows: u16, _cols: u16) -> Result<()> {
-        Err(BackendError::unsupported(self.kind(), "resize"))
-    }
+    fn resize(&self, pane: &PaneId, rows: u16, cols: u16) -> Result<()>;
 }
 
 /// The facts detection decides from, gathered by the caller.

@@ -11,8 +11,8 @@
 //! PROGRAM ARGS` with WT's `;` escaped, `tasklist`'s argv and the parser of
 //! its CSV, and `taskkill /T [/F]`'s argv. Its [`Capabilities`] are the
 //! defaults but for panes outliving the lead: no exact environment (WT
-//! passes its own), no exit codes, no focus (`wt focus-pane -t` takes an
-//! index that shifts as panes close).
+//! passes its own), no exit codes; and it has no facet, not even focus
+//! (`wt focus-pane -t` takes an index that shifts as panes close).
 //!
 //! [`spawn`]: PaneBackendExecutor::spawn
 //! [`kill`]: PaneBackendExecutor::kill

@@ -15,7 +15,8 @@ use swarm_backends::fake::{FakeBackend, FakeSignal};
 use swarm_backends::in_process::InProcessBackend;
 use swarm_backends::tmux::TmuxBackend;
 use swarm_backends::{
-    BackendError, PaneBackendExecutor, PaneId, PaneRef, PaneStatus, Placement, SpawnSpec,
+    BackendError, HomeSessions, Layout, PaneBackendExecutor, PaneFocus, PaneId, PaneRef,
+    PaneStatus, Placement, SpawnSpec,
 };
 
 // Test mechanics written once for both test crates, included from the
@@ -208,8 +209,10 @@ impl InProcessHarness {
 }
 
 impl FakeHarness {
+    /// A fake with every facet a pane has (focus, text, layout), so the
+    /// contract checks the fake's facets too.
     fn new() -> Self {
-        Self::with(FakeBackend::new())
+        Self::with(FakeBackend::new().with_focus().with_text().with_layout())
     }
 }
 
@@ -499,7 +502,8 @@ async fn kill_all_spares_a_pane_that_is_not_ours(h: &dyn Harness) {
         .expect("kill");
 }
 
-/// `capture` shows what the program printed.
+/// `capture` shows what the program printed (every backend of the
+/// contract has the text facet).
 async fn capture_shows_printed_text(h: &dyn Harness) {
     let spec = h.spec(
         "sh",
@@ -515,6 +519,8 @@ async fn capture_shows_printed_text(h: &dyn Harness) {
     wait_until("the greeting on screen", async || {
         let text = h
             .backend()
+            .pane_text()
+            .expect("the text facet")
             .capture(&pane.id)
             .await
             .map_err(|e| e.to_string())?;
@@ -573,26 +579,25 @@ async fn gone_after_kill_and_server_death(h: &dyn Harness) {
     }
 }
 
-/// Unsupported operations say so; supported ones work.
-async fn capabilities_are_honest(h: &dyn Harness) {
-    let caps = h.backend().capabilities();
+/// A facet a backend has works: having it is the capability.
+async fn facets_are_honest(h: &dyn Harness) {
     let pane = h
         .backend()
         .spawn(&h.spec("sleep", &["1000"]))
         .await
         .expect("spawn");
     let b = h.backend();
-    for (supported, result) in [
-        (caps.focus, b.focus(&pane.id).await),
-        (caps.set_title, b.set_title(&pane.id, "renamed").await),
-        (caps.set_color, b.set_color(&pane.id, "green").await),
-        (caps.rebalance, b.rebalance().await),
-    ] {
-        match result {
-            Ok(()) => assert!(supported),
-            Err(swarm_backends::BackendError::Unsupported { .. }) => assert!(!supported),
-            Err(e) => panic!("unexpected error: {e}"),
-        }
+    if let Some(f) = b.pane_focus() {
+        f.focus(&pane.id).await.expect("focus");
+    }
+    if let Some(l) = b.layout() {
+        l.set_title(&pane.id, "renamed").await.expect("set_title");
+        l.set_color(&pane.id, "green").await.expect("set_color");
+        l.rebalance().await.expect("rebalance");
+    }
+    if let Some(s) = b.screens() {
+        assert!(s.hosts(&pane.id), "a pane it opened is hosted here");
+        s.with_screen(&pane.id, &mut |_| {}).expect("with_screen");
     }
     b.kill(&pane, Duration::from_secs(1)).await.expect("kill");
 }
@@ -647,7 +652,7 @@ contract!(
     kill_all_spares_a_pane_that_is_not_ours,
     capture_shows_printed_text,
     gone_after_kill_and_server_death,
-    capabilities_are_honest,
+    facets_are_honest,
 );
 
 // ---- what only tmux does ---------------------------------------------------
@@ -1073,7 +1078,7 @@ mod in_process_live {
     /// An exit wakes `changed` at once; nothing else does (no timer).
     #[cfg(target_os = "linux")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn changed_wakes_on_an_exit_and_not_on_a_timer() {
+    async fn changes_wakes_on_an_exit_and_not_on_a_timer() {
         let h = InProcessHarness::new();
         let go = h.dir().join("go");
         let script = r#"while [ ! -e "$0" ]; do sleep 0.01; done; exit 7"#;
@@ -1084,13 +1089,13 @@ mod in_process_live {
             .unwrap();
         assert!(h.backend.capabilities().exit_events);
         assert!(
-            tokio::time::timeout(Duration::from_millis(400), h.backend.changed())
+            tokio::time::timeout(Duration::from_millis(400), h.backend.changes())
                 .await
                 .is_err(),
             "changed resolved while every pane was running"
         );
         std::fs::write(&go, b"").unwrap();
-        tokio::time::timeout(timeouts::scaled(WAIT), h.backend.changed())
+        tokio::time::timeout(timeouts::scaled(WAIT), h.backend.changes())
             .await
             .expect("changed resolves when the pane's process exits");
         assert_eq!(

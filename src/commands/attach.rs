@@ -15,13 +15,13 @@ use anyhow::{Context as _, Result, bail};
 
 pub(super) async fn attach(ctx: &Context, args: BackendArgs) -> Result<Exit> {
     let (team, opened) = open(ctx, &args)?;
-    if !opened.caps().home_sessions {
+    let Some(homes) = opened.backend.homes() else {
         bail!(
             "team {} does not run on tmux (backend {}); nothing to attach to",
             team.name,
             opened.kind()
         );
-    }
+    };
     let record = opened.record();
     let Some(session) = record.session.clone() else {
         if let Some(lead) = record.lead_pane.clone() {
@@ -34,7 +34,7 @@ pub(super) async fn attach(ctx: &Context, args: BackendArgs) -> Result<Exit> {
             team.name
         );
     };
-    if !opened.backend.home_exists(&session).await? {
+    if !homes.home_exists(&session).await? {
         bail!(
             "no tmux session {session} for team {}; start it with `swarm up --team {}`",
             team.name,
@@ -67,7 +67,10 @@ async fn focus_own_pane(
             team.name
         );
     }
-    opened.backend.focus(lead).await?;
+    let focus = opened.backend.pane_focus().ok_or_else(|| {
+        swarm_backends::BackendError::unsupported(opened.kind(), "focusing a pane")
+    })?;
+    focus.focus(lead).await?;
     if std::env::var_os("TMUX").is_some_and(|v| !v.is_empty()) {
         eprintln!(
             "swarm: the lead of team {} is pane {lead}: focused",
@@ -91,12 +94,17 @@ async fn focus_own_pane(
 /// client; ends the client when the lead exits meanwhile; then says how to
 /// come back if the team runs on.
 pub(super) async fn attach_home(team: &Team, opened: &Session, session: &str) -> Result<Exit> {
+    let homes = opened
+        .backend
+        .homes()
+        .ok_or_else(|| swarm_backends::BackendError::unsupported(opened.kind(), "home sessions"))?;
     if let Some(lead) = &opened.record().lead_pane
-        && let Err(e) = opened.backend.focus(lead).await
+        && let Some(focus) = opened.backend.pane_focus()
+        && let Err(e) = focus.focus(lead).await
     {
         tracing::warn!("focus the lead's pane {lead} before attaching: {e}");
     }
-    let argv = opened.backend.attach_argv(session)?;
+    let argv = homes.attach_argv(session)?;
     let mut client = std::process::Command::new(&argv[0])
         .args(&argv[1..])
         .spawn()
@@ -123,7 +131,7 @@ pub(super) async fn attach_home(team: &Team, opened: &Session, session: &str) ->
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    if opened.backend.home_exists(session).await.unwrap_or(false) {
+    if homes.home_exists(session).await.unwrap_or(false) {
         eprintln!(
             "swarm: team {0} runs on in tmux session {session}: `swarm attach --team {0}` comes back, `swarm down --team {0}` ends it",
             team.name

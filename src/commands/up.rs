@@ -16,7 +16,7 @@ use crate::team::locks::{LifecycleLock, lead_holder, lead_pid_alive};
 use crate::text::{escape_line as esc, shell_word};
 use anyhow::{Context as _, Result, bail};
 use std::time::{Duration, Instant};
-use swarm_backends::{PaneMark, SpawnSpec};
+use swarm_backends::{HomeSessions, PaneMark, SpawnSpec};
 
 /// What `up` and `lead` leave to do once their async setup is over: either
 /// nothing more, or run the lead (which needs the runtime itself, outside
@@ -122,10 +122,14 @@ async fn up_team(ctx: &Context, args: UpArgs) -> Result<(Next, Team)> {
     // Before the lead starts: it would take their gone panes for deaths
     // and hand their tasks back.
     say(ops.bring_back(&opened, comeback(&args)).await?);
-    let next = if opened.caps().home_sessions && opened.own_pane.is_none() {
-        up_in_home(&ops, opened, args, lifecycle, started).await?
-    } else {
-        up_here(&ops, opened, lifecycle).await?
+    // A backend with home sessions (tmux) runs a lead started outside it
+    // in the team's home session; any other lead runs here.
+    let backend = opened.backend.clone();
+    let next = match backend.homes() {
+        Some(homes) if opened.own_pane.is_none() => {
+            up_in_home(&ops, homes, opened, args, lifecycle, started).await?
+        }
+        _ => up_here(&ops, opened, lifecycle).await?,
     };
     Ok((next, team))
 }
@@ -216,6 +220,7 @@ fn up_spec_and_name(
 /// lead), and this process attaches to it.
 async fn up_in_home(
     ops: &TeamOps,
+    homes: &dyn HomeSessions,
     opened: Session,
     args: UpArgs,
     lifecycle: LifecycleLock,
@@ -223,37 +228,8 @@ async fn up_in_home(
 ) -> Result<Next> {
     let team = ops.team().clone();
     let name = team.name.clone();
-    let session = opened
-        .record()
-        .session
-        .unwrap_or_else(|| session::session_name(&name));
     let spec = lead_spec(&team, &opened)?;
-    let (lead_pane, made_home) = if opened.backend.home_exists(&session).await? {
-        // The session outlived its lead (e.g. kill -9, or `q`): a new window.
-        let spec = spec.placement(swarm_backends::Placement::NewWindow {
-            session: Some(session.clone()),
-        });
-        (opened.backend.spawn(&spec).await?, false)
-    } else {
-        (opened.backend.open_home(&session, &spec).await?, true)
-    };
-    let version = opened.backend.checked_version().await;
-    opened.update_record(|r| {
-        r.session = Some(session);
-        r.lead_pane = Some(lead_pane.id.clone());
-        // The session keeps the mark it was made with; a session of
-        // before `home_nonce` was marked with its first lead's nonce.
-        if made_home {
-            r.home_nonce = Some(lead_pane.nonce.clone());
-        } else if r.home_nonce.is_none() {
-            r.home_nonce = r.lead_nonce.clone();
-        }
-        r.lead_nonce = Some(lead_pane.nonce.clone());
-        r.tmux_version = version.or(r.tmux_version);
-    })?;
-    opened.set_placement(Some(swarm_backends::Placement::RightOfLead {
-        lead: lead_pane.id.clone(),
-    }));
+    let lead_pane = ops.open_lead_home(&opened, homes, spec).await?;
     say(ops.complete(&opened).await?);
     // The lifecycle lock is let go only once the new lead holds its
     // own: a second `up` waiting for it then finds the lead running.
@@ -368,7 +344,7 @@ fn already_running(team: &str, pid: u32, record: &session::SessionRecord) -> Str
 }
 
 async fn reattach(team: &Team, opened: &Session, no_attach: bool) -> Result<Exit> {
-    if !opened.caps().home_sessions {
+    if opened.backend.homes().is_none() {
         bail!(
             "the lead of team {} runs in another terminal (backend {})",
             team.name,
@@ -379,7 +355,9 @@ async fn reattach(team: &Team, opened: &Session, no_attach: bool) -> Result<Exit
     let Some(session) = record.session.clone() else {
         if let Some(lead) = &record.lead_pane {
             // Focus is a courtesy: the lead runs either way.
-            ignore(opened.backend.focus(lead).await, "focusing the lead's pane");
+            if let Some(focus) = opened.backend.pane_focus() {
+                ignore(focus.focus(lead).await, "focusing the lead's pane");
+            }
         }
         return Ok(Exit::Ok);
     };

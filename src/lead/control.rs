@@ -18,7 +18,7 @@ use crate::tui::{Action, LeadControl, ScreenSource, TeamView};
 use anyhow::Result;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use swarm_backends::PaneRef;
+use swarm_backends::{LiveScreens, PaneRef};
 
 /// The lead as the TUI sees it.
 pub struct LeadUi {
@@ -71,9 +71,9 @@ impl LeadUi {
         self.ops().pane_of(name)
     }
 
-    /// True when the teammates' screens live in this process.
-    fn screens(&self) -> bool {
-        self.opened.caps().screens
+    /// The teammates' live screens, when they live in this process.
+    fn screens(&self) -> Option<&dyn LiveScreens> {
+        self.opened.backend.screens()
     }
 
     /// Runs `work` on the lead's runtime; its outcome (or error) becomes
@@ -145,13 +145,13 @@ fn not_ours(r: &crate::ops::depart::Left) -> String {
 
 impl ScreenSource for LeadUi {
     fn with_screen(&self, name: &str, f: &mut dyn FnMut(&tui_term::vt100::Screen)) -> bool {
-        if !self.screens() {
+        let Some(screens) = self.screens() else {
             return false;
-        }
+        };
         let Ok(pane) = self.pane_of(name) else {
             return false;
         };
-        self.opened.backend.with_screen(&pane.id, f).is_ok()
+        screens.with_screen(&pane.id, f).is_ok()
     }
 }
 
@@ -243,8 +243,8 @@ impl LeadControl for LeadUi {
             team: &self.team,
             shared: &self.shared,
             backend_name: self.opened.kind().to_string(),
-            can_hide: self.opened.caps().hide_show,
-            in_process: self.opened.caps().screens,
+            can_hide: self.opened.backend.layout().is_some(),
+            in_process: self.screens().is_some(),
             notice: self.current_notice(),
         };
         match self.state.view(&cx) {
@@ -267,7 +267,7 @@ impl LeadControl for LeadUi {
     fn perform(&mut self, action: Action) -> Result<Option<String>> {
         match action {
             Action::Focus(name) => {
-                if self.screens() {
+                if self.screens().is_some() {
                     return Ok(None); // the dialog zooms itself
                 }
                 let ops = self.ops();
@@ -278,18 +278,14 @@ impl LeadControl for LeadUi {
                 Ok(None)
             }
             Action::Input { to, bytes } => {
-                if self.screens() {
-                    self.opened
-                        .backend
-                        .write_input(&self.pane_of(&to)?.id, &bytes)?;
+                if let Some(screens) = self.screens() {
+                    screens.write_input(&self.pane_of(&to)?.id, &bytes)?;
                 }
                 Ok(None)
             }
             Action::ResizePane { name, rows, cols } => {
-                if self.screens() {
-                    self.opened
-                        .backend
-                        .resize(&self.pane_of(&name)?.id, rows, cols)?;
+                if let Some(screens) = self.screens() {
+                    screens.resize(&self.pane_of(&name)?.id, rows, cols)?;
                 }
                 Ok(None)
             }

@@ -960,7 +960,7 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
                     lead.event(format!("error reading the pending requests: {e:#}"));
                 }
             }
-            _ = lead.opened.backend.changed(), if exit_events && !lead.watching => {
+            _ = lead.opened.backend.changes(), if exit_events && !lead.watching => {
                 inbox_due = true;
                 if let Err(e) = lead.supervise().await {
                     lead.event(format!("error checking panes: {e:#}"));

@@ -365,10 +365,12 @@ impl TeamOps {
         )
         .await?;
         self.tell_ai_lead_killed(&left);
-        if left.len() > 1 && session.caps().rebalance {
+        if left.len() > 1
+            && let Some(layout) = session.backend.layout()
+        {
             // Several panes closed at once: the column they leave is laid
             // out evenly again (a courtesy; the prune is done either way).
-            crate::dropped::ignore(session.backend.rebalance().await, "rebalancing the panes");
+            crate::dropped::ignore(layout.rebalance().await, "rebalancing the panes");
         }
         Ok(left)
     }
@@ -768,30 +770,33 @@ async fn close_lead(opened: &Session, stopping: Option<u32>) -> Result<()> {
         opened.backend.await_ended(pid, LEAD_ENDS_WITHIN).await;
     }
     let record = &opened.record();
-    match (&record.session, record.lead_ref(), &record.lead_pane) {
-        (Some(session), Some(_), _) if opened.caps().home_sessions => {
+    let homes = opened.backend.homes();
+    match (&record.session, record.lead_ref(), &record.lead_pane, homes) {
+        (Some(session), Some(_), _, Some(homes)) => {
             // The session swarm made holds the lead's pane: closing it
             // closes that pane too. A session of that name without the
             // mark is not swarm's: left alone.
             let mark = record.home_mark().unwrap_or_default();
-            if let Err(e) = opened.backend.close_home(session, mark).await {
+            if let Err(e) = homes.close_home(session, mark).await {
                 tracing::warn!(%session, %e, "home session left alone");
                 eprintln!("swarm: left tmux session {session} alone: {e}");
             }
         }
-        (_, Some(lead), _) => match opened.backend.kill(&lead, Duration::from_secs(1)).await {
+        (_, Some(lead), _, _) => match opened.backend.kill(&lead, Duration::from_secs(1)).await {
             Ok(()) | Err(BackendError::NotOurs { .. }) => {}
             Err(e) => return Err(e).context("closing the lead's pane"),
         },
-        (_, None, Some(host)) => {
-            // The user's pane: it stays, with its window as it was.
-            opened
-                .backend
-                .restore_host(host)
-                .await
-                .context("putting the lead's window options back")?;
+        (_, None, Some(host), _) => {
+            // The user's pane: it stays, with its window as it was (a
+            // backend without the layout facet changed nothing there).
+            if let Some(layout) = opened.backend.layout() {
+                layout
+                    .restore_host(host)
+                    .await
+                    .context("putting the lead's window options back")?;
+            }
         }
-        (_, None, None) => {}
+        (_, None, None, _) => {}
     }
     // A lead that had not ended by then ends with its pane: seen to.
     if let Some(pid) = stopping {

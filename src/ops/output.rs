@@ -58,9 +58,9 @@ impl TeamOps {
         // No log: the pane's screen, when the backend can show it.
         let pane = crate::session::member_pane(&m);
         if let (Some(pane), Some(session)) = (pane, self.session_if_reachable())
-            && session.caps().capture
+            && let Some(text) = session.backend.pane_text()
         {
-            let screen = session.backend.capture(&pane.id).await?;
+            let screen = text.capture(&pane.id).await?;
             return Ok(Output {
                 text: last_lines(screen.as_bytes(), lines),
                 source: "screen",

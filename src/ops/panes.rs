@@ -20,12 +20,26 @@ pub async fn pane_status(opened: &Session, m: &Member) -> Result<PaneStatus> {
 /// taken for it).
 fn foreign_in_process_pid(opened: &Session, m: &Member) -> Option<(u32, Option<String>)> {
     if m.backend_kind() != Some(swarm_backends::BackendKind::InProcess)
-        || opened.backend.hosts(&PaneIdOf(m).id())
+        || opened
+            .backend
+            .screens()
+            .is_some_and(|s| s.hosts(&PaneIdOf(m).id()))
     {
         return None;
     }
     // A pid that does not read is no pane this process can reach.
     crate::dropped::ignore(m.pid(), "reading a hosted pane's pid").flatten()
+}
+
+/// The session's layout facet, or the one-line refusal of `operation`.
+fn layout_of<'a>(
+    session: &'a Session,
+    operation: &'static str,
+) -> Result<&'a dyn swarm_backends::Layout> {
+    Ok(session
+        .backend
+        .layout()
+        .ok_or_else(|| BackendError::unsupported(session.kind(), operation))?)
 }
 
 /// A member's pane id (for lookups that prove nothing).
@@ -192,33 +206,44 @@ impl super::TeamOps {
     }
 
     /// Hides `name`'s pane (parked out of the lead's window) and records
-    /// it on the roster.
+    /// it on the roster; refused in one line on a backend without the
+    /// layout facet.
     pub async fn hide(&self, name: &str) -> Result<()> {
         self.require_own("hide its panes")?;
+        let session = self.session()?;
+        let layout = layout_of(&session, "hiding panes")?;
         let pane = self.pane_of(name)?;
-        self.session()?.backend.hide(&pane).await?;
+        layout.hide(&pane).await?;
         self.set_hidden(name, true).await
     }
 
-    /// Shows every hidden pane again; how many.
+    /// Shows every hidden pane again; how many. Refused in one line on a
+    /// backend without the layout facet.
     pub async fn show_all(&self) -> Result<usize> {
         self.require_own("show its panes")?;
         let session = self.session()?;
+        let layout = layout_of(&session, "showing panes")?;
         let tf = self.team().roster().read()?;
         let hidden: Vec<&Member> = tf.teammates().filter(|m| m.hidden()).collect();
         for m in &hidden {
             if let Some(pane) = member_pane(m) {
-                session.backend.show(&pane).await?;
+                layout.show(&pane).await?;
             }
             self.set_hidden(&m.name, false).await?;
         }
         Ok(hidden.len())
     }
 
-    /// Makes `name`'s pane the current one.
+    /// Makes `name`'s pane the current one; refused in one line on a
+    /// backend without the focus facet.
     pub async fn focus(&self, name: &str) -> Result<()> {
+        let session = self.session()?;
+        let focus = session
+            .backend
+            .pane_focus()
+            .ok_or_else(|| BackendError::unsupported(session.kind(), "focusing a pane"))?;
         let pane = self.pane_of(name)?;
-        Ok(self.session()?.backend.focus(&pane.id).await?)
+        Ok(focus.focus(&pane.id).await?)
     }
 
     /// Records whether `name`'s pane is hidden, off the async worker (the

@@ -320,7 +320,10 @@ pub async fn spawn_members_locked(
     for (i, (req, p)) in reqs.iter().zip(&prepared).enumerate() {
         match open_pane(team, opened, req, p).await {
             Ok((pane, pid, passed)) => {
-                let apart = opened.backend.placed_apart(&pane.id).await;
+                let apart = match opened.backend.layout() {
+                    Some(layout) => layout.placed_apart(&pane.id).await,
+                    None => None,
+                };
                 registrar
                     .add(&req.name, &pane.id, pid, apart.clone())
                     .await?;

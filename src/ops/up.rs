@@ -12,6 +12,7 @@ use crate::session::{Location, Session};
 use crate::team::{Member, SwarmField};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
+use swarm_backends::{HomeSessions, PaneRef, Placement, SpawnSpec};
 
 /// What [`prepare`] did before any pane opened.
 pub struct Prepared {
@@ -197,6 +198,49 @@ impl TeamOps {
             ));
         }
         Ok(lines)
+    }
+
+    /// Starts the lead's pane (`lead`) in the team's home session: the
+    /// session made for it (marked with the lead's nonce), or a new window
+    /// of it when the session outlived its last lead (e.g. kill -9, or
+    /// `q`). The session record then names the session, the lead's pane and
+    /// the home's mark, and new teammates go beside the lead.
+    pub async fn open_lead_home(
+        &self,
+        opened: &Session,
+        homes: &dyn HomeSessions,
+        lead: SpawnSpec,
+    ) -> Result<PaneRef> {
+        let session = opened
+            .record()
+            .session
+            .unwrap_or_else(|| crate::session::session_name(&self.team().name));
+        let (lead_pane, made_home) = if homes.home_exists(&session).await? {
+            let spec = lead.placement(Placement::NewWindow {
+                session: Some(session.clone()),
+            });
+            (opened.backend.spawn(&spec).await?, false)
+        } else {
+            (homes.open_home(&session, &lead).await?, true)
+        };
+        let version = opened.backend.checked_version().await;
+        opened.update_record(|r| {
+            r.session = Some(session);
+            r.lead_pane = Some(lead_pane.id.clone());
+            // The session keeps the mark it was made with; a session of
+            // before `home_nonce` was marked with its first lead's nonce.
+            if made_home {
+                r.home_nonce = Some(lead_pane.nonce.clone());
+            } else if r.home_nonce.is_none() {
+                r.home_nonce = r.lead_nonce.clone();
+            }
+            r.lead_nonce = Some(lead_pane.nonce.clone());
+            r.tmux_version = version.or(r.tmux_version);
+        })?;
+        opened.set_placement(Some(Placement::RightOfLead {
+            lead: lead_pane.id.clone(),
+        }));
+        Ok(lead_pane)
     }
 
     /// A team whose panes are all gone: its teammates brought back, or

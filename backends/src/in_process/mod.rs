@@ -19,8 +19,8 @@ use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system}
 use crate::error::{BackendError, Result};
 use crate::process;
 use crate::{
-    BackendKind, Capabilities, PaneBackendExecutor, PaneId, PaneMark, PaneRef, PaneStatus,
-    SpawnSpec,
+    BackendKind, Capabilities, LiveScreens, PaneBackendExecutor, PaneId, PaneMark, PaneRef,
+    PaneStatus, PaneText, SpawnSpec,
 };
 pub use pane::{LOG_CAP, OutputLog};
 use pane::{Pane, Shared, lock};
@@ -132,9 +132,10 @@ impl InProcessBackend {
         Ok(())
     }
 
-    /// The pane's title as spawned or last set.
+    /// The pane's title as spawned (nothing shows it: the TeamsDialog
+    /// names panes by member).
     pub fn title(&self, id: &PaneId) -> Result<String> {
-        Ok(lock(&self.pane(id)?.title).clone())
+        Ok(self.pane(id)?.title.clone())
     }
 
     fn exit_status(pane: &Pane) -> Option<Option<i32>> {
@@ -319,21 +320,21 @@ impl PaneBackendExecutor for InProcessBackend {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            focus: false,
-            hide_show: false,
-            set_title: true,
-            set_color: false,
-            rebalance: false,
-            capture: true,
             panes_outlive_lead: false,
             exact_env: true,
             exit_codes: true,
             exit_events: cfg!(target_os = "linux"),
             list_marked: true,
-            home_sessions: false,
             output_file: true,
-            screens: true,
         }
+    }
+
+    fn pane_text(&self) -> Option<&dyn PaneText> {
+        Some(self)
+    }
+
+    fn screens(&self) -> Option<&dyn LiveScreens> {
+        Some(self)
     }
 
     async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneRef> {
@@ -375,7 +376,7 @@ impl PaneBackendExecutor for InProcessBackend {
             master: Mutex::new(master),
             child: Mutex::new(child),
             shared,
-            title: Mutex::new(spec.title.clone()),
+            title: spec.title.clone(),
         };
         lock(&self.panes).insert(id.clone(), Arc::new(pane));
         spec.signal_ready()?;
@@ -410,25 +411,9 @@ impl PaneBackendExecutor for InProcessBackend {
             .collect())
     }
 
-    fn hosts(&self, pane: &PaneId) -> bool {
-        lock(&self.panes).contains_key(pane)
-    }
-
-    fn with_screen(&self, pane: &PaneId, f: &mut dyn FnMut(&vt100::Screen)) -> Result<()> {
-        InProcessBackend::with_screen(self, pane, |s| f(s))
-    }
-
-    fn write_input(&self, pane: &PaneId, bytes: &[u8]) -> Result<()> {
-        InProcessBackend::write_input(self, pane, bytes)
-    }
-
-    fn resize(&self, pane: &PaneId, rows: u16, cols: u16) -> Result<()> {
-        InProcessBackend::resize(self, pane, rows, cols)
-    }
-
     /// On Linux: when some pane's process has exited (a thread per pane
     /// waits for it), never on a timer. Elsewhere: never (polled).
-    async fn changed(&self) {
+    async fn changes(&self) {
         if cfg!(target_os = "linux") {
             self.exits.notified().await
         } else {
@@ -465,12 +450,31 @@ impl PaneBackendExecutor for InProcessBackend {
         }
         Ok(())
     }
+}
 
-    async fn set_title(&self, id: &PaneId, title: &str) -> Result<()> {
-        *lock(&self.pane(id)?.title) = title.to_string();
-        Ok(())
+/// The screens the TeamsDialog draws and the keys it forwards: the
+/// inherent methods, for a caller holding only the trait object.
+impl LiveScreens for InProcessBackend {
+    fn hosts(&self, pane: &PaneId) -> bool {
+        lock(&self.panes).contains_key(pane)
     }
 
+    fn with_screen(&self, pane: &PaneId, f: &mut dyn FnMut(&vt100::Screen)) -> Result<()> {
+        InProcessBackend::with_screen(self, pane, |s| f(s))
+    }
+
+    fn write_input(&self, pane: &PaneId, bytes: &[u8]) -> Result<()> {
+        InProcessBackend::write_input(self, pane, bytes)
+    }
+
+    fn resize(&self, pane: &PaneId, rows: u16, cols: u16) -> Result<()> {
+        InProcessBackend::resize(self, pane, rows, cols)
+    }
+}
+
+/// The visible text, as the screen shows it now.
+#[async_trait::async_trait]
+impl PaneText for InProcessBackend {
     async fn capture(&self, id: &PaneId) -> Result<String> {
         self.screen(id)
     }

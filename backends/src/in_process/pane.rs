@@ -68,7 +68,7 @@ pub struct Pane {
     pub master: Mutex<Box<dyn MasterPty + Send>>,
     pub child: Mutex<Box<dyn Child + Send + Sync>>,
     pub shared: Arc<Shared>,
-    pub title: Mutex<String>,
+    pub title: String,
 }
 
 /// Reads the PTY until EOF: feeds the screen, the log and the output file

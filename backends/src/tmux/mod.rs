@@ -28,8 +28,8 @@ use crate::command::{Invocation, Output};
 use crate::error::{BackendError, Result};
 use crate::process;
 use crate::{
-    BackendKind, Capabilities, PaneBackendExecutor, PaneId, PaneMark, PaneRef, PaneStatus,
-    Placement, SpawnSpec,
+    BackendKind, Capabilities, HomeSessions, Layout, PaneBackendExecutor, PaneFocus, PaneId,
+    PaneMark, PaneRef, PaneStatus, PaneText, Placement, SpawnSpec,
 };
 use layout::WindowPane;
 use panes::Launch;
@@ -436,21 +436,29 @@ impl PaneBackendExecutor for TmuxBackend {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            focus: true,
-            hide_show: true,
-            set_title: true,
-            set_color: true,
-            rebalance: true,
-            capture: true,
             panes_outlive_lead: true,
             exact_env: true,
             exit_codes: true,
             exit_events: false,
             list_marked: true,
-            home_sessions: true,
             output_file: true,
-            screens: false,
         }
+    }
+
+    fn pane_focus(&self) -> Option<&dyn PaneFocus> {
+        Some(self)
+    }
+
+    fn pane_text(&self) -> Option<&dyn PaneText> {
+        Some(self)
+    }
+
+    fn layout(&self) -> Option<&dyn Layout> {
+        Some(self)
+    }
+
+    fn homes(&self) -> Option<&dyn HomeSessions> {
+        Some(self)
     }
 
     async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneRef> {
@@ -563,64 +571,6 @@ impl PaneBackendExecutor for TmuxBackend {
         }
     }
 
-    async fn restore_host(&self, host: &PaneId) -> Result<()> {
-        let inv = self.invocation(commands::chain(vec![options::show_window_options(host)?])?);
-        let out = inv.output().await?;
-        if !out.success() {
-            // The pane or the server is gone: nothing left to put back.
-            if commands::is_missing_target(&out.stderr) || commands::is_no_server(&out.stderr) {
-                return Ok(());
-            }
-            return Err(inv.failed(&out));
-        }
-        let cmds = options::restore_window(host, &out.stdout)?;
-        if cmds.is_empty() {
-            return Ok(());
-        }
-        self.tmux_chain(cmds).await.map(drop)
-    }
-
-    async fn home_exists(&self, name: &str) -> Result<bool> {
-        self.session_exists(name).await
-    }
-
-    /// The lead's pane closes when the lead exits (`remain-on-exit off` on
-    /// that pane); teammate panes of its window stay (dead) so their exit
-    /// codes can be read.
-    async fn open_home(&self, name: &str, lead: &SpawnSpec) -> Result<PaneRef> {
-        self.check_version().await?;
-        lead.validate()?;
-        let argv = lead.exact_env_argv();
-        let launch = Launch {
-            cwd: &lead.cwd,
-            env: &lead.env,
-            argv: &argv,
-        };
-        let target = commands::window_target(name, None)?;
-        let mut cmds = vec![
-            sessions::new_session(name, &launch)?,
-            sessions::mark_session(name, &lead.mark.nonce)?,
-            options::set_window_remain_on_exit(&target, true),
-            options::border_status_top(Some(&target)),
-        ];
-        cmds.extend(panes::finish_pane(
-            Some(&target),
-            &lead.mark,
-            &lead.title,
-            lead.color.as_deref(),
-            lead.output.as_deref(),
-        )?);
-        // The pane target "=name:" is the session's only pane: the lead.
-        cmds.push(
-            ["set-option", "-p", "-t", &target, "remain-on-exit", "off"]
-                .map(String::from)
-                .to_vec(),
-        );
-        let pane = self.run_spawn(cmds).await?.0;
-        lead.signal_ready()?;
-        Ok(PaneRef::new(pane, lead.mark.nonce.clone()))
-    }
-
     async fn await_ended(&self, pid: u32, within: Duration) {
         let deadline = tokio::time::Instant::now() + within;
         while process::process_alive(pid) && tokio::time::Instant::now() < deadline {
@@ -629,58 +579,27 @@ impl PaneBackendExecutor for TmuxBackend {
         }
     }
 
-    async fn close_home(&self, name: &str, nonce: &str) -> Result<()> {
-        // `has-session` first in the same call: `show-options -q` answers ""
-        // for a missing session too, and the chain stops at a missing one.
-        let inv = self.invocation(commands::chain(vec![
-            sessions::has_session(name)?,
-            sessions::session_mark(name)?,
-        ])?);
-        let out = inv.output().await?;
-        if !out.success() {
-            if commands::is_missing_target(&out.stderr) || commands::is_no_server(&out.stderr) {
-                return Ok(());
-            }
-            return Err(inv.failed(&out));
-        }
-        if nonce.is_empty() || out.stdout.trim() != nonce {
-            return Err(BackendError::invalid(
-                "tmux session",
-                name,
-                "does not carry swarm's mark for this team (not created by it); left untouched",
-            ));
-        }
-        let inv = self.invocation(commands::chain(vec![sessions::kill_session(name)?])?);
-        let out = inv.output().await?;
-        if out.success()
-            || commands::is_missing_target(&out.stderr)
-            || commands::is_no_server(&out.stderr)
-        {
-            Ok(())
-        } else {
-            Err(inv.failed(&out))
-        }
-    }
-
-    fn attach_argv(&self, session: &str) -> Result<Vec<String>> {
-        let mut argv = vec![self.program.clone()];
-        argv.extend(self.server.global_args());
-        argv.extend(commands::chain(vec![sessions::attach_session(session)?])?);
-        Ok(argv)
-    }
-
     async fn checked_version(&self) -> Option<(u32, u32)> {
         self.state.lock().await.version
     }
+}
 
-    async fn placed_apart(&self, pane: &PaneId) -> Option<String> {
-        self.state.lock().await.apart.get(pane).cloned()
-    }
-
+#[async_trait::async_trait]
+impl PaneFocus for TmuxBackend {
     async fn focus(&self, pane: &PaneId) -> Result<()> {
         self.tmux_chain(panes::focus(pane)?).await.map(drop)
     }
+}
 
+#[async_trait::async_trait]
+impl PaneText for TmuxBackend {
+    async fn capture(&self, pane: &PaneId) -> Result<String> {
+        Ok(self.tmux(panes::capture_pane(pane, false)?).await?.stdout)
+    }
+}
+
+#[async_trait::async_trait]
+impl Layout for TmuxBackend {
     async fn hide(&self, pane: &PaneRef) -> Result<()> {
         if self.own_row(pane).await?.is_none() {
             return Err(BackendError::UnknownPane {
@@ -773,8 +692,109 @@ impl PaneBackendExecutor for TmuxBackend {
         .map(drop)
     }
 
-    async fn capture(&self, pane: &PaneId) -> Result<String> {
-        Ok(self.tmux(panes::capture_pane(pane, false)?).await?.stdout)
+    async fn restore_host(&self, host: &PaneId) -> Result<()> {
+        let inv = self.invocation(commands::chain(vec![options::show_window_options(host)?])?);
+        let out = inv.output().await?;
+        if !out.success() {
+            // The pane or the server is gone: nothing left to put back.
+            if commands::is_missing_target(&out.stderr) || commands::is_no_server(&out.stderr) {
+                return Ok(());
+            }
+            return Err(inv.failed(&out));
+        }
+        let cmds = options::restore_window(host, &out.stdout)?;
+        if cmds.is_empty() {
+            return Ok(());
+        }
+        self.tmux_chain(cmds).await.map(drop)
+    }
+
+    async fn placed_apart(&self, pane: &PaneId) -> Option<String> {
+        self.state.lock().await.apart.get(pane).cloned()
+    }
+}
+
+#[async_trait::async_trait]
+impl HomeSessions for TmuxBackend {
+    async fn home_exists(&self, name: &str) -> Result<bool> {
+        self.session_exists(name).await
+    }
+
+    /// The lead's pane closes when the lead exits (`remain-on-exit off` on
+    /// that pane); teammate panes of its window stay (dead) so their exit
+    /// codes can be read.
+    async fn open_home(&self, name: &str, lead: &SpawnSpec) -> Result<PaneRef> {
+        self.check_version().await?;
+        lead.validate()?;
+        let argv = lead.exact_env_argv();
+        let launch = Launch {
+            cwd: &lead.cwd,
+            env: &lead.env,
+            argv: &argv,
+        };
+        let target = commands::window_target(name, None)?;
+        let mut cmds = vec![
+            sessions::new_session(name, &launch)?,
+            sessions::mark_session(name, &lead.mark.nonce)?,
+            options::set_window_remain_on_exit(&target, true),
+            options::border_status_top(Some(&target)),
+        ];
+        cmds.extend(panes::finish_pane(
+            Some(&target),
+            &lead.mark,
+            &lead.title,
+            lead.color.as_deref(),
+            lead.output.as_deref(),
+        )?);
+        // The pane target "=name:" is the session's only pane: the lead.
+        cmds.push(
+            ["set-option", "-p", "-t", &target, "remain-on-exit", "off"]
+                .map(String::from)
+                .to_vec(),
+        );
+        let pane = self.run_spawn(cmds).await?.0;
+        lead.signal_ready()?;
+        Ok(PaneRef::new(pane, lead.mark.nonce.clone()))
+    }
+
+    async fn close_home(&self, name: &str, nonce: &str) -> Result<()> {
+        // `has-session` first in the same call: `show-options -q` answers ""
+        // for a missing session too, and the chain stops at a missing one.
+        let inv = self.invocation(commands::chain(vec![
+            sessions::has_session(name)?,
+            sessions::session_mark(name)?,
+        ])?);
+        let out = inv.output().await?;
+        if !out.success() {
+            if commands::is_missing_target(&out.stderr) || commands::is_no_server(&out.stderr) {
+                return Ok(());
+            }
+            return Err(inv.failed(&out));
+        }
+        if nonce.is_empty() || out.stdout.trim() != nonce {
+            return Err(BackendError::invalid(
+                "tmux session",
+                name,
+                "does not carry swarm's mark for this team (not created by it); left untouched",
+            ));
+        }
+        let inv = self.invocation(commands::chain(vec![sessions::kill_session(name)?])?);
+        let out = inv.output().await?;
+        if out.success()
+            || commands::is_missing_target(&out.stderr)
+            || commands::is_no_server(&out.stderr)
+        {
+            Ok(())
+        } else {
+            Err(inv.failed(&out))
+        }
+    }
+
+    fn attach_argv(&self, session: &str) -> Result<Vec<String>> {
+        let mut argv = vec![self.program.clone()];
+        argv.extend(self.server.global_args());
+        argv.extend(commands::chain(vec![sessions::attach_session(session)?])?);
+        Ok(argv)
     }
 }
 

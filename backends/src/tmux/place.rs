@@ -317,7 +317,7 @@ impl TmuxBackend {
     }
 
     /// Remembers that `pane` went to the overflow window `index`, for
-    /// [`PaneBackendExecutor::placed_apart`].
+    /// [`Layout::placed_apart`](crate::Layout::placed_apart).
     pub(super) async fn note_apart(&self, pane: &PaneId, index: u32) {
         self.state
             .lock()
