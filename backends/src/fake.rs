@@ -5,7 +5,7 @@
 //! ladder must escalate to SIGKILL.
 //!
 //! It is configured as the backend a test stands in for: the kind it
-//! reports and the facets it has (`FakeBackend::new().kind(BackendKind::Tmux)
+//! reports and the facets it has (`FakeBackend::new().with_kind(BackendKind::Tmux)
 //! .with_layout().with_homes()`, or [`FakeBackend::like`] for the facets of a
 //! real backend), so code that branches on a facet is tested on both sides.
 //! Every facet call that changes something is on [`FakeBackend::calls`].
@@ -145,7 +145,7 @@ impl FakeBackend {
     /// focus, text, layout and homes; in-process: text and screens;
     /// iTerm2: focus; Windows Terminal: none).
     pub fn like(kind: BackendKind) -> Self {
-        let fake = Self::new().kind(kind);
+        let fake = Self::new().with_kind(kind);
         match kind {
             BackendKind::Tmux => fake.with_focus().with_text().with_layout().with_homes(),
             BackendKind::InProcess => fake.with_text().with_screens(),
@@ -155,13 +155,13 @@ impl FakeBackend {
     }
 
     /// Reports `kind`; its panes outlive the lead unless it is in-process.
-    pub fn kind(mut self, kind: BackendKind) -> Self {
+    pub fn with_kind(mut self, kind: BackendKind) -> Self {
         self.kind = kind;
         self.caps.panes_outlive_lead = kind != BackendKind::InProcess;
         self
     }
 
-    /// Reports `caps` (after [`kind`](Self::kind), which sets one of them).
+    /// Reports `caps` (after [`with_kind`](Self::with_kind), which sets one of them).
     pub fn with_capabilities(mut self, caps: Capabilities) -> Self {
         self.caps = caps;
         self
@@ -205,7 +205,7 @@ impl FakeBackend {
     }
 
     /// The home sessions open now, by name.
-    pub fn homes(&self) -> Vec<String> {
+    pub fn open_homes(&self) -> Vec<String> {
         self.state().homes.keys().cloned().collect()
     }
 
@@ -739,6 +739,64 @@ mod tests {
         );
         let st = fake.status(&[polite, stubborn]).await.unwrap();
         assert!(st.iter().all(|(_, s)| *s == PaneStatus::Gone));
+    }
+
+    #[test]
+    fn a_fake_has_the_kind_and_only_the_facets_it_was_given() {
+        let bare = FakeBackend::new();
+        assert_eq!(bare.kind(), BackendKind::InProcess);
+        assert!(bare.pane_focus().is_none() && bare.pane_text().is_none());
+        assert!(bare.layout().is_none() && bare.homes().is_none() && bare.screens().is_none());
+        assert!(!bare.capabilities().panes_outlive_lead);
+        let tmux = FakeBackend::like(BackendKind::Tmux);
+        assert_eq!(tmux.kind(), BackendKind::Tmux);
+        assert!(tmux.capabilities().panes_outlive_lead);
+        assert!(tmux.pane_focus().is_some() && tmux.pane_text().is_some());
+        assert!(tmux.layout().is_some() && tmux.homes().is_some());
+        assert!(tmux.screens().is_none());
+        let inproc = FakeBackend::like(BackendKind::InProcess);
+        assert!(inproc.screens().is_some() && inproc.layout().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_home_closes_with_its_panes_and_only_with_its_mark() {
+        let fake = FakeBackend::like(BackendKind::Tmux);
+        let homes = fake.homes().unwrap();
+        let lead = homes.open_home("swarm-t", &spec()).await.unwrap();
+        assert!(homes.open_home("swarm-t", &spec()).await.is_err());
+        let beside = fake
+            .spawn(&spec().placement(Placement::RightOfLead {
+                lead: lead.id.clone(),
+            }))
+            .await
+            .unwrap();
+        let elsewhere = fake.spawn(&spec()).await.unwrap();
+        assert!(homes.close_home("swarm-t", "not-its-nonce").await.is_err());
+        assert!(homes.home_exists("swarm-t").await.unwrap());
+        homes.close_home("swarm-t", &lead.nonce).await.unwrap();
+        assert!(!homes.home_exists("swarm-t").await.unwrap());
+        assert!(fake.pane(&lead).is_none() && fake.pane(&beside).is_none());
+        assert!(fake.pane(&elsewhere).is_some(), "a pane of no home stays");
+    }
+
+    #[tokio::test]
+    async fn a_live_screen_shows_the_set_text_and_records_keys_and_sizes() {
+        let fake = FakeBackend::like(BackendKind::InProcess);
+        let p = fake.spawn(&spec()).await.unwrap();
+        fake.set_screen(&p, "first line\nsecond line");
+        let screens = fake.screens().unwrap();
+        assert!(screens.hosts(&p.id));
+        screens.resize(&p.id, 10, 40).unwrap();
+        let mut seen = (String::new(), (0, 0));
+        screens
+            .with_screen(&p.id, &mut |s| seen = (s.contents(), s.size()))
+            .unwrap();
+        assert_eq!(seen, ("first line\nsecond line".to_string(), (10, 40)));
+        screens.write_input(&p.id, b"y\r").unwrap();
+        assert!(
+            fake.calls()
+                .contains(&FakeCall::Input(p.id.clone(), b"y\r".to_vec()))
+        );
     }
 
     #[tokio::test]
