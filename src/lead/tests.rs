@@ -1,7 +1,12 @@
 //! The lead's logic against the recording fake backend (STYLE layer 2): no
 //! processes, no tmux; every pane operation the lead makes is on the
 //! fake's call list, and the fake scripts exits, vanishings, stubborn
-//! panes and pane ids reused by panes swarm did not start.
+//! panes and pane ids reused by panes swarm did not start. `dialog` runs
+//! every TeamsDialog action, `up_down` brings a team up and down, each on
+//! a fake configured as the backend it stands in for.
+
+mod dialog;
+mod up_down;
 
 use super::{Lead, Seen};
 use crate::ops::spawn::{SpawnRequest, spawn_member, spawn_members};
@@ -22,7 +27,13 @@ struct Bench {
 }
 
 impl Bench {
+    /// A team on the bare fake: in-process, no facets.
     fn new() -> Self {
+        Self::on(FakeBackend::new())
+    }
+
+    /// A team on `fake`.
+    fn on(fake: FakeBackend) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let root = Root::new(dir.path().join("root"));
         let cwd = dir.path().to_string_lossy().into_owned();
@@ -30,7 +41,7 @@ impl Bench {
         Bench {
             team: Team::new(&root, "t"),
             _dir: dir,
-            fake: Arc::new(FakeBackend::new()),
+            fake: Arc::new(fake),
         }
     }
 
