@@ -14,7 +14,9 @@
 //! request are printed as a `FIGURE`); the lead's last text shows in its
 //! pane, the TeamsDialog still runs in the lead's own pane, and `swarm
 //! down` leaves no AI lead process. In coordinator mode the lead's tools
-//! are swarm's only, and a call of one succeeds.
+//! are swarm's only, and a call of one succeeds. After `tmux kill-server`,
+//! `swarm up --team T --resume` brings the lead back with its conversation:
+//! its next request carries its first prompt and answer.
 //!
 //! What the pinned CLIs do that shapes these checks: Claude Code 2.1.332
 //! (`claude -p`) defers MCP tools, naming them in a message ("The following
@@ -32,7 +34,7 @@
 //! `SWARM_REQUIRE_AGENTS=1`.
 
 use crate::live_exec::{CLAUDE_PRINT, CODEX, Cli, Live, rule, text};
-use crate::util::live::{LIVE_WAIT, LiveTeam, alive, at, descendants};
+use crate::util::live::{LIVE_WAIT, LiveTeam, alive, at, descendants, now};
 use crate::util::tmux::group_alive;
 use crate::util::{WAIT, wait_until};
 use serde_json::{Value, json};
@@ -511,4 +513,106 @@ fn a_claude_code_coordinator_has_only_the_team_tools() {
 #[test]
 fn a_codex_coordinator_has_only_the_team_tools() {
     coordinator_has_only_team_tools("live_ai_lead_codex_coordinator", &CODEX_LEAD);
+}
+
+/// After the tmux server ends (a reboot, as far as panes go), `swarm up
+/// --team T --resume` brings the AI lead back with its conversation: the
+/// CLI resumes the session recorded for it (Claude Code's `--resume ID`,
+/// `codex exec resume ID`), so its next model request, on the prompt the
+/// same `up` gives it, carries its first prompt and its first answer.
+fn comes_back_with_its_conversation(test: &str, lead: &Lead) {
+    let rules = vec![
+        rule("second", &["RESUME2-q8"], json!([text("ANSWER2-q8")])),
+        rule(
+            "first",
+            &["RESUME1-q8"],
+            json!([text("ANSWER1-q8: the word is heron")]),
+        ),
+    ];
+    let Some(l) = Live::new(test, lead.cli, rules) else {
+        return;
+    };
+    l.ok(&[
+        "up",
+        "--lead",
+        lead.agent,
+        "--lead-prompt",
+        "RESUME1-q8: remember the word heron",
+        "--no-attach",
+    ]);
+    let dialog = l.t.wait_lead();
+    l.wait_request("the AI lead's first model request", 0, "RESUME1-q8");
+    // Its first turn over: the answer shown, the session recorded, idle.
+    let lead_pane = l.t.pane_of("lead");
+    let record =
+        l.t.sb
+            .path(&format!("swarm/{}/runtime/lead.session.json", l.t.team));
+    wait_until(
+        "the AI lead's first turn ends, its conversation recorded",
+        LIVE_WAIT,
+        || {
+            l.t.tmux.capture(&lead_pane).contains("ANSWER1-q8")
+                && record.is_file()
+                && l.t.member("lead").is_some_and(|m| m["isActive"] == false)
+        },
+        || l.explain(),
+    );
+
+    let runtime = l.t.pid_of("lead");
+    l.t.tmux.run(&["kill-server"]);
+    wait_until(
+        "the AI lead's runtime and the TeamsDialog end with the tmux server",
+        WAIT,
+        || !alive(runtime) && !alive(dialog),
+        || l.explain(),
+    );
+    let seen = l.server.main_requests().len();
+    let t0 = now();
+    let back = l.ok(&[
+        "up",
+        "--team",
+        &l.t.team,
+        "--resume",
+        "--lead",
+        lead.agent,
+        "--lead-prompt",
+        "RESUME2-q8: what was the word?",
+        "--no-attach",
+    ]);
+    assert!(
+        back.stderr
+            .contains(&format!("lead: back; its {} conversation ", lead.cli.agent)),
+        "{}",
+        back.explain()
+    );
+    l.t.wait_new_lead(dialog);
+    let next = l.wait_request(
+        "the AI lead's next model request after the resume",
+        seen,
+        "RESUME2-q8",
+    );
+    let said = l.request_text(&next);
+    assert!(
+        said.contains("RESUME1-q8: remember the word heron")
+            && said.contains("ANSWER1-q8: the word is heron"),
+        "the request after the resume carries the earlier exchange\n{said}\n{}",
+        l.explain()
+    );
+    println!(
+        "FIGURE ai-lead resume: {:.2} s ({}, swarm up --resume started → the lead's next model \
+         request)",
+        at(&next) - t0,
+        lead.agent
+    );
+    l.ok(&["down", "--force", "--wait", "5"]);
+}
+
+#[test]
+fn a_claude_code_lead_comes_back_with_its_conversation_after_the_tmux_server_ends() {
+    comes_back_with_its_conversation("live_ai_lead_claude_resume", &CLAUDE_LEAD);
+}
+
+#[test]
+fn a_codex_lead_comes_back_with_its_conversation_after_the_tmux_server_ends() {
+    comes_back_with_its_conversation("live_ai_lead_codex_resume", &CODEX_LEAD);
 }

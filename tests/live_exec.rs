@@ -37,7 +37,7 @@ type ShellTool = (&'static str, fn(&str) -> Value);
 /// One CLI under test.
 pub(crate) struct Cli {
     /// The preset (`swarm spawn --agent`).
-    agent: &'static str,
+    pub(crate) agent: &'static str,
     /// Shown in messages: "Codex 0.171.0".
     shown: &'static str,
     /// Its binary under the agent cache.
