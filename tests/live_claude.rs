@@ -820,6 +820,88 @@ fn a_claude_teammate_resumes_its_conversation_after_the_tmux_server_ends() {
     l.ok(&["down", "--force", "--wait", "5"]);
 }
 
+/// Issue 23: a Claude Code teammate that was shut down (the model
+/// approved) is brought back by a message to it: `swarm send` says so, its
+/// Claude Code starts with `--resume <its sessionId>`, and its next model
+/// request carries the earlier exchange and the new message.
+#[test]
+fn a_message_to_a_shut_down_claude_teammate_brings_it_back_with_its_conversation() {
+    let rules = vec![
+        rule(
+            "first",
+            "FIRST-rv4",
+            calls("SendMessage", send_message("team-lead", "ANSWER-rv4 heron")),
+        ),
+        approve_shutdown(),
+    ];
+    let Some(l) = Live::new("live_claude_revive", "revived", UserSetup::OwnHome, rules) else {
+        return;
+    };
+    l.up();
+    l.spawn("keeper", "You keep things (ROLE-rv4).", &[]);
+    l.wait_request("keeper's first request", 0, "ROLE-rv4");
+    l.ok(&[
+        "send",
+        "--to",
+        "keeper",
+        "FIRST-rv4 remember the word heron",
+    ]);
+    l.wait_lead_entry("keeper answers the first", "keeper", "ANSWER-rv4");
+    // (Claude Code rewrites config.json in place: a read may land mid-write.)
+    let mut session = String::new();
+    wait_until(
+        "keeper's sessionId is on the roster (recorded at spawn)",
+        WAIT,
+        || {
+            session =
+                l.t.member("keeper")
+                    .and_then(|m| m["sessionId"].as_str().map(str::to_string))
+                    .unwrap_or_default();
+            !session.is_empty()
+        },
+        || l.explain(),
+    );
+    let pid = l.claude_pid("keeper");
+    let r = l.ok(&["shutdown", "keeper", "--wait", "30"]);
+    assert!(r.stdout.contains("keeper shut down"), "{}", r.explain());
+    wait_until(
+        "keeper's Claude Code has exited",
+        WAIT,
+        || !alive(pid),
+        || l.explain(),
+    );
+    assert!(
+        l.t.member("keeper").is_none(),
+        "keeper left\n{}",
+        l.explain()
+    );
+
+    let seen = l.server.main_requests().len();
+    let sent = now();
+    let back = l.ok(&["send", "--to", "keeper", "SECOND-rv4 what was the word?"]);
+    assert!(
+        back.stderr
+            .contains("keeper was stopped; started again with its conversation"),
+        "{}",
+        back.explain()
+    );
+    let req = l.wait_request("keeper's request after it came back", seen, "SECOND-rv4");
+    let said = conversation(&req["body"]);
+    assert!(
+        said.contains("FIRST-rv4 remember the word heron") && said.contains("ANSWER-rv4 heron"),
+        "the revived teammate's request carries the earlier exchange\n{said}\n{}",
+        l.explain()
+    );
+    let argv = cmdline(l.claude_pid("keeper")).join(" ");
+    assert!(argv.contains(&format!("--resume {session}")), "{argv}");
+    println!(
+        "FIGURE claude {CLAUDE_VERSION}: swarm send to a shut-down teammate → its next model \
+         request {:.2} s (revived with its conversation)",
+        at(&req) - sent
+    );
+    l.ok(&["down", "--force", "--wait", "5"]);
+}
+
 #[test]
 #[ignore = "a measurement, run with --ignored --nocapture"]
 fn measure_claude_latencies() {
