@@ -507,3 +507,27 @@ async fn a_request_answered_elsewhere_is_said_with_who_answered_it() {
         Bench::events(&lead)
     );
 }
+
+/// The lead releases a teammate on its shutdown approval from what it
+/// read of it then; by the time it writes, `swarm shutdown` may have
+/// released it and a message brought it back (same name, a new pane). That
+/// teammate stays: on the roster, its pane open, its task its own.
+#[tokio::test]
+async fn a_teammate_back_in_a_new_pane_is_not_released_by_its_old_approval() {
+    let b = Bench::new();
+    b.spawn("keeper").await;
+    let was = b.member("keeper").unwrap();
+    b.ops()
+        .kill("keeper", Duration::from_millis(20))
+        .await
+        .unwrap();
+    let pane = b.spawn("keeper").await;
+    let task = b.task_owned_by("keeper");
+    let left = b.ops().depart_approved(&[was]).await.unwrap();
+    assert_eq!(left.len(), 1);
+    assert!(left[0].returned_tasks.is_empty(), "{:?}", left[0]);
+    let m = b.member("keeper").expect("keeper is still on the roster");
+    assert_eq!(m.tmux_pane_id, pane.as_str());
+    assert!(b.fake.pane(&pane).is_some(), "its new pane is open");
+    assert_eq!(b.task_owner(&task).as_deref(), Some("keeper"));
+}

@@ -20,7 +20,7 @@ use crate::names::LEAD_NAME;
 use crate::protocol::{self, Message};
 use crate::session::Session;
 use crate::tasks::Task;
-use crate::team::{Member, Team};
+use crate::team::{Member, SwarmField, Team};
 use anyhow::{Context, Result, bail};
 use std::time::{Duration, Instant};
 use swarm_backends::{BackendError, PaneStatus};
@@ -92,7 +92,9 @@ pub enum Leaving {
 /// their worktrees retired (when the team goes with `down --force`, work a
 /// worktree holds is saved on a branch before it goes); a teammate that
 /// leaves a team that goes on is remembered (see [`Leaving`]). Members already off the roster are
-/// still closed and retired (a lead and a command racing on one member).
+/// still closed and retired (a lead and a command racing on one member). A name back on the
+/// roster in another pane by then (a message revived it while the lead was still releasing
+/// its approval) is left alone: only its old pane is closed.
 pub async fn leave(
     team: &Team,
     session: &Session,
@@ -107,18 +109,38 @@ pub async fn leave(
     let closed = close_panes(session, members, grace).await?;
     let (t, gone) = (team.clone(), members.to_vec());
     let mut left = tokio::task::spawn_blocking(move || -> Result<Vec<Left>> {
-        let names: Vec<String> = gone.iter().map(|m| m.name.clone()).collect();
+        // A name that came back meanwhile (revived by a message, spawned
+        // again) is another pane's now: it keeps its place, its tasks, its
+        // files and its worktree. Seen first here, then again in the write.
+        let before = t.roster().read()?;
+        let mut replaced: Vec<String> = gone
+            .iter()
+            .filter(|g| before.member(&g.name).is_some_and(|m| !same_pane(m, g)))
+            .map(|g| g.name.clone())
+            .collect();
         if how == Leaving::Member {
             // Remembered: a message to it later brings it back, with its
             // conversation (`TeamOps::send_or_revive`).
-            for m in &gone {
+            for m in gone.iter().filter(|g| !replaced.contains(&g.name)) {
                 super::revive::remember(&t, m)?;
             }
         }
-        t.roster().update(|tf| {
-            tf.members.retain(|m| !names.contains(&m.name));
-            Ok(())
+        let (_, late) = t.roster().update(|tf| {
+            let late: Vec<String> = gone
+                .iter()
+                .filter(|g| tf.member(&g.name).is_some_and(|m| !same_pane(m, g)))
+                .map(|g| g.name.clone())
+                .collect();
+            tf.members
+                .retain(|m| !gone.iter().any(|g| g.name == m.name && same_pane(m, g)));
+            Ok(late)
         })?;
+        replaced.extend(late);
+        let names: Vec<String> = gone
+            .iter()
+            .map(|m| m.name.clone())
+            .filter(|n| !replaced.contains(n))
+            .collect();
         // Its runtime ended with its pane: its doorbell and polling note
         // go with it, and its spool's leftovers (issue 24, item 10: they
         // stayed). What a revival or a resume reads (its session, its
@@ -143,6 +165,9 @@ pub async fn leave(
         Ok(gone
             .iter()
             .map(|m| {
+                if replaced.contains(&m.name) {
+                    return Left::of(&m.name, &[]);
+                }
                 let mine: Vec<Task> = returned
                     .iter()
                     .filter(|(from, _)| from == &m.name)
@@ -167,6 +192,12 @@ pub async fn leave(
         }
     }
     Ok(left)
+}
+
+/// Whether the roster's `now` is still the member `was` (the pane mark it
+/// was given at its spawn), not the same name back in another pane.
+fn same_pane(now: &Member, was: &Member) -> bool {
+    now.swarm_field(SwarmField::Nonce) == was.swarm_field(SwarmField::Nonce)
 }
 
 /// `name` as a teammate on the roster (the lead is refused: `down` stops
