@@ -4,7 +4,7 @@
 //! (by identity, after they were printed) into the member's history, so a
 //! message that arrives while the command runs is never consumed unseen.
 
-use super::{Context, Exit, print_json};
+use super::{Context, Exit};
 use crate::cli::InboxArgs;
 use crate::mailbox::{Entry, EntryKey, Mailbox, Since, Tail};
 use crate::text::{escape_line, escape_text};
@@ -55,7 +55,11 @@ pub fn run(ctx: &Context, args: InboxArgs) -> Result<Exit> {
         .into_iter()
         .filter(|e| !args.unread || e.is_unread())
         .collect();
-    let keys: Vec<EntryKey> = current.iter().map(Entry::key).collect();
+    let keys: Vec<EntryKey> = if args.mark_read {
+        current.iter().map(Entry::key).collect()
+    } else {
+        Vec::new()
+    };
     shown.extend(current.into_iter().map(|e| (e, false)));
     print_entries(&shown, args.json)?;
     if args.mark_read && !keys.is_empty() {
@@ -75,28 +79,40 @@ fn warn_quarantine(whose: &str, q: Option<&std::path::Path>) {
 }
 
 fn print_entries(entries: &[(Entry, bool)], json: bool) -> Result<()> {
+    // One write per 64 KiB, not per line (stdout is line-buffered).
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
     if json {
-        let v: Vec<_> = entries
+        // Written as it is serialized: no tree of values built first.
+        let shown: Vec<Shown<'_>> = entries
             .iter()
-            .map(|(e, consumed)| {
-                let mut v = serde_json::to_value(e).expect("entry serializes");
-                if *consumed {
-                    v["consumed"] = serde_json::Value::Bool(true);
-                }
-                v
+            .map(|(entry, consumed)| Shown {
+                entry,
+                consumed: *consumed,
             })
             .collect();
-        print_json(&v);
+        serde_json::to_writer_pretty(&mut out, &shown)?;
+        writeln!(out)?;
+        out.flush()?;
         return Ok(());
     }
-    let mut out = std::io::stdout().lock();
     if entries.is_empty() {
         eprintln!("no messages");
     }
     for (e, consumed) in entries {
         writeln!(out, "{}", render(e, *consumed))?;
     }
+    out.flush()?;
     Ok(())
+}
+
+/// An entry as `--json` shows it: its keys, then `consumed: true` for one
+/// from the history.
+#[derive(serde::Serialize)]
+struct Shown<'a> {
+    #[serde(flatten)]
+    entry: &'a Entry,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    consumed: bool,
 }
 
 /// One entry for people: a header line, then the text (protocol messages as

@@ -5,6 +5,7 @@
 use super::entry::Entry;
 use super::fault::Stage;
 use super::inbox::{self, Limits, Stored};
+use super::last_write::LastWrite;
 use super::spool::{self, Fate, Refusal, Spool};
 use super::{Appended, MAX_TEXT_BYTES, Mailbox, MailboxError, history, load_locked};
 use crate::atomic_file::{self, FileLock, LockError, TempFile};
@@ -285,6 +286,18 @@ impl Mailbox {
         self.hooks.at(Stage::Claimed, claims.held.len());
 
         let batch = Batch::read(&claims, own)?;
+        let record = self.last_write_path(to)?;
+        // Only the holder's own entries: appended in place when the inbox
+        // is as swarm last wrote it. Claims keep the rewrite, whose rename
+        // is their commit record (see `Mailbox::append_in_place`).
+        if claims.held.is_empty()
+            && let Some((merged, lost)) = self.append_in_place(path, lock, &record, &batch)?
+        {
+            self.hooks.at(Stage::Committed, 0);
+            spool.remove_batch(tmp.tag()).map_err(spool_err(&spool))?;
+            drop(tmp);
+            return Ok(batch.outcomes(path, &merged, &lost, &None));
+        }
         let (mut stored, quarantined) = load_locked(path, inbox::parse_lazy)?;
         let merged = batch.merge_into(&mut stored);
         if !merged.dropped.is_empty() {
@@ -309,6 +322,13 @@ impl Mailbox {
         let not_persisted = if changed {
             let rendered = inbox::render(&stored);
             self.write_inbox(path, lock, &mut tmp, &mut claims, &rendered)?;
+            // The descriptor of the inode now at the path, as written.
+            match LastWrite::of(tmp.file(), &stored, &rendered) {
+                Ok(last) => last.save(&record),
+                Err(e) => {
+                    tracing::debug!(inbox = %path.display(), error = %e, "inbox record not made")
+                }
+            }
             not_persisted(path, &rendered, &merged.added)?
         } else {
             HashSet::new()
@@ -319,6 +339,124 @@ impl Mailbox {
         spool.remove_batch(tmp.tag()).map_err(spool_err(&spool))?;
         drop(tmp);
         Ok(batch.outcomes(path, &merged, &not_persisted, &quarantined))
+    }
+
+    /// The holder's own entries of `batch` appended to the inbox at `path`
+    /// in place, durably, when that needs no decision the file's contents
+    /// could change: the inbox is as swarm last wrote it ([`LastWrite`]),
+    /// not empty, no `msg_id` of the batch may be in it already, and no
+    /// cap is near. `None` (nothing written) otherwise: the caller reads
+    /// and rewrites it.
+    ///
+    /// The bytes are those a rewrite would lay out ([`inbox::appended`]),
+    /// written by one `pwrite` that stays within one 4 KiB block, then
+    /// `fdatasync`. Why within one block: the kernel copies a write into
+    /// the page cache a page (or folio) at a time and gives up between
+    /// pages on a fatal signal, so a `kill -9` can cut a write that spans
+    /// pages, leaving a torn array on disk that Claude Code would read as
+    /// `[]` (and its next send would erase the rest). A write within one
+    /// page is copied whole or not at all. An append that would cross a
+    /// block boundary rewrites instead (about one send in twelve with
+    /// entries of a few hundred bytes). A power cut before the `fdatasync`
+    /// can still tear it; the next swarm holder, or any swarm read, cuts a
+    /// torn tail back to the last whole entry (`load_locked`), which is the
+    /// file as it was before: the torn entries were not acknowledged.
+    ///
+    /// While the `pwrite` runs, a reader that takes no lock may see the
+    /// array half written (the page cache is not locked against reads):
+    /// Claude Code's poll then reads `[]` for that one poll and reads again
+    /// a second later (it consumes only under the lock, which this holder
+    /// has); swarm's readers take the lock and read again whenever a file
+    /// does not parse.
+    ///
+    /// Spooled claims are never appended: their commit record is the temp
+    /// file, whose disappearance by rename says "delivered" atomically; an
+    /// append has no such record that survives a consumer rewriting the
+    /// inbox before the next holder looks.
+    fn append_in_place(
+        &self,
+        path: &Path,
+        lock: &FileLock,
+        record: &Path,
+        batch: &Batch,
+    ) -> Result<Option<(Merged, HashSet<String>)>, MailboxError> {
+        use std::os::unix::fs::MetadataExt;
+        /// The smallest page Linux uses: a larger one only holds more.
+        const BLOCK: u64 = 4096;
+        let io = |e| MailboxError::io(path, e);
+        let file = match atomic_file::open_for_write_in_place(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io(e)),
+        };
+        // Its last bytes are read through a descriptor of its own (the one
+        // above only writes), of the same inode.
+        let reading = atomic_file::open_nofollow(path).map_err(io)?;
+        let same = |a: &std::fs::File, b: &std::fs::File| -> std::io::Result<bool> {
+            let (a, b) = (a.metadata()?, b.metadata()?);
+            Ok((a.dev(), a.ino()) == (b.dev(), b.ino()))
+        };
+        if !same(&file, &reading).map_err(io)? {
+            return Ok(None);
+        }
+        let Some(last) = LastWrite::load(record, &reading) else {
+            return Ok(None);
+        };
+        if last.counts.entries == 0 {
+            return Ok(None);
+        }
+        let mut counts = last.counts;
+        let mut fresh: Vec<Stored> = Vec::with_capacity(batch.entries.len());
+        for (_, entry) in &batch.entries {
+            let Some(id) = entry.msg_id.as_deref() else {
+                return Ok(None);
+            };
+            if last.may_hold(id) || fresh.iter().any(|s| s.msg_id() == Some(id)) {
+                return Ok(None);
+            }
+            let s = Stored::new(entry.clone());
+            counts.add(&s);
+            fresh.push(s);
+        }
+        if !counts.surely_under(Limits::INBOX) {
+            return Ok(None);
+        }
+        let bytes = inbox::appended(&fresh);
+        let at = last.counts.bytes - 2;
+        if at / BLOCK != (at + bytes.len() as u64 - 1) / BLOCK {
+            return Ok(None);
+        }
+        self.hooks.at(Stage::Written, 0);
+        lock.verify()?;
+        inbox::append_at(&file, last.counts.bytes, &bytes).map_err(io)?;
+        match last.appended(&file, &fresh, &bytes) {
+            Ok(last) => last.save(record),
+            Err(e) => {
+                tracing::debug!(inbox = %path.display(), error = %e, "inbox record not made")
+            }
+        }
+        let added: Vec<String> = fresh
+            .iter()
+            .filter_map(|s| s.msg_id())
+            .map(str::to_owned)
+            .collect();
+        // Read back: the inode written is still the inbox (a writer that
+        // broke the lock between its check and the write would have
+        // replaced it); if not, the file now there is searched.
+        let written = file.metadata().map_err(io)?;
+        let there = std::fs::symlink_metadata(path).map_err(io)?;
+        let lost = if (there.dev(), there.ino()) == (written.dev(), written.ino()) {
+            HashSet::new()
+        } else {
+            not_persisted(path, &[], &added)?
+        };
+        let merged = Merged {
+            fates: vec![None; batch.entries.len()],
+            added,
+            dropped: Vec::new(),
+            own_dropped: vec![0; batch.entries.len() - batch.own_from],
+        };
+        Ok(Some((merged, lost)))
     }
 
     /// Writes `rendered` over the inbox at `path` through `tmp`: durably,

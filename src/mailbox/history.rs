@@ -17,7 +17,7 @@
 //! may then hold up to [`SLACK_ENTRIES`] entries (and [`SLACK_BYTES`])
 //! past the bounds before a rewrite trims it. A crash in the middle of an
 //! append leaves a torn tail; a reader keeps every whole entry before it
-//! ([`repaired`]): those were durable before, and the torn ones are still
+//! ([`inbox::torn_repaired`]): those were durable before, and the torn ones are still
 //! in the inbox, which is rewritten only after the append is durable.
 
 use super::MailboxError;
@@ -48,7 +48,7 @@ pub(crate) fn read(path: &Path) -> Result<Vec<Entry>, MailboxError> {
     };
     let mut kept = match inbox::parse(&bytes) {
         Parsed::Clean(v) => v,
-        Parsed::Corrupt { salvaged, problem } => match repaired(&bytes) {
+        Parsed::Corrupt { salvaged, problem } => match inbox::torn_repaired(&bytes) {
             Some(v) => v,
             None => {
                 tracing::warn!(history = %path.display(), %problem, "history file is corrupt");
@@ -58,27 +58,6 @@ pub(crate) fn read(path: &Path) -> Result<Vec<Entry>, MailboxError> {
     };
     bound(&mut kept);
     Ok(kept.into_iter().map(Stored::into_entry).collect())
-}
-
-/// The entries of a history whose last append was torn by a crash: every
-/// whole entry before the tear, or `None` when the file is not that. An
-/// entry as rendered ends with a line holding only its closing brace at
-/// the array's indent, and JSON strings hold no raw newline, so `\n  }`
-/// is only ever that; the file is cut after such a line and closed, the
-/// latest first, until it parses.
-fn repaired(bytes: &[u8]) -> Option<Vec<Stored>> {
-    const END: &[u8] = b"\n  }";
-    let mut end = bytes.len();
-    for _ in 0..64 {
-        let at = bytes[..end].windows(END.len()).rposition(|w| w == END)?;
-        let mut cut = bytes[..at + END.len()].to_vec();
-        cut.extend_from_slice(b"\n]");
-        if let Parsed::Clean(v) = inbox::parse(&cut) {
-            return Some(v);
-        }
-        end = at;
-    }
-    None
 }
 
 /// Keeps the newest [`MAX_ENTRIES`] of `kept`, within [`MAX_BYTES`] (the
@@ -176,21 +155,8 @@ fn appendable(kept: &[Stored], fresh: &[Stored]) -> bool {
 /// [`inbox::render`] laid them out (ending in `\n]`), durably; the file's
 /// metadata after the write. The result is `render` of all the entries.
 fn append(path: &Path, len: usize, fresh: &[Stored]) -> std::io::Result<std::fs::Metadata> {
-    use std::os::unix::fs::FileExt;
     let f = atomic_file::open_for_write_in_place(path)?;
-    if f.metadata()?.len() != len as u64 {
-        return Err(std::io::Error::other(
-            "the history changed under its inbox lock",
-        ));
-    }
-    let mut bytes = Vec::with_capacity(inbox::rendered_len(fresh) + 2);
-    for s in fresh {
-        bytes.extend_from_slice(b",\n  ");
-        bytes.extend_from_slice(s.text.as_bytes());
-    }
-    bytes.extend_from_slice(b"\n]");
-    f.write_all_at(&bytes, len as u64 - 2)?;
-    f.sync_data()?;
+    inbox::append_at(&f, len as u64, &inbox::appended(fresh))?;
     f.metadata()
 }
 
@@ -205,7 +171,7 @@ fn load(path: &Path) -> Result<Vec<Stored>, MailboxError> {
         None => Vec::new(),
         Some(bytes) => match inbox::parse(&bytes) {
             Parsed::Clean(v) => v,
-            Parsed::Corrupt { .. } if let Some(v) = repaired(&bytes) => {
+            Parsed::Corrupt { .. } if let Some(v) = inbox::torn_repaired(&bytes) => {
                 tracing::warn!(history = %path.display(), "history's last append was torn; its whole entries kept");
                 v
             }

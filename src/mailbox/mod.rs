@@ -33,6 +33,7 @@ mod fault;
 mod first;
 mod history;
 mod inbox;
+mod last_write;
 pub mod signing;
 mod spool;
 mod tail;
@@ -251,6 +252,12 @@ impl Mailbox {
         Ok(self.root.runtime_file(&self.team, member, "wake")?)
     }
 
+    /// Where the record of `member`'s inbox as swarm last wrote it is kept
+    /// (`last_write`).
+    fn last_write_path(&self, member: &str) -> Result<PathBuf, MailboxError> {
+        Ok(self.root.runtime_file(&self.team, member, "inbox-last")?)
+    }
+
     /// Rings `member`'s doorbell: wakes its runtime if one listens. One
     /// that is not a FIFO is logged (something was put in its place); so,
     /// at debug, is one that is missing (most members without a swarm
@@ -302,8 +309,20 @@ impl Mailbox {
     /// rewritten with the entries that could be salvaged) and reported.
     pub fn read(&self, member: &str) -> Result<InboxRead, MailboxError> {
         let path = self.inbox_path(member)?;
-        // Streamed: each element becomes its entry as it is read, so memory
-        // is the entries, not the file and its copies as well.
+        // The common case in one pass: a file of plain entries within the
+        // size read whole (one that is not, or that does not parse, is read
+        // as below, element by element, never held whole if larger).
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.len() <= inbox::WHOLE_UP_TO)
+            && let Some(bytes) =
+                atomic_file::read_optional(&path).map_err(|e| MailboxError::io(&path, e))?
+            && let Some(entries) = Entry::all_plain(&bytes)
+        {
+            return Ok(InboxRead {
+                entries,
+                quarantined: None,
+            });
+        }
+        // Element by element: each becomes its entry as it is read.
         let mut found = Vec::new();
         let streamed = inbox::stream_file(&path, |raw| match inbox::entry_of(raw) {
             Ok(e) => {
@@ -452,8 +471,11 @@ impl Mailbox {
     /// The messages `member` has consumed (and any compaction moved aside),
     /// oldest first, bounded to the newest [`HISTORY_MAX_ENTRIES`].
     /// Clears what a member that left the team leaves in its inbox's spool
-    /// (see `spool::Spool::tidy_after_departure`).
+    /// (see `spool::Spool::tidy_after_departure`), and the record of its
+    /// inbox as last written.
     pub fn tidy_spool_of_departed(&self, member: &str) -> Result<(), MailboxError> {
+        let record = self.last_write_path(member)?;
+        atomic_file::remove_if_there(&record).map_err(|e| MailboxError::io(&record, e))?;
         let spool = Spool::new(self.root.spool(&self.team, member)?);
         spool
             .tidy_after_departure()
@@ -619,7 +641,8 @@ fn entries(stored: Vec<Stored>) -> Vec<Entry> {
 /// Reads the inbox while its lock is held. A corrupt file is re-read once
 /// (a writer that does not lock, such as Claude Code 2.1.88, may be half
 /// way through), then copied aside and reported; the caller must then
-/// rewrite the inbox with the salvaged entries returned. `parse` is
+/// rewrite the inbox with the salvaged entries returned (for a torn
+/// append, every whole entry before the tear). `parse` is
 /// [`inbox::parse`] or [`inbox::parse_lazy`].
 fn load_locked(
     path: &Path,
@@ -641,6 +664,13 @@ fn load_locked(
                         continue;
                     }
                 }
+                // An append in place cut short (only a power cut can: see
+                // `Mailbox::append_in_place`): every whole entry before the
+                // tear was durable; the torn ones were never acknowledged.
+                let salvaged = match inbox::torn_repaired(&bytes) {
+                    Some(whole) if salvaged.is_empty() => whole,
+                    _ => salvaged,
+                };
                 let copy = atomic_file::quarantine(path).map_err(|e| MailboxError::io(path, e))?;
                 tracing::warn!(
                     inbox = %path.display(),

@@ -1329,3 +1329,41 @@ fn a_consumer_that_lost_its_lock_reads_again_and_keeps_what_another_writer_appen
     assert_eq!(s.texts("bob"), ["old", "late"], "nothing overwritten");
     lock.verify().expect("taken back");
 }
+
+/// Issue 25 item 3: an append cut short (a power cut before its
+/// `fdatasync`; a `kill -9` cannot tear a write within one page) leaves a
+/// torn array. The next swarm reader or sender cuts it back to the last
+/// whole entry, which is the file before the append, and the sends after
+/// it go on; never an empty inbox with the rest copied aside.
+#[test]
+fn a_torn_append_is_cut_back_to_its_whole_entries_and_sends_go_on() {
+    let s = Sandbox::new();
+    s.send("bob", "ann", "a");
+    s.send("bob", "ann", "b");
+    let before = s.bytes("bob");
+    s.send("bob", "ann", "torn");
+    let full = s.bytes("bob");
+    // Where the appended entry's closing `\n  }` ends: a tear from there
+    // on holds it whole.
+    let whole_from = full.len() - 2;
+    for tear in before.len() - 2..full.len() - 1 {
+        let torn = [&before[..before.len() - 2], &full[before.len() - 2..tear]].concat();
+        s.put("bob", &torn);
+        let read = s.mailbox.read("bob").unwrap();
+        let texts: Vec<&str> = read.entries.iter().map(|e| e.text.as_str()).collect();
+        let (want, file): (&[&str], &[u8]) = if tear >= whole_from {
+            (&["a", "b", "torn"], &full)
+        } else {
+            (&["a", "b"], &before)
+        };
+        assert_eq!(texts, want, "torn after {tear} of {} bytes", full.len());
+        assert!(read.quarantined.is_some(), "the torn bytes are kept aside");
+        assert_eq!(
+            s.bytes("bob"),
+            file,
+            "repaired to its whole entries, laid out"
+        );
+    }
+    s.send("bob", "ann", "c");
+    assert_eq!(s.texts("bob"), ["a", "b", "torn", "c"]);
+}
