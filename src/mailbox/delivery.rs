@@ -426,6 +426,14 @@ impl Mailbox {
         if at / BLOCK != (at + bytes.len() as u64 - 1) / BLOCK {
             return Ok(None);
         }
+        // Only where the rewrite it stands for would fit: an append is a
+        // shortcut that changes no outcome, so on a disk too full for the
+        // rewrite the send fails with the disk's error as it always did
+        // (and the consumer, who must rewrite the file, is not handed an
+        // inbox grown past what it can write).
+        if free_bytes(&file).map_err(io)? < counts.bytes {
+            return Ok(None);
+        }
         self.hooks.at(Stage::Written, 0);
         lock.verify()?;
         inbox::append_at(&file, last.counts.bytes, &bytes).map_err(io)?;
@@ -810,6 +818,22 @@ fn timeout(path: &Path, start: Instant) -> MailboxError {
 /// An I/O error in `spool`, as a [`MailboxError`] naming its directory.
 fn spool_err(spool: &Spool) -> impl Fn(std::io::Error) -> MailboxError + '_ {
     |e| MailboxError::io(spool.dir(), e)
+}
+
+/// The bytes an unprivileged writer may still use on `file`'s file system.
+fn free_bytes(file: &std::fs::File) -> std::io::Result<u64> {
+    use std::os::fd::AsRawFd;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `st` is a valid place for one `statvfs`, written by the call
+    // before it is read, and only read when the call succeeded; the
+    // descriptor is open for the call's duration (borrowed from `file`).
+    let st = unsafe {
+        if libc::fstatvfs(file.as_raw_fd(), st.as_mut_ptr()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        st.assume_init()
+    };
+    Ok(st.f_bavail.saturating_mul(st.f_frsize))
 }
 
 fn parent_of(path: &Path) -> &Path {
