@@ -55,18 +55,7 @@ fn inbox_follow_on_a_10k_inbox_prints_each_new_message_once() {
         || printed() == 10_000,
         explain,
     );
-    let send = |text: &str| {
-        sb.ok(&[
-            "send",
-            "--team",
-            T,
-            "--as",
-            "alice",
-            "--to",
-            "team-lead",
-            text,
-        ]);
-    };
+    let send = |text: &str| crate::inbox_append::send_in(&sb, T, text);
     send("new 0");
     send("new 1");
     wait_until(

@@ -11,11 +11,17 @@ use swarm::team::Team;
 
 const T: &str = "ap";
 
+/// One `swarm send` from alice to the lead of this file's team.
 fn send(sb: &Sandbox, text: &str) {
+    send_in(sb, T, text);
+}
+
+/// One `swarm send` from alice to the lead of `team`.
+pub(crate) fn send_in(sb: &Sandbox, team: &str, text: &str) {
     sb.ok(&[
         "send",
         "--team",
-        T,
+        team,
         "--as",
         "alice",
         "--to",

@@ -189,6 +189,26 @@ impl Live {
     }
 
     /// The pid of `name`'s Claude Code: the child of its pane's runtime.
+    /// `name`'s `sessionId` on the roster (recorded at spawn), once there.
+    /// Claude Code rewrites config.json in place: a read may land mid-write.
+    fn session_id(&self, name: &str) -> String {
+        let mut session = String::new();
+        wait_until(
+            &format!("{name}'s sessionId is on the roster (recorded at spawn)"),
+            WAIT,
+            || {
+                session = self
+                    .t
+                    .member(name)
+                    .and_then(|m| m["sessionId"].as_str().map(str::to_string))
+                    .unwrap_or_default();
+                !session.is_empty()
+            },
+            || self.explain(),
+        );
+        session
+    }
+
     fn claude_pid(&self, name: &str) -> u32 {
         let runtime = self.t.pid_of(name);
         let mut pid = None;
@@ -774,20 +794,7 @@ fn a_claude_teammate_resumes_its_conversation_after_the_tmux_server_ends() {
     l.wait_request("keeper's first request", 0, "ROLE-rz");
     l.ok(&["send", "--to", "keeper", "FIRST-77 remember this"]);
     l.wait_request("keeper hears FIRST-77", 0, "FIRST-77");
-    // (Claude Code rewrites config.json in place: a read may land mid-write.)
-    let mut session = String::new();
-    wait_until(
-        "keeper's sessionId is on the roster (recorded at spawn)",
-        WAIT,
-        || {
-            session =
-                l.t.member("keeper")
-                    .and_then(|m| m["sessionId"].as_str().map(str::to_string))
-                    .unwrap_or_default();
-            !session.is_empty()
-        },
-        || l.explain(),
-    );
+    let session = l.session_id("keeper");
     let pid = l.claude_pid("keeper");
     let argv = cmdline(pid).join(" ");
     assert!(argv.contains(&format!("--session-id {session}")), "{argv}");
@@ -847,20 +854,7 @@ fn a_message_to_a_shut_down_claude_teammate_brings_it_back_with_its_conversation
         "FIRST-rv4 remember the word heron",
     ]);
     l.wait_lead_entry("keeper answers the first", "keeper", "ANSWER-rv4");
-    // (Claude Code rewrites config.json in place: a read may land mid-write.)
-    let mut session = String::new();
-    wait_until(
-        "keeper's sessionId is on the roster (recorded at spawn)",
-        WAIT,
-        || {
-            session =
-                l.t.member("keeper")
-                    .and_then(|m| m["sessionId"].as_str().map(str::to_string))
-                    .unwrap_or_default();
-            !session.is_empty()
-        },
-        || l.explain(),
-    );
+    let session = l.session_id("keeper");
     let pid = l.claude_pid("keeper");
     let r = l.ok(&["shutdown", "keeper", "--wait", "30"]);
     assert!(r.stdout.contains("keeper shut down"), "{}", r.explain());
