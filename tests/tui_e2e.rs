@@ -607,6 +607,14 @@ fn attached_from_outside_q_returns_the_user_to_their_shell_with_a_hint() {
             .contains("`swarm attach --team tz` comes back")
     });
     assert!(d.pane_alive(&ann), "ann runs on\n{}", d.explain());
+    // Issue 24, item 10: the client was ended with SIGTERM, and tmux said
+    // "[terminated]" on every `q`; it is detached now.
+    let shown = d.t.tmux.ok(&["capture-pane", "-p", "-S", "-", "-t", &user]);
+    assert!(
+        !shown.contains("[terminated]") && shown.contains("[detached"),
+        "the user's terminal after q:\n{shown}\n{}",
+        d.explain()
+    );
     // Issue 24, item 10: `swarm attach` after `q` said the lead ran in the
     // user's own pane; it says the lead quit and how to start it again.
     let again = d.t.run(&["attach"]);

@@ -653,6 +653,11 @@ impl HomeSessions for FakeBackend {
     fn attach_argv(&self, name: &str) -> Result<Vec<String>> {
         Ok(vec!["fake-attach".to_string(), name.to_string()])
     }
+
+    /// The fake has no clients.
+    async fn detach(&self, _name: &str, _client_pid: u32) -> Result<bool> {
+        Ok(false)
+    }
 }
 
 /// A pane's screen is what [`FakeBackend::set_screen`] set, drawn at the

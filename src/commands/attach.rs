@@ -126,7 +126,7 @@ pub(super) async fn attach_home(team: &Team, opened: &Session, session: &str) ->
             && let Some(l) = &lead
             && !lead_pane_runs(opened, l).await
         {
-            end_client(&mut client)?;
+            end_client(homes, session, &mut client).await?;
             break None;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -155,24 +155,45 @@ async fn lead_pane_runs(opened: &Session, lead: &swarm_backends::PaneRef) -> boo
     }
 }
 
-/// Ends the tmux client this process started (SIGTERM: it restores the
-/// terminal; SIGKILL after 2 s) and reaps it.
-fn end_client(client: &mut std::process::Child) -> Result<()> {
+/// Ends the tmux client this process started: detached from `session`
+/// (it restores the terminal and says "[detached …]"); SIGTERM if it is
+/// not found there or does not exit within 2 s (tmux then prints
+/// "[terminated]"), SIGKILL 2 s later; then reaps it.
+async fn end_client(
+    homes: &dyn swarm_backends::HomeSessions,
+    session: &str,
+    client: &mut std::process::Child,
+) -> Result<()> {
+    match homes.detach(session, client.id()).await {
+        Ok(true) if exited_within(client, Duration::from_secs(2)).await? => return Ok(()),
+        Ok(_) => {}
+        Err(e) => tracing::warn!("detach the tmux client from {session}: {e}"),
+    }
     // SAFETY: kill(2) on the pid of a child this process spawned and has
     // not reaped yet, so the pid cannot have been reused.
     unsafe { libc::kill(client.id() as libc::pid_t, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < deadline {
+    if exited_within(client, Duration::from_secs(2)).await? {
+        return Ok(());
+    }
+    client.kill().context("ending tmux attach")?;
+    client.wait().context("reaping tmux attach")?;
+    Ok(())
+}
+
+/// Whether `client` exits within `bound` (reaped if so).
+async fn exited_within(client: &mut std::process::Child, bound: Duration) -> Result<bool> {
+    let deadline = Instant::now() + bound;
+    loop {
         if client
             .try_wait()
             .context("waiting for tmux attach")?
             .is_some()
         {
-            return Ok(());
+            return Ok(true);
         }
-        std::thread::sleep(Duration::from_millis(20));
+        if Instant::now() >= deadline {
+            return Ok(false);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    client.kill().context("ending tmux attach")?;
-    client.wait().context("reaping tmux attach")?;
-    Ok(())
 }

@@ -796,6 +796,23 @@ impl HomeSessions for TmuxBackend {
         argv.extend(commands::chain(vec![sessions::attach_session(session)?])?);
         Ok(argv)
     }
+
+    async fn detach(&self, session: &str, client_pid: u32) -> Result<bool> {
+        let inv = self.invocation(commands::chain(vec![sessions::list_clients(session)?])?);
+        let out = inv.output().await?;
+        if !out.success() {
+            if commands::is_missing_target(&out.stderr) || commands::is_no_server(&out.stderr) {
+                return Ok(false);
+            }
+            return Err(inv.failed(&out));
+        }
+        let Some(client) = sessions::client_of_pid(&out.stdout, client_pid) else {
+            return Ok(false);
+        };
+        self.tmux_chain(vec![sessions::detach_client(&client)])
+            .await
+            .map(|_| true)
+    }
 }
 
 #[cfg(test)]

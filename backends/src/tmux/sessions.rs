@@ -141,6 +141,36 @@ pub fn attach_session(name: &str) -> Result<Vec<String>> {
     ])
 }
 
+/// `list-clients -t =NAME -F '#{client_pid}<TAB>#{client_name}'`: who is
+/// attached to a session.
+pub fn list_clients(name: &str) -> Result<Vec<String>> {
+    Ok(vec![
+        "list-clients".to_string(),
+        "-t".to_string(),
+        session_target(name)?,
+        "-F".to_string(),
+        "#{client_pid}\t#{client_name}".to_string(),
+    ])
+}
+
+/// The name of the client whose process is `pid` in `list-clients` output
+/// (see [`list_clients`]).
+pub fn client_of_pid(output: &str, pid: u32) -> Option<String> {
+    output.lines().find_map(|line| {
+        let (p, name) = line.split_once('\t')?;
+        (p.trim().parse::<u32>().ok()? == pid && !name.is_empty()).then(|| name.to_string())
+    })
+}
+
+/// `detach-client -t CLIENT`.
+pub fn detach_client(client: &str) -> Vec<String> {
+    vec![
+        "detach-client".to_string(),
+        "-t".to_string(),
+        client.to_string(),
+    ]
+}
+
 /// `kill-session -t =NAME`.
 pub fn kill_session(name: &str) -> Result<Vec<String>> {
     Ok(vec![
@@ -277,5 +307,28 @@ mod tests {
         assert_eq!(parse_next_window_index("0\n1\n3\n").unwrap(), 4);
         assert_eq!(parse_next_window_index("").unwrap(), 0);
         assert!(parse_next_window_index("x\n").is_err());
+    }
+
+    #[test]
+    fn the_client_to_detach_is_found_by_its_pid() {
+        let out = "4242\t/dev/pts/7\n17\t/dev/pts/3\n";
+        assert_eq!(client_of_pid(out, 17).as_deref(), Some("/dev/pts/3"));
+        assert_eq!(client_of_pid(out, 4242).as_deref(), Some("/dev/pts/7"));
+        assert_eq!(client_of_pid(out, 424), None);
+        assert_eq!(client_of_pid("", 17), None);
+        assert_eq!(
+            list_clients("swarm-demo").unwrap(),
+            s(&[
+                "list-clients",
+                "-t",
+                "=swarm-demo",
+                "-F",
+                "#{client_pid}\t#{client_name}"
+            ])
+        );
+        assert_eq!(
+            detach_client("/dev/pts/3"),
+            s(&["detach-client", "-t", "/dev/pts/3"])
+        );
     }
 }
