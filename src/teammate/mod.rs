@@ -16,6 +16,7 @@
 //! go idle; outliving errors on the way (`trouble`).
 
 mod claude;
+mod dispatch;
 mod inflight;
 mod trouble;
 pub mod wake;

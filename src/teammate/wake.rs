@@ -13,9 +13,10 @@
 //!   kernel hands the lock to the next, which rings every bell once to cover
 //!   the hand-over.
 //!   A changed `<member>.json` inbox rings that member's bell only; a changed
-//!   task file rings every bell when it may offer work to a claim (it is
-//!   claimable now, or was completed or removed: `TaskStore::may_offer_work`),
-//!   none when it is a claim, progress or metadata. A file whose bytes are
+//!   task file is read again into the team watcher's model of the open
+//!   tasks, and each claimable task is offered to one idle runtime, whose
+//!   bell alone rings (`super::dispatch`): a claim, progress or metadata
+//!   rings nobody. A file whose bytes are
 //!   those the team watcher last acted on rings nobody again (`Seen`):
 //!   one write by swarm can be two events (its rename, then its close).
 //!   Latency of a Claude Code write, lead or no lead: one inotify event and
@@ -35,6 +36,7 @@
 //! runtime killed without a chance to clean up is never reported as
 //! polling: its note is ignored and removed.
 
+use super::dispatch::{self, Dispatch};
 use crate::mailbox::doorbell::{self, Doorbell};
 use crate::mailbox::{Changes, InboxWatcher};
 use crate::names::member_from_file_stem;
@@ -285,7 +287,13 @@ fn enter_election(
 ) -> anyhow::Result<()> {
     use anyhow::Context as _;
     let lock = crate::team::locks::open_lock_file(&team.root.team_watcher_lock(&team.name)?)?;
-    let (team, me, dirs) = (team.clone(), me.to_owned(), dirs.to_vec());
+    let (team, me, mut dirs) = (team.clone(), me.to_owned(), dirs.to_vec());
+    // Where idle runtimes say so (beside the doorbells and this lock).
+    if let Some(runtime) = dispatch::runtime_dir(&team) {
+        crate::atomic_file::ensure_dir(&runtime)
+            .with_context(|| format!("creating {}", runtime.display()))?;
+        dirs.push(runtime);
+    }
     std::thread::Builder::new()
         .name("team-watcher".into())
         .spawn(move || {
@@ -302,13 +310,18 @@ fn enter_election(
 }
 
 /// The team watcher, holding the lock: rings the bell of each member whose
-/// inbox changes (every bell when a task change may offer work to a claim)
-/// until the team is gone.
+/// inbox changes, and offers each claimable task to one idle runtime
+/// ([`Dispatch`]), until the team is gone. `dirs` are the inboxes, the task
+/// list and the runtime files (where idle runtimes say so).
 fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
     let watcher = InboxWatcher::over(dirs);
     tracing::info!(polling = ?watcher.polling_reason(), "watching the team's files for its runtimes");
     // Writes between the previous holder's end and this watch: look again.
     ring_all(team);
+    let store = team.tasks();
+    let mut dispatch = Dispatch::default();
+    let mut loaded = dispatch.reload(&store);
+    let mut due = dispatch.offer(team);
     write_status(team, me, watcher.polling_reason());
     if let Some(why) = watcher.polling_reason() {
         tell_lead(
@@ -322,35 +335,53 @@ fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
         );
     }
     let mut seen = Seen::default();
+    let mut checked = std::time::Instant::now();
     loop {
-        match watcher.changes(TEAM_CHECK_EVERY) {
+        let now = std::time::Instant::now();
+        let wait = due.map_or(TEAM_CHECK_EVERY, |d| {
+            d.saturating_duration_since(now).min(TEAM_CHECK_EVERY)
+        });
+        let changes = watcher.changes(wait);
+        // The slow check: the board read whole while it offers work or a
+        // runtime may be waiting for some (a board that could not be read
+        // is read again at once).
+        let recheck = !loaded || checked.elapsed() >= dispatch::RECHECK_EVERY;
+        match changes {
             None => {
                 if !team.roster().exists() {
                     return;
+                }
+                if recheck {
+                    loaded = dispatch.reload(&store);
+                    checked = std::time::Instant::now();
                 }
             }
             Some(Changes::All) => {
                 seen.forget();
                 ring_all(team);
+                loaded = dispatch.reload(&store);
+                checked = std::time::Instant::now();
             }
             Some(Changes::Files(files)) => {
-                let mut tasks: Vec<String> = Vec::new();
-                let mut task_files: Vec<PathBuf> = Vec::new();
+                let mut task_files: Vec<(u64, PathBuf)> = Vec::new();
                 for (dir, name) in files {
                     let path = dirs[dir].join(&name);
+                    let name = name.to_string_lossy();
+                    if dir >= 2 {
+                        // An idle file: the offers below see who idles now.
+                        continue;
+                    }
                     if !seen.changed(&path) {
                         continue;
                     }
-                    let name = name.to_string_lossy();
                     let stem = name.strip_suffix(".json");
-                    if dir != 0 {
+                    if dir == 1 {
                         // Task files only: temp files, locks and the
                         // high-water mark end in a write of one of them.
-                        if let Some(id) = stem.filter(|s| parse_id(s).is_some())
-                            && !tasks.iter().any(|t| t == id)
+                        if let Some(id) = stem.and_then(parse_id)
+                            && !task_files.iter().any(|(t, _)| *t == id)
                         {
-                            tasks.push(id.to_owned());
-                            task_files.push(path);
+                            task_files.push((id, path));
                         }
                         continue;
                     }
@@ -358,17 +389,21 @@ fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
                         team.mailbox().ring(&m);
                     }
                 }
-                let ids: Vec<&str> = tasks.iter().map(String::as_str).collect();
-                if !ids.is_empty() && team.tasks().may_offer_work(&ids) {
-                    ring_all(team);
+                for (id, _) in &task_files {
+                    dispatch.changed(&store, *id);
                 }
-                // The look read the task files again: a write since the
-                // team watcher's read was not what it decided on.
-                for path in &task_files {
+                // The reads above were of the files again: a write since
+                // the team watcher's first read was not what it decided on.
+                for (_, path) in &task_files {
                     seen.confirm(path);
+                }
+                if recheck {
+                    loaded = dispatch.reload(&store);
+                    checked = std::time::Instant::now();
                 }
             }
         }
+        due = dispatch.offer(team);
     }
 }
 
@@ -540,6 +575,8 @@ pub fn preflight(team: &Team) {
 mod tests {
     use super::*;
     use crate::paths::Root;
+    use crate::tasks::Takes;
+    use crate::teammate::dispatch::Available;
 
     fn team() -> (tempfile::TempDir, Team, Vec<PathBuf>) {
         let t = tempfile::tempdir().unwrap();
@@ -554,8 +591,22 @@ mod tests {
         (t, team, dirs)
     }
 
+    /// A task file written as Claude Code writes them (no bell rung).
+    fn write_task(team: &Team, id: &str, status: &str, owner: Option<&str>, blocked_by: &[&str]) {
+        let t = serde_json::json!({
+            "id": id, "subject": format!("task {id}"), "description": "",
+            "status": status, "owner": owner, "blocks": [], "blockedBy": blocked_by,
+        });
+        let path = team.root.task("t", id).unwrap();
+        crate::atomic_file::write_atomic(&path, t.to_string().as_bytes()).unwrap();
+    }
+
+    fn quiet(w: &mut Wakeups, what: &str) {
+        assert!(!w.wait(Duration::from_millis(300)), "woken by {what}");
+    }
+
     #[test]
-    fn a_direct_inbox_write_wakes_its_member_only_and_a_task_that_offers_work_wakes_all() {
+    fn a_direct_inbox_write_wakes_its_member_only_and_a_task_that_offers_work_wakes_one() {
         let (_t, team, dirs) = team();
         let mut a = Wakeups::new(&team, "alice", &dirs).unwrap();
         let mut b = Wakeups::new(&team, "bob", &dirs).unwrap();
@@ -572,38 +623,181 @@ mod tests {
             !b.wait(Duration::from_millis(300)),
             "bob woken by alice's mail"
         );
-        // A claimable task (a Claude Code-style write too) wakes all.
-        let write = |id: &str, status: &str, owner: Option<&str>, blocked_by: &[&str]| {
-            let t = serde_json::json!({
-                "id": id, "subject": format!("task {id}"), "description": "",
-                "status": status, "owner": owner, "blocks": [], "blockedBy": blocked_by,
-            });
-            let path = team.root.task("t", id).unwrap();
-            crate::atomic_file::write_atomic(&path, t.to_string().as_bytes()).unwrap();
-        };
-        write("1", "pending", None, &[]);
-        assert!(a.wait(Duration::from_secs(5)) && b.wait(Duration::from_secs(5)));
+        // Both idle, taking any task.
+        let mut a_idle = Available::new(&team, "alice", Takes::Any).unwrap();
+        let mut b_idle = Available::new(&team, "bob", Takes::Any).unwrap();
+        a_idle.idle();
+        b_idle.idle();
+        // A claimable task (a Claude Code-style write too) wakes one of
+        // them, offered it; the other sleeps on.
+        write_task(&team, "1", "pending", None, &[]);
+        let first = one_woken(&mut a, &mut b, &a_idle, &b_idle, 1);
+        // It claims (writes the file): nobody else is woken.
+        write_task(&team, "1", "in_progress", Some(first), &[]);
+        quiet(&mut a, "a claim");
+        quiet(&mut b, "a claim");
         assert!(report(&team).is_empty(), "{:?}", report(&team));
 
         // Task writes that offer nothing to a claim wake nobody; one that
-        // does (claimable, or a completion that unblocked one) wakes all.
-        let quiet = |w: &mut Wakeups, what: &str| {
-            assert!(!w.wait(Duration::from_millis(300)), "woken by {what}");
-        };
-        write("1", "in_progress", Some("carol"), &[]);
-        write("2", "pending", None, &["1"]);
-        write("3", "pending", Some("carol"), &[]);
-        quiet(&mut a, "a claim, a blocked task and an owned one");
-        quiet(&mut b, "a claim, a blocked task and an owned one");
-        write("3", "completed", Some("carol"), &[]);
+        // does (claimable, or a completion that unblocked one) wakes one.
+        write_task(&team, "2", "pending", None, &["1"]);
+        write_task(&team, "3", "pending", Some("carol"), &[]);
+        quiet(&mut a, "a blocked task and an owned one");
+        quiet(&mut b, "a blocked task and an owned one");
+        write_task(&team, "3", "completed", Some("carol"), &[]);
         quiet(&mut a, "a completion that unblocked nothing");
         quiet(&mut b, "a completion that unblocked nothing");
-        write("1", "completed", Some("carol"), &[]);
-        assert!(a.wait(Duration::from_secs(5)) && b.wait(Duration::from_secs(5)));
-        write("4", "pending", None, &[]);
-        assert!(a.wait(Duration::from_secs(5)) && b.wait(Duration::from_secs(5)));
-        std::fs::remove_file(team.root.task("t", "3").unwrap()).unwrap();
-        assert!(a.wait(Duration::from_secs(5)) && b.wait(Duration::from_secs(5)));
+        write_task(&team, "1", "completed", Some("carol"), &[]);
+        let who = one_woken(&mut a, &mut b, &a_idle, &b_idle, 2);
+        write_task(&team, "2", "in_progress", Some(who), &[]);
+        write_task(&team, "4", "pending", None, &[]);
+        one_woken(&mut a, &mut b, &a_idle, &b_idle, 4);
+    }
+
+    /// Waits until exactly one of the two idle runtimes is woken, offered
+    /// task `id`; its name.
+    fn one_woken(
+        a: &mut Wakeups,
+        b: &mut Wakeups,
+        a_idle: &Available,
+        b_idle: &Available,
+        id: u64,
+    ) -> &'static str {
+        let (woken, other, idle, name) = if a.wait(Duration::from_secs(5)) {
+            (a_idle, b, b_idle, "alice")
+        } else {
+            assert!(b.wait(Duration::from_secs(5)), "nobody woken for task {id}");
+            (b_idle, a, a_idle, "bob")
+        };
+        assert_eq!(
+            woken.take_turn(),
+            Some(id),
+            "{name} was not offered task {id}"
+        );
+        assert!(
+            !other.wait(Duration::from_millis(300)),
+            "both woken for task {id}"
+        );
+        assert_eq!(idle.take_turn(), None, "task {id} offered twice at once");
+        name
+    }
+
+    /// Issue 25, item 1: no herd. Of eight idle runtimes, one is woken per
+    /// claimable task; and a task written in place (as Claude Code writes,
+    /// no rename, unknown to the board index) is found.
+    #[test]
+    fn a_claimable_task_wakes_one_idle_runtime_and_an_in_place_write_is_found() {
+        let (_t, team, dirs) = team();
+        let names: Vec<String> = (0..8).map(|i| format!("m{i}")).collect();
+        let mut wakes: Vec<Wakeups> = names
+            .iter()
+            .map(|n| Wakeups::new(&team, n, &dirs).unwrap())
+            .collect();
+        let mut idle: Vec<Available> = names
+            .iter()
+            .map(|n| Available::new(&team, n, Takes::Any).unwrap())
+            .collect();
+        for i in &mut idle {
+            i.idle();
+        }
+        // The hand-over rings, then quiet.
+        for w in &mut wakes {
+            while w.wait(Duration::from_millis(300)) {}
+        }
+        // The same file rewritten in place: first owned (offers nothing),
+        // then freed.
+        let path = team.root.task("t", "7").unwrap();
+        let body = |owner: &str| {
+            format!(
+                "{{\n  \"id\": \"7\",\n  \"subject\": \"s\",\n  \"description\": \"\",\n  \
+                 \"status\": \"pending\",{owner}\n  \"blocks\": [],\n  \"blockedBy\": []\n}}"
+            )
+        };
+        std::fs::write(&path, body("\n  \"owner\": \"carol\",")).unwrap();
+        for w in &mut wakes {
+            quiet(w, "an owned task");
+        }
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut f, body("").as_bytes()).unwrap();
+        drop(f);
+        // Offered to one (claimed at once, as its runtime would, before
+        // the offer runs out), rung alone.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let offered = loop {
+            if let Some(i) = (0..8).find(|&i| idle[i].take_turn() == Some(7)) {
+                break i;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "task 7 offered to nobody"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        std::fs::write(&path, body(&format!("\n  \"owner\": \"m{offered}\","))).unwrap();
+        let woken: Vec<usize> = (0..8)
+            .filter(|&i| wakes[i].wait(Duration::from_millis(300)))
+            .collect();
+        assert_eq!(woken, [offered], "woken beside the one offered task 7");
+        assert!(
+            idle.iter().all(|i| i.take_turn().is_none()),
+            "offered twice"
+        );
+    }
+
+    /// A runtime offered a task that dies (its idle lock let go, its file
+    /// left behind) before it claims: the task goes to another idle runtime
+    /// once the offer runs out, so nobody idles beside it.
+    #[test]
+    fn a_task_offered_to_a_runtime_that_died_goes_to_another() {
+        let (_t, team, dirs) = team();
+        let mut a = Wakeups::new(&team, "alice", &dirs).unwrap();
+        let mut b = Wakeups::new(&team, "bob", &dirs).unwrap();
+        a.wait(Duration::from_secs(5));
+        b.wait(Duration::from_secs(5));
+        let mut a_idle = Available::new(&team, "alice", Takes::Any).unwrap();
+        let mut b_idle = Available::new(&team, "bob", Takes::Any).unwrap();
+        a_idle.idle();
+        b_idle.idle();
+        write_task(&team, "1", "pending", None, &[]);
+        let first = one_woken(&mut a, &mut b, &a_idle, &b_idle, 1);
+        let (mut survivor, survivor_idle, dead) = if first == "alice" {
+            (b, b_idle, a_idle)
+        } else {
+            (a, a_idle, b_idle)
+        };
+        dead.die();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while survivor_idle.take_turn().is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "nobody offered the task after its runtime died"
+            );
+            survivor.wait(Duration::from_millis(200));
+        }
+    }
+
+    /// A shell teammate (it takes only tasks with a command) is not offered
+    /// a task without one while another teammate idles.
+    #[test]
+    fn a_task_is_offered_only_to_a_runtime_that_takes_it() {
+        let (_t, team, dirs) = team();
+        let mut a = Wakeups::new(&team, "alice", &dirs).unwrap();
+        let mut b = Wakeups::new(&team, "bob", &dirs).unwrap();
+        a.wait(Duration::from_secs(5));
+        b.wait(Duration::from_secs(5));
+        let mut shell = Available::new(&team, "alice", Takes::Commands).unwrap();
+        let mut any = Available::new(&team, "bob", Takes::Any).unwrap();
+        shell.idle();
+        any.idle();
+        write_task(&team, "1", "pending", None, &[]);
+        assert!(b.wait(Duration::from_secs(5)), "bob not offered task 1");
+        assert_eq!(any.take_turn(), Some(1));
+        quiet(&mut a, "a task without a command");
+        assert_eq!(shell.take_turn(), None);
     }
 
     #[test]

@@ -75,6 +75,7 @@ mod task;
 mod turn;
 
 use super::Wakeups;
+use super::dispatch::Available;
 use super::inflight::{Inflight, Journal, Outcome, Unit};
 use super::trouble::{MAX_PAUSE, Trouble};
 use crate::agents::{Pane, Runner};
@@ -161,6 +162,13 @@ pub struct Runtime {
     /// This member's record of the unit in flight, and the unit itself.
     journal: Journal,
     inflight: Option<Inflight>,
+    /// Says when this runtime idles, and reads the task offered to it
+    /// (`teammate::dispatch`); `None` until the loop starts.
+    available: Option<Available>,
+    /// The next look for work claims without an id: the first, one after a
+    /// wait that ran out, and every one while the runtime polls (no team
+    /// watcher offers it tasks then).
+    look: bool,
 }
 
 impl Runtime {
@@ -180,6 +188,8 @@ impl Runtime {
             assigned: BTreeSet::new(),
             journal,
             inflight: None,
+            available: None,
+            look: true,
         }
     }
 
@@ -207,6 +217,9 @@ impl Runtime {
         }
         // Watch before the first look, so nothing written in between is missed.
         let mut wake = Wakeups::new(&self.team, &self.me, &[inboxes, tasks])?;
+        if !self.member.is_ai_lead() {
+            self.available = Some(Available::new(&self.team, &self.me, self.runner.takes())?);
+        }
         self.banner(wake.polling_reason());
         let mut trouble = Trouble::default();
         loop {
@@ -231,7 +244,8 @@ impl Runtime {
             match flow {
                 Flow::Continue => {}
                 Flow::Idle => {
-                    wake.wait(IDLE_WAIT);
+                    let rung = wake.wait(IDLE_WAIT);
+                    self.look = !rung || wake.polling_reason().is_some();
                 }
                 Flow::Exit(exit) => return Ok(exit),
                 Flow::Crashed { task, reason } => return Err(self.crash(task, &reason)),
@@ -309,7 +323,14 @@ impl Runtime {
         if let Some(rec) = self.inflight.clone() {
             return self.resume(rec, wake);
         }
-        match self.next_work()? {
+        let work = self.next_work()?;
+        if let Some(a) = self.available.as_mut() {
+            match work {
+                Work::Nothing => a.idle(),
+                _ => a.busy(),
+            }
+        }
+        match work {
             Work::Shutdown(entry, req) => Ok(Flow::Exit(self.approve_shutdown(&entry, &req)?)),
             Work::Messages(batch) => self.handle_messages(batch),
             Work::Task(task) => {

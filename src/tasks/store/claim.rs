@@ -275,40 +275,11 @@ impl TaskStore {
         Ok(Attempt::Won(task))
     }
 
-    /// Whether a change just written to the task files `ids` (made,
-    /// updated or deleted) can have left an idle claimant something to
-    /// claim: one of them is claimable now; or it was completed, is gone or
-    /// cannot be read (either may have unblocked others) and a fresh look
-    /// at the board finds a claimable task. The team watcher wakes every
-    /// idle runtime only then. A claim, a status or progress write,
-    /// metadata or an owner change offers nothing to a claim without an id
-    /// (assignments reach their owner as messages): each woke a team of 100
-    /// (25 ms of the runtimes' CPU per update); and a completion that
-    /// unblocked nothing made each of them look at the whole board (308 ms
-    /// at 10,000 tasks), where one look (which saves the index their claims
-    /// then read) now answers for all.
-    pub fn may_offer_work(&self, ids: &[&str]) -> bool {
-        let mut look = false;
-        for id in ids {
-            match self.load(id) {
-                Ok(Loaded::Found(t)) => match t.status {
-                    Status::Completed => look = true,
-                    Status::Pending
-                        if t.owner.is_none()
-                            && self.open_blockers(&t).map_or(true, |open| open.is_empty()) =>
-                    {
-                        return true;
-                    }
-                    _ => {}
-                },
-                Ok(Loaded::Missing | Loaded::Corrupt(_)) | Err(_) => look = true,
-            }
-        }
-        // A board that cannot be looked at wakes them: a missed wake-up
-        // costs a claimable task minutes, a spare one a look each.
-        look && self
-            .scan(None)
-            .map_or(true, |board| !claimable(&board.tasks).is_empty())
+    /// Task file `id` as it reads now, without salvaging a corrupt one:
+    /// what the team watcher's dispatcher (`teammate::dispatch`) learns of
+    /// a file it got an event for.
+    pub(crate) fn load_task(&self, id: &str) -> Result<Loaded, TaskError> {
+        self.load(id)
     }
 
     /// The lowest candidate of an index's open tasks this claimant wins,

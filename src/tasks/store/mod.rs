@@ -92,7 +92,7 @@ struct ListLock(#[allow(dead_code, reason = "held for its Drop")] FileLock);
     clippy::large_enum_variant,
     reason = "short-lived, never stored in bulk"
 )]
-enum Loaded {
+pub(crate) enum Loaded {
     Missing,
     Found(Task),
     Corrupt(String),

@@ -102,15 +102,34 @@ impl Runtime {
             }
             self.assigned.remove(&id);
         }
-        match self.team.tasks().claim_as(None, &self.me, false, takes)? {
-            Claim::Claimed(t) => {
-                if let Err(e) = self.team.notify_assignment(&t, &self.me, &self.me) {
-                    tracing::warn!(error = %format!("{e:#}"), task = %t.id, "task_assignment not sent");
-                }
-                Ok(Work::Task(t))
+        // The task the team watcher offered this runtime: claimed by id,
+        // reading that task's file (and its blockers') only.
+        let offered = self.available.as_ref().and_then(|a| a.take_turn());
+        let mut claimed = None;
+        if let Some(id) = offered {
+            let id = id.to_string();
+            if let Claim::Claimed(t) =
+                self.team
+                    .tasks()
+                    .claim_as(Some(&id), &self.me, false, takes)?
+            {
+                claimed = Some(t);
             }
-            Claim::Refused(_) => Ok(Work::Nothing),
         }
+        // Else a claim without id, only when no team watcher offers this
+        // runtime work, or as its own slow check (see `look`).
+        if claimed.is_none() && (std::mem::take(&mut self.look) || self.available.is_none()) {
+            if let Claim::Claimed(t) = self.team.tasks().claim_as(None, &self.me, false, takes)? {
+                claimed = Some(t);
+            }
+        }
+        let Some(t) = claimed else {
+            return Ok(Work::Nothing);
+        };
+        if let Err(e) = self.team.notify_assignment(&t, &self.me, &self.me) {
+            tracing::warn!(error = %format!("{e:#}"), task = %t.id, "task_assignment not sent");
+        }
+        Ok(Work::Task(t))
     }
 
     /// A task assigned to this member that it does not take (a shell
