@@ -118,10 +118,11 @@ impl Runtime {
         }
         // Else a claim without id, only when no team watcher offers this
         // runtime work, or as its own slow check (see `look`).
-        if claimed.is_none() && (std::mem::take(&mut self.look) || self.available.is_none()) {
-            if let Claim::Claimed(t) = self.team.tasks().claim_as(None, &self.me, false, takes)? {
-                claimed = Some(t);
-            }
+        if claimed.is_none()
+            && (std::mem::take(&mut self.look) || self.available.is_none())
+            && let Claim::Claimed(t) = self.team.tasks().claim_as(None, &self.me, false, takes)?
+        {
+            claimed = Some(t);
         }
         let Some(t) = claimed else {
             return Ok(Work::Nothing);
