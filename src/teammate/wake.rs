@@ -581,6 +581,8 @@ mod tests {
     fn team() -> (tempfile::TempDir, Team, Vec<PathBuf>) {
         let t = tempfile::tempdir().unwrap();
         let team = Team::new(&Root::new(t.path()), "t");
+        // A team whose roster is gone ends its watcher.
+        team.roster().create(None, "/").unwrap();
         let dirs = vec![
             team.root.inboxes_dir("t").unwrap(),
             team.root.tasks_dir("t").unwrap(),
