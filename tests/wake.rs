@@ -242,3 +242,72 @@ fn a_polling_note_left_by_a_killed_runtime_is_not_reported() {
     );
     assert!(!note.exists(), "the stale note is removed by its reader");
 }
+
+/// Issue 25, item 1: a claimable task wakes one idle runtime, not the
+/// herd; and a task file Claude Code writes in place (no rename, no bell,
+/// nothing swarm's board index knows of) is still claimed and run.
+#[test]
+fn a_task_written_in_place_is_run_by_one_runtime_and_wakes_no_other() {
+    let sb = Sandbox::new();
+    let names = ["alice", "bob", "carol", "dave"];
+    sb.team_with(T, &names);
+    let _rt = start(&sb, &names, &[]);
+    settle(&sb, &names);
+    // Quiet first: the hand-over wake-ups are over.
+    let mut before: Vec<usize> = Vec::new();
+    wait_until(
+        "the runtimes' wake-ups settle",
+        WAIT,
+        || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let now: Vec<usize> = names.iter().map(|n| wakeups(&sb, n)).collect();
+            std::mem::replace(&mut before, now) == before
+        },
+        || explain(&sb, &names),
+    );
+    let path = sb.path(&format!("tasks/{T}/1.json"));
+    let body = |owner: &str| {
+        format!(
+            "{{\n  \"id\": \"1\",\n  \"subject\": \"in place\",\n  \"description\": \"\",\n  \
+             \"status\": \"pending\",{owner}\n  \"blocks\": [],\n  \"blockedBy\": [],\n  \
+             \"metadata\": {{\n    \"command\": \"echo ran-in-place\"\n  }}\n}}"
+        )
+    };
+    // Owned by someone else: nothing to claim.
+    std::fs::write(&path, body("\n  \"owner\": \"erin\",")).expect("write");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Freed by a write in place, as Claude Code's TaskUpdate does.
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&path)
+        .expect("open in place");
+    std::io::Write::write_all(&mut f, body("").as_bytes()).expect("write in place");
+    drop(f);
+    let task = || -> serde_json::Value {
+        std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    };
+    wait_until(
+        "one runtime claims, runs and completes task 1",
+        WAIT,
+        || task()["status"] == "completed",
+        || explain(&sb, &names),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let winner = task()["owner"].as_str().unwrap_or_default().to_owned();
+    let others: Vec<(&str, usize)> = names
+        .iter()
+        .zip(&before)
+        .filter(|(n, _)| **n != winner)
+        .map(|(n, b)| (*n, wakeups(&sb, n) - b))
+        .filter(|(_, woken)| *woken > 0)
+        .collect();
+    assert!(
+        others.is_empty(),
+        "{winner} ran task 1, and these were woken for it too: {others:?}\n{}",
+        explain(&sb, &names)
+    );
+}
