@@ -894,6 +894,33 @@ fn a_pane_closed_by_the_user_is_noticed_and_its_task_returned() {
     assert_canary(&t, "a user closing a pane");
 }
 
+/// Issue 25, item 4: on tmux the lead learns of a pane's end from an event
+/// (a pidfd per pane process), not by listing the server on a timer. With
+/// its safety tick put out of reach (an hour), a pane the user closes is
+/// still reported dead, and its task returned, within the suite's budget.
+#[test]
+fn a_pane_closed_by_the_user_is_noticed_by_its_exit_event() {
+    let Some(t) = TmuxTeam::new("pane_closed_event", "ce") else {
+        return;
+    };
+    t.ok(&["team", "create", "ce"]);
+    spawn_recorder(&t, "gone");
+    t.wait_ready("gone");
+    let task = t.task_in_progress("work", "gone");
+    let mut c = t.cmd(&["lead"]);
+    c.env("SWARM_FAULT_SAFETY_TICK_MS", "3600000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let _lead = KillOnDrop(c.spawn().expect("starting swarm lead"));
+    t.wait_lead();
+    wait_log(&t, "pane exits are events");
+    wait_log(&t, "gone is running");
+    let pane = t.pane_of("gone");
+    t.tmux.ok(&["kill-pane", "-t", &pane]);
+    wait_marked_dead(&t, "gone", Some(&task));
+    wait_log(&t, "gone is dead: its pane disappeared");
+}
+
 #[test]
 fn a_killed_tmux_server_is_noticed_and_its_teammates_tasks_returned() {
     let Some(t) = TmuxTeam::new("killed_tmux_server", "ks") else {

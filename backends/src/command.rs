@@ -32,7 +32,7 @@ use crate::error::{BackendError, Result};
 #[cfg(test)]
 #[allow(dead_code)]
 #[path = "../../tests/util/timeouts.rs"]
-mod timeouts;
+pub(crate) mod timeouts;
 
 /// The default timeout for one call of a multiplexer CLI.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);

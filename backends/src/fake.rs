@@ -110,6 +110,9 @@ pub struct FakeBackend {
     kind: BackendKind,
     caps: Capabilities,
     facets: FakeFacets,
+    /// Rung by a scripted exit, vanishing or kill when the fake reports
+    /// exit events ([`with_exit_events`](Self::with_exit_events)).
+    exits: tokio::sync::Notify,
 }
 
 impl Default for FakeBackend {
@@ -138,6 +141,7 @@ impl FakeBackend {
                 output_file: false,
             },
             facets: FakeFacets::default(),
+            exits: tokio::sync::Notify::new(),
         }
     }
 
@@ -165,6 +169,22 @@ impl FakeBackend {
     pub fn with_capabilities(mut self, caps: Capabilities) -> Self {
         self.caps = caps;
         self
+    }
+
+    /// Reports exit events: [`changes`](PaneBackendExecutor::changes)
+    /// resolves after a scripted [`exit`](Self::exit),
+    /// [`vanish`](Self::vanish) or a kill, as a real backend's does when a
+    /// pane's process ends, and never otherwise.
+    pub fn with_exit_events(mut self) -> Self {
+        self.caps.exit_events = true;
+        self
+    }
+
+    /// A pane's process ended: an event, where the fake reports them.
+    fn ended(&self) {
+        if self.caps.exit_events {
+            self.exits.notify_one();
+        }
     }
 
     /// Has the [`PaneFocus`] facet.
@@ -248,6 +268,8 @@ impl FakeBackend {
         if let Some(p) = index(pane.as_ref()).and_then(|i| st.panes.get_mut(&i)) {
             p.exited = Some(code);
         }
+        drop(st);
+        self.ended();
     }
 
     /// Makes the pane ignore the polite step of the kill ladder.
@@ -272,11 +294,13 @@ impl FakeBackend {
         if let Some(i) = index(pane.as_ref()) {
             self.state().panes.remove(&i);
         }
+        self.ended();
     }
 
     /// Removes every pane, as a killed server would.
     pub fn vanish_all(&self) {
         self.state().panes.clear();
+        self.ended();
     }
 
     /// Makes the pane's id name a pane swarm did not start (as a restarted
@@ -525,7 +549,18 @@ impl PaneBackendExecutor for FakeBackend {
         }
         self.record(FakeCall::Close(pane.clone()));
         self.state().panes.remove(&i);
+        self.ended();
         Ok(())
+    }
+
+    /// Where configured ([`FakeBackend::with_exit_events`]): after a
+    /// scripted exit, vanishing or a kill; otherwise never.
+    async fn changes(&self) {
+        if self.caps.exit_events {
+            self.exits.notified().await
+        } else {
+            std::future::pending::<()>().await
+        }
     }
 }
 

@@ -14,6 +14,8 @@
 //! - [`error`] — [`BackendError`].
 //! - [`command`] — running an external program with a timeout.
 //! - [`process`] — signals to process groups (the kill ladder's mechanics).
+//! - [`exits`] — exits of pane processes as events (a pidfd each), for
+//!   backends whose panes are not this process's children.
 //! - [`tmux`] — the tmux backend; its command files build every tmux argv
 //!   and parse every `-F` output, one per noun ([`tmux::panes`],
 //!   [`tmux::sessions`], [`tmux::layout`], [`tmux::options`]) on the rules of
@@ -49,6 +51,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod command;
 pub mod error;
+pub mod exits;
 #[cfg(feature = "fake")]
 pub mod fake;
 pub mod in_process;
@@ -411,7 +414,8 @@ pub struct Capabilities {
     /// `status` can report an exit code.
     pub exit_codes: bool,
     /// [`PaneBackendExecutor::changes`] resolves when a pane's process
-    /// exits, so liveness need not be polled (in-process on Linux).
+    /// exits, so liveness need not be polled (in-process on Linux; tmux
+    /// where the kernel gives out pidfds, Linux 5.3 and later).
     pub exit_events: bool,
     /// [`PaneBackendExecutor::list_marked`]: every pane carrying a swarm
     /// mark can be listed (tmux, in-process, fake; not iTerm2 or Windows

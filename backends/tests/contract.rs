@@ -863,6 +863,60 @@ mod tmux_live {
         h.after();
     }
 
+    /// Issue 25, item 4: a pane the user closes (`kill-pane`: its process
+    /// gets SIGHUP) and a pane whose process exits are events, so the lead
+    /// need not list the server to notice either; nothing else wakes
+    /// `changes` (no timer).
+    #[cfg(target_os = "linux")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn changes_wakes_when_a_pane_is_closed_or_its_process_exits() {
+        let Some(h) = TmuxHarness::start("exit_events") else {
+            return;
+        };
+        assert!(h.backend.capabilities().exit_events);
+        let go = h.dir().join("go");
+        let closed = h.backend.spawn(&h.spec("sleep", &["1000"])).await.unwrap();
+        let script = r#"while [ ! -e "$0" ]; do sleep 0.01; done; exit 7"#;
+        let exits = h
+            .backend
+            .spawn(&h.spec("sh", &["-c", script, go.to_str().unwrap()]))
+            .await
+            .unwrap();
+        // The processes a status answer finds running are the ones watched.
+        let both = [closed.clone(), exits.clone()];
+        let seen = h.backend.status(&both).await.unwrap();
+        assert!(
+            seen.iter()
+                .all(|(_, s)| matches!(s, PaneStatus::Running { .. })),
+            "{seen:?}"
+        );
+        assert!(
+            tokio::time::timeout(Duration::from_millis(400), h.backend.changes())
+                .await
+                .is_err(),
+            "changes resolved while every pane was running\n{}",
+            h.tmux.dump()
+        );
+        h.tmux.ok(&["kill-pane", "-t", closed.as_str()]);
+        tokio::time::timeout(timeouts::scaled(WAIT), h.backend.changes())
+            .await
+            .unwrap_or_else(|_| panic!("no event for a closed pane\n{}", h.tmux.dump()));
+        assert_eq!(status_of(&h.backend, &closed).await, PaneStatus::Gone);
+        std::fs::write(&go, b"").unwrap();
+        tokio::time::timeout(timeouts::scaled(WAIT), h.backend.changes())
+            .await
+            .unwrap_or_else(|_| panic!("no event for an exit\n{}", h.tmux.dump()));
+        assert_eq!(
+            status_of(&h.backend, &exits).await,
+            PaneStatus::Exited { code: Some(7) }
+        );
+        h.backend
+            .kill(&exits, Duration::from_secs(1))
+            .await
+            .expect("kill");
+        h.after();
+    }
+
     #[tokio::test]
     async fn a_users_pane_with_a_reused_id_is_foreign_and_never_killed() {
         let Some(h) = TmuxHarness::start("foreign") else {

@@ -31,12 +31,33 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use swarm_backends::{PaneRef, PaneStatus};
 
-/// How often the lead checks pane liveness (a dead pane is noticed within
-/// this plus one backend call).
+/// How often the lead checks pane liveness where the backend reports no
+/// exits (a dead pane is noticed within this plus one backend call).
 pub const SUPERVISE_EVERY: Duration = Duration::from_millis(700);
 /// How often panes that report their exits are checked anyway (and the
-/// team's existence, should a watcher miss its deletion).
-pub const SAFETY_TICK: Duration = Duration::from_secs(10);
+/// lead's inbox read, and the team's existence checked, should a watcher
+/// miss a change). The only periodic work of an idle lead on such a
+/// backend: what an exit event cannot show is noticed within this. For
+/// tmux (a pidfd per pane process, see `swarm_backends::exits`) that is a
+/// pane whose pid was reused before it was watched, a pane closed while
+/// its process ignores SIGHUP, and a tmux server restarted under the team.
+pub const SAFETY_TICK: Duration = Duration::from_secs(30);
+
+/// [`SAFETY_TICK`]; with the `fault-injection` feature (test builds only),
+/// `SWARM_FAULT_SAFETY_TICK_MS` replaces it, so that a test can put it
+/// out of reach and show that a pane's end is noticed by its event.
+fn safety_tick() -> Duration {
+    #[cfg(feature = "fault-injection")]
+    if let Some(ms) = std::env::var_os("SWARM_FAULT_SAFETY_TICK_MS").and_then(|ms| {
+        crate::dropped::ignore(
+            ms.to_string_lossy().parse::<u64>(),
+            "reading SWARM_FAULT_SAFETY_TICK_MS (the default applies)",
+        )
+    }) {
+        return Duration::from_millis(ms);
+    }
+    SAFETY_TICK
+}
 
 /// Writes a line to stderr, ignoring a terminal that went away (the lead's
 /// last words must never become a panic).
@@ -111,6 +132,13 @@ pub struct Lead {
     /// only; nothing recorded, no mail consumed, no lock taken, no roster
     /// written, no pane touched.
     pub watching: bool,
+    /// The panes the last [`Lead::supervise`] looked at.
+    looked_at: Vec<PaneRef>,
+    /// How often stalled members are looked for, when the spec asks for
+    /// reminders (`nudge = true`): half its `stall_after`, at most the
+    /// safety tick. A stall is a matter of time, so this is a timer; a team
+    /// without reminders has none.
+    nudge_every: Option<Duration>,
     /// Test hook: the next death recordings fail, as a full disk would.
     #[cfg(test)]
     fail_records: usize,
@@ -127,6 +155,8 @@ impl Lead {
             state: view::TeamState::default(),
             lead_lock: None,
             watching: false,
+            looked_at: Vec::new(),
+            nudge_every: None,
             #[cfg(test)]
             fail_records: 0,
         }
@@ -255,12 +285,8 @@ impl Lead {
     /// once it is on disk.
     pub async fn supervise(&mut self) -> Result<()> {
         let tf = self.team.roster().read()?;
-        let kind = self.opened.kind();
-        let mine: Vec<(Member, PaneRef)> = tf
-            .teammates()
-            .filter(|m| m.backend_kind() == Some(kind))
-            .filter_map(|m| Some((m.clone(), session::member_pane(m)?)))
-            .collect();
+        let mine = self.my_panes(&tf);
+        self.looked_at = mine.iter().map(|(_, p)| p.clone()).collect();
         self.shared()
             .seen
             .retain(|name, _| mine.iter().any(|(m, _)| &m.name == name));
@@ -305,33 +331,74 @@ impl Lead {
                 }
             }
         }
-        if crate::team::status::nudges(&tf) {
-            // Only agents that read a message as words: a shell teammate
-            // runs a message's text as a command.
-            let reads = |m: &Member| {
-                matches!(
-                    crate::agents::Agent::of(m),
-                    Ok(crate::agents::Agent::Exec(_) | crate::agents::Agent::Claude)
-                )
-            };
-            let running: Vec<String> = mine
-                .iter()
-                .filter(|(m, _)| reads(m))
-                .filter(|(m, _)| self.shared().seen.get(&m.name) == Some(&Seen::Running))
-                .map(|(m, _)| m.name.clone())
-                .collect();
-            let stall_after = crate::team::status::stall_after(&tf);
-            let nudged = self
-                .disk(move |team| nudge_stalled(&team, &running, stall_after))
-                .await?;
-            for line in nudged {
-                self.event(line);
-            }
-        }
+        self.nudge(&tf, &mine).await?;
         match failed {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// With the spec's `nudge = true`, reminds each running member stalled
+    /// on its task, once per task (see [`nudge_stalled`]).
+    async fn nudge(
+        &mut self,
+        tf: &crate::team::TeamFile,
+        mine: &[(Member, PaneRef)],
+    ) -> Result<()> {
+        self.nudge_every = crate::team::status::nudges(tf)
+            .then(|| (crate::team::status::stall_after(tf) / 2).min(SAFETY_TICK));
+        if self.nudge_every.is_none() {
+            return Ok(());
+        }
+        // Only agents that read a message as words: a shell teammate
+        // runs a message's text as a command.
+        let reads = |m: &Member| {
+            matches!(
+                crate::agents::Agent::of(m),
+                Ok(crate::agents::Agent::Exec(_) | crate::agents::Agent::Claude)
+            )
+        };
+        let running: Vec<String> = mine
+            .iter()
+            .filter(|(m, _)| reads(m))
+            .filter(|(m, _)| self.shared().seen.get(&m.name) == Some(&Seen::Running))
+            .map(|(m, _)| m.name.clone())
+            .collect();
+        let stall_after = crate::team::status::stall_after(tf);
+        let nudged = self
+            .disk(move |team| nudge_stalled(&team, &running, stall_after))
+            .await?;
+        for line in nudged {
+            self.event(line);
+        }
+        Ok(())
+    }
+
+    /// [`nudge`](Self::nudge) on its own timer, between looks at the panes
+    /// (a lead whose panes' exits are events looks at them rarely).
+    async fn nudge_now(&mut self) -> Result<()> {
+        let tf = self.team.roster().read()?;
+        let mine = self.my_panes(&tf);
+        self.nudge(&tf, &mine).await
+    }
+
+    /// The members whose panes this lead supervises (on its backend), each
+    /// with its pane.
+    fn my_panes(&self, tf: &crate::team::TeamFile) -> Vec<(Member, PaneRef)> {
+        let kind = self.opened.kind();
+        tf.teammates()
+            .filter(|m| m.backend_kind() == Some(kind))
+            .filter_map(|m| Some((m.clone(), session::member_pane(m)?)))
+            .collect()
+    }
+
+    /// True when the roster names panes other than those the last
+    /// [`supervise`](Self::supervise) looked at (a teammate spawned or
+    /// gone): with exit events, a pane is watched only once looked at.
+    fn panes_changed(&self) -> Result<bool> {
+        let tf = self.team.roster().read()?;
+        let now: Vec<PaneRef> = self.my_panes(&tf).into_iter().map(|(_, p)| p).collect();
+        Ok(now != self.looked_at)
     }
 
     /// A pane whose id no longer carries its member's mark (a restarted
@@ -905,14 +972,32 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
     } else {
         None
     };
-    // Panes whose backend reports exits as they happen (in-process) are
-    // checked then, with a slow safety tick; the others are polled.
-    let exit_events = lead.opened.caps().exit_events;
-    let mut tick = tokio::time::interval(if exit_events {
-        SAFETY_TICK
+    // Panes whose backend reports exits as they happen (in-process; tmux
+    // with pidfds) are checked then, and when the roster names a pane not
+    // looked at yet, with a slow safety tick; the others are polled. A
+    // watcher observes panes by id, which no event covers: it polls.
+    let exit_events = lead.opened.caps().exit_events && !lead.watching;
+    let safety = safety_tick();
+    let mut tick = tokio::time::interval(if exit_events { safety } else { SUPERVISE_EVERY });
+    if exit_events {
+        tracing::info!(
+            safety_tick_s = safety.as_secs(),
+            "pane exits are events; panes are listed only then, when the roster changes, and on the safety tick"
+        );
     } else {
-        SUPERVISE_EVERY
-    });
+        let why = if lead.watching {
+            "a watcher looks at panes by id"
+        } else {
+            "this backend reports no pane exits here (tmux needs pidfds: Linux 5.3 or later)"
+        };
+        tracing::info!(
+            backend = %lead.opened.kind(),
+            "pane liveness is polled every {SUPERVISE_EVERY:?}: {why}"
+        );
+    }
+    // Reminders to stalled members, where the spec asks for them, on a
+    // timer of their own (a polling loop reminds on each look already).
+    let mut nudge_tick: Option<(Duration, tokio::time::Interval)> = None;
     let mut stdout = std::io::stdout();
     let started = Instant::now();
     // The inbox is read at the start, after each tick (a safety net for an
@@ -940,6 +1025,15 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
         if plain_view {
             lead.draw(&mut stdout)?;
         }
+        let every = lead.nudge_every.filter(|_| exit_events);
+        if nudge_tick.as_ref().map(|(d, _)| *d) != every {
+            nudge_tick = every.map(|d| {
+                (
+                    d,
+                    tokio::time::interval_at(tokio::time::Instant::now() + d, d),
+                )
+            });
+        }
         tokio::select! {
             _ = tick.tick() => {
                 inbox_due = true;
@@ -960,7 +1054,7 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
                     lead.event(format!("error reading the pending requests: {e:#}"));
                 }
             }
-            _ = lead.opened.backend.changes(), if exit_events && !lead.watching => {
+            _ = lead.opened.backend.changes(), if exit_events => {
                 inbox_due = true;
                 if let Err(e) = lead.supervise().await {
                     lead.event(format!("error checking panes: {e:#}"));
@@ -978,7 +1072,22 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
                 if shown && !lead.watching {
                     lead.notify_tasks().await;
                 }
+                // A pane the roster names that no look has found yet (a
+                // teammate spawned by another process) is looked at now,
+                // so its exit is an event from then on.
+                if shown
+                    && exit_events
+                    && lead.panes_changed().unwrap_or(true)
+                    && let Err(e) = lead.supervise().await
+                {
+                    lead.event(format!("error checking panes: {e:#}"));
+                }
                 lead.changed();
+            }
+            Some(_) = async { Some(nudge_tick.as_mut()?.1.tick().await) }, if nudge_tick.is_some() => {
+                if let Err(e) = lead.nudge_now().await {
+                    lead.event(format!("error reminding stalled members: {e:#}"));
+                }
             }
             Some(_) = async { term.as_mut()?.recv().await }, if term.is_some() => {
                 tracing::info!(uptime_s = started.elapsed().as_secs(), "SIGTERM: the lead exits; teammates keep running");

@@ -531,3 +531,82 @@ async fn a_teammate_back_in_a_new_pane_is_not_released_by_its_old_approval() {
     assert!(b.fake.pane(&pane).is_some(), "its new pane is open");
     assert_eq!(b.task_owner(&task).as_deref(), Some("keeper"));
 }
+
+/// The suite's one timeout knob.
+#[allow(dead_code)]
+#[path = "../../tests/util/timeouts.rs"]
+mod timeouts;
+
+/// Lets the supervisor's task (and the file work it hands to the
+/// blocking pool) run, without moving the paused clock.
+async fn settle() {
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Settles until `cond` holds, the clock paused; fails after the suite's
+/// budget (real time) with `what`.
+async fn settle_until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + timeouts::scaled(timeouts::WAIT);
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "waited for {what}");
+        settle().await;
+    }
+}
+
+/// Issue 25, item 4: on a backend that reports pane exits (tmux with
+/// pidfds, in-process), the supervisor's loop looks at the panes when one
+/// ends and when the roster names a new one, and otherwise only on the
+/// slow safety tick: an idle lead lists nothing. The clock is paused, so
+/// "nothing for 29 s" is exact.
+#[tokio::test(start_paused = true)]
+async fn with_exit_events_the_loop_looks_at_panes_only_when_something_happens() {
+    use swarm_backends::BackendKind;
+    let b = Bench::on(FakeBackend::like(BackendKind::Tmux).with_exit_events());
+    let alice = b.spawn("alice").await;
+    b.spawn("bob").await;
+    let fake = b.fake.clone();
+    let looks = move || {
+        fake.calls()
+            .iter()
+            .filter(|c| matches!(c, FakeCall::Status(_)))
+            .count()
+    };
+    let lead = b.lead();
+    let shared = lead.shared.clone();
+    let seen = move |name: &str| {
+        let sh = shared.lock().unwrap_or_else(|e| e.into_inner());
+        sh.seen.get(name).cloned()
+    };
+    let supervisor = tokio::spawn(super::supervise_loop(lead, false));
+    settle_until("the first look", || seen("bob") == Some(Seen::Running)).await;
+    settle().await;
+    let first = looks();
+
+    // Idle, far past any polling period, short of the safety tick.
+    tokio::time::advance(super::SAFETY_TICK - Duration::from_secs(1)).await;
+    settle().await;
+    assert_eq!(looks(), first, "the idle lead listed its panes");
+
+    // A pane's process ends: looked at at once, no tick needed.
+    b.fake.exit(&alice, Some(3));
+    let exit_code = |name: &str| Some(b.member(name)?.exit().ok()??.code);
+    settle_until("alice's death", || exit_code("alice") == Some(Some(3))).await;
+    assert!(looks() > first);
+
+    // A teammate another process spawned: looked at when the roster
+    // names it, so its exit is an event too.
+    let carol = b.spawn("carol").await;
+    settle_until("carol looked at", || seen("carol") == Some(Seen::Running)).await;
+    b.fake.exit(&carol, Some(4));
+    settle_until("carol's death", || exit_code("carol") == Some(Some(4))).await;
+
+    // The safety tick still looks.
+    settle().await;
+    let idle = looks();
+    tokio::time::advance(super::SAFETY_TICK).await;
+    settle_until("the safety tick's look", || looks() > idle).await;
+    supervisor.abort();
+}
