@@ -38,6 +38,18 @@ impl Stamp {
         }
     }
 
+    /// The same stamp from a raw `stat` (as [`Stamp::of`] reads it from
+    /// the `Metadata` of the same file).
+    pub fn of_stat(st: &libc::stat) -> Stamp {
+        Stamp {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            len: st.st_size as u64,
+            mtime: (st.st_mtime, st.st_mtime_nsec),
+            ctime: (st.st_ctime, st.st_ctime_nsec),
+        }
+    }
+
     /// When the file last changed (seconds, nanoseconds).
     pub fn changed(&self) -> (i64, i64) {
         self.ctime
@@ -96,6 +108,21 @@ impl ReadCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_raw_stat_and_metadata_give_the_same_stamp() {
+        use std::os::unix::ffi::OsStrExt;
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("1.json");
+        std::fs::write(&f, "abc").unwrap();
+        let path = std::ffi::CString::new(f.as_os_str().as_bytes()).unwrap();
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: a NUL-terminated path and a buffer lstat fills.
+        assert_eq!(unsafe { libc::lstat(path.as_ptr(), st.as_mut_ptr()) }, 0);
+        // SAFETY: lstat succeeded.
+        let raw = Stamp::of_stat(unsafe { st.assume_init_ref() });
+        assert_eq!(raw, Stamp::of(&std::fs::symlink_metadata(&f).unwrap()));
+    }
 
     #[test]
     fn an_entry_is_returned_only_for_the_same_file_version() {
