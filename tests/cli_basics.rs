@@ -172,8 +172,10 @@ fn a_message_carries_the_claude_code_envelope_and_is_consumed_by_identity() {
     );
     let human = s.ok(&["inbox", "--team", "alpha", "--mark-read"]);
     assert!(
-        human.stdout.contains("from bob") && human.stdout.contains("line two"),
-        "{}",
+        human
+            .stdout
+            .contains(" from bob:\n  line one\n  line two\n"),
+        "a header line, then each line of the text indented\n{}",
         human.explain()
     );
     assert_eq!(
@@ -185,6 +187,21 @@ fn a_message_carries_the_claude_code_envelope_and_is_consumed_by_identity() {
         .json();
     assert_eq!(all[0]["text"], "line one\nline two");
     assert_eq!(all[0]["consumed"], true, "history keeps consumed messages");
+    let keys: Vec<&str> = all[0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys.last(), Some(&"consumed"), "after the entry's own keys");
+    let human = s.ok(&["inbox", "--team", "alpha", "--all"]);
+    assert!(
+        human
+            .stdout
+            .contains(" from bob (read):\n  line one\n  line two\n"),
+        "{}",
+        human.explain()
+    );
 }
 
 #[test]

@@ -38,33 +38,36 @@ pub fn run(ctx: &Context, args: InboxArgs) -> Result<Exit> {
     if args.follow {
         return follow(&mailbox, &whose, &args);
     }
-    let mut shown: Vec<(Entry, bool)> = Vec::new();
     let read = mailbox.read(&whose)?;
     warn_quarantine(&whose, read.quarantined.as_deref());
-    if args.all {
-        // A message being consumed right now is shown once.
-        shown.extend(
-            mailbox
-                .history_besides(&whose, &read.entries)?
-                .into_iter()
-                .map(|e| (e, true)),
-        );
+    // A message being consumed right now is shown once.
+    let history = if args.all {
+        mailbox.history_besides(&whose, &read.entries)?
+    } else {
+        Vec::new()
+    };
+    // Filtered where it lies: 10,000 entries moved into new vectors twice
+    // were a fifth of printing them.
+    let mut current = read.entries;
+    if args.unread {
+        current.retain(Entry::is_unread);
     }
-    let current: Vec<Entry> = read
-        .entries
-        .into_iter()
-        .filter(|e| !args.unread || e.is_unread())
-        .collect();
     let keys: Vec<EntryKey> = if args.mark_read {
         current.iter().map(Entry::key).collect()
     } else {
         Vec::new()
     };
-    shown.extend(current.into_iter().map(|e| (e, false)));
-    print_entries(&shown, args.json)?;
+    let shown = history
+        .iter()
+        .map(|e| (e, true))
+        .chain(current.iter().map(|e| (e, false)));
+    print_entries(shown, args.json)?;
     if args.mark_read && !keys.is_empty() {
         mailbox.consume(&whose, &keys)?;
     }
+    // The process ends next: freeing 10,000 entries one string at a time
+    // was a tenth of printing them.
+    std::mem::forget((history, current));
     Ok(Exit::Ok)
 }
 
@@ -78,28 +81,27 @@ fn warn_quarantine(whose: &str, q: Option<&std::path::Path>) {
     }
 }
 
-fn print_entries(entries: &[(Entry, bool)], json: bool) -> Result<()> {
+fn print_entries<'a>(entries: impl Iterator<Item = (&'a Entry, bool)>, json: bool) -> Result<()> {
     // One write per 64 KiB, not per line (stdout is line-buffered).
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
     if json {
         // Written as it is serialized: no tree of values built first.
-        let shown: Vec<Shown<'_>> = entries
-            .iter()
-            .map(|(entry, consumed)| Shown {
-                entry,
-                consumed: *consumed,
-            })
-            .collect();
-        serde_json::to_writer_pretty(&mut out, &shown)?;
+        let mut ser = serde_json::Serializer::pretty(&mut out);
+        serde::Serializer::collect_seq(
+            &mut ser,
+            entries.map(|(entry, consumed)| Shown { entry, consumed }),
+        )?;
         writeln!(out)?;
         out.flush()?;
         return Ok(());
     }
-    if entries.is_empty() {
-        eprintln!("no messages");
-    }
+    let mut none = true;
     for (e, consumed) in entries {
-        writeln!(out, "{}", render(e, *consumed))?;
+        none = false;
+        render_to(&mut out, e, consumed)?;
+    }
+    if none {
+        eprintln!("no messages");
     }
     out.flush()?;
     Ok(())
@@ -107,33 +109,54 @@ fn print_entries(entries: &[(Entry, bool)], json: bool) -> Result<()> {
 
 /// An entry as `--json` shows it: its keys, then `consumed: true` for one
 /// from the history.
-#[derive(serde::Serialize)]
 struct Shown<'a> {
-    #[serde(flatten)]
     entry: &'a Entry,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     consumed: bool,
 }
 
-/// One entry for people: a header line, then the text (protocol messages as
-/// one readable line, not raw JSON), nothing in it a terminal would obey.
-pub fn render(e: &Entry, consumed: bool) -> String {
+impl serde::Serialize for Shown<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        // The entry's own keys, in its order (no `flatten`, whose buffering
+        // made `--json` slower than the text).
+        let mut m = s.serialize_map(None)?;
+        self.entry.serialize_fields(&mut m)?;
+        if self.consumed {
+            m.serialize_entry("consumed", &true)?;
+        }
+        m.end()
+    }
+}
+
+/// One entry for people, written to `out` piece by piece: a header line,
+/// then the text (protocol messages as one readable line, not raw JSON),
+/// nothing in it a terminal would obey; each line ends in `\n`.
+fn render_to(out: &mut impl Write, e: &Entry, consumed: bool) -> std::io::Result<()> {
     let tag = if consumed || !e.is_unread() {
         " (read)"
     } else {
         ""
     };
-    let body = match e.protocol() {
-        Some(msg) => format!("[{}]", escape_line(&msg.one_line())),
-        None => escape_text(&e.text).replace('\n', "\n  "),
-    };
-    format!(
-        "{} from {}{}:\n  {}",
+    write!(
+        out,
+        "{} from {}{}:\n  ",
         escape_line(&e.timestamp),
         escape_line(&e.from),
-        tag,
-        body
-    )
+        tag
+    )?;
+    match e.protocol() {
+        Some(msg) => writeln!(out, "[{}]", escape_line(&msg.one_line())),
+        None => {
+            let body = escape_text(&e.text);
+            let mut lines = body.split('\n');
+            out.write_all(lines.next().unwrap_or_default().as_bytes())?;
+            for line in lines {
+                out.write_all(b"\n  ")?;
+                out.write_all(line.as_bytes())?;
+            }
+            out.write_all(b"\n")
+        }
+    }
 }
 
 fn follow(mailbox: &Mailbox, whose: &str, args: &InboxArgs) -> Result<Exit> {
@@ -183,7 +206,7 @@ fn emit(e: &Entry, consumed: bool, json: bool) -> Result<()> {
         }
         writeln!(out, "{}", serde_json::to_string(&v)?)?;
     } else {
-        writeln!(out, "{}", render(e, consumed))?;
+        render_to(&mut out, e, consumed)?;
     }
     out.flush()?;
     Ok(())

@@ -211,7 +211,10 @@ impl Entry {
     /// otherwise (the caller reads it element by element, which decides).
     pub(crate) fn all_plain(bytes: &[u8]) -> Option<Vec<Entry>> {
         let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-        let plain: Vec<Plain> = serde_json::from_slice(bytes).ok()?;
+        // Checked as UTF-8 once, whole: parsed from a `str`, no string in
+        // it is checked again (from bytes, each one was).
+        let text = std::str::from_utf8(bytes).ok()?;
+        let plain: Vec<Plain> = serde_json::from_str(text).ok()?;
         Some(plain.into_iter().map(|p| p.0).collect())
     }
 }
@@ -331,6 +334,15 @@ fn take_if<T>(
 impl Serialize for Entry {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(None)?;
+        self.serialize_fields(&mut m)?;
+        m.end()
+    }
+}
+
+impl Entry {
+    /// The entry's keys, in the order it is written, into a map being
+    /// serialized (so a caller can add keys of its own after them).
+    pub fn serialize_fields<M: serde::ser::SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
         m.serialize_entry("from", &self.from)?;
         m.serialize_entry("text", &self.text)?;
         if let Some(v) = &self.summary {
@@ -361,7 +373,7 @@ impl Serialize for Entry {
         for (k, v) in &self.extra {
             m.serialize_entry(k, v)?;
         }
-        m.end()
+        Ok(())
     }
 }
 
