@@ -424,6 +424,14 @@ pub struct DoctorArgs {
     /// Print the findings as one JSON object
     #[arg(long)]
     pub json: bool,
+    /// Check another machine of the spec instead ([[host]] NAME): ssh in batch
+    /// mode, tmux's version, swarm's version (equal to this one), and this state
+    /// root seen at the host's `root`; each failed check with its fix, exit 1
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
+    /// The spec holding the [[host]] (default: ./swarm.toml)
+    #[arg(long, value_name = "FILE", requires = "host")]
+    pub spec: Option<PathBuf>,
     #[command(flatten)]
     pub backend: BackendArgs,
 }

@@ -21,6 +21,7 @@
 //! pass_env = ["K"]            # optional: variables passed by name from the environment of
 //!                             # whoever opens the pane (`swarm up`); never written anywhere
 //! worktree = true             # optional: this teammate in a git worktree (default: the team's)
+//! host = "local"              # optional: the [[host]] it runs on (default and only one today: local)
 //!
 //! [lead]                      # optional: a coding agent leads the team (DESIGN §12)
 //! agent = "claude"            # required: claude, codex or gemini (or command, with `command`)
@@ -29,6 +30,13 @@
 //! model = "opus"              # optional
 //! approves = false            # optional: teammates' plan and permission requests go to it
 //! command = ["prog", "arg"]   # only for agent = "command": the exec contract's program
+//!
+//! [[host]]                    # optional: another machine (DESIGN §13; `swarm doctor --host NAME`)
+//! name = "box"                # required; like a teammate's name; "local" is this machine
+//! ssh = "me@box"              # required: any destination `ssh` takes (~/.ssh/config honoured)
+//! root = "/mnt/team"          # required: where this state root is mounted on that host
+//! swarm = "/opt/bin/swarm"    # optional: its swarm binary (default: `swarm` on its PATH)
+//! timeout = 10                # optional: seconds one call to it may take, connecting included
 //!
 //! [[task]]
 //! subject = "count lines"     # required
@@ -66,6 +74,9 @@ pub struct TeamSpec {
     pub teammates: Vec<TeammateSpec>,
     #[serde(default, rename = "task")]
     pub tasks: Vec<TaskSpec>,
+    /// Other machines (`[[host]]`).
+    #[serde(default, rename = "host")]
+    pub hosts: Vec<HostSpec>,
     /// A coding agent that leads the team (`[lead]`).
     #[serde(default)]
     pub lead: Option<LeadSpec>,
@@ -114,6 +125,74 @@ pub struct TeammateSpec {
     /// A git worktree of its own (`None`: the team's `worktree`).
     #[serde(default)]
     pub worktree: Option<bool>,
+    /// The `[[host]]` it runs on (`None` or `"local"`: this machine).
+    #[serde(default)]
+    pub host: Option<String>,
+}
+
+/// `[[host]]`: another machine, reached with the user's own `ssh`, that
+/// sees this state root at `root` (DESIGN §13).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    pub name: String,
+    /// Any destination `ssh` takes.
+    pub ssh: String,
+    /// Where this state root is mounted on that host.
+    pub root: PathBuf,
+    /// Its swarm binary (`None`: `swarm` on its PATH).
+    #[serde(default)]
+    pub swarm: Option<String>,
+    /// Seconds one call to it may take, connecting included (default 10).
+    #[serde(default)]
+    pub timeout: Option<f64>,
+}
+
+impl HostSpec {
+    /// Its swarm binary.
+    pub fn swarm(&self) -> &str {
+        self.swarm.as_deref().unwrap_or("swarm")
+    }
+
+    /// How long one call to it may take.
+    pub fn timeout(&self) -> std::time::Duration {
+        self.timeout
+            .map_or(swarm_backends::host::DEFAULT_TIMEOUT, |s| {
+                std::time::Duration::from_secs_f64(s.clamp(0.1, 300.0))
+            })
+    }
+
+    fn problems(&self, at: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Err(e) = names::validate_member(&self.name) {
+            out.push(format!("{at}: {e}"));
+        } else if self.name == swarm_backends::host::LOCAL {
+            out.push(format!(
+                "{at}: \"local\" is this machine and needs no [[host]]; pick another name"
+            ));
+        }
+        if let Err(e) = swarm_backends::host::check_destination(&self.ssh) {
+            out.push(format!("{at}: ssh: {e}"));
+        }
+        if let Err(e) = swarm_backends::host::check_remote_path("root", &self.root) {
+            out.push(format!("{at}: {e}"));
+        }
+        if let Some(t) = self.timeout
+            && !(t > 0.0 && t <= 300.0)
+        {
+            out.push(format!(
+                "{at}: timeout {t} is out of range (seconds, above 0 and at most 300)"
+            ));
+        }
+        if let Some(b) = &self.swarm
+            && (b.is_empty() || b.chars().any(char::is_control))
+        {
+            out.push(format!(
+                "{at}: swarm must name a program (a path or a name on its PATH)"
+            ));
+        }
+        out
+    }
 }
 
 /// `[lead]`: the team's AI lead (or `swarm up --lead AGENT`).
@@ -257,6 +336,18 @@ impl TeamSpec {
         }
     }
 
+    /// The `[[host]]` named `name`.
+    pub fn host(&self, name: &str) -> Option<&HostSpec> {
+        self.hosts.iter().find(|h| h.name == name)
+    }
+
+    /// The names of the hosts a teammate may name, `local` first.
+    pub fn host_names(&self) -> String {
+        let mut names: Vec<&str> = vec![swarm_backends::host::LOCAL];
+        names.extend(self.hosts.iter().map(|h| h.name.as_str()));
+        names.join(", ")
+    }
+
     /// Every problem of the spec, in the order of the file, one line each.
     fn problems(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -270,9 +361,39 @@ impl TeamSpec {
         if let Some(lead) = &self.lead {
             note(lead.validate().context("[lead]"));
         }
+        let mut hosts = BTreeSet::new();
+        for (i, h) in self.hosts.iter().enumerate() {
+            let at = format!("host {} ({:?})", i + 1, h.name);
+            out.extend(h.problems(&at));
+            if !hosts.insert(h.name.to_ascii_lowercase()) {
+                out.push(format!("{at}: the name {:?} is used twice", h.name));
+            }
+        }
+        let mut note = |r: Result<()>| {
+            if let Err(e) = r {
+                out.push(format!("{e:#}"));
+            }
+        };
         let mut seen = BTreeSet::new();
         for (i, t) in self.teammates.iter().enumerate() {
             let at = format!("teammate {} ({:?})", i + 1, t.name);
+            if let Some(h) = t.host.as_deref()
+                && h != swarm_backends::host::LOCAL
+            {
+                if self.host(h).is_none() {
+                    note(Err(anyhow::anyhow!(
+                        "{at}: host {:?} is not a [[host]] of this spec (hosts: {})",
+                        h,
+                        self.host_names()
+                    )));
+                } else {
+                    note(Err(anyhow::anyhow!(
+                        "{at}: host {h:?}: teammates on other machines cannot be started \
+                         yet; keep it on \"local\" (`swarm doctor --host {h}` checks that \
+                         machine)"
+                    )));
+                }
+            }
             note(names::validate_member(&t.name).map_err(|e| anyhow::anyhow!("{at}: {e}")));
             if !seen.insert(t.name.to_ascii_lowercase()) {
                 note(Err(anyhow::anyhow!(

@@ -13,6 +13,7 @@ mod corruption;
 mod crash;
 mod demo;
 mod foreign;
+mod hosts;
 mod inbox_append;
 mod lifecycle;
 mod live_ai_lead;

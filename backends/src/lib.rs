@@ -16,6 +16,9 @@
 //! - [`process`] — signals to process groups (the kill ladder's mechanics).
 //! - [`exits`] — exits of pane processes as events (a pidfd each), for
 //!   backends whose panes are not this process's children.
+//! - [`host`] — where a pane's processes run: this machine or another one
+//!   over ssh ([`host::SshHost`]: batch mode, one shared connection, a
+//!   deadline on every call, argv quoted word by word).
 //! - [`tmux`] — the tmux backend; its command files build every tmux argv
 //!   and parse every `-F` output, one per noun ([`tmux::panes`],
 //!   [`tmux::sessions`], [`tmux::layout`], [`tmux::options`]) on the rules of
@@ -54,6 +57,7 @@ pub mod error;
 pub mod exits;
 #[cfg(feature = "fake")]
 pub mod fake;
+pub mod host;
 pub mod in_process;
 pub mod iterm2;
 pub mod pidfile;

@@ -11,6 +11,16 @@ use anyhow::Result;
 use swarm_backends::{BackendKind, EnvFacts};
 
 pub(super) async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
+    if let Some(name) = &args.host {
+        let spec = args
+            .spec
+            .clone()
+            .unwrap_or_else(|| std::path::PathBuf::from("swarm.toml"));
+        let (ctx, name, json) = (ctx.root.clone(), name.clone(), args.json);
+        return tokio::task::spawn_blocking(move || doctor_host(&ctx, &spec, &name, json))
+            .await
+            .map_err(|e| anyhow::anyhow!("checking the host: {e}"))?;
+    }
     let facts = EnvFacts::from_process_env();
     let tmux_version = tmux_version(&facts, &args).await;
     // Links and directories others can write, where swarm refuses to work.
@@ -71,6 +81,57 @@ pub(super) async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
         }
     }
     Ok(Exit::Ok)
+}
+
+/// `swarm doctor --host NAME`: the host's checks, one line each, a failed
+/// one with its fix; exit 1 when any failed.
+fn doctor_host(
+    root: &crate::paths::Root,
+    spec: &std::path::Path,
+    name: &str,
+    json: bool,
+) -> Result<Exit> {
+    let spec = crate::config::TeamSpec::load(spec)?;
+    if name == swarm_backends::host::LOCAL {
+        anyhow::bail!("\"local\" is this machine: `swarm doctor` without --host checks it");
+    }
+    let Some(host) = spec.host(name) else {
+        anyhow::bail!(
+            "no [[host]] named {} in the spec (hosts: {})",
+            esc(&format!("{name:?}")),
+            esc(&spec.host_names())
+        );
+    };
+    let checks = crate::ops::hosts::check(root, host)?;
+    let failed = checks.iter().filter(|c| !c.ok).count();
+    if json {
+        print_json(&serde_json::json!({
+            "host": host.name, "ssh": host.ssh, "root": host.root, "swarm": host.swarm(),
+            "ok": failed == 0, "checks": checks,
+        }));
+    } else {
+        println!("host {} (ssh {})", esc(&host.name), esc(&host.ssh));
+        for c in &checks {
+            let mark = if c.ok { "ok" } else { "FAILED" };
+            println!("  {:<6} {mark}: {}", c.check, esc(&c.detail));
+            if let Some(fix) = &c.fix {
+                println!("         fix: {}", esc(fix));
+            }
+        }
+        if checks.len() < 4 {
+            println!("  (the other checks need ssh to work first)");
+        }
+    }
+    Ok(if failed == 0 {
+        Exit::Ok
+    } else {
+        Exit::No(format!(
+            "host {}: {} of {} checks failed",
+            esc(&host.name),
+            failed,
+            checks.len()
+        ))
+    })
 }
 
 /// Where the state root came from, as the user would name it: `--home`,

@@ -24,6 +24,8 @@
 //!   for its end.
 //! - [`doctor`]: what is wrong with a team, each with a fix that is true
 //!   for it.
+//! - [`hosts`]: another machine of a spec (`[[host]]`) checked: ssh,
+//!   tmux, swarm's version, the shared state root.
 //! - [`mail`]: sending, reading and waiting on an inbox.
 //! - [`board`]: the task verbs (create, list, get, update, claim, delete).
 //! - [`output`]: what a teammate's pane printed, escapes stripped.
@@ -47,6 +49,7 @@ pub mod ai_lead;
 pub mod board;
 pub mod depart;
 pub mod doctor;
+pub mod hosts;
 pub mod mail;
 pub mod output;
 pub mod panes;

@@ -9,6 +9,7 @@
 pub mod dialog;
 pub mod live;
 pub mod process;
+pub mod sshd;
 pub mod timeouts;
 pub mod tmux;
 pub mod tmux_server;

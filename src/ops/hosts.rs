@@ -1,0 +1,251 @@
+//! Another machine of a spec (`[[host]]`, DESIGN §13), checked the way a
+//! teammate there would need it: reached with the user's `ssh` (batch mode,
+//! one shared connection, a deadline on every call), tmux new enough, the
+//! same swarm version as this one, and this state root seen there at the
+//! host's `root`. `swarm doctor --host NAME` prints the result, each failed
+//! check with its fix.
+
+use crate::atomic_file;
+use crate::config::HostSpec;
+use crate::paths::Root;
+use std::path::PathBuf;
+use std::time::Instant;
+use swarm_backends::command::Output;
+use swarm_backends::host::SshHost;
+use swarm_backends::{BackendError, tmux};
+
+/// One check of a host.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct HostCheck {
+    /// `ssh`, `tmux`, `swarm` or `root`.
+    pub check: &'static str,
+    pub ok: bool,
+    /// What was found (a version, a time, an error).
+    pub detail: String,
+    /// What to do about a failed check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+impl HostCheck {
+    fn ok(check: &'static str, detail: impl Into<String>) -> HostCheck {
+        HostCheck {
+            check,
+            ok: true,
+            detail: detail.into(),
+            fix: None,
+        }
+    }
+
+    fn failed(check: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> HostCheck {
+        HostCheck {
+            check,
+            ok: false,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+}
+
+/// The ssh handle of `host`: its destination, the shared connection's
+/// socket under the state root (`<root>/swarm/.ssh`, 0700), its deadline.
+pub fn ssh_of(root: &Root, host: &HostSpec) -> anyhow::Result<SshHost> {
+    let dir = root.dir().join("swarm").join(".ssh");
+    atomic_file::ensure_dir(&dir)
+        .map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?;
+    Ok(SshHost::new(&host.name, &host.ssh)?
+        .control_dir(dir)
+        .timeout(host.timeout()))
+}
+
+/// Every check of `host`, in order; after a failed `ssh` the others are
+/// not tried (each would fail the same way, a deadline each).
+pub fn check(root: &Root, host: &HostSpec) -> anyhow::Result<Vec<HostCheck>> {
+    let ssh = ssh_of(root, host)?;
+    let mut out = Vec::new();
+    let began = Instant::now();
+    let reached = ssh.output_blocking(&["true".to_string()]);
+    out.push(match reached {
+        Ok(o) if o.success() => HostCheck::ok(
+            "ssh",
+            format!(
+                "{} answered in {} ms{}",
+                host.ssh,
+                began.elapsed().as_millis(),
+                if ssh.shares_connection() {
+                    " (one shared connection)"
+                } else {
+                    " (no shared connection: the state root's path is too long for its socket)"
+                }
+            ),
+        ),
+        Ok(o) => {
+            let why = last_line(&o);
+            let refused = [
+                "Permission denied",
+                "verification failed",
+                "password",
+                "passphrase",
+            ];
+            let fix = if refused.iter().any(|r| why.contains(r)) {
+                format!(
+                    "make `ssh {} true` work without a prompt (a key in ssh-agent or \
+                     ~/.ssh/config, the host's key in known_hosts; swarm runs ssh in batch mode)",
+                    host.ssh
+                )
+            } else {
+                reach_fix(host)
+            };
+            HostCheck::failed("ssh", format!("`ssh {}` failed: {why}", host.ssh), fix)
+        }
+        Err(e) => HostCheck::failed("ssh", unreachable(&e), reach_fix(host)),
+    });
+    if !out[0].ok {
+        ssh.close();
+        return Ok(out);
+    }
+    out.push(check_tmux(&ssh, host));
+    out.push(check_swarm(&ssh, host));
+    out.push(check_root(root, &ssh, host));
+    ssh.close();
+    Ok(out)
+}
+
+fn check_tmux(ssh: &SshHost, host: &HostSpec) -> HostCheck {
+    let needed = format!(
+        "{}.{}",
+        tmux::commands::MIN_VERSION.0,
+        tmux::commands::MIN_VERSION.1
+    );
+    let fix = format!("install tmux {needed} or newer on {}", host.name);
+    match ssh.output_blocking(&["tmux".to_string(), "-V".to_string()]) {
+        Ok(o) if o.success() => {
+            let v = o.stdout.trim().to_string();
+            match tmux::commands::parse_version(&v) {
+                Ok(found) if found >= tmux::commands::MIN_VERSION => HostCheck::ok("tmux", v),
+                Ok(_) => HostCheck::failed("tmux", format!("{v} is too old"), fix),
+                Err(_) => HostCheck::failed("tmux", format!("unreadable version {v:?}"), fix),
+            }
+        }
+        Ok(o) => HostCheck::failed("tmux", format!("`tmux -V` failed: {}", last_line(&o)), fix),
+        Err(e) => HostCheck::failed("tmux", unreachable(&e), fix),
+    }
+}
+
+fn check_swarm(ssh: &SshHost, host: &HostSpec) -> HostCheck {
+    let mine = env!("CARGO_PKG_VERSION");
+    let fix = format!(
+        "install swarm {mine} on {} (or set swarm = \"/path/to/swarm\" in its [[host]])",
+        host.name
+    );
+    match ssh.output_blocking(&[host.swarm().to_string(), "--version".to_string()]) {
+        Ok(o) if o.success() => {
+            let v = o.stdout.split_whitespace().last().unwrap_or_default();
+            if v == mine {
+                HostCheck::ok("swarm", format!("{} {v}", host.swarm()))
+            } else {
+                HostCheck::failed(
+                    "swarm",
+                    format!("{} is version {v:?}, this one is {mine}", host.swarm()),
+                    fix,
+                )
+            }
+        }
+        Ok(o) => HostCheck::failed(
+            "swarm",
+            format!("`{} --version` failed: {}", host.swarm(), last_line(&o)),
+            fix,
+        ),
+        Err(e) => HostCheck::failed("swarm", unreachable(&e), fix),
+    }
+}
+
+/// A fresh random word written under this root, read back through the
+/// host's `root`: the same bytes there means the same files.
+fn check_root(root: &Root, ssh: &SshHost, host: &HostSpec) -> HostCheck {
+    let fix = format!(
+        "mount this state root ({}) on {} (NFS or another shared filesystem) and set \
+         root = \"<where it is mounted there>\" in its [[host]]",
+        root.dir().display(),
+        host.name
+    );
+    let rel = PathBuf::from("swarm")
+        .join(".hosts")
+        .join(format!("{}.probe", host.name));
+    let here = root.dir().join(&rel);
+    let word = uuid::Uuid::new_v4().to_string();
+    let written = here
+        .parent()
+        .map_or(Ok(()), atomic_file::ensure_dir)
+        .and_then(|()| atomic_file::write_atomic(&here, word.as_bytes()));
+    if let Err(e) = written {
+        return HostCheck::failed(
+            "root",
+            format!("cannot write the probe {}: {e}", here.display()),
+            "make the state root writable here",
+        );
+    }
+    let there = host.root.join(&rel);
+    let read = ssh.output_blocking(&["cat".to_string(), there.display().to_string()]);
+    let _ = atomic_file::remove_if_there(&here);
+    match read {
+        Ok(o) if o.success() && o.stdout == word => HostCheck::ok(
+            "root",
+            format!("{} there is this state root", host.root.display()),
+        ),
+        Ok(o) if o.success() => HostCheck::failed(
+            "root",
+            format!(
+                "{} there holds other files than this state root",
+                host.root.display()
+            ),
+            fix,
+        ),
+        Ok(o) => HostCheck::failed(
+            "root",
+            format!(
+                "this state root is not seen at {} there: {}",
+                host.root.display(),
+                last_line(&o)
+            ),
+            fix,
+        ),
+        Err(e) => HostCheck::failed("root", unreachable(&e), fix),
+    }
+}
+
+fn reach_fix(host: &HostSpec) -> String {
+    format!(
+        "check that {} is up and reachable (`ssh {} true`), or raise its timeout \
+         (seconds, in its [[host]])",
+        host.name, host.ssh
+    )
+}
+
+/// The last line a failed remote call printed on stderr (ssh's own error
+/// when it could not connect), or its exit status.
+fn last_line(o: &Output) -> String {
+    o.stderr
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map_or_else(
+            || match o.code {
+                Some(c) => format!("exit code {c}"),
+                None => "killed by a signal".to_string(),
+            },
+            str::to_string,
+        )
+}
+
+/// A call that never finished (stopped at its deadline), or never started.
+fn unreachable(e: &BackendError) -> String {
+    match e {
+        BackendError::Timeout { after, .. } => format!(
+            "no answer within {:.1} s (the call was stopped)",
+            after.as_secs_f64()
+        ),
+        other => other.to_string(),
+    }
+}

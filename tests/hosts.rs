@@ -1,0 +1,248 @@
+//! Other machines (DESIGN §13, issue 26), as far as they are built: a spec's
+//! `[[host]]` checked and `swarm doctor --host NAME` against a real private
+//! sshd on 127.0.0.1 ([`Sshd`]) that sees the state root at another path.
+
+use crate::util::sshd::{Sshd, remote_view, silent_port};
+use crate::util::{Run, Sandbox, swarm_bin};
+use std::path::Path;
+use std::time::Duration;
+
+/// A spec with one `[[host]]` named `box`.
+fn spec_with_host(sb: &Sandbox, ssh: &str, root: &Path, extra: &str) -> String {
+    let spec = sb.path("swarm.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "team = \"t\"\n\n[[host]]\nname = \"box\"\nssh = \"{ssh}\"\nroot = \"{}\"\n\
+             swarm = \"{}\"\n{extra}",
+            root.display(),
+            swarm_bin()
+        ),
+    )
+    .unwrap();
+    spec.display().to_string()
+}
+
+/// `swarm doctor --host box --spec SPEC [--json]` with PATH's `ssh` the
+/// test server's.
+fn doctor_host(sb: &Sandbox, sshd: &Sshd, spec: &str, json: bool) -> Run {
+    let mut args = vec!["doctor", "--host", "box", "--spec", spec];
+    if json {
+        args.push("--json");
+    }
+    let mut cmd = sb.cmd(&args);
+    cmd.env("PATH", sshd.path());
+    Run::within(
+        cmd,
+        &args,
+        "doctor --host returns",
+        Duration::from_secs(60),
+        || sshd.log(),
+    )
+}
+
+fn control_sockets(sb: &Sandbox) -> Vec<String> {
+    std::fs::read_dir(sb.path("swarm/.ssh"))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn doctor_host_checks_ssh_tmux_swarm_and_the_shared_root_through_a_real_sshd() {
+    let Some(mut sshd) = Sshd::start() else {
+        return;
+    };
+    if !crate::util::tmux::tmux_available("doctor_host_checks") {
+        return;
+    }
+    let sb = Sandbox::new();
+    // The other machine sees this state root at a path of its own.
+    let there = remote_view(sb.root(), &sshd.dir.path().join("mnt-team"));
+    let spec = spec_with_host(&sb, &sshd.alias, &there, "");
+
+    let r = doctor_host(&sb, &sshd, &spec, false);
+    r.assert_code(0);
+    for line in ["ssh    ok:", "tmux   ok: tmux ", "swarm  ok:", "root   ok:"] {
+        assert!(r.stdout.contains(line), "{line:?}\n{}", r.explain());
+    }
+    assert!(
+        r.stdout.contains("one shared connection"),
+        "{}",
+        r.explain()
+    );
+    assert_eq!(
+        control_sockets(&sb),
+        Vec::<String>::new(),
+        "the shared connection is closed when doctor is done"
+    );
+    let j = doctor_host(&sb, &sshd, &spec, true).json();
+    assert_eq!(j["ok"], true, "{j}");
+    let names: Vec<&str> = j["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["check"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ssh", "tmux", "swarm", "root"]);
+
+    // The machine goes away: ssh fails, said with its fix, and nothing
+    // else is tried; it comes back: all is well again.
+    sshd.stop();
+    let r = doctor_host(&sb, &sshd, &spec, false);
+    r.assert_code(1);
+    assert!(
+        r.stdout.contains("ssh    FAILED") && r.stdout.contains("fix: check that box is up"),
+        "{}",
+        r.explain()
+    );
+    assert!(!r.stdout.contains("tmux   "), "{}", r.explain());
+    assert!(r.stderr.contains("1 of 1 checks failed"), "{}", r.explain());
+    sshd.start_again();
+    doctor_host(&sb, &sshd, &spec, false).assert_code(0);
+}
+
+#[test]
+fn a_root_there_that_is_not_this_state_root_fails_with_its_fix() {
+    let Some(sshd) = Sshd::start() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let spec = spec_with_host(&sb, &sshd.alias, elsewhere.path(), "");
+    let r = doctor_host(&sb, &sshd, &spec, false);
+    r.assert_code(1);
+    assert!(
+        r.stdout
+            .contains("root   FAILED: this state root is not seen at")
+            && r.stdout.contains("fix: mount this state root"),
+        "{}",
+        r.explain()
+    );
+    assert!(r.stdout.contains("ssh    ok:"), "{}", r.explain());
+    assert!(
+        !sb.path("swarm/.hosts/box.probe").exists(),
+        "the probe is removed"
+    );
+}
+
+#[test]
+fn a_host_that_accepts_and_never_answers_costs_its_timeout_not_a_hang() {
+    let Some(sshd) = Sshd::start() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let (_partitioned, port) = silent_port();
+    let spec = spec_with_host(
+        &sb,
+        &format!("ssh://nobody@127.0.0.1:{port}"),
+        Path::new("/mnt/team"),
+        "timeout = 1.5\n",
+    );
+    // `Run::within` fails the test if doctor does not return in time.
+    let r = doctor_host(&sb, &sshd, &spec, false);
+    r.assert_code(1);
+    assert!(r.stdout.contains("ssh    FAILED"), "{}", r.explain());
+    assert!(
+        r.stdout.contains("fix: check that box is up"),
+        "{}",
+        r.explain()
+    );
+}
+
+#[test]
+fn a_remote_call_that_never_returns_is_stopped_at_the_hosts_timeout() {
+    let Some(sshd) = Sshd::start() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let there = remote_view(sb.root(), &sshd.dir.path().join("mnt-team"));
+    // Its "swarm" answers nothing, ever (after ssh connected: what a
+    // partition mid-call looks like to the caller).
+    let stuck = sshd.dir.path().join("stuck-swarm");
+    std::fs::write(
+        &stuck,
+        "#!/bin/sh
+exec sleep 30
+",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&stuck, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let spec = sb.path("swarm.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "team = \"t\"\n[[host]]\nname = \"box\"\nssh = \"{}\"\nroot = \"{}\"\n\
+             swarm = \"{}\"\ntimeout = 2\n",
+            sshd.alias,
+            there.display(),
+            stuck.display()
+        ),
+    )
+    .unwrap();
+    let r = doctor_host(&sb, &sshd, &spec.display().to_string(), false);
+    r.assert_code(1);
+    assert!(
+        r.stdout
+            .contains("swarm  FAILED: no answer within 2.0 s (the call was stopped)"),
+        "{}",
+        r.explain()
+    );
+    assert!(
+        r.stdout.contains("root   ok:"),
+        "the next call works: {}",
+        r.explain()
+    );
+}
+
+#[test]
+fn a_spec_names_every_bad_host_and_a_teammate_on_a_host_it_cannot_start() {
+    let sb = Sandbox::new();
+    let spec = sb.path("swarm.toml");
+    std::fs::write(
+        &spec,
+        "team = \"t\"\n\
+         [[host]]\nname = \"local\"\nssh = \"box\"\nroot = \"/r\"\n\
+         [[host]]\nname = \"b\"\nssh = \"-oProxyCommand=touch /tmp/x\"\nroot = \"rel\"\ntimeout = 0\n\
+         [[host]]\nname = \"good\"\nssh = \"me@good\"\nroot = \"/r\"\n\
+         [[teammate]]\nname = \"a\"\nhost = \"nowhere\"\n\
+         [[teammate]]\nname = \"c\"\nhost = \"good\"\n\
+         [[teammate]]\nname = \"d\"\nhost = \"local\"\n",
+    )
+    .unwrap();
+    let spec = spec.display().to_string();
+    let r = sb.run(&["doctor", "--host", "good", "--spec", &spec]);
+    r.assert_code(2);
+    for needle in [
+        "\"local\" is this machine and needs no [[host]]",
+        "starts with '-' (ssh would read it as an option)",
+        "it must be an absolute path",
+        "timeout 0 is out of range",
+        "host \"nowhere\" is not a [[host]] of this spec (hosts: local, local, b, good)",
+        "teammates on other machines cannot be started yet",
+        "6 problems",
+    ] {
+        assert!(r.stderr.contains(needle), "{needle:?}\n{}", r.explain());
+    }
+    assert!(!r.stderr.contains("teammate 3"), "{}", r.explain());
+}
+
+#[test]
+fn doctor_host_of_local_or_of_an_unknown_host_says_what_to_do() {
+    let sb = Sandbox::new();
+    let spec = spec_with_host(&sb, "me@box", Path::new("/r"), "");
+    sb.run(&["doctor", "--host", "local", "--spec", &spec])
+        .assert_code(2)
+        .assert_error("`swarm doctor` without --host checks it");
+    sb.run(&["doctor", "--host", "nope", "--spec", &spec])
+        .assert_code(2)
+        .assert_error("no [[host]] named \"nope\" in the spec (hosts: local, box)");
+    Sandbox::new()
+        .run(&["doctor", "--host", "box"])
+        .assert_code(2)
+        .assert_error("swarm.toml");
+}
