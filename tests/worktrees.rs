@@ -239,6 +239,13 @@ fn down_force_saves_the_work_on_a_branch_before_removing_the_worktree() {
         .unwrap()
         .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
         .unwrap();
+    let idle = t.sb.path("swarm/wf/runtime/gus.idle.json");
+    wait_until(
+        "gus's runtime marks itself idle",
+        WAIT,
+        || idle.exists(),
+        || t.explain(),
+    );
     let pruned = t.ok(&["shutdown", "gus"]).stdout;
     assert!(pruned.contains("removed the worktree of gus"), "{pruned}");
     assert!(!gus.exists());
@@ -252,6 +259,7 @@ fn down_force_saves_the_work_on_a_branch_before_removing_the_worktree() {
         !t.sb.path("swarm/wf/runtime/gus.wake").exists(),
         "the departed runtime's doorbell is gone"
     );
+    assert!(!idle.exists(), "so is its idle mark");
     assert!(
         !spool.exists(),
         "the departed member's spool is gone with its leftover"

@@ -141,17 +141,18 @@ pub async fn leave(
             .map(|m| m.name.clone())
             .filter(|n| !replaced.contains(n))
             .collect();
-        // Its runtime ended with its pane: its doorbell and polling note
-        // go with it, and its spool's leftovers (issue 24, item 10: they
-        // stayed). What a revival or a resume reads (its session, its
-        // departure record) stays, and so does a send still pending.
+        // Its runtime ended with its pane: its doorbell, polling note,
+        // idle mark and task offer go with it, and its spool's leftovers
+        // (issue 24, item 10: they stayed). What a revival or a resume
+        // reads (its session, its departure record) stays, and so does a
+        // send still pending.
         let mailbox = t.mailbox();
         for n in &names {
             crate::dropped::ignore(
                 mailbox.tidy_spool_of_departed(n),
                 "clearing a departed member's spool",
             );
-            for ext in ["wake", "polling"] {
+            for ext in ["wake", "polling", "idle.json", "turn"] {
                 if let Ok(p) = t.root.runtime_file(&t.name, n, ext) {
                     crate::dropped::ignore(
                         crate::atomic_file::remove_if_there(&p),
