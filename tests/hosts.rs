@@ -246,3 +246,76 @@ fn doctor_host_of_local_or_of_an_unknown_host_says_what_to_do() {
         .assert_code(2)
         .assert_error("swarm.toml");
 }
+
+/// A process group started on the test's "other machine" through ssh,
+/// its leader's pid (= its group: `setsid`).
+fn remote_group(
+    host: &swarm_backends::host::SshHost,
+    rt: &tokio::runtime::Runtime,
+    body: &str,
+) -> u32 {
+    let script = format!(
+        "setsid sh -c {} </dev/null >/dev/null 2>&1 & echo $!",
+        swarm_backends::host::quote_word(body)
+    );
+    let out = rt
+        .block_on(host.output(&["sh".into(), "-c".into(), script]))
+        .unwrap();
+    assert!(out.success(), "{out:?}");
+    out.stdout.trim().parse().expect("a pid")
+}
+
+#[test]
+fn liveness_and_the_signal_ladder_of_a_remote_host_run_there_through_ssh() {
+    use swarm_backends::process::LadderOutcome;
+    let Some(sshd) = Sshd::start() else {
+        return;
+    };
+    let host = swarm_backends::host::SshHost::new("box", &sshd.alias)
+        .unwrap()
+        .program(sshd.dir.path().join("bin/ssh").display().to_string());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let polite = remote_group(&host, &rt, "exec sleep 300");
+    let stubborn = remote_group(&host, &rt, "trap '' TERM; sleep 300; :");
+    let never: u32 = 4_000_000; // above any pid_max
+    let stats = rt.block_on(host.stats(&[polite, stubborn, never])).unwrap();
+    assert_eq!(
+        stats
+            .iter()
+            .map(|s| s.as_ref().map(|s| s.pgrp))
+            .collect::<Vec<_>>(),
+        [Some(polite as i32), Some(stubborn as i32), None],
+        "read from the host's /proc, group and all"
+    );
+    assert!(!stats[0].as_ref().unwrap().start_time.is_empty());
+    let ladder = rt
+        .block_on(host.terminate_groups(
+            &[polite as i32, stubborn as i32, never as i32],
+            Duration::from_millis(300),
+            Duration::from_secs(5),
+        ))
+        .unwrap();
+    assert_eq!(
+        ladder,
+        [
+            Ok(LadderOutcome::Terminated),
+            Ok(LadderOutcome::Killed),
+            Ok(LadderOutcome::AlreadyGone)
+        ]
+    );
+    let after = rt.block_on(host.stats(&[polite, stubborn])).unwrap();
+    assert!(
+        after
+            .iter()
+            .all(|s| s.as_ref().is_none_or(|s| s.is_zombie())),
+        "both groups ended there (a zombie waits for that host's init): {after:?}"
+    );
+    assert!(
+        rt.block_on(host.terminate_groups(&[1], Duration::ZERO, Duration::ZERO))
+            .is_err(),
+        "init's group is never signalled"
+    );
+}

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use crate::command::{Invocation, Output};
 use crate::error::{BackendError, Result};
+use crate::process::{LadderOutcome, Stat};
 
 /// The name of this machine in a spec (`host = "local"`).
 pub const LOCAL: &str = "local";
@@ -67,6 +68,8 @@ pub struct SshHost {
     pub control_dir: Option<PathBuf>,
     /// Each call's deadline, connecting included.
     pub timeout: Duration,
+    /// The ssh program: `ssh` (the first on `PATH`) unless told otherwise.
+    pub program: String,
 }
 
 impl SshHost {
@@ -80,7 +83,14 @@ impl SshHost {
             destination,
             control_dir: None,
             timeout: DEFAULT_TIMEOUT,
+            program: "ssh".to_string(),
         })
+    }
+
+    /// Runs this program as ssh (a path, or a name looked up on `PATH`).
+    pub fn program(mut self, program: impl Into<String>) -> SshHost {
+        self.program = program.into();
+        self
     }
 
     /// Shares one connection through a socket in `dir` (created 0700 by the
@@ -139,7 +149,7 @@ impl SshHost {
         args.push("--".to_string());
         args.push(self.destination.clone());
         args.push(remote_command(argv));
-        let mut inv = Invocation::new("ssh", args);
+        let mut inv = Invocation::new(self.program.clone(), args);
         inv.timeout = self.timeout;
         inv
     }
@@ -169,9 +179,117 @@ impl SshHost {
             "--".to_string(),
             self.destination.clone(),
         ];
-        let mut inv = Invocation::new("ssh", args);
+        let mut inv = Invocation::new(self.program.clone(), args);
         inv.timeout = Duration::from_secs(5);
         let _ = inv.output_blocking();
+    }
+}
+
+/// The processes of a remote host, read and signalled there, never here
+/// (DESIGN §13: nothing local is ever signalled for a remote pane). A
+/// remote host is a Linux one: liveness is its `/proc/<pid>/stat`, a
+/// process named by its pid and start time, as locally.
+impl SshHost {
+    /// What `/proc/<pid>/stat` says on the host of each of `pids` (`None`:
+    /// no such process there), in one call.
+    pub async fn stats(&self, pids: &[u32]) -> Result<Vec<Option<Stat>>> {
+        if pids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let files: Vec<String> = pids.iter().map(|p| format!("/proc/{p}/stat")).collect();
+        // `cat` names each file it cannot read on stderr and goes on; the
+        // exit status says only that one was missing.
+        let script = format!("cat {} 2>/dev/null; exit 0", files.join(" "));
+        let out = self.call(&script, self.timeout).await?;
+        let found: Vec<Stat> = out.stdout.lines().filter_map(Stat::parse).collect();
+        Ok(pids
+            .iter()
+            .map(|p| found.iter().find(|s| s.pid == *p).cloned())
+            .collect())
+    }
+
+    /// The signal ladder on process groups of the host, in one call: SIGTERM
+    /// to each, `grace` for all to end, SIGKILL to the survivors, `settle`
+    /// for those. One result per group, in order, as
+    /// [`crate::process::terminate_groups`] gives them locally.
+    pub async fn terminate_groups(
+        &self,
+        pgids: &[i32],
+        grace: Duration,
+        settle: Duration,
+    ) -> Result<Vec<std::result::Result<LadderOutcome, String>>> {
+        if let Some(bad) = pgids.iter().find(|g| **g <= 1) {
+            return Err(BackendError::invalid(
+                "process group",
+                &bad.to_string(),
+                "not a group swarm started",
+            ));
+        }
+        if pgids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let groups: Vec<String> = pgids.iter().map(i32::to_string).collect();
+        let steps = |d: Duration| (d.as_millis() / 50).max(1);
+        // Only numbers reach the script; each line of its output is
+        // `<outcome> <group>`. A group is alive while one of its processes
+        // is, zombies aside (read from /proc: `kill -0` counts a zombie no
+        // one has reaped yet).
+        let script = format!(
+            "live() {{ L=' '; for f in /proc/[0-9]*/stat; do {{ read -r l < \"$f\"; }} 2>/dev/null || continue; \
+             r=${{l##*) }}; set -- $r; [ \"$1\" = Z ] || L=\"$L$3 \"; done; }}\n\
+             a() {{ case \"$L\" in *\" $1 \"*) return 0;; esac; return 1; }}\n\
+             w() {{ n=0; while [ $n -lt $1 ]; do live; l=''; for g in $2; do a $g && l=\"$l $g\"; done; \
+             [ -z \"$l\" ] && return; sleep 0.05; n=$((n+1)); done; }}\n\
+             live; t=''; for g in {gs}; do if a $g; then kill -s TERM -- \"-$g\" 2>/dev/null; t=\"$t $g\"; \
+             else echo gone $g; fi; done\n\
+             w {grace} \"$t\"\n\
+             live; k=''; for g in $t; do if a $g; then kill -s KILL -- \"-$g\" 2>/dev/null; k=\"$k $g\"; \
+             else echo term $g; fi; done\n\
+             w {settle} \"$k\"\n\
+             live; for g in $k; do if a $g; then echo left $g; else echo kill $g; fi; done\n",
+            gs = groups.join(" "),
+            grace = steps(grace),
+            settle = steps(settle),
+        );
+        let out = self.call(&script, self.timeout + grace + settle).await?;
+        if !out.success() {
+            return Err(BackendError::CommandFailed {
+                program: "ssh".to_string(),
+                argv: vec![self.destination.clone(), "(the signal ladder)".to_string()],
+                status: format!("{:?}", out.code),
+                stderr: out.stderr.trim().to_string(),
+            });
+        }
+        let said = |g: &str| {
+            out.stdout.lines().find_map(|l| {
+                let (what, group) = l.split_once(' ')?;
+                (group.trim() == g).then_some(what)
+            })
+        };
+        Ok(groups
+            .iter()
+            .map(|g| match said(g) {
+                Some("gone") => Ok(LadderOutcome::AlreadyGone),
+                Some("term") => Ok(LadderOutcome::Terminated),
+                Some("kill") => Ok(LadderOutcome::Killed),
+                Some("left") => Err(format!(
+                    "process group {g} on {} still alive {settle:?} after SIGKILL",
+                    self.name
+                )),
+                _ => Err(format!(
+                    "the ladder on {} said nothing of group {g}",
+                    self.name
+                )),
+            })
+            .collect())
+    }
+
+    /// Runs a POSIX shell script on the host (`sh -c SCRIPT`), with its own
+    /// deadline.
+    async fn call(&self, script: &str, timeout: Duration) -> Result<Output> {
+        let mut inv = self.invocation(&["sh".to_string(), "-c".to_string(), script.to_string()]);
+        inv.timeout = timeout;
+        inv.output().await
     }
 }
 
