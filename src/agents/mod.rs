@@ -192,10 +192,20 @@ impl Runner {
 
     /// Runs a task. A task without a command never reaches a shell
     /// teammate (it does not claim one); if one does, it is not run.
-    pub fn run_task(&self, task: &Task, mode: Option<&str>, pane: Pane) -> Finished {
+    /// `started` is called once the agent's process runs (again for a
+    /// second process of the same run: see [`Runner::run_messages`]).
+    pub fn run_task(
+        &self,
+        task: &Task,
+        mode: Option<&str>,
+        pane: Pane,
+        started: &mut dyn FnMut(),
+    ) -> Finished {
         match self.agent {
             Agent::Shell | Agent::Claude | Agent::Process => match shell::task_command(task) {
-                Some(c) => self.invocation(shell::argv(c)).run_captured(pane),
+                Some(c) => self
+                    .invocation(shell::argv(c))
+                    .run_captured_then(pane, started),
                 None => Finished {
                     ended: Ended::NotStarted {
                         why: format!("task {} {NO_COMMAND}", task.id),
@@ -208,20 +218,35 @@ impl Runner {
                     elapsed: std::time::Duration::ZERO,
                 },
             },
-            Agent::Exec(p) => self.run_exec(p, mode, |pre| exec::task_prompt(pre, task), pane),
+            Agent::Exec(p) => {
+                let prompt = |pre: Option<&str>| exec::task_prompt(pre, task);
+                self.run_exec(p, mode, prompt, pane, started)
+            }
         }
     }
 
     /// Runs one batch of messages: for `shell` the batch must be one message
     /// (its text is the command); exec presets get them all in one prompt.
-    pub fn run_messages(&self, batch: &[Entry], mode: Option<&str>, pane: Pane) -> Finished {
+    /// `started` is called once the agent's process runs: again if a
+    /// preset's first process could not take the prompt in its argv and a
+    /// second one runs.
+    pub fn run_messages(
+        &self,
+        batch: &[Entry],
+        mode: Option<&str>,
+        pane: Pane,
+        started: &mut dyn FnMut(),
+    ) -> Finished {
         match self.agent {
             Agent::Shell | Agent::Claude | Agent::Process => {
                 let text = batch.iter().map(|e| e.text.as_str()).collect::<Vec<_>>();
                 self.invocation(shell::argv(&text.join("\n")))
-                    .run_captured(pane)
+                    .run_captured_then(pane, started)
             }
-            Agent::Exec(p) => self.run_exec(p, mode, |pre| exec::messages_prompt(pre, batch), pane),
+            Agent::Exec(p) => {
+                let prompt = |pre: Option<&str>| exec::messages_prompt(pre, batch);
+                self.run_exec(p, mode, prompt, pane, started)
+            }
         }
     }
 
@@ -326,6 +351,7 @@ impl Runner {
         mode: Option<&str>,
         build: impl Fn(Option<&str>) -> String,
         pane: Pane,
+        started: &mut dyn FnMut(),
     ) -> Finished {
         let turn = self.turn(p);
         let prompt = build(self.preamble(p, &turn).as_deref());
@@ -339,14 +365,14 @@ impl Runner {
         }
         let first = p.delivery(&prompt);
         let launch = self.launch(p, mode, &prompt, first, &turn);
-        let mut f = self.run_launch(&launch, &prompt, pane.clone());
+        let mut f = self.run_launch(&launch, &prompt, pane.clone(), started);
         if first == Delivery::Argv && f.ended.is_too_big() {
             tracing::warn!(
                 bytes = prompt.len(),
                 "the command line was too long for exec; passing the prompt outside argv"
             );
             let second = self.launch(p, mode, &prompt, p.long_delivery(), &turn);
-            f = self.run_launch(&second, &prompt, pane);
+            f = self.run_launch(&second, &prompt, pane, started);
         }
         if let Err(e) = self
             .session
@@ -362,7 +388,13 @@ impl Runner {
         f
     }
 
-    fn run_launch(&self, launch: &exec::Launch, prompt: &str, pane: Pane) -> Finished {
+    fn run_launch(
+        &self,
+        launch: &exec::Launch,
+        prompt: &str,
+        pane: Pane,
+        started: &mut dyn FnMut(),
+    ) -> Finished {
         let mut inv = self.invocation(launch.argv.clone());
         inv.env.extend(launch.env.iter().cloned());
         // Held until the run is over, then removed.
@@ -385,7 +417,7 @@ impl Runner {
                 }
             },
         };
-        inv.run_captured(pane)
+        inv.run_captured_then(pane, started)
     }
 
     /// Whether each message is its own unit (`shell`: one command each).

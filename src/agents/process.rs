@@ -170,6 +170,19 @@ impl Invocation {
 
     /// Runs to the end, streaming output to `pane` and capturing its tail.
     pub fn run_captured(&self, pane: Arc<Mutex<dyn Write + Send>>) -> Finished {
+        self.run_captured_then(pane, &mut || {})
+    }
+
+    /// [`Invocation::run_captured`], calling `started` as soon as the
+    /// process runs (it has exec'd: `spawn` returns once it has), before
+    /// waiting for it: what need not come before the agent starts is done
+    /// while it runs, not in its way (`teammate::work`). Not called when
+    /// the process could not be started.
+    pub fn run_captured_then(
+        &self,
+        pane: Arc<Mutex<dyn Write + Send>>,
+        started: &mut dyn FnMut(),
+    ) -> Finished {
         let start = Instant::now();
         let Some(mut cmd) = self.command() else {
             return not_started("empty command".into(), None, start);
@@ -195,6 +208,7 @@ impl Invocation {
                 return not_started(why, e.raw_os_error(), start);
             }
         };
+        started();
         let status = running.wait(None, false).and_then(|w| match w {
             Waited::Exited(status) => Ok(status),
             other => Err(std::io::Error::other(format!("{other:?}"))),
@@ -609,6 +623,36 @@ mod tests {
         assert_eq!(f.stdout, "out\n", "stdout alone too");
         let shown = String::from_utf8(pane.lock().unwrap().clone()).unwrap();
         assert!(shown.contains("out") && shown.contains("err"), "{shown:?}");
+    }
+
+    /// Issue 25, item 2: what need not come before an agent starts is
+    /// done once it runs (`teammate::work`): `started` is called as soon
+    /// as the process runs, while it runs, once; never for one that could
+    /// not start.
+    #[test]
+    fn started_is_called_once_the_process_runs_and_never_when_it_cannot_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let gate = dir.path().join("gate");
+        let script = format!(
+            "i=0; while [ ! -e '{g}' ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; \
+             [ -e '{g}' ] && echo through",
+            g = gate.display()
+        );
+        let mut calls = 0;
+        let f = sh(&script).run_captured_then(sink(), &mut || {
+            calls += 1;
+            // The process waits for this file: it runs, and is waited for
+            // only after this call.
+            std::fs::write(&gate, b"").unwrap();
+        });
+        assert_eq!(f.ended, Ended::Exit(0), "{f:?}");
+        assert_eq!(f.output, "through\n");
+        assert_eq!(calls, 1);
+        let mut calls = 0;
+        let f = Invocation::new(vec!["/nonexistent/agent".into()])
+            .run_captured_then(sink(), &mut || calls += 1);
+        assert!(matches!(f.ended, Ended::NotStarted { .. }), "{f:?}");
+        assert_eq!(calls, 0, "called for a process that never ran");
     }
 
     #[test]

@@ -34,9 +34,12 @@ impl Runtime {
                 .collect();
             self.run_recorded(Unit::Messages { messages: refs })?;
             self.say(&format!("▶ message from {who}: {}", clip(first, 100)));
-            let f = self
-                .runner
-                .run_messages(&unit, self.mode.as_deref(), self.pane.clone());
+            let f = self.runner.run_messages(
+                &unit,
+                self.mode.as_deref(),
+                self.pane.clone(),
+                &mut || {},
+            );
             if let Ended::NotStarted { .. } = f.ended {
                 // The agent never saw them: they stay unread, for a later
                 // try or a runtime that can start it (nothing is consumed

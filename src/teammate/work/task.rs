@@ -49,7 +49,7 @@ impl Runtime {
         let started_at = clock::now_ms();
         let f = self
             .runner
-            .run_task(&task, self.mode.as_deref(), self.pane.clone());
+            .run_task(&task, self.mode.as_deref(), self.pane.clone(), &mut || {});
         if let Some(flow) = self.not_run(&task, &f)? {
             return Ok(flow);
         }
