@@ -264,6 +264,118 @@ fn a_message_to_an_idle_shell_teammate_is_run_and_answered_with_one_idle_notific
     );
 }
 
+/// Issue 25, item 2: a message's command starts without waiting for the
+/// roster. `isActive` is written once the command runs: the roster's lock,
+/// held here as a lead in the middle of a long write would hold it, delays
+/// only that write. (The runtime took that lock, and wrote the roster
+/// durably, before it started anything.)
+#[test]
+fn a_message_runs_without_waiting_for_the_roster_and_is_active_follows_once_it_runs() {
+    let sb = Sandbox::new();
+    let t = team_of(&sb, &["alice"], |_| {});
+    let mut panes = Panes::new(&sb, T);
+    panes.start("alice");
+    wait_until(
+        "alice waits for work",
+        WAIT,
+        || panes.output("alice").contains("waiting for messages"),
+        || panes.explain(),
+    );
+    let active = || {
+        t.roster()
+            .read()
+            .unwrap()
+            .member("alice")
+            .unwrap()
+            .is_active
+    };
+    wait_until(
+        "alice's roster entry says idle",
+        WAIT,
+        || active() == Some(false),
+        || panes.explain(),
+    );
+    let config_lock = swarm::paths::Root::new(sb.root()).config_lock(T).unwrap();
+    let held = swarm::atomic_file::FileLock::acquire_dir(&config_lock, Duration::from_secs(5))
+        .expect("the roster's lock");
+    let ran = sb.path("RAN");
+    let gate = sb.path("GATE");
+    let command = format!(
+        "touch '{}'; while [ ! -e '{}' ]; do sleep 0.05; done; echo done",
+        ran.display(),
+        gate.display()
+    );
+    lead_send(&sb, &["--to", "alice", &command]);
+    wait_until(
+        "alice runs the message while the roster is locked",
+        WAIT,
+        || ran.exists(),
+        || panes.explain(),
+    );
+    assert_eq!(active(), Some(false), "nothing wrote the locked roster");
+    drop(held);
+    wait_until(
+        "the roster says alice is active while her command runs",
+        WAIT,
+        || active() == Some(true),
+        || panes.explain(),
+    );
+    std::fs::write(&gate, b"").unwrap();
+    wait_until(
+        "alice replies and the roster says idle again",
+        WAIT,
+        || {
+            plain_from(&sb, "team-lead", "alice")
+                .iter()
+                .any(|e| e.text.contains("done"))
+                && active() == Some(false)
+                && frames(&sb, "team-lead", "idle_notification").len() == 1
+        },
+        || panes.explain(),
+    );
+}
+
+/// A member removed from the roster while its runtime idles still leaves
+/// at its next message, now that the roster is written only once the
+/// message's command runs: that write finds no member, and the step fails
+/// once the unit is settled (answered, consumed), so the runtime ends
+/// cleanly instead of serving an inbox nobody is a member for.
+#[test]
+fn a_runtime_whose_member_was_removed_leaves_at_its_next_message() {
+    let sb = Sandbox::new();
+    let t = team_of(&sb, &["alice"], |_| {});
+    let mut panes = Panes::new(&sb, T);
+    panes.start("alice");
+    wait_until(
+        "alice waits for work",
+        WAIT,
+        || panes.output("alice").contains("waiting for messages"),
+        || panes.explain(),
+    );
+    t.roster().remove_member("alice").unwrap();
+    lead_send(&sb, &["--force", "--to", "alice", "echo still here"]);
+    assert_eq!(
+        panes.wait_exit("alice"),
+        Some(0),
+        "removed from the roster: a clean exit\n{}",
+        panes.explain()
+    );
+    assert!(
+        panes
+            .output("alice")
+            .contains("alice was removed from team"),
+        "{}",
+        panes.explain()
+    );
+    assert!(
+        inbox(&sb, T, "alice")
+            .iter()
+            .all(|e| e.protocol().is_some()),
+        "a message it ran is consumed, not left to run again\n{}",
+        panes.explain()
+    );
+}
+
 /// Issue 24, item 1: `swarm task create "touch SUBJECT_RAN"` with a shell
 /// teammate on the team created the file, and `--description manual` ran
 /// `manual`. A shell teammate claims only tasks that carry a command (one

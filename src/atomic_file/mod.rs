@@ -63,7 +63,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// Replaces `path` with `bytes` atomically but not durably (no fsync): a
 /// reader sees the old bytes or the new, never a mix, but a crash may leave
 /// either, or an empty file. Only for caches that check what they read and
-/// can be rebuilt (the task board index).
+/// can be rebuilt (the task board index), and for a record made durable
+/// right after by its writer (a teammate's unit in flight, synced once its
+/// agent runs: `teammate::inflight`). A process killed after the rename
+/// leaves the new bytes: only the machine's crash can lose them.
 pub fn write_cache(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut tmp = TempFile::create(path)?;
     (&tmp.file).write_all(bytes)?;

@@ -4,7 +4,11 @@
 //!
 //! One small file per member, `<state>/runtime/<name>.inflight.json`
 //! (`super::runtime_file`), replaced atomically at each stage and removed
-//! once the unit is settled:
+//! once the unit is settled. Each stage is durable when written, but one:
+//! `running` is renamed into place before the agent starts (whole for any
+//! runtime killed from then on) and synced once the agent runs, so that no
+//! fsync stands between a message and the start of its work
+//! ([`Journal::save_unsynced`]).
 //!
 //! - `picked`: a task claimed and not yet handed to the agent. A runtime
 //!   that finds it runs the task: it never ran.
@@ -212,15 +216,50 @@ impl Journal {
         Ok(Found::Corrupt(copy))
     }
 
-    /// Replaces the record (atomically, 0600 in a 0700 directory).
+    /// Replaces the record (atomically and durably, 0600 in a 0700
+    /// directory).
     pub fn save(&self, rec: &Inflight) -> Result<()> {
-        if let Some(dir) = self.path.parent() {
-            crate::atomic_file::ensure_dir(dir)
-                .with_context(|| format!("creating {}", dir.display()))?;
-        }
+        self.write(rec, crate::atomic_file::write_atomic)
+    }
+
+    /// Replaces the record atomically but not yet durably: renamed into
+    /// place, so a runtime killed from here on (`kill -9`: the kernel keeps
+    /// what was written) finds it whole; [`Journal::sync`] makes it survive
+    /// a crash of the machine too. For the record that must be in place
+    /// before the agent starts, and need only be durable once it runs.
+    pub fn save_unsynced(&self, rec: &Inflight) -> Result<()> {
+        self.write(rec, crate::atomic_file::write_cache)
+    }
+
+    /// Makes the record on disk durable (its data, then its directory's
+    /// entry for it): what [`Journal::save`] does after its rename.
+    pub fn sync(&self) -> Result<()> {
+        let f = crate::atomic_file::open_nofollow(&self.path)
+            .with_context(|| format!("opening {}", self.path.display()))?;
+        f.sync_data()
+            .with_context(|| format!("syncing {}", self.path.display()))?;
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        crate::atomic_file::sync_dir(dir).with_context(|| format!("syncing {}", dir.display()))
+    }
+
+    /// Writes the record with `write`. The directory is made only when the
+    /// write finds it missing (the runtime made it at its start, for its
+    /// doorbell): a record needs no walk of its directory's components
+    /// beyond the one the write itself makes (`atomic_file`'s safe-path
+    /// check, kept whole).
+    fn write(&self, rec: &Inflight, write: fn(&Path, &[u8]) -> std::io::Result<()>) -> Result<()> {
         let bytes = serde_json::to_vec(rec).expect("a record serialises");
-        crate::atomic_file::write_atomic(&self.path, &bytes)
-            .with_context(|| format!("recording the unit in flight in {}", self.path.display()))
+        let written = match write(&self.path, &bytes) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if let Some(dir) = self.path.parent() {
+                    crate::atomic_file::ensure_dir(dir)
+                        .with_context(|| format!("creating {}", dir.display()))?;
+                }
+                write(&self.path, &bytes)
+            }
+            r => r,
+        };
+        written.with_context(|| format!("recording the unit in flight in {}", self.path.display()))
     }
 
     /// Removes the record (none is fine).
@@ -290,6 +329,29 @@ mod tests {
         j.clear().unwrap();
         j.clear().unwrap();
         assert!(matches!(j.load().unwrap(), Found::Nothing));
+    }
+
+    /// Issue 25, item 2: the record a unit needs before its agent starts
+    /// is renamed into place at once (whole for a runtime killed from then
+    /// on) and synced after; its directory is made when it is missing.
+    #[test]
+    fn a_record_saved_unsynced_is_whole_at_once_then_synced() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::new(dir.path().join("runtime/alice.inflight.json"));
+        let rec = record();
+        j.save_unsynced(&rec).unwrap();
+        match j.load().unwrap() {
+            Found::Record(r) => assert_eq!(r, rec),
+            other => panic!("{other:?}"),
+        }
+        j.sync().unwrap();
+        let names: Vec<_> = std::fs::read_dir(dir.path().join("runtime"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["alice.inflight.json"], "no temp file left");
+        j.clear().unwrap();
+        assert!(j.sync().is_err(), "nothing to sync once cleared");
     }
 
     #[test]

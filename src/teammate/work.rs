@@ -169,6 +169,9 @@ pub struct Runtime {
     /// wait that ran out, and every one while the runtime polls (no team
     /// watcher offers it tasks then).
     look: bool,
+    /// Why the roster's `isActive` could not be set when the agent started
+    /// (`turn::Started`): the step fails with it once the unit is settled.
+    start_failed: Option<anyhow::Error>,
 }
 
 impl Runtime {
@@ -190,6 +193,7 @@ impl Runtime {
             inflight: None,
             available: None,
             look: true,
+            start_failed: None,
         }
     }
 

@@ -10,8 +10,9 @@ use anyhow::{Result, anyhow};
 use std::collections::BTreeSet;
 
 impl Runtime {
+    /// Runs a batch of messages. The roster's `isActive` is set once the
+    /// agent runs (`turn::Started`), not before: nothing needs it first.
     pub(super) fn handle_messages(&mut self, batch: Vec<Entry>) -> Result<Flow> {
-        self.start()?;
         let units: Vec<Vec<Entry>> = if self.runner.one_message_per_run() {
             batch.into_iter().map(|e| vec![e]).collect()
         } else {
@@ -34,12 +35,9 @@ impl Runtime {
                 .collect();
             self.run_recorded(Unit::Messages { messages: refs })?;
             self.say(&format!("▶ message from {who}: {}", clip(first, 100)));
-            let f = self.runner.run_messages(
-                &unit,
-                self.mode.as_deref(),
-                self.pane.clone(),
-                &mut || {},
-            );
+            let (mode, pane) = (self.mode.clone(), self.pane.clone());
+            let (runner, mut started) = self.runner_and_started();
+            let f = runner.run_messages(&unit, mode.as_deref(), pane, &mut || started.call());
             if let Ended::NotStarted { .. } = f.ended {
                 // The agent never saw them: they stay unread, for a later
                 // try or a runtime that can start it (nothing is consumed
@@ -89,6 +87,7 @@ impl Runtime {
             if !matches!(flow, Flow::Continue) {
                 return Ok(flow);
             }
+            self.start_failed()?;
         }
         Ok(Flow::Continue)
     }

@@ -46,6 +46,16 @@ impl Runtime {
 
     /// Records `unit` as handed to the agent. On disk first: an agent must
     /// never run a unit that a later runtime would not know about.
+    ///
+    /// Renamed into place, not yet synced: a runtime killed from here on,
+    /// `kill -9` included, leaves the record whole for the next one (the
+    /// kernel keeps what a dead process wrote). It is synced once the agent
+    /// runs (`turn::Started`), off the path from the doorbell to the
+    /// agent's start. Only a crash of the machine in that moment can lose
+    /// it, and the agent dies with the machine: the next runtime then finds
+    /// the record before it (a task's durable `picked`; none for messages,
+    /// which are still unread), or an unreadable one it reports, and the
+    /// unit runs again rather than being lost.
     pub(super) fn run_recorded(&mut self, unit: Unit) -> Result<()> {
         let rec = Inflight {
             unit,
@@ -58,7 +68,7 @@ impl Runtime {
                 .as_ref()
                 .map_or_else(clock::now_ms, |r| r.picked_at),
         };
-        self.journal.save(&rec)?;
+        self.journal.save_unsynced(&rec)?;
         self.inflight = Some(rec);
         Ok(())
     }

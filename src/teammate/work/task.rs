@@ -47,9 +47,9 @@ impl Runtime {
             subject: task.subject.clone(),
         })?;
         let started_at = clock::now_ms();
-        let f = self
-            .runner
-            .run_task(&task, self.mode.as_deref(), self.pane.clone(), &mut || {});
+        let (mode, pane) = (self.mode.clone(), self.pane.clone());
+        let (runner, mut started) = self.runner_and_started();
+        let f = runner.run_task(&task, mode.as_deref(), pane, &mut || started.call());
         if let Some(flow) = self.not_run(&task, &f)? {
             return Ok(flow);
         }

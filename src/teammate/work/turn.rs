@@ -3,6 +3,7 @@
 //! approved shutdown, and a crash reported to the lead.
 
 use super::{RESULT_CHARS, Runtime};
+use crate::agents::Runner;
 use crate::clock;
 use crate::context::Exit;
 use crate::mailbox::Entry;
@@ -10,6 +11,8 @@ use crate::names::LEAD_NAME;
 use crate::protocol::{
     CompletedStatus, IdleNotification, IdleReason, Message, ShutdownApproved, ShutdownRequest,
 };
+use crate::team::Team;
+use crate::teammate::inflight::Journal;
 use anyhow::{Result, anyhow};
 
 impl Runtime {
@@ -21,6 +24,29 @@ impl Runtime {
             self.idle_owed = false;
         }
         Ok(())
+    }
+
+    /// The runner, and what follows the start of the agent it runs.
+    pub(super) fn runner_and_started(&mut self) -> (&Runner, Started<'_>) {
+        let started = Started {
+            journal: &self.journal,
+            team: &self.team,
+            me: &self.me,
+            active: &mut self.active,
+            idle_owed: &mut self.idle_owed,
+            failed: &mut self.start_failed,
+            done: false,
+        };
+        (&self.runner, started)
+    }
+
+    /// The error the roster's `isActive` met when the agent started, if
+    /// any (see [`Started`]).
+    pub(super) fn start_failed(&mut self) -> Result<()> {
+        match self.start_failed.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// The transition to idle: the roster first, then the lead hears it,
@@ -127,6 +153,58 @@ impl Runtime {
         match task {
             Some(id) => anyhow!("{reason}; task {id} was returned to the board"),
             None => anyhow!("{reason}"),
+        }
+    }
+}
+
+/// What a unit's start does once its agent runs, not before (called by
+/// the runner as soon as the agent's process has exec'd): nothing here is
+/// needed for the agent to start, so none of it delays it.
+///
+/// * The record of the unit (renamed into place before the agent started:
+///   see `Runtime::run_recorded`) is made durable.
+/// * The roster says the member is active (`isActive`, what the lead and
+///   `swarm status` show), as `Runtime::start` does before a task. A
+///   message needs no roster write before it runs: its entry stays unread
+///   in the inbox until it is settled, so nobody prunes or shuts down the
+///   member for idleness meanwhile (`MemberStatus::prunable`), and the
+///   runtime answers a shutdown only between units. A write that fails is
+///   kept ([`Runtime::start_failed`]) and fails the step once the unit is
+///   settled, as it failed the step before the unit ran: a member removed
+///   from the roster meanwhile then leaves.
+pub(super) struct Started<'a> {
+    journal: &'a Journal,
+    team: &'a Team,
+    me: &'a str,
+    active: &'a mut bool,
+    idle_owed: &'a mut bool,
+    failed: &'a mut Option<anyhow::Error>,
+    /// Called already (a preset may start a second process for one run).
+    done: bool,
+}
+
+impl Started<'_> {
+    pub(super) fn call(&mut self) {
+        if std::mem::replace(&mut self.done, true) {
+            return;
+        }
+        if let Err(e) = self.journal.sync() {
+            // Still whole for a runtime killed now (see `run_recorded`);
+            // the record of the unit's results, next, is saved durably.
+            tracing::warn!(error = %format!("{e:#}"), "could not sync the record of the unit in flight");
+        }
+        if !*self.active {
+            match self.team.roster().set_active(self.me, true) {
+                Ok(_) => {
+                    *self.active = true;
+                    // A transition to idle the lead never heard of is over.
+                    *self.idle_owed = false;
+                }
+                Err(e) => {
+                    let e = anyhow::Error::new(e).context("recording that this teammate is active");
+                    *self.failed = Some(e);
+                }
+            }
         }
     }
 }
