@@ -24,14 +24,18 @@
 //!   may be Claude Code's and gets the 10 s rule. A holder suspended past
 //!   that rule may find its lock broken and taken: it knows its directory's
 //!   identity, so it notices ([`LockError::Lost`]) instead of writing.
+//! * [`remove_trees`] (`remove.rs`): whole directory trees removed, many
+//!   entries at a time (each unlink of a written file waits on the journal).
 
 mod lock;
+mod remove;
 mod safe_path;
 
 pub use lock::{
     DEFAULT_LOCK_TIMEOUT, FileLock, LockError, OsLock, REFRESH_EVERY, STALE_AFTER, SharedOsLock,
     lock_dir_for, lock_within, sidecar_for,
 };
+pub use remove::remove_trees;
 pub use safe_path::{PathProblem, UnsafePath, check_dir, hold_checks};
 pub(crate) use safe_path::{first_problem, problem_of, problems_below};
 

@@ -636,28 +636,25 @@ impl Roster {
         doomed.push(format!(".deleted-{}", uuid::Uuid::new_v4()));
         let doomed = PathBuf::from(doomed);
         std::fs::rename(&team_dir, &doomed).map_err(|e| self.gone_or(Self::io(&team_dir)(e)))?;
-        std::fs::remove_dir_all(&doomed).map_err(Self::io(&doomed))?;
-        for dir in [
-            self.root
-                .inboxes_dir(&self.team)?
-                .parent()
-                .map(PathBuf::from),
-            Some(self.root.tasks_dir(&self.team)?),
-            Some(self.root.state_dir(&self.team)?),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            match std::fs::remove_dir_all(&dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    return Err(RosterError::Io {
-                        path: dir,
-                        error: e,
-                    });
-                }
-            }
+        // Every tree at once (see `atomic_file::remove_trees`): the team's
+        // directory, its task list and swarm's state; the first error is
+        // the delete's.
+        let mut trees = vec![doomed];
+        trees.extend(
+            [
+                self.root
+                    .inboxes_dir(&self.team)?
+                    .parent()
+                    .map(PathBuf::from),
+                Some(self.root.tasks_dir(&self.team)?),
+                Some(self.root.state_dir(&self.team)?),
+            ]
+            .into_iter()
+            .flatten(),
+        );
+        let removed = crate::atomic_file::remove_trees(&trees);
+        for (dir, result) in trees.into_iter().zip(removed) {
+            result.map_err(Self::io(&dir))?;
         }
         // The board index is a cache another team of this name would
         // rebuild anyway (its task directory is new); it goes with the
