@@ -33,6 +33,22 @@ pub fn available() -> bool {
     })
 }
 
+/// Waits at most `within` for `pid` to exit, as an event (its pidfd, on a
+/// thread of the blocking pool): `Some(true)` once it has exited (or is
+/// no more), `Some(false)` at the deadline, `None` when it cannot be
+/// watched (no pidfds here), for the caller to poll instead. A process
+/// that has exited and is not yet reaped (a zombie) counts as exited.
+pub async fn exited_within(pid: u32, within: std::time::Duration) -> Option<bool> {
+    let fd = match imp::open(pid) {
+        Ok(fd) => fd,
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return Some(true),
+        Err(_) => return None,
+    };
+    tokio::task::spawn_blocking(move || imp::wait_within(&fd, Some(within)))
+        .await
+        .ok()
+}
+
 /// What became of a pid [`ExitWatch`] was told of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Watch {
@@ -157,17 +173,35 @@ mod imp {
 
     /// Blocks until the pidfd is readable: its process has exited.
     pub fn wait(fd: &OwnedFd) {
+        wait_within(fd, None);
+    }
+
+    /// Blocks until the pidfd is readable (true: its process has exited)
+    /// or `within` has passed (false); `None` waits for ever.
+    pub fn wait_within(fd: &OwnedFd, within: Option<std::time::Duration>) -> bool {
         use std::os::fd::AsRawFd;
+        let deadline = within.map(|w| std::time::Instant::now() + w);
         let mut p = libc::pollfd {
             fd: fd.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
         };
         loop {
+            let ms = match deadline {
+                None => -1,
+                Some(d) => {
+                    let left = d.saturating_duration_since(std::time::Instant::now());
+                    // Rounded up: a wait never ends before its deadline.
+                    i32::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i32::MAX)
+                }
+            };
             // SAFETY: one valid pollfd, owned by this frame, for the call.
-            let n = unsafe { libc::poll(&mut p, 1, -1) };
-            if n >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                return;
+            let n = unsafe { libc::poll(&mut p, 1, ms) };
+            if n > 0 {
+                return true;
+            }
+            if n == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                return n != 0;
             }
         }
     }
@@ -181,6 +215,10 @@ mod imp {
     }
 
     pub fn wait(fd: &std::convert::Infallible) {
+        match *fd {}
+    }
+
+    pub fn wait_within(fd: &std::convert::Infallible, _: Option<std::time::Duration>) -> bool {
         match *fd {}
     }
 }
@@ -220,6 +258,23 @@ mod tests {
         // No longer listed: forgotten.
         watch.note(&[]);
         assert!(watch.pids().is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_exit_awaited_by_pid_ends_the_wait_and_a_deadline_ends_it_too() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("1000")
+            .spawn()
+            .unwrap();
+        let short = std::time::Duration::from_millis(20);
+        assert_eq!(exited_within(child.id(), short).await, Some(false));
+        child.kill().unwrap();
+        // Exited, not yet reaped: counted as exited.
+        assert_eq!(
+            exited_within(child.id(), timeouts::scaled(timeouts::WAIT)).await,
+            Some(true)
+        );
+        child.wait().unwrap();
     }
 
     /// Polls `f` once; `Some` if it finished.

@@ -441,6 +441,25 @@ impl TmuxBackend {
     }
 }
 
+/// How long an ended pane process is given to be reaped by the server's
+/// own SIGCHLD handling before the server is made to reap it.
+const REAPED_WITHIN: Duration = Duration::from_millis(5);
+
+/// True once `pid` is reaped (no longer a process), checked every
+/// millisecond for at most `within`.
+async fn reaped_within(pid: u32, within: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if !process::process_alive(pid) {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 #[async_trait::async_trait]
 impl PaneBackendExecutor for TmuxBackend {
     fn kind(&self) -> BackendKind {
@@ -609,9 +628,26 @@ impl PaneBackendExecutor for TmuxBackend {
         }
     }
 
+    /// The end of a running `pid` is an event (its pidfd, see
+    /// [`crate::exits::exited_within`]), not a 20 ms poll: `down` waits
+    /// here for the lead it stopped. Once it has ended, the server reaps
+    /// it at its SIGCHLD; if it is still a zombie a moment later, the
+    /// server missed that and is made to reap it (`reap_lost_child`).
     async fn await_ended(&self, pid: u32, within: Duration) {
         let deadline = tokio::time::Instant::now() + within;
         while process::process_alive(pid) && tokio::time::Instant::now() < deadline {
+            if process::is_zombie(pid) != Some(true) {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                if crate::exits::exited_within(pid, left).await == Some(true) {
+                    if reaped_within(pid, REAPED_WITHIN).await {
+                        return;
+                    }
+                } else {
+                    // No pidfd here, or the deadline: as before, a poll.
+                    tokio::time::sleep(process::POLL.min(left)).await;
+                    continue;
+                }
+            }
             self.reap_lost_child(pid).await;
             tokio::time::sleep(process::POLL).await;
         }
