@@ -513,8 +513,9 @@ fn shutdown_answers(team: &Team) -> Result<std::collections::HashMap<String, Mes
 /// Everything is done for all teammates at once: the requests go out
 /// together (each to its own inbox), each look reads the lead's inbox once
 /// and asks the backend once about every pane, and the roster is written
-/// once. A teammate that approved is watched closely (10 ms) until its
-/// process ends; otherwise the loop sleeps on the inboxes' file events.
+/// once. A teammate that approved is waited for until its process ends
+/// (an event where the backend has them, else a look every 10 ms);
+/// otherwise the loop sleeps on the lead's inbox's file events.
 pub async fn down(
     team: &Team,
     opened: &Session,
@@ -616,10 +617,11 @@ pub(crate) struct Asked {
 }
 
 /// How many shutdown requests `down` writes at once. Each is a few
-/// creates, renames and fsyncs in the one inboxes directory: a thread per
-/// teammate (32) spent more CPU spinning on that directory's lock than
-/// writing, while a few keep the fsyncs overlapped.
-const ASKING_AT_ONCE: usize = 4;
+/// creates, renames and fsyncs in the one inboxes directory (some 10 ms,
+/// most of it waiting on the journal): a thread per teammate (32) spent
+/// more CPU spinning on that directory's lock than writing, while 8 keep
+/// the fsyncs overlapped and ask a team of 8 in one round.
+const ASKING_AT_ONCE: usize = 8;
 
 /// Sends every member a shutdown request, [`ASKING_AT_ONCE`] at a time
 /// (each to its own inbox, so they do not queue on one lock).
@@ -674,8 +676,9 @@ struct Answered {
 /// Waits up to `wait` for every asked member to approve and end, or to
 /// decline (recorded in `report.declined` unless `force`). Each look reads
 /// the lead's inbox once and asks the backend once about every pane; an
-/// approved member is watched closely (10 ms) until its process ends,
-/// otherwise the loop sleeps on the inboxes' file events.
+/// approved member is waited for until its process ends (its exit an
+/// event where the backend has them, else a look every 10 ms), otherwise
+/// the loop sleeps on the lead's inbox's file events.
 async fn await_answers(
     team: &Team,
     opened: &Session,
@@ -687,6 +690,12 @@ async fn await_answers(
     let mut done = Vec::new();
     let deadline = Instant::now() + wait;
     let watcher = team.mailbox().watch()?;
+    let lead_inbox = team
+        .root
+        .inbox(&team.name, LEAD_NAME)?
+        .file_name()
+        .map(std::ffi::OsStr::to_os_string)
+        .context("the lead's inbox has a file name")?;
     while !pending.is_empty() {
         let answers = shutdown_answers(team)?;
         let members: Vec<Member> = pending.iter().map(|a| a.member.clone()).collect();
@@ -729,9 +738,24 @@ async fn await_answers(
             break;
         }
         if exiting {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            // A teammate that approved ends by itself: its end is an event
+            // where the backend has them, else the next look is at 10 ms.
+            let exits = async {
+                if opened.caps().exit_events {
+                    opened.backend.changes().await
+                } else {
+                    std::future::pending().await
+                }
+            };
+            tokio::select! {
+                () = exits => {}
+                () = tokio::time::sleep(Duration::from_millis(10)) => {}
+            }
         } else {
-            watcher.wait(
+            // Answers come to the lead's inbox: the teammates' own inboxes
+            // (each takes its request out of it) are no reason to look.
+            watcher.wait_for(
+                &lead_inbox,
                 deadline
                     .saturating_duration_since(Instant::now())
                     .min(Duration::from_millis(100)),
