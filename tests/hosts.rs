@@ -319,3 +319,104 @@ fn liveness_and_the_signal_ladder_of_a_remote_host_run_there_through_ssh() {
         "init's group is never signalled"
     );
 }
+
+/// The tmux backend on "the other machine": every tmux call, every look at
+/// the pane's processes and the signal ladder go there through ssh; the
+/// pane is marked, seen running, killed and gone, and its tmux server came
+/// from that sshd (its environment carries the ssh connection to its port).
+#[test]
+fn a_pane_on_another_host_is_opened_watched_and_killed_there_through_ssh() {
+    use swarm_backends::tmux::{TmuxBackend, TmuxServer};
+    use swarm_backends::{PaneBackendExecutor, PaneMark, PaneStatus, Placement, SpawnSpec};
+    let Some(sshd) = Sshd::start() else {
+        return;
+    };
+    if !crate::util::tmux::tmux_available("a_pane_on_another_host") {
+        return;
+    }
+    let control = sshd.dir.path().join("c");
+    std::fs::create_dir(&control).unwrap();
+    let host = swarm_backends::host::SshHost::new("box", &sshd.alias)
+        .unwrap()
+        .program(sshd.dir.path().join("bin/ssh").display().to_string())
+        .control_dir(&control);
+    let server = format!("swarm-test-{}", std::process::id());
+    let backend = TmuxBackend::on_host(TmuxServer::named(&server), host.clone());
+    assert!(
+        !backend.capabilities().exit_events,
+        "no pidfd for a remote pid"
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    /// Ends the remote server and the shared connection, failing test or not.
+    struct Teardown(swarm_backends::host::SshHost, String);
+    impl Drop for Teardown {
+        fn drop(&mut self) {
+            let _ = self.0.output_blocking(&[
+                "tmux".into(),
+                "-L".into(),
+                self.1.clone(),
+                "kill-server".into(),
+            ]);
+            self.0.close();
+        }
+    }
+    let _teardown = Teardown(host.clone(), server.clone());
+    let work = tempfile::tempdir().unwrap();
+    let ready = work.path().join("ready");
+    let spec = SpawnSpec::new(
+        "sh",
+        ["-c", "echo hello there; exec sleep 300"],
+        work.path(),
+    )
+    .env("PATH", "/usr/bin:/bin")
+    .title("remote")
+    .mark(PaneMark::new("t", "remote"))
+    .ready_file(&ready)
+    .placement(Placement::Session {
+        name: "swarm-t".into(),
+    });
+    let pane = rt.block_on(backend.spawn(&spec)).expect("spawned there");
+    assert!(
+        ready.exists(),
+        "the ready file is made there (here: the same disk)"
+    );
+    let status = rt
+        .block_on(backend.status(std::slice::from_ref(&pane)))
+        .unwrap();
+    let PaneStatus::Running { pid: Some(pid) } = status[0].1 else {
+        panic!("{status:?}");
+    };
+    // The pane's process is a child of that host's tmux server, which was
+    // started over ssh: its environment names the connection to our sshd.
+    let ppid = swarm_backends::process::Stat::of(pid).unwrap().ppid;
+    let environ = std::fs::read(format!("/proc/{ppid}/environ")).unwrap_or_default();
+    let environ = String::from_utf8_lossy(&environ);
+    assert!(
+        environ.contains(&format!(" {} ", sshd.port))
+            || environ.contains(&format!(" {}\0", sshd.port)),
+        "the server of the pane came in through the test's sshd (port {}): SSH_CONNECTION in {environ:?}",
+        sshd.port
+    );
+    // A wrong directory there is refused by name before anything opens.
+    let bad = SpawnSpec::new("true", Vec::<String>::new(), "/nonexistent/dir")
+        .mark(PaneMark::new("t", "bad"))
+        .placement(Placement::NewWindow {
+            session: Some("swarm-t".into()),
+        });
+    let err = rt.block_on(backend.spawn(&bad)).unwrap_err().to_string();
+    assert!(err.contains("is not an existing directory on box"), "{err}");
+    rt.block_on(backend.kill(&pane, Duration::from_millis(500)))
+        .expect("killed there");
+    let status = rt
+        .block_on(backend.status(std::slice::from_ref(&pane)))
+        .unwrap();
+    assert_eq!(status[0].1, PaneStatus::Gone, "{status:?}");
+    let st = swarm_backends::process::Stat::of(pid);
+    assert!(
+        st.as_ref().is_none_or(|s| s.is_zombie()),
+        "its process ended: {st:?}"
+    );
+}

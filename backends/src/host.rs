@@ -235,9 +235,7 @@ impl SshHost {
         // is, zombies aside (read from /proc: `kill -0` counts a zombie no
         // one has reaped yet).
         let script = format!(
-            "live() {{ L=' '; for f in /proc/[0-9]*/stat; do {{ read -r l < \"$f\"; }} 2>/dev/null || continue; \
-             r=${{l##*) }}; set -- $r; [ \"$1\" = Z ] || L=\"$L$3 \"; done; }}\n\
-             a() {{ case \"$L\" in *\" $1 \"*) return 0;; esac; return 1; }}\n\
+            "{LIVE_GROUPS}\
              w() {{ n=0; while [ $n -lt $1 ]; do live; l=''; for g in $2; do a $g && l=\"$l $g\"; done; \
              [ -z \"$l\" ] && return; sleep 0.05; n=$((n+1)); done; }}\n\
              live; t=''; for g in {gs}; do if a $g; then kill -s TERM -- \"-$g\" 2>/dev/null; t=\"$t $g\"; \
@@ -284,6 +282,59 @@ impl SshHost {
             .collect())
     }
 
+    /// Whether each of `pgids` has a process on the host that is not a
+    /// zombie, in one call.
+    pub async fn groups_alive(&self, pgids: &[i32]) -> Result<Vec<bool>> {
+        if pgids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let groups: Vec<String> = pgids.iter().map(i32::to_string).collect();
+        let script = format!(
+            "{LIVE_GROUPS}live; for g in {}; do a $g && echo $g; done; exit 0",
+            groups.join(" ")
+        );
+        let out = self.call(&script, self.timeout).await?;
+        let alive: Vec<&str> = out.stdout.split_whitespace().collect();
+        Ok(groups.iter().map(|g| alive.contains(&g.as_str())).collect())
+    }
+
+    /// Whether `dir` is a directory on the host.
+    pub async fn is_dir(&self, dir: &Path) -> Result<bool> {
+        let argv = [
+            "test".to_string(),
+            "-d".to_string(),
+            dir.display().to_string(),
+        ];
+        Ok(self.output(&argv).await?.success())
+    }
+
+    /// Creates `file` on the host (private, empty, never through a link),
+    /// as [`crate::SpawnSpec::signal_ready`] does here.
+    pub async fn create_private_file(&self, file: &Path) -> Result<()> {
+        let script = "umask 077; [ ! -L \"$1\" ] && : >> \"$1\"";
+        let argv = [
+            "sh".to_string(),
+            "-c".to_string(),
+            script.to_string(),
+            "sh".to_string(),
+            file.display().to_string(),
+        ];
+        let out = self.output(&argv).await?;
+        if out.success() {
+            Ok(())
+        } else {
+            Err(BackendError::CommandFailed {
+                program: "ssh".to_string(),
+                argv: vec![
+                    self.destination.clone(),
+                    format!("create {}", file.display()),
+                ],
+                status: format!("{:?}", out.code),
+                stderr: out.stderr.trim().to_string(),
+            })
+        }
+    }
+
     /// Runs a POSIX shell script on the host (`sh -c SCRIPT`), with its own
     /// deadline.
     async fn call(&self, script: &str, timeout: Duration) -> Result<Output> {
@@ -292,6 +343,14 @@ impl SshHost {
         inv.output().await
     }
 }
+
+/// Shell functions of the scripts run on a host: `live` reads the groups
+/// that have a process other than a zombie into `$L` (from /proc: `kill
+/// -0` counts a zombie no one has reaped yet), `a G` says whether group G
+/// is among them.
+const LIVE_GROUPS: &str = "live() { L=' '; for f in /proc/[0-9]*/stat; do { read -r l < \"$f\"; } 2>/dev/null || continue; \
+     r=${l##*) }; set -- $r; [ \"$1\" = Z ] || L=\"$L$3 \"; done; }\n\
+     a() { case \"$L\" in *\" $1 \"*) return 0;; esac; return 1; }\n";
 
 /// What `ssh` reads as the remote command: each word of `argv` quoted for a
 /// POSIX shell, joined by spaces.
@@ -309,7 +368,7 @@ pub fn quote_word(w: &str) -> String {
     if !w.is_empty() && w.chars().all(plain) {
         return w.to_string();
     }
-    format!("'{}'", w.replace('\'', "'\\''"))
+    crate::tmux::panes::sh_quote(w)
 }
 
 /// Refuses a destination `ssh` would read as something else: empty, an

@@ -303,6 +303,26 @@ impl SpawnSpec {
     /// Checks what every backend needs: a program, valid variable names, an
     /// existing working directory, a known colour.
     pub fn validate(&self) -> Result<()> {
+        self.validate_argv()?;
+        if !self.cwd.is_dir() {
+            return Err(BackendError::invalid(
+                "working directory",
+                &self.cwd.display().to_string(),
+                "is not an existing directory",
+            ));
+        }
+        self.validate_marks()
+    }
+
+    /// [`SpawnSpec::validate`] but for the working directory, which a pane
+    /// on another machine checks there.
+    pub fn validate_text(&self) -> Result<()> {
+        self.validate_argv()?;
+        self.validate_marks()
+    }
+
+    /// The program, its arguments and the environment.
+    fn validate_argv(&self) -> Result<()> {
         if self.program.is_empty() {
             return Err(BackendError::invalid("program", "", "must not be empty"));
         }
@@ -331,13 +351,11 @@ impl SpawnSpec {
                 return Err(BackendError::invalid("argument", text, "contains NUL"));
             }
         }
-        if !self.cwd.is_dir() {
-            return Err(BackendError::invalid(
-                "working directory",
-                &self.cwd.display().to_string(),
-                "is not an existing directory",
-            ));
-        }
+        Ok(())
+    }
+
+    /// The pane's mark, title, colour.
+    fn validate_marks(&self) -> Result<()> {
         for (what, text) in [
             ("team in the pane mark", &self.mark.team),
             ("member in the pane mark", &self.mark.member),

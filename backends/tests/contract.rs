@@ -88,6 +88,7 @@ fn backend_server(tmux: &TmuxServer) -> swarm_backends::tmux::TmuxServer {
     swarm_backends::tmux::TmuxServer {
         socket: Some(tmux.sock.clone()),
         config: Some("/dev/null".into()),
+        name: None,
     }
 }
 

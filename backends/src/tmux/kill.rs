@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use super::{TmuxBackend, commands, panes};
+use crate::PaneRef;
 use crate::error::{BackendError, Result};
-use crate::{PaneRef, process};
 
 /// How many chained `kill-pane` calls [`TmuxBackend::close_rows`] makes
 /// before it closes what is left one pane at a time.
@@ -31,12 +31,7 @@ impl TmuxBackend {
         let groups = self.target_groups(&targets, &mut out).await;
         let pgids: Vec<i32> = groups.iter().map(|(_, g)| *g).collect();
         let pids: Vec<u32> = targets.iter().map(|(_, r)| r.pid).collect();
-        let ladders = process::terminate_groups(&pgids, grace, Duration::from_secs(2), || async {
-            for &pid in &pids {
-                self.reap_lost_child(pid).await;
-            }
-        })
-        .await;
+        let ladders = self.ladder(&pgids, &pids, grace).await;
         for ((i, _), ladder) in groups.iter().zip(ladders) {
             if let Err(reason) = ladder {
                 out[*i] = Some(Err(BackendError::KillFailed {
@@ -64,7 +59,7 @@ impl TmuxBackend {
         for (i, row) in targets {
             let pgid = if row.dead {
                 let pgid = row.pid as i32;
-                process::group_alive(pgid).then_some(pgid)
+                self.group_alive(pgid).await.then_some(pgid)
             } else {
                 match self.group_leader(&row.pane, row.pid).await {
                     Ok(g) => g,
@@ -137,12 +132,12 @@ impl TmuxBackend {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
         loop {
             let listed = self.rows().await.unwrap_or_default();
-            let left: Vec<&&panes::PaneRow> = closing
-                .iter()
-                .filter(|r| {
-                    listed.iter().any(|l| l.pane == r.pane) || process::process_alive(r.pid)
-                })
-                .collect();
+            let mut left: Vec<&&panes::PaneRow> = Vec::new();
+            for r in closing {
+                if listed.iter().any(|l| l.pane == r.pane) || self.alive(r.pid).await {
+                    left.push(r);
+                }
+            }
             if left.is_empty() {
                 return;
             }
@@ -154,7 +149,7 @@ impl TmuxBackend {
                             reason: format!(
                                 "after the ladder the pane or pid {} is still there ({})",
                                 r.pid,
-                                process::describe(r.pid)
+                                self.describe(r.pid).await
                             ),
                         }));
                     }
@@ -164,7 +159,7 @@ impl TmuxBackend {
             for r in &left {
                 self.reap_lost_child(r.pid).await;
             }
-            tokio::time::sleep(process::POLL).await;
+            tokio::time::sleep(self.poll()).await;
         }
     }
 }

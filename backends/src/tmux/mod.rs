@@ -13,6 +13,7 @@ pub mod layout;
 pub mod options;
 pub mod panes;
 mod place;
+mod procs;
 pub mod sessions;
 
 use place::rejoin_target;
@@ -81,6 +82,9 @@ pub struct TmuxServer {
     pub socket: Option<PathBuf>,
     /// `-f FILE` when a new server is started (tests pass `/dev/null`).
     pub config: Option<PathBuf>,
+    /// `-L NAME`: a server of its own by name, on a machine where swarm
+    /// names no socket path (another host's).
+    pub name: Option<String>,
 }
 
 impl TmuxServer {
@@ -94,6 +98,15 @@ impl TmuxServer {
         Self {
             socket: Some(path.into()),
             config: None,
+            name: None,
+        }
+    }
+
+    /// A server of its own named `name` (`-L`), for another host.
+    pub fn named(name: impl Into<String>) -> Self {
+        Self {
+            name: Some(name.into()),
+            ..Self::default()
         }
     }
 
@@ -103,6 +116,10 @@ impl TmuxServer {
         if let Some(sock) = &self.socket {
             args.push("-S".to_string());
             args.push(sock.to_string_lossy().into_owned());
+        }
+        if let Some(name) = &self.name {
+            args.push("-L".to_string());
+            args.push(name.clone());
         }
         if let Some(cfg) = &self.config {
             args.push("-f".to_string());
@@ -156,6 +173,11 @@ pub struct TmuxBackend {
     /// The pane processes a listing found running, watched for their
     /// exits once someone listens ([`PaneBackendExecutor::changes`]).
     exits: crate::exits::ExitWatch,
+    /// The machine the server runs on: `None` is this one; else every
+    /// tmux call, every look at a pane's processes and every signal goes
+    /// there over ssh ([`TmuxBackend::on_host`]), and nothing here is read
+    /// or signalled for its panes.
+    host: Option<crate::host::SshHost>,
 }
 
 impl TmuxBackend {
@@ -175,7 +197,28 @@ impl TmuxBackend {
             timeout: crate::command::DEFAULT_TIMEOUT,
             state: Mutex::new(State::default()),
             exits: crate::exits::ExitWatch::new(),
+            host: None,
         }
+    }
+
+    /// A backend driving the tmux of another machine (`tmux` on that
+    /// host's PATH) against `server` there, through `host` (DESIGN §13).
+    /// Pane exits are not events there (a pidfd is of this kernel):
+    /// [`Capabilities::exit_events`] is false and callers poll.
+    pub fn on_host(server: TmuxServer, host: crate::host::SshHost) -> Self {
+        Self {
+            server,
+            program: "tmux".to_string(),
+            timeout: crate::command::DEFAULT_TIMEOUT,
+            state: Mutex::new(State::default()),
+            exits: crate::exits::ExitWatch::new(),
+            host: Some(host),
+        }
+    }
+
+    /// The machine this backend's panes run on (`None`: this one).
+    pub fn host(&self) -> Option<&crate::host::SshHost> {
+        self.host.as_ref()
     }
 
     /// A backend that takes `version` as already checked (a version another
@@ -213,6 +256,12 @@ impl TmuxBackend {
     fn invocation(&self, args: Vec<String>) -> Invocation {
         let mut all = self.server.global_args();
         all.extend(args);
+        if let Some(host) = &self.host {
+            all.insert(0, self.program.clone());
+            let mut inv = host.invocation(&all);
+            inv.timeout = self.timeout + host.timeout;
+            return inv;
+        }
         let mut inv = Invocation::new(self.program.clone(), all);
         inv.timeout = self.timeout;
         if self.server.socket.is_some() {
@@ -239,16 +288,21 @@ impl TmuxBackend {
         if let Some(v) = state.version {
             return Ok(v);
         }
-        let out = Invocation::new(self.program.clone(), commands::version())
-            .run()
-            .await
-            .map_err(|e| match e {
-                BackendError::Launch { .. } => BackendError::Unavailable {
-                    backend: BackendKind::Tmux,
-                    reason: format!("tmux is not installed or not runnable: {e}"),
-                },
-                other => other,
-            })?;
+        let version = match &self.host {
+            Some(host) => {
+                let mut argv = vec![self.program.clone()];
+                argv.extend(commands::version());
+                host.invocation(&argv)
+            }
+            None => Invocation::new(self.program.clone(), commands::version()),
+        };
+        let out = version.run().await.map_err(|e| match e {
+            BackendError::Launch { .. } => BackendError::Unavailable {
+                backend: BackendKind::Tmux,
+                reason: format!("tmux is not installed or not runnable: {e}"),
+            },
+            other => other,
+        })?;
         let v = commands::parse_version(&out.stdout)?;
         if v < commands::MIN_VERSION {
             return Err(BackendError::TmuxTooOld {
@@ -264,7 +318,19 @@ impl TmuxBackend {
     /// creates, marks, pipes (to `spec.output`, from its first byte),
     /// titles and colours the pane; then the ready file is created.
     async fn spawn_marked(&self, spec: &SpawnSpec) -> Result<PaneRef> {
-        spec.validate()?;
+        match &self.host {
+            None => spec.validate()?,
+            Some(host) => {
+                spec.validate_text()?;
+                if !host.is_dir(&spec.cwd).await? {
+                    return Err(BackendError::invalid(
+                        "working directory",
+                        &spec.cwd.display().to_string(),
+                        format!("is not an existing directory on {}", host.name),
+                    ));
+                }
+            }
+        }
         self.check_version().await?;
         let argv = spec.exact_env_argv();
         let launch = Launch {
@@ -313,7 +379,10 @@ impl TmuxBackend {
                 self.run_spawn(cmds).await?.0
             }
         };
-        spec.signal_ready()?;
+        match (&self.host, &spec.ready_file) {
+            (Some(host), Some(file)) => host.create_private_file(file).await?,
+            _ => spec.signal_ready()?,
+        }
         Ok(PaneRef::new(pane, spec.mark.nonce.clone()))
     }
 
@@ -384,7 +453,7 @@ impl TmuxBackend {
     async fn group_leader(&self, pane: &PaneId, pid: u32) -> Result<Option<i32>> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
         loop {
-            match process::process_group(pid) {
+            match self.group_of(pid).await? {
                 None => return Ok(None),
                 Some(pgid) if pgid as u32 == pid => return Ok(Some(pgid)),
                 Some(pgid) if tokio::time::Instant::now() >= deadline => {
@@ -396,7 +465,7 @@ impl TmuxBackend {
                         ),
                     });
                 }
-                Some(_) => tokio::time::sleep(process::POLL).await,
+                Some(_) => tokio::time::sleep(self.poll()).await,
             }
         }
     }
@@ -407,7 +476,11 @@ impl TmuxBackend {
     /// alive, until the server's next SIGCHLD. `run-shell true` makes the
     /// server fork and wait, and its wait loop reaps every zombie.
     async fn reap_lost_child(&self, pid: u32) {
-        let poke = process::is_zombie(pid).unwrap_or_else(|| process::process_alive(pid));
+        let poke = match &self.host {
+            None => process::is_zombie(pid).unwrap_or_else(|| process::process_alive(pid)),
+            // There, a process is read once; a zombie is the case to poke.
+            Some(_) => self.zombie(pid).await == Some(true),
+        };
         if poke {
             let args = vec!["run-shell".to_string(), "true".to_string()];
             if let Ok(args) = commands::chain(vec![args]) {
@@ -423,7 +496,7 @@ impl TmuxBackend {
         loop {
             self.reap_lost_child(pid).await;
             let listed = self.rows().await?.iter().any(|r| &r.pane == pane);
-            let alive = process::process_alive(pid);
+            let alive = self.alive(pid).await;
             if !listed && !alive {
                 return Ok(());
             }
@@ -432,11 +505,11 @@ impl TmuxBackend {
                     pane: pane.clone(),
                     reason: format!(
                         "after the ladder: pane listed={listed}, pid {pid} alive={alive} ({})",
-                        process::describe(pid)
+                        self.describe(pid).await
                     ),
                 });
             }
-            tokio::time::sleep(process::POLL).await;
+            tokio::time::sleep(self.poll()).await;
         }
     }
 }
@@ -471,7 +544,7 @@ impl PaneBackendExecutor for TmuxBackend {
             panes_outlive_lead: true,
             exact_env: true,
             exit_codes: true,
-            exit_events: crate::exits::available(),
+            exit_events: self.host.is_none() && crate::exits::available(),
             list_marked: true,
             output_file: true,
         }
@@ -503,8 +576,11 @@ impl PaneBackendExecutor for TmuxBackend {
         // dead without a status): tmux missed its SIGCHLD (see
         // `reap_lost_child`); collect it and read again so the pane shows
         // what happened, with its exit code.
+        // (On another host its processes are not read on every listing:
+        // a pane whose process is gone shows once the server reaps it.)
         let lost = rows.iter().find(|r| {
-            (!r.dead || r.dead_status.is_none())
+            self.host.is_none()
+                && (!r.dead || r.dead_status.is_none())
                 && panes.iter().any(|p| p.id == r.pane && r.carries(&p.nonce))
                 && process::is_zombie(r.pid) == Some(true)
         });
@@ -523,7 +599,10 @@ impl PaneBackendExecutor for TmuxBackend {
                 _ => None,
             })
             .collect();
-        self.exits.note(&running);
+        if self.host.is_none() {
+            // A pidfd names a process of this kernel only.
+            self.exits.note(&running);
+        }
         Ok(status)
     }
 
@@ -536,7 +615,7 @@ impl PaneBackendExecutor for TmuxBackend {
     /// reused before it was watched, a pane whose process survives its
     /// closing) is left to the caller's slow safety check.
     async fn changes(&self) {
-        if crate::exits::available() {
+        if self.host.is_none() && crate::exits::available() {
             self.exits.changes().await
         } else {
             std::future::pending::<()>().await
@@ -582,19 +661,18 @@ impl PaneBackendExecutor for TmuxBackend {
             // The pane's process is gone, but what it started may still run in
             // its group (the id stays reserved while the group has members).
             let pgid = row.pid as i32;
-            process::group_alive(pgid).then_some(pgid)
+            self.group_alive(pgid).await.then_some(pgid)
         } else {
             self.group_leader(pane, row.pid).await?
         };
         if let Some(pgid) = pgid {
-            process::terminate_group(pgid, grace, Duration::from_secs(2), || {
-                self.reap_lost_child(row.pid)
-            })
-            .await
-            .map_err(|reason| BackendError::KillFailed {
-                pane: pane.clone(),
-                reason: format!("{reason} ({})", process::describe(row.pid)),
-            })?;
+            let ladder = self.ladder(&[pgid], &[row.pid], grace).await;
+            if let Some(Err(reason)) = ladder.into_iter().next() {
+                return Err(BackendError::KillFailed {
+                    pane: pane.clone(),
+                    reason: format!("{reason} ({})", self.describe(row.pid).await),
+                });
+            }
         }
         let sibling = self.column_sibling(pane).await;
         let inv = self.invocation(commands::chain(vec![panes::kill_pane(pane)?])?);
@@ -635,6 +713,12 @@ impl PaneBackendExecutor for TmuxBackend {
     /// server missed that and is made to reap it (`reap_lost_child`).
     async fn await_ended(&self, pid: u32, within: Duration) {
         let deadline = tokio::time::Instant::now() + within;
+        if self.host.is_some() {
+            while self.alive(pid).await && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(self.poll()).await;
+            }
+            return;
+        }
         while process::process_alive(pid) && tokio::time::Instant::now() < deadline {
             if process::is_zombie(pid) != Some(true) {
                 let left = deadline.saturating_duration_since(tokio::time::Instant::now());
