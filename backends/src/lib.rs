@@ -18,7 +18,10 @@
 //!   backends whose panes are not this process's children.
 //! - [`host`] — where a pane's processes run: this machine or another one
 //!   over ssh ([`host::SshHost`]: batch mode, one shared connection, a
-//!   deadline on every call, argv quoted word by word).
+//!   deadline on every call, argv quoted word by word; that host's `/proc`
+//!   read and its process groups signalled there, in one call each).
+//!   [`tmux::TmuxBackend::on_host`] is the tmux backend on such a host
+//!   (`tmux/procs.rs` routes each look and signal to the right machine).
 //! - [`tmux`] — the tmux backend; its command files build every tmux argv
 //!   and parse every `-F` output, one per noun ([`tmux::panes`],
 //!   [`tmux::sessions`], [`tmux::layout`], [`tmux::options`]) on the rules of
