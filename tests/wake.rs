@@ -311,3 +311,59 @@ fn a_task_written_in_place_is_run_by_one_runtime_and_wakes_no_other() {
         explain(&sb, &names)
     );
 }
+
+/// Issue 26, item 4: a runtime on another machine hears no doorbell rung
+/// here and must not watch the team's files for others (its events would
+/// not show the writes made here). With `SWARM_WAKE=poll` it stays out of
+/// the team watcher's election, makes no doorbell, and finds its messages
+/// and its tasks by looking every second; doctor says so, with why.
+#[test]
+fn a_runtime_told_to_poll_finds_its_work_by_looking_and_never_watches_the_team() {
+    let sb = Sandbox::new();
+    let names = ["far", "near"];
+    sb.team_with(T, &names);
+    let _far = start(&sb, &["far"], &[("SWARM_WAKE", "poll")]);
+    wait_until(
+        "far waits, polling",
+        WAIT,
+        || {
+            std::fs::read_to_string(sb.path("pane-far.txt"))
+                .is_ok_and(|p| p.contains("waiting for messages"))
+                && sb.path(&format!("swarm/{T}/runtime/far.polling")).exists()
+        },
+        || explain(&sb, &["far"]),
+    );
+    let _near = start(&sb, &["near"], &[]);
+    settle(&sb, &names);
+    let watcher: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(sb.path(&format!("swarm/{T}/runtime/.team-watcher.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        watcher["member"], "near",
+        "far never watches the team: {watcher}"
+    );
+    assert!(
+        !sb.path(&format!("swarm/{T}/runtime/far.wake")).exists(),
+        "far makes no doorbell"
+    );
+    sb.ok(&["send", "--team", T, "--to", "far", "echo far-got-it"]);
+    write_like_claude_code(&sb, "far", "echo far-direct");
+    wait_until(
+        "far answers a swarm send and a direct write, both found by looking",
+        WAIT,
+        || {
+            replies_from(&sb, "far", "far-got-it") == 1
+                && replies_from(&sb, "far", "far-direct") == 1
+        },
+        || explain(&sb, &names),
+    );
+    let doctor = sb.ok(&["doctor"]);
+    assert!(
+        doctor.stdout.contains("far")
+            && doctor.stdout.contains("SWARM_WAKE=poll")
+            && doctor.stdout.contains("polls every second"),
+        "doctor says who polls and why:\n{}",
+        doctor.explain()
+    );
+}

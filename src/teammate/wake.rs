@@ -67,6 +67,19 @@ enum How {
     Poll(InboxWatcher),
 }
 
+/// The variable that makes a runtime poll (`SWARM_WAKE=poll`): set in the
+/// pane of a teammate on another machine, where no doorbell rung here is
+/// heard.
+pub const WAKE_VAR: &str = "SWARM_WAKE";
+
+/// Why a runtime told to poll polls.
+const POLL_BY_REQUEST: &str = "SWARM_WAKE=poll: on another machine than its senders, where a \
+                               doorbell rung here is not heard (a FIFO is of one kernel)";
+
+fn told_to_poll() -> bool {
+    std::env::var(WAKE_VAR).is_ok_and(|v| v == "poll")
+}
+
 /// What the team watcher records about itself.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -86,18 +99,30 @@ impl Wakeups {
         let note = team.root.runtime_file(&team.name, me, "polling")?;
         let broken = Arc::new(Mutex::new(None));
         let bell_path = team.mailbox().doorbell_path(me)?;
-        let how = match enter_election(team, me, dirs, broken.clone()) {
-            Err(e) => How::Poll(InboxWatcher::polling_over(
-                dirs,
-                &format!("cannot take part in watching the team's files ({e:#})"),
-            )),
-            Ok(()) => match Doorbell::open(&bell_path) {
-                Ok(bell) => How::Bell(bell),
+        let how = if told_to_poll() {
+            // On another machine than its senders (DESIGN §13): a FIFO and
+            // inotify are of one kernel, so no bell of its reaches it, and
+            // it must never be the team watcher (its events would not show
+            // the writes made here). It looks every second, and says so.
+            if let Some(dir) = note.parent() {
+                // Where its note goes (made by the doorbell otherwise).
+                crate::atomic_file::ensure_dir(dir)?;
+            }
+            How::Poll(InboxWatcher::polling_over(dirs, POLL_BY_REQUEST))
+        } else {
+            match enter_election(team, me, dirs, broken.clone()) {
                 Err(e) => How::Poll(InboxWatcher::polling_over(
                     dirs,
-                    &format!("cannot make the doorbell {} ({e})", bell_path.display()),
+                    &format!("cannot take part in watching the team's files ({e:#})"),
                 )),
-            },
+                Ok(()) => match Doorbell::open(&bell_path) {
+                    Ok(bell) => How::Bell(bell),
+                    Err(e) => How::Poll(InboxWatcher::polling_over(
+                        dirs,
+                        &format!("cannot make the doorbell {} ({e})", bell_path.display()),
+                    )),
+                },
+            }
         };
         let w = Wakeups {
             how,
