@@ -177,7 +177,7 @@ exec sleep 30
         &spec,
         format!(
             "team = \"t\"\n[[host]]\nname = \"box\"\nssh = \"{}\"\nroot = \"{}\"\n\
-             swarm = \"{}\"\ntimeout = 2\n",
+             swarm = \"{}\"\ntimeout = 4\n",
             sshd.alias,
             there.display(),
             stuck.display()
@@ -188,7 +188,7 @@ exec sleep 30
     r.assert_code(1);
     assert!(
         r.stdout
-            .contains("swarm  FAILED: no answer within 2.0 s (the call was stopped)"),
+            .contains("swarm  FAILED: no answer within 4.0 s (the call was stopped)"),
         "{}",
         r.explain()
     );
@@ -294,7 +294,9 @@ fn liveness_and_the_signal_ladder_of_a_remote_host_run_there_through_ssh() {
     let ladder = rt
         .block_on(host.terminate_groups(
             &[polite as i32, stubborn as i32, never as i32],
-            Duration::from_millis(300),
+            // Long enough for `sleep` to die of SIGTERM on a loaded machine;
+            // the stubborn group costs the whole of it.
+            Duration::from_secs(3),
             Duration::from_secs(5),
         ))
         .unwrap();
