@@ -329,6 +329,10 @@ pub struct SpawnArgs {
     /// Working directory of the teammate [default: the current directory]
     #[arg(long)]
     pub cwd: Option<PathBuf>,
+    /// The machine it runs on: `local` (the default) or one of the team's
+    /// hosts (its spec's [[host]]s); other machines cannot be started yet
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
     /// The teammate must have each plan approved before it acts
     #[arg(long)]
     pub plan_mode_required: bool,

@@ -132,7 +132,7 @@ pub struct TeammateSpec {
 
 /// `[[host]]`: another machine, reached with the user's own `ssh`, that
 /// sees this state root at `root` (DESIGN §13).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostSpec {
     pub name: String,

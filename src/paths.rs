@@ -314,6 +314,12 @@ impl Root {
         Ok(self.state_dir(team)?.join("session.json"))
     }
 
+    /// The team's other machines, as its spec's `[[host]]`s last named them
+    /// (`swarm up SPEC`; DESIGN §13).
+    pub fn hosts_record(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.state_dir(team)?.join("hosts.json"))
+    }
+
     /// Held (an OS lock) by the team's lead for its whole life; holds the
     /// lead's pid and start time.
     pub fn lead_lock(&self, team: &str) -> Result<PathBuf, NameError> {

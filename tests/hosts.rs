@@ -422,3 +422,45 @@ fn a_pane_on_another_host_is_opened_watched_and_killed_there_through_ssh() {
         "its process ended: {st:?}"
     );
 }
+
+/// `swarm up SPEC` records the spec's hosts as the team's: `swarm spawn
+/// --host` knows them (a remote one refused by name, an unknown one with
+/// the team's hosts) and `swarm doctor --host` finds one without the spec.
+#[test]
+fn the_teams_hosts_are_recorded_by_up_and_known_to_spawn_and_doctor() {
+    let Some(t) = crate::util::tmux::TmuxTeam::new("the_teams_hosts_are_recorded", "hr") else {
+        return;
+    };
+    let spec = t.work.join("team.toml");
+    std::fs::write(
+        &spec,
+        "team = \"hr\"\n[[host]]\nname = \"box\"\nssh = \"swarm-test-host.invalid\"\n\
+         root = \"/mnt/team\"\ntimeout = 5\n[[teammate]]\nname = \"here\"\nhost = \"local\"\n",
+    )
+    .unwrap();
+    t.ok(&["up", "--no-attach", &spec.display().to_string()]);
+    t.wait_lead();
+    let recorded = t.sb.read_json("swarm/hr/hosts.json");
+    assert_eq!(recorded[0]["name"], "box", "{recorded}");
+    assert_eq!(recorded[0]["root"], "/mnt/team", "{recorded}");
+    t.run(&["spawn", "far", "--host", "box"])
+        .assert_code(2)
+        .assert_error("host \"box\": teammates on other machines cannot be started yet");
+    t.run(&["spawn", "far", "--host", "nowhere"])
+        .assert_code(2)
+        .assert_error("no host \"nowhere\" in team \"hr\" (hosts: local, box)");
+    t.ok(&["spawn", "near", "--host", "local"]);
+    // No ./swarm.toml here: the team's record names the host.
+    let r = t.run(&["doctor", "--host", "box"]);
+    r.assert_code(1);
+    assert!(
+        r.stdout.contains("host box (ssh swarm-test-host.invalid)")
+            && r.stdout.contains("ssh    FAILED"),
+        "{}",
+        r.explain()
+    );
+    t.run(&["doctor", "--host", "gone"])
+        .assert_code(2)
+        .assert_error("no [[host]] named \"gone\" in team \"hr\" (hosts: local, box)");
+    t.ok(&["down", "--force"]);
+}

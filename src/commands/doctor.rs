@@ -12,12 +12,9 @@ use swarm_backends::{BackendKind, EnvFacts};
 
 pub(super) async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
     if let Some(name) = &args.host {
-        let spec = args
-            .spec
-            .clone()
-            .unwrap_or_else(|| std::path::PathBuf::from("swarm.toml"));
-        let (ctx, name, json) = (ctx.root.clone(), name.clone(), args.json);
-        return tokio::task::spawn_blocking(move || doctor_host(&ctx, &spec, &name, json))
+        let hosts = hosts_to_check(ctx, args.spec.as_deref())?;
+        let (root, name, json) = (ctx.root.clone(), name.clone(), args.json);
+        return tokio::task::spawn_blocking(move || doctor_host(&root, &hosts, &name, json))
             .await
             .map_err(|e| anyhow::anyhow!("checking the host: {e}"))?;
     }
@@ -87,19 +84,21 @@ pub(super) async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
 /// one with its fix; exit 1 when any failed.
 fn doctor_host(
     root: &crate::paths::Root,
-    spec: &std::path::Path,
+    (hosts, whose): &(Vec<crate::config::HostSpec>, String),
     name: &str,
     json: bool,
 ) -> Result<Exit> {
-    let spec = crate::config::TeamSpec::load(spec)?;
     if name == swarm_backends::host::LOCAL {
         anyhow::bail!("\"local\" is this machine: `swarm doctor` without --host checks it");
     }
-    let Some(host) = spec.host(name) else {
+    let Some(host) = hosts.iter().find(|h| h.name == name) else {
+        let mut names = vec![swarm_backends::host::LOCAL.to_string()];
+        names.extend(hosts.iter().map(|h| h.name.clone()));
         anyhow::bail!(
-            "no [[host]] named {} in the spec (hosts: {})",
+            "no [[host]] named {} in {} (hosts: {})",
             esc(&format!("{name:?}")),
-            esc(&spec.host_names())
+            esc(whose),
+            esc(&names.join(", "))
         );
     };
     let checks = crate::ops::hosts::check(root, host)?;
@@ -132,6 +131,31 @@ fn doctor_host(
             checks.len()
         ))
     })
+}
+
+/// The hosts `doctor --host` looks among, and whose they are: the spec
+/// given (`--spec`), else `./swarm.toml` when there is one, else the
+/// current team's recorded hosts (`swarm up SPEC` records them).
+fn hosts_to_check(
+    ctx: &Context,
+    spec: Option<&std::path::Path>,
+) -> Result<(Vec<crate::config::HostSpec>, String)> {
+    let here = std::path::Path::new("swarm.toml");
+    let file = match spec {
+        Some(s) => Some(s),
+        None => here.is_file().then_some(here),
+    };
+    if let Some(file) = file {
+        let spec = crate::config::TeamSpec::load(file)?;
+        return Ok((spec.hosts, "the spec".to_string()));
+    }
+    let team = ctx.team().map_err(|e| {
+        anyhow::anyhow!(
+            "{e:#}; or name the spec holding the [[host]] (--spec FILE, default ./swarm.toml)"
+        )
+    })?;
+    let hosts = crate::ops::hosts::recorded(&ctx.root, &team.name)?;
+    Ok((hosts, format!("team {:?}", team.name)))
 }
 
 /// Where the state root came from, as the user would name it: `--home`,

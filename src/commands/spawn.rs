@@ -9,6 +9,10 @@ use anyhow::Result;
 
 pub(super) async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
     let ops = team_ops(ctx, &args.backend)?;
+    if let Some(host) = &args.host {
+        let team = ops.team();
+        crate::ops::hosts::check_spawn_host(&team.root, &team.name, host)?;
+    }
     let crate::pane_env::EnvArgs {
         set: env,
         pass: pass_env,

@@ -14,6 +14,64 @@ use swarm_backends::command::Output;
 use swarm_backends::host::SshHost;
 use swarm_backends::{BackendError, tmux};
 
+/// Records the spec's `[[host]]`s as the team's (`<state>/hosts.json`),
+/// so that `swarm spawn --host` and `swarm doctor --host` know them without
+/// the spec; a spec without any removes the record.
+pub fn record(root: &Root, team: &str, hosts: &[HostSpec]) -> anyhow::Result<()> {
+    let path = root.hosts_record(team)?;
+    if hosts.is_empty() {
+        atomic_file::remove_if_there(&path)
+            .map_err(|e| anyhow::anyhow!("removing {}: {e}", path.display()))?;
+        return Ok(());
+    }
+    if let Some(dir) = path.parent() {
+        atomic_file::ensure_dir(dir)
+            .map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?;
+    }
+    let bytes = serde_json::to_vec_pretty(hosts)?;
+    atomic_file::write_atomic(&path, &bytes)
+        .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))
+}
+
+/// The team's recorded hosts (none when it has no record).
+pub fn recorded(root: &Root, team: &str) -> anyhow::Result<Vec<HostSpec>> {
+    let path = root.hosts_record(team)?;
+    match atomic_file::read_optional(&path)
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?
+    {
+        None => Ok(Vec::new()),
+        Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+            anyhow::anyhow!(
+                "{} is not a list of hosts ({e}); `swarm up SPEC` writes it again",
+                path.display()
+            )
+        }),
+    }
+}
+
+/// Where `swarm spawn --host NAME` may start a teammate of `team`: on
+/// `local` (this machine) only, for now; a recorded host is refused by name,
+/// an unknown one with the team's hosts.
+pub fn check_spawn_host(root: &Root, team: &str, name: &str) -> anyhow::Result<()> {
+    if name == swarm_backends::host::LOCAL {
+        return Ok(());
+    }
+    let hosts = recorded(root, team)?;
+    if hosts.iter().any(|h| h.name == name) {
+        anyhow::bail!(
+            "host {name:?}: teammates on other machines cannot be started yet; start it on \
+             \"local\" (`swarm doctor --host {name}` checks that machine)"
+        );
+    }
+    let mut names = vec![swarm_backends::host::LOCAL.to_string()];
+    names.extend(hosts.into_iter().map(|h| h.name));
+    anyhow::bail!(
+        "no host {name:?} in team {team:?} (hosts: {}); a team's hosts are its spec's [[host]]s, \
+         recorded by `swarm up SPEC`",
+        names.join(", ")
+    )
+}
+
 /// One check of a host.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct HostCheck {
