@@ -330,7 +330,7 @@ pub struct SpawnArgs {
     #[arg(long)]
     pub cwd: Option<PathBuf>,
     /// The machine it runs on: `local` (the default) or one of the team's
-    /// hosts (its spec's [[host]]s); other machines cannot be started yet
+    /// hosts (its spec's [[host]]s, recorded by `swarm up SPEC`)
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
     /// The teammate must have each plan approved before it acts

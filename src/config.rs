@@ -21,7 +21,7 @@
 //! pass_env = ["K"]            # optional: variables passed by name from the environment of
 //!                             # whoever opens the pane (`swarm up`); never written anywhere
 //! worktree = true             # optional: this teammate in a git worktree (default: the team's)
-//! host = "local"              # optional: the [[host]] it runs on (default and only one today: local)
+//! host = "local"              # optional: the [[host]] it runs on (default: local, this machine)
 //!
 //! [lead]                      # optional: a coding agent leads the team (DESIGN §12)
 //! agent = "claude"            # required: claude, codex or gemini (or command, with `command`)
@@ -379,20 +379,13 @@ impl TeamSpec {
             let at = format!("teammate {} ({:?})", i + 1, t.name);
             if let Some(h) = t.host.as_deref()
                 && h != swarm_backends::host::LOCAL
+                && self.host(h).is_none()
             {
-                if self.host(h).is_none() {
-                    note(Err(anyhow::anyhow!(
-                        "{at}: host {:?} is not a [[host]] of this spec (hosts: {})",
-                        h,
-                        self.host_names()
-                    )));
-                } else {
-                    note(Err(anyhow::anyhow!(
-                        "{at}: host {h:?}: teammates on other machines cannot be started \
-                         yet; keep it on \"local\" (`swarm doctor --host {h}` checks that \
-                         machine)"
-                    )));
-                }
+                note(Err(anyhow::anyhow!(
+                    "{at}: host {:?} is not a [[host]] of this spec (hosts: {})",
+                    h,
+                    self.host_names()
+                )));
             }
             note(names::validate_member(&t.name).map_err(|e| anyhow::anyhow!("{at}: {e}")));
             if !seen.insert(t.name.to_ascii_lowercase()) {
@@ -639,6 +632,13 @@ impl TeammateSpec {
         }
         if !self.pass_env.is_empty() {
             m.set_swarm_field(SwarmField::PassEnv, json!(self.pass_env));
+        }
+        if let Some(h) = self
+            .host
+            .as_deref()
+            .filter(|h| *h != swarm_backends::host::LOCAL)
+        {
+            m.set_swarm_field(SwarmField::Host, json!(h));
         }
         m
     }

@@ -22,6 +22,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use swarm_backends::hosted::Hosted;
 use swarm_backends::in_process::InProcessBackend;
 use swarm_backends::iterm2::{Driver, ITerm2Backend};
 use swarm_backends::tmux::{TmuxBackend, TmuxServer};
@@ -141,6 +142,10 @@ pub struct Session {
     /// Where this process's next teammate goes, once known (saves a
     /// liveness check per spawn when `up` spawns a whole team).
     placement: Mutex<Option<Placement>>,
+    /// The team's other machines (its recorded `[[host]]`s), when it has
+    /// any: `backend` is then this [`Hosted`], over the local backend and a
+    /// tmux backend per host (DESIGN §13).
+    pub hosted: Option<Arc<Hosted>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -168,6 +173,7 @@ impl Session {
             reason: "given".to_string(),
             own_pane: None,
             placement: Mutex::new(None),
+            hosted: None,
         }
     }
 
@@ -413,6 +419,11 @@ fn open(loc: &Location) -> Result<Session> {
         BackendKind::WindowsTerminal => Arc::new(WindowsTerminalBackend::new()),
     };
     record.backend = Some(detection.kind);
+    let hosted = hosted_over(root, team, &backend)?;
+    let backend = match &hosted {
+        Some(h) => h.clone() as Arc<dyn PaneBackendExecutor>,
+        None => backend,
+    };
     Ok(Session {
         root: root.clone(),
         team: team.to_string(),
@@ -421,7 +432,29 @@ fn open(loc: &Location) -> Result<Session> {
         reason: detection.reason,
         own_pane,
         placement: Mutex::new(None),
+        hosted,
     })
+}
+
+/// The team's backend over its other machines, when it has recorded
+/// hosts: a tmux server of its own on each (`-L swarm-<team>`), reached
+/// through the user's ssh with one shared connection per host.
+fn hosted_over(
+    root: &Root,
+    team: &str,
+    local: &Arc<dyn PaneBackendExecutor>,
+) -> Result<Option<Arc<Hosted>>> {
+    let hosts = crate::ops::hosts::recorded(root, team)?;
+    if hosts.is_empty() {
+        return Ok(None);
+    }
+    let mut backends = std::collections::BTreeMap::new();
+    for h in &hosts {
+        let ssh = crate::ops::hosts::ssh_of(root, h)?;
+        let server = TmuxServer::named(session_name(team));
+        backends.insert(h.name.clone(), Arc::new(TmuxBackend::on_host(server, ssh)));
+    }
+    Ok(Some(Arc::new(Hosted::new(local.clone(), backends))))
 }
 
 /// Where a new teammate pane goes on this backend: beside the recorded

@@ -22,6 +22,8 @@
 //!   read and its process groups signalled there, in one call each).
 //!   [`tmux::TmuxBackend::on_host`] is the tmux backend on such a host
 //!   (`tmux/procs.rs` routes each look and signal to the right machine).
+//! - [`hosted`] — one backend over several machines: this machine's, and
+//!   a tmux backend per other host; a remote pane is `HOST:%N`.
 //! - [`tmux`] — the tmux backend; its command files build every tmux argv
 //!   and parse every `-F` output, one per noun ([`tmux::panes`],
 //!   [`tmux::sessions`], [`tmux::layout`], [`tmux::options`]) on the rules of
@@ -61,6 +63,7 @@ pub mod exits;
 #[cfg(feature = "fake")]
 pub mod fake;
 pub mod host;
+pub mod hosted;
 pub mod in_process;
 pub mod iterm2;
 pub mod pidfile;

@@ -33,6 +33,7 @@ pub(super) async fn spawn(ctx: &Context, args: SpawnArgs) -> Result<Exit> {
         env,
         pass_env,
         worktree: args.worktree,
+        host: args.host,
     };
     let s = ops.spawn(&req).await?;
     if args.json {

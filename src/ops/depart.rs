@@ -858,6 +858,10 @@ async fn close_lead(opened: &Session, stopping: Option<u32>) -> Result<()> {
     if let Some(pid) = stopping {
         opened.backend.await_ended(pid, LEAD_ENDS_WITHIN).await;
     }
+    // The team's tmux server on each other machine, and its connection.
+    if let Some(hosted) = &opened.hosted {
+        hosted.shut_hosts().await;
+    }
     Ok(())
 }
 

@@ -49,19 +49,16 @@ pub fn recorded(root: &Root, team: &str) -> anyhow::Result<Vec<HostSpec>> {
     }
 }
 
-/// Where `swarm spawn --host NAME` may start a teammate of `team`: on
-/// `local` (this machine) only, for now; a recorded host is refused by name,
-/// an unknown one with the team's hosts.
+/// Whether `swarm spawn --host NAME` may start a teammate of `team` there:
+/// `local` (this machine) or one of the team's recorded hosts; an unknown
+/// one is refused with the team's hosts.
 pub fn check_spawn_host(root: &Root, team: &str, name: &str) -> anyhow::Result<()> {
     if name == swarm_backends::host::LOCAL {
         return Ok(());
     }
     let hosts = recorded(root, team)?;
     if hosts.iter().any(|h| h.name == name) {
-        anyhow::bail!(
-            "host {name:?}: teammates on other machines cannot be started yet; start it on \
-             \"local\" (`swarm doctor --host {name}` checks that machine)"
-        );
+        return Ok(());
     }
     let mut names = vec![swarm_backends::host::LOCAL.to_string()];
     names.extend(hosts.into_iter().map(|h| h.name));
@@ -70,6 +67,61 @@ pub fn check_spawn_host(root: &Root, team: &str, name: &str) -> anyhow::Result<(
          recorded by `swarm up SPEC`",
         names.join(", ")
     )
+}
+
+/// Names `spec` (a pane opened here for this machine) for `host`: every
+/// path under this state root under the host's `root`, this swarm
+/// (`exe`) as the host's, `PATH` the host's swarm's directory and the
+/// usual system directories, and `SWARM_WAKE=poll` (no doorbell rung here
+/// reaches a runtime there). A working directory outside the root is the
+/// host's root (it may not exist there).
+pub fn for_host(
+    spec: &mut swarm_backends::SpawnSpec,
+    local_root: &std::path::Path,
+    host: &HostSpec,
+    exe: &str,
+) {
+    let here = local_root.display().to_string();
+    let there = host.root.display().to_string();
+    let name = |s: &str| -> String {
+        if s == exe {
+            return host.swarm().to_string();
+        }
+        match s.strip_prefix(&here) {
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("{there}{rest}"),
+            _ => s.to_string(),
+        }
+    };
+    let path = |p: &std::path::Path| PathBuf::from(name(&p.display().to_string()));
+    spec.program = name(&spec.program);
+    spec.args = spec.args.iter().map(|a| name(a)).collect();
+    let swarm_dir = std::path::Path::new(host.swarm())
+        .parent()
+        .filter(|d| d.is_absolute())
+        .map(|d| format!("{}:", d.display()))
+        .unwrap_or_default();
+    for (k, v) in &mut spec.env {
+        *v = if k == "PATH" {
+            format!("{swarm_dir}/usr/local/bin:/usr/bin:/bin")
+        } else {
+            name(v)
+        };
+    }
+    spec.env
+        .retain(|(k, _)| k != crate::teammate::wake::WAKE_VAR);
+    spec.env.push((
+        crate::teammate::wake::WAKE_VAR.to_string(),
+        "poll".to_string(),
+    ));
+    let cwd = path(&spec.cwd);
+    spec.cwd = if cwd.starts_with(&host.root) {
+        cwd
+    } else {
+        host.root.clone()
+    };
+    spec.ready_file = spec.ready_file.as_deref().map(path);
+    spec.output = spec.output.as_deref().map(path);
+    spec.pid_file = spec.pid_file.as_deref().map(path);
 }
 
 /// One check of a host.

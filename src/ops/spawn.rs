@@ -53,6 +53,9 @@ pub struct SpawnRequest {
     pub pass_env: Vec<String>,
     /// Work in a git worktree of its own (see [`crate::worktree`]).
     pub worktree: bool,
+    /// The machine its pane runs on (`None`: this one; else one of the
+    /// team's hosts, DESIGN §13).
+    pub host: Option<String>,
 }
 
 /// A spawned teammate.
@@ -472,6 +475,13 @@ fn set_swarm_fields(member: &mut Member, req: &SpawnRequest, agent: Agent) {
     if !req.pass_env.is_empty() {
         member.set_swarm_field(SwarmField::PassEnv, serde_json::json!(req.pass_env));
     }
+    if let Some(h) = req
+        .host
+        .as_deref()
+        .filter(|h| *h != swarm_backends::host::LOCAL)
+    {
+        member.set_swarm_field(SwarmField::Host, serde_json::json!(h));
+    }
 }
 
 /// Opens the pane of a member whose record is on the roster.
@@ -511,6 +521,9 @@ async fn open_pane(
     };
     let mut spec = pane_spec(team, opened, req, member, &gate, cwd, place)?;
     spec.env = pane_env.set;
+    if let Some(host) = member.host() {
+        return open_remote_pane(team, opened, host, spec, &gate, pane_env.passed, passed).await;
+    }
     // Written last, and removed again unless the pane opens (its
     // pane-exec then takes it).
     let handoff = match pane_env.passed.is_empty() {
@@ -528,6 +541,59 @@ async fn open_pane(
     }
     let pid = opened_pane(opened, &spec.placement, &pane).await?;
     Ok((pane, pid, passed))
+}
+
+/// Opens the pane of a member on another machine (DESIGN §13): `spec`,
+/// named for that machine (its root, its swarm, a PATH of its own, and
+/// `SWARM_WAKE=poll`: no doorbell rung here reaches it), in the team's
+/// tmux server there, in its session (made by the first such pane).
+async fn open_remote_pane(
+    team: &Team,
+    opened: &Session,
+    host: &str,
+    mut spec: SpawnSpec,
+    gate: &Gate,
+    pass: Vec<(String, String)>,
+    passed: Vec<String>,
+) -> Result<(PaneRef, Option<u32>, Vec<String>)> {
+    let name = &spec.mark.member.clone();
+    let hosted = opened.hosted.as_ref().with_context(|| {
+        format!(
+            "{name} runs on host {host:?}, which is not one of team {:?}'s hosts",
+            team.name
+        )
+    })?;
+    let known = crate::ops::hosts::recorded(&team.root, &team.name)?;
+    let h = known
+        .iter()
+        .find(|h| h.name == host)
+        .with_context(|| format!("host {host:?} is not one of team {:?}'s hosts", team.name))?;
+    crate::ops::hosts::for_host(&mut spec, team.root.dir(), h, &gate.exe);
+    let session = crate::session::session_name(&team.name);
+    let there = hosted.host(host).expect("a recorded host has its backend");
+    let exists = match swarm_backends::PaneBackendExecutor::homes(there.as_ref()) {
+        Some(homes) => homes.home_exists(&session).await?,
+        None => false,
+    };
+    spec.placement = if exists {
+        swarm_backends::Placement::NewWindow {
+            session: Some(session),
+        }
+    } else {
+        swarm_backends::Placement::Session { name: session }
+    };
+    let handoff = match pass.is_empty() {
+        true => None,
+        false => Some(Handoff::write(gate.handoff.clone(), &pass)?),
+    };
+    let pane = hosted
+        .spawn_on(host, &spec)
+        .await
+        .with_context(|| format!("opening a pane for {name} on {host}"))?;
+    if let Some(h) = handoff {
+        h.taken_by_pane();
+    }
+    Ok((pane, None, passed))
 }
 
 /// The argv a member's pane starts with: `swarm pane-exec`, which waits

@@ -276,5 +276,6 @@ pub(crate) fn reserved_request(m: &Member) -> Result<SpawnRequest> {
         env: crate::pane_env::swarm_env(m)?,
         pass_env: crate::pane_env::pass_env(m)?,
         worktree: crate::worktree::wanted(m),
+        host: m.host().map(str::to_string),
     })
 }

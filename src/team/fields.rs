@@ -47,6 +47,9 @@ pub enum SwarmField {
     /// The member is the team's AI lead: [`AiLead`] (`{"mode":
     /// "team"|"coordinator", "approves": bool}`).
     Lead,
+    /// The machine its pane runs on (string: one of the team's hosts;
+    /// absent: this one).
+    Host,
 }
 
 impl SwarmField {
@@ -64,6 +67,7 @@ impl SwarmField {
             SwarmField::Nonce => "swarmNonce",
             SwarmField::PassEnv => "swarmPassEnv",
             SwarmField::Lead => "swarmLead",
+            SwarmField::Host => "swarmHost",
         }
     }
 }
@@ -249,6 +253,13 @@ impl Member {
     /// `swarmNonce`: the mark its pane carries, if one was recorded.
     pub fn nonce(&self) -> Result<Option<String>, FieldError> {
         self.typed(SwarmField::Nonce, "a string")
+    }
+
+    /// `swarmHost`: the machine its pane runs on (`None`: this one).
+    pub fn host(&self) -> Option<&str> {
+        self.swarm_field(SwarmField::Host)
+            .and_then(serde_json::Value::as_str)
+            .filter(|h| *h != swarm_backends::host::LOCAL)
     }
 
     /// `swarmApart`: where the pane went when not beside the lead.

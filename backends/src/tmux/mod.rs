@@ -221,6 +221,21 @@ impl TmuxBackend {
         self.host.as_ref()
     }
 
+    /// Ends the server (`kill-server`): for a server swarm started for a
+    /// team on another host, once its panes are closed. Quiet when there
+    /// is none; never the user's server here (refused without a socket or
+    /// a name of swarm's own).
+    pub async fn kill_server(&self) {
+        if self.server.socket.is_none() && self.server.name.is_none() {
+            return;
+        }
+        // Deliberate ignore: a server already gone is the end wanted.
+        let _ = self
+            .invocation(vec!["kill-server".to_string()])
+            .output()
+            .await;
+    }
+
     /// A backend that takes `version` as already checked (a version another
     /// swarm process of the team checked and recorded): no `tmux -V` call.
     /// A version below [`commands::MIN_VERSION`] is ignored and checked again.

@@ -1,0 +1,278 @@
+//! One backend over several machines (DESIGN §13): this machine's backend,
+//! and a [`TmuxBackend`] on each other host ([`TmuxBackend::on_host`]).
+//! A pane on another host is named `HOST:%N` (pane identity includes the
+//! host): every call about it goes to that host's backend with the bare
+//! id, and its answers come back under the full one. Everything else is
+//! this machine's backend's.
+//!
+//! A host that cannot be reached makes no pane of it look dead: its panes
+//! read as running (pid unknown) while the host does not answer, as a
+//! machine behind a partition may well still run them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::tmux::TmuxBackend;
+use crate::{
+    BackendKind, Capabilities, HomeSessions, Layout, LiveScreens, PaneBackendExecutor, PaneFocus,
+    PaneId, PaneMark, PaneRef, PaneStatus, PaneText, Result, SpawnSpec,
+};
+
+/// This machine's backend and the other hosts' tmux backends.
+pub struct Hosted {
+    local: Arc<dyn PaneBackendExecutor>,
+    hosts: BTreeMap<String, Arc<TmuxBackend>>,
+}
+
+impl std::fmt::Debug for Hosted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hosted")
+            .field("local", &self.local.kind())
+            .field("hosts", &self.hosts.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// The host of a pane id and its id there (`box:%3` → `box`, `%3`); `None`
+/// for a pane of this machine.
+pub fn split_id(id: &PaneId) -> Option<(&str, PaneId)> {
+    let (host, bare) = id.as_str().split_once(':')?;
+    Some((host, PaneId::new(bare)))
+}
+
+/// The full id of pane `bare` of `host`.
+pub fn full_id(host: &str, bare: &PaneId) -> PaneId {
+    PaneId::new(format!("{host}:{}", bare.as_str()))
+}
+
+impl Hosted {
+    pub fn new(
+        local: Arc<dyn PaneBackendExecutor>,
+        hosts: BTreeMap<String, Arc<TmuxBackend>>,
+    ) -> Hosted {
+        Hosted { local, hosts }
+    }
+
+    /// The backend of host `name`.
+    pub fn host(&self, name: &str) -> Option<&Arc<TmuxBackend>> {
+        self.hosts.get(name)
+    }
+
+    /// Opens a pane on host `name`; its id comes back as `NAME:%N`.
+    pub async fn spawn_on(&self, name: &str, spec: &SpawnSpec) -> Result<PaneRef> {
+        let backend = self.known(name)?;
+        let pane = backend.spawn(spec).await?;
+        Ok(PaneRef::new(full_id(name, &pane.id), pane.nonce))
+    }
+
+    /// Ends each host's tmux server (`kill-server`, its panes already
+    /// closed) and its shared ssh connection: what `down` leaves of them.
+    pub async fn shut_hosts(&self) {
+        for b in self.hosts.values() {
+            b.kill_server().await;
+            if let Some(h) = b.host() {
+                let h = h.clone();
+                // Deliberate ignore: a closing; nothing is left to report.
+                let _ = tokio::task::spawn_blocking(move || h.close()).await;
+            }
+        }
+    }
+
+    fn known(&self, name: &str) -> Result<&Arc<TmuxBackend>> {
+        self.hosts.get(name).ok_or_else(|| {
+            crate::BackendError::invalid("host", name, "is not one of the team's hosts")
+        })
+    }
+
+    /// Indices of `ids` by where they live: `None` is this machine.
+    fn by_host<'a>(
+        &self,
+        ids: impl Iterator<Item = &'a PaneId>,
+    ) -> BTreeMap<Option<String>, Vec<usize>> {
+        let mut out: BTreeMap<Option<String>, Vec<usize>> = BTreeMap::new();
+        for (i, id) in ids.enumerate() {
+            let host = split_id(id).map(|(h, _)| h.to_string());
+            out.entry(host).or_default().push(i);
+        }
+        out
+    }
+
+    /// `status` or `observe` over every machine, in the order asked.
+    async fn statuses(&self, ids: &[PaneId], ask: Ask<'_>) -> Result<Vec<(PaneId, PaneStatus)>> {
+        let mut out: Vec<Option<(PaneId, PaneStatus)>> = vec![None; ids.len()];
+        for (host, idx) in self.by_host(ids.iter()) {
+            let Some(h) = host else {
+                let answers = ask.ask(self.local.as_ref(), &idx, false).await?;
+                for (i, a) in idx.iter().zip(answers) {
+                    out[*i] = Some(a);
+                }
+                continue;
+            };
+            let answers = match self.known(&h) {
+                Ok(b) => ask.ask(b.as_ref(), &idx, true).await,
+                Err(e) => Err(e),
+            };
+            match answers {
+                Ok(a) => {
+                    for (i, (bare, st)) in idx.iter().zip(a) {
+                        out[*i] = Some((full_id(&h, &bare), st));
+                    }
+                }
+                // Not seen gone: running, for all anyone knows.
+                Err(_) => {
+                    for i in &idx {
+                        out[*i] = Some((ids[*i].clone(), PaneStatus::Running { pid: None }));
+                    }
+                }
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|o| o.expect("every pane answered"))
+            .collect())
+    }
+}
+
+/// One question about some of the panes asked about, put to one
+/// machine's backend with the panes' ids there.
+#[derive(Clone, Copy)]
+enum Ask<'p> {
+    Status(&'p [PaneRef]),
+    Observe(&'p [PaneId]),
+}
+
+impl Ask<'_> {
+    async fn ask(
+        self,
+        backend: &dyn PaneBackendExecutor,
+        which: &[usize],
+        remote: bool,
+    ) -> Result<Vec<(PaneId, PaneStatus)>> {
+        let there = |id: &PaneId| match remote {
+            true => split_id(id).map_or_else(|| id.clone(), |(_, bare)| bare),
+            false => id.clone(),
+        };
+        match self {
+            Ask::Status(panes) => {
+                let refs: Vec<PaneRef> = which
+                    .iter()
+                    .map(|i| PaneRef::new(there(&panes[*i].id), panes[*i].nonce.clone()))
+                    .collect();
+                backend.status(&refs).await
+            }
+            Ask::Observe(ids) => {
+                let ids: Vec<PaneId> = which.iter().map(|i| there(&ids[*i])).collect();
+                backend.observe(&ids).await
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl PaneBackendExecutor for Hosted {
+    fn kind(&self) -> BackendKind {
+        self.local.kind()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.local.capabilities()
+    }
+
+    async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneRef> {
+        self.local.spawn(spec).await
+    }
+
+    async fn status(&self, panes: &[PaneRef]) -> Result<Vec<(PaneId, PaneStatus)>> {
+        let ids: Vec<PaneId> = panes.iter().map(|p| p.id.clone()).collect();
+        self.statuses(&ids, Ask::Status(panes)).await
+    }
+
+    async fn kill(&self, pane: &PaneRef, grace: Duration) -> Result<()> {
+        match split_id(&pane.id) {
+            None => self.local.kill(pane, grace).await,
+            Some((host, bare)) => {
+                self.known(host)?
+                    .kill(&PaneRef::new(bare, pane.nonce.clone()), grace)
+                    .await
+            }
+        }
+    }
+
+    async fn kill_all(&self, panes: &[PaneRef], grace: Duration) -> Vec<Result<()>> {
+        let mut out: Vec<Option<Result<()>>> = (0..panes.len()).map(|_| None).collect();
+        for (host, idx) in self.by_host(panes.iter().map(|p| &p.id)) {
+            let results = match &host {
+                None => {
+                    let refs: Vec<PaneRef> = idx.iter().map(|i| panes[*i].clone()).collect();
+                    self.local.kill_all(&refs, grace).await
+                }
+                Some(h) => match self.known(h) {
+                    Ok(b) => {
+                        let refs: Vec<PaneRef> = idx
+                            .iter()
+                            .map(|i| {
+                                let p = &panes[*i];
+                                let bare = split_id(&p.id).map_or_else(|| p.id.clone(), |(_, b)| b);
+                                PaneRef::new(bare, p.nonce.clone())
+                            })
+                            .collect();
+                        b.kill_all(&refs, grace).await
+                    }
+                    Err(e) => {
+                        let e = e.to_string();
+                        idx.iter()
+                            .map(|_| Err(crate::BackendError::invalid("host", h, e.clone())))
+                            .collect()
+                    }
+                },
+            };
+            for (i, r) in idx.iter().zip(results) {
+                out[*i] = Some(r);
+            }
+        }
+        out.into_iter()
+            .map(|o| o.expect("every pane answered"))
+            .collect()
+    }
+
+    async fn await_ended(&self, pid: u32, within: Duration) {
+        self.local.await_ended(pid, within).await
+    }
+
+    async fn observe(&self, panes: &[PaneId]) -> Result<Vec<(PaneId, PaneStatus)>> {
+        self.statuses(panes, Ask::Observe(panes)).await
+    }
+
+    async fn list_marked(&self) -> Result<Vec<(PaneRef, PaneMark, PaneStatus)>> {
+        self.local.list_marked().await
+    }
+
+    async fn changes(&self) {
+        self.local.changes().await
+    }
+
+    async fn checked_version(&self) -> Option<(u32, u32)> {
+        self.local.checked_version().await
+    }
+
+    fn pane_focus(&self) -> Option<&dyn PaneFocus> {
+        self.local.pane_focus()
+    }
+
+    fn pane_text(&self) -> Option<&dyn PaneText> {
+        self.local.pane_text()
+    }
+
+    fn layout(&self) -> Option<&dyn Layout> {
+        self.local.layout()
+    }
+
+    fn homes(&self) -> Option<&dyn HomeSessions> {
+        self.local.homes()
+    }
+
+    fn screens(&self) -> Option<&dyn LiveScreens> {
+        self.local.screens()
+    }
+}
