@@ -478,7 +478,7 @@ fn the_teams_hosts_are_recorded_by_up_and_known_to_spawn_and_doctor() {
 /// bound; `down` leaves nothing of the team's there.
 #[test]
 fn a_spec_with_a_remote_teammate_comes_up_works_there_and_goes_down() {
-    let Some(sshd) = Sshd::start() else {
+    let Some(mut sshd) = Sshd::start() else {
         return;
     };
     let Some(t) = crate::util::tmux::TmuxTeam::new("a_spec_with_a_remote_teammate", "rh") else {
@@ -497,21 +497,17 @@ fn a_spec_with_a_remote_teammate_comes_up_works_there_and_goes_down() {
         ),
     )
     .unwrap();
+    let path = sshd.path();
+    let sshd_log = sshd.dir.path().join("sshd.log");
     let run = |args: &[&str]| {
         let mut c = t.cmd(args);
-        c.env("PATH", sshd.path());
+        c.env("PATH", &path);
         Run::of(c, args)
     };
     let ok = |args: &[&str]| {
         let r = run(args);
-        assert_eq!(
-            r.code,
-            Some(0),
-            "{}\n{}\n{}",
-            r.explain(),
-            t.explain(),
-            sshd.log()
-        );
+        let log = std::fs::read_to_string(&sshd_log).unwrap_or_default();
+        assert_eq!(r.code, Some(0), "{}\n{}\n{log}", r.explain(), t.explain());
         r
     };
     ok(&["up", "--no-attach", &spec.display().to_string()]);
@@ -610,6 +606,51 @@ fn a_spec_with_a_remote_teammate_comes_up_works_there_and_goes_down() {
         "FIGURE: a message to a teammate on another host ran after {:.0} ms (bound: 1 s polling)",
         sent.elapsed().as_secs_f64() * 1000.0
     );
+    assert_eq!(far_pane()["host"], "box");
+    // A long task of far's, then the machine stops answering: far is
+    // unreachable, not dead, and its task stays its own; the machine
+    // answers again: far runs again, in the same pane, no respawn.
+    ok(&["task", "create", "gate 2"]);
+    ok(&[
+        "task",
+        "create",
+        "long",
+        "--command",
+        "sleep 60",
+        "--blocked-by",
+        "3",
+    ]);
+    ok(&["task", "update", "4", "--owner", "far"]);
+    ok(&["task", "update", "3", "--status", "completed"]);
+    let task4 = || ok(&["task", "get", "4", "--json"]).json();
+    crate::util::wait_until(
+        "far starts its long task",
+        crate::util::WAIT,
+        || task4()["status"] == "in_progress",
+        || t.explain(),
+    );
+    let pane_before = far_pane()["pane"].clone();
+    sshd.partition();
+    crate::util::wait_until(
+        "far is unreachable within 30 s",
+        std::time::Duration::from_secs(30),
+        || far_pane()["status"] == "unreachable",
+        || format!("{}\n{}", far_pane(), t.explain()),
+    );
+    let task = task4();
+    assert_eq!(
+        (task["owner"].as_str(), task["status"].as_str()),
+        (Some("far"), Some("in_progress")),
+        "its task stays its own: {task}"
+    );
+    sshd.start_again();
+    crate::util::wait_until(
+        "far runs again once box answers",
+        crate::util::WAIT,
+        || far_pane()["status"] == "running",
+        || format!("{}\n{}", far_pane(), t.explain()),
+    );
+    assert_eq!(far_pane()["pane"], pane_before, "the same pane: no respawn");
     ok(&["down", "--force"]);
     let left = std::process::Command::new("tmux")
         .args(["-L", &server.0, "has-session"])

@@ -23,6 +23,8 @@ use crate::{
 pub struct Hosted {
     local: Arc<dyn PaneBackendExecutor>,
     hosts: BTreeMap<String, Arc<TmuxBackend>>,
+    /// Hosts whose last look failed: since when, and why.
+    unreachable: std::sync::Mutex<BTreeMap<String, (std::time::SystemTime, String)>>,
 }
 
 impl std::fmt::Debug for Hosted {
@@ -51,7 +53,36 @@ impl Hosted {
         local: Arc<dyn PaneBackendExecutor>,
         hosts: BTreeMap<String, Arc<TmuxBackend>>,
     ) -> Hosted {
-        Hosted { local, hosts }
+        Hosted {
+            local,
+            hosts,
+            unreachable: std::sync::Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Since when host `name` has not answered, and why (its last look
+    /// failed); `None` while it answers.
+    pub fn unreachable(&self, name: &str) -> Option<(std::time::SystemTime, String)> {
+        self.unreachable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned()
+    }
+
+    /// Notes how the last look at host `name` went.
+    fn note(&self, name: &str, failed: Option<String>) {
+        let mut u = self.unreachable.lock().unwrap_or_else(|e| e.into_inner());
+        match failed {
+            None => {
+                u.remove(name);
+            }
+            Some(why) => {
+                u.entry(name.to_string())
+                    .or_insert_with(|| (std::time::SystemTime::now(), String::new()))
+                    .1 = why;
+            }
+        }
     }
 
     /// The backend of host `name`.
@@ -113,13 +144,15 @@ impl Hosted {
                 Ok(b) => ask.ask(b.as_ref(), &idx, true).await,
                 Err(e) => Err(e),
             };
+            self.note(&h, answers.as_ref().err().map(ToString::to_string));
             match answers {
                 Ok(a) => {
                     for (i, (bare, st)) in idx.iter().zip(a) {
                         out[*i] = Some((full_id(&h, &bare), st));
                     }
                 }
-                // Not seen gone: running, for all anyone knows.
+                // Not seen gone: running, for all anyone knows (the caller
+                // asks `unreachable` to tell).
                 Err(_) => {
                     for i in &idx {
                         out[*i] = Some((ids[*i].clone(), PaneStatus::Running { pid: None }));

@@ -87,6 +87,9 @@ pub struct MemberSnapshot {
     pub pane_id: String,
     #[serde(rename = "backendType")]
     pub backend_type: Option<String>,
+    /// The machine its pane runs on: `local`, or one of the team's hosts
+    /// (DESIGN §13); `null` for the lead.
+    pub host: Option<String>,
     #[serde(rename = "isActive")]
     pub is_active: Option<bool>,
     pub mode: Option<String>,
@@ -333,10 +336,17 @@ impl TeamOps {
             ),
             _ => None,
         };
+        let hosted = self.session_if_reachable().and_then(|s| s.hosted.clone());
+        let away = |m: &Member| {
+            let host = m.host()?;
+            hosted.as_ref()?.unreachable(host)
+        };
         let seen: Vec<PaneSeen> = match looked {
             Some(got) => got
                 .into_iter()
-                .map(|p| match p {
+                .zip(members)
+                .map(|(p, m)| match p {
+                    _ if away(m).is_some() => PaneSeen::Unreachable,
                     PaneStatus::Running { .. } => PaneSeen::Running,
                     PaneStatus::Exited { code } => PaneSeen::Dead(code),
                     PaneStatus::Gone | PaneStatus::Foreign => PaneSeen::Dead(None),
@@ -455,6 +465,7 @@ fn member(
         last_line: p.last_line,
     });
     MemberSnapshot {
+        host: (!m.is_lead()).then(|| m.host().unwrap_or(swarm_backends::host::LOCAL).to_string()),
         name: m.name.clone(),
         agent_id: m.agent_id.clone(),
         agent: m.agent_label().map(str::to_string),

@@ -38,6 +38,9 @@ pub enum MemberStatus {
     /// On the roster, its pane never opened (an `up` that was stopped
     /// before it came to it; the next `up` starts it).
     NotStarted,
+    /// Its pane is on another machine that does not answer: not dead (its
+    /// tasks stay its own), shown until the machine answers again.
+    Unreachable,
 }
 
 /// Liveness of a member's pane as its reader saw it.
@@ -48,6 +51,8 @@ pub enum PaneSeen {
     Running,
     /// Ended (`None`: by a signal, or it vanished) or no longer swarm's.
     Dead(Option<i32>),
+    /// On another machine that does not answer (DESIGN §13): not dead.
+    Unreachable,
 }
 
 /// The facts a member's status is derived from.
@@ -77,6 +82,7 @@ impl MemberStatus {
             (Some(code), _, _) => MemberStatus::Dead { exit_code: code },
             (_, PaneSeen::Dead(code), _) => MemberStatus::Dead { exit_code: code },
             _ if f.never_started => MemberStatus::NotStarted,
+            (_, PaneSeen::Unreachable, _) => MemberStatus::Unreachable,
             (_, _, Some(since)) => MemberStatus::Stopping { since },
             _ if f.waiting => MemberStatus::WaitingForApproval,
             _ if f.active || f.has_task => MemberStatus::Running,
@@ -102,6 +108,7 @@ impl MemberStatus {
             } => format!("dead (exit {code})"),
             MemberStatus::Dead { exit_code: None } => "dead (signal)".to_owned(),
             MemberStatus::NotStarted => "not started".to_owned(),
+            MemberStatus::Unreachable => "unreachable".to_owned(),
         }
     }
 

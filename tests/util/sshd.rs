@@ -192,6 +192,19 @@ impl Sshd {
         }
     }
 
+    /// A network partition, as far as one machine can play one: the server
+    /// stops taking connections and every connection it holds is cut (its
+    /// per-connection processes killed), so a shared ssh connection to it
+    /// ends too. What runs "there" (a tmux server, its panes) runs on.
+    pub fn partition(&mut self) {
+        if let Some(pid) = self.pid() {
+            for child in children_of(pid) {
+                unsafe { libc::kill(child as i32, libc::SIGKILL) };
+            }
+        }
+        self.stop();
+    }
+
     /// The server's pid, while it runs.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
@@ -217,6 +230,26 @@ impl Drop for Sshd {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The pids whose parent is `pid` (from /proc).
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|p| {
+                    std::fs::read_to_string(format!("/proc/{p}/stat"))
+                        .ok()
+                        .and_then(|s| {
+                            let rest = s.rsplit_once(')')?.1.to_string();
+                            rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+                        })
+                        == Some(pid)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn whoami() -> String {

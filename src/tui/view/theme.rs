@@ -46,6 +46,7 @@ impl Theme {
             MemberStatus::Stopping { .. } => self.fg(Color::Magenta),
             MemberStatus::Dead { .. } => self.fg(Color::Red).add_modifier(Modifier::BOLD),
             MemberStatus::NotStarted => self.fg(Color::Yellow),
+            MemberStatus::Unreachable => self.fg(Color::Magenta).add_modifier(Modifier::BOLD),
         }
     }
 
