@@ -37,6 +37,7 @@
 //! root = "/mnt/team"          # required: where this state root is mounted on that host
 //! swarm = "/opt/bin/swarm"    # optional: its swarm binary (default: `swarm` on its PATH)
 //! timeout = 10                # optional: seconds one call to it may take, connecting included
+//! unreachable_grace = 300     # optional: seconds it may not answer before its teammates' tasks go back
 //!
 //! [[task]]
 //! subject = "count lines"     # required
@@ -146,12 +147,26 @@ pub struct HostSpec {
     /// Seconds one call to it may take, connecting included (default 10).
     #[serde(default)]
     pub timeout: Option<f64>,
+    /// Seconds it may not answer before its teammates' tasks go back on
+    /// the board (default 300; its teammates are not dead meanwhile).
+    #[serde(default)]
+    pub unreachable_grace: Option<u64>,
 }
+
+/// How long a host may not answer before its teammates' tasks go back on
+/// the board, unless its `[[host]]` says (`unreachable_grace`).
+pub const UNREACHABLE_GRACE: std::time::Duration = std::time::Duration::from_secs(300);
 
 impl HostSpec {
     /// Its swarm binary.
     pub fn swarm(&self) -> &str {
         self.swarm.as_deref().unwrap_or("swarm")
+    }
+
+    /// How long it may not answer before its teammates' tasks go back.
+    pub fn unreachable_grace(&self) -> std::time::Duration {
+        self.unreachable_grace
+            .map_or(UNREACHABLE_GRACE, std::time::Duration::from_secs)
     }
 
     /// How long one call to it may take.

@@ -667,3 +667,88 @@ fn a_spec_with_a_remote_teammate_comes_up_works_there_and_goes_down() {
         "far's runtime ended: {st:?}"
     );
 }
+
+/// A host that does not answer for its `unreachable_grace`: its
+/// teammate's task goes back on the board (the teammate is not dead), and
+/// the teammate runs on in its pane once the host answers again.
+#[test]
+fn after_its_grace_an_unreachable_teammates_task_goes_back_on_the_board() {
+    let Some(mut sshd) = Sshd::start() else {
+        return;
+    };
+    let Some(t) = crate::util::tmux::TmuxTeam::new("after_its_grace", "rg") else {
+        return;
+    };
+    let there = remote_view(t.sb.root(), &sshd.dir.path().join("mnt-team"));
+    let spec = t.work.join("team.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "team = \"rg\"\n[[host]]\nname = \"box\"\nssh = \"{}\"\nroot = \"{}\"\nswarm = \"{}\"\n\
+             unreachable_grace = 2\n[[teammate]]\nname = \"far\"\nhost = \"box\"\n",
+            sshd.alias,
+            there.display(),
+            swarm_bin()
+        ),
+    )
+    .unwrap();
+    let path = sshd.path();
+    let ok = |args: &[&str]| {
+        let mut c = t.cmd(args);
+        c.env("PATH", &path);
+        let r = Run::of(c, args);
+        assert_eq!(r.code, Some(0), "{}\n{}", r.explain(), t.explain());
+        r
+    };
+    ok(&["up", "--no-attach", &spec.display().to_string()]);
+    t.wait_lead();
+    struct Server;
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("tmux")
+                .args(["-L", "swarm-rg", "kill-server"])
+                .env_remove("TMUX")
+                .output();
+        }
+    }
+    let _server = Server;
+    let far = || {
+        ok(&["status", "--json"]).json()["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "far")
+            .cloned()
+            .unwrap_or_default()
+    };
+    crate::util::wait_until(
+        "far runs on box",
+        crate::util::WAIT,
+        || far()["status"] == "idle",
+        || format!("{}\n{}", far(), t.explain()),
+    );
+    ok(&["task", "create", "long", "--command", "sleep 60"]);
+    let task = || ok(&["task", "get", "1", "--json"]).json();
+    crate::util::wait_until(
+        "far takes the task",
+        crate::util::WAIT,
+        || task()["owner"] == "far" && task()["status"] == "in_progress",
+        || t.explain(),
+    );
+    sshd.partition();
+    crate::util::wait_until(
+        "the lead gives far's task back after box's 2 s of grace",
+        crate::util::WAIT,
+        || task()["owner"].is_null(),
+        || format!("{}\n{}", task(), t.explain()),
+    );
+    assert_eq!(far()["status"], "unreachable", "far is not dead");
+    sshd.start_again();
+    crate::util::wait_until(
+        "far runs again once box answers",
+        crate::util::WAIT,
+        || far()["status"] != "unreachable",
+        || format!("{}\n{}", far(), t.explain()),
+    );
+    ok(&["down", "--force"]);
+}

@@ -34,6 +34,10 @@ use swarm_backends::{PaneRef, PaneStatus};
 /// How often the lead checks pane liveness where the backend reports no
 /// exits (a dead pane is noticed within this plus one backend call).
 pub const SUPERVISE_EVERY: Duration = Duration::from_millis(700);
+
+/// How often a lead whose team has panes on other machines looks at them
+/// (one ssh call a host, over its shared connection).
+pub const REMOTE_EVERY: Duration = Duration::from_secs(2);
 /// How often panes that report their exits are checked anyway (and the
 /// lead's inbox read, and the team's existence checked, should a watcher
 /// miss a change). The only periodic work of an idle lead on such a
@@ -139,6 +143,9 @@ pub struct Lead {
     /// safety tick. A stall is a matter of time, so this is a timer; a team
     /// without reminders has none.
     nudge_every: Option<Duration>,
+    /// Members on a machine that has not answered for its grace, whose
+    /// tasks went back on the board (once per time away).
+    given_back: std::collections::BTreeSet<String>,
     /// Test hook: the next death recordings fail, as a full disk would.
     #[cfg(test)]
     fail_records: usize,
@@ -157,6 +164,7 @@ impl Lead {
             watching: false,
             looked_at: Vec::new(),
             nudge_every: None,
+            given_back: std::collections::BTreeSet::new(),
             #[cfg(test)]
             fail_records: 0,
         }
@@ -332,10 +340,49 @@ impl Lead {
             }
         }
         self.nudge(&tf, &mine).await?;
+        self.give_back_the_unreachables(&mine)?;
         match failed {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// A member on another machine that has not answered for its host's
+    /// `unreachable_grace` (DESIGN §13) is not dead, but its tasks go back
+    /// on the board, once per time away, so no task waits on a machine
+    /// that may never come back; when the machine answers again the member
+    /// runs on, in its pane.
+    fn give_back_the_unreachables(&mut self, mine: &[(Member, PaneRef)]) -> Result<()> {
+        let Some(hosted) = self.opened.hosted.clone() else {
+            return Ok(());
+        };
+        let hosts = crate::ops::hosts::recorded(&self.team.root, &self.team.name)?;
+        for (m, _) in mine {
+            let Some(host) = m.host() else {
+                continue;
+            };
+            let Some((since, why)) = hosted.unreachable(host) else {
+                self.given_back.remove(&m.name);
+                continue;
+            };
+            let grace = hosts
+                .iter()
+                .find(|h| h.name == host)
+                .map_or(crate::config::UNREACHABLE_GRACE, |h| h.unreachable_grace());
+            let away = since.elapsed().unwrap_or_default();
+            if away < grace || self.given_back.contains(&m.name) {
+                continue;
+            }
+            let back = self.team.tasks().unassign_all_of(&m.name)?;
+            self.given_back.insert(m.name.clone());
+            self.event(format!(
+                "{} on {host} has not answered for {}s ({why}): {} task(s) back on the board",
+                m.name,
+                away.as_secs(),
+                back.len()
+            ));
+        }
+        Ok(())
     }
 
     /// With the spec's `nudge = true`, reminds each running member stalled
@@ -977,7 +1024,12 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
     // looked at yet, with a slow safety tick; the others are polled. A
     // watcher observes panes by id, which no event covers: it polls.
     let exit_events = lead.opened.caps().exit_events && !lead.watching;
-    let safety = safety_tick();
+    // Panes on other machines report no exits here, and a machine that
+    // stops answering is seen by looking: looked at every few seconds.
+    let safety = match lead.opened.hosted.is_some() {
+        true => safety_tick().min(REMOTE_EVERY),
+        false => safety_tick(),
+    };
     let mut tick = tokio::time::interval(if exit_events { safety } else { SUPERVISE_EVERY });
     if exit_events {
         tracing::info!(
