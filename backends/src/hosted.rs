@@ -23,9 +23,24 @@ use crate::{
 pub struct Hosted {
     local: Arc<dyn PaneBackendExecutor>,
     hosts: BTreeMap<String, Arc<TmuxBackend>>,
-    /// Hosts whose last look failed: since when, and why.
-    unreachable: std::sync::Mutex<BTreeMap<String, (std::time::SystemTime, String)>>,
+    /// Hosts whose last look failed: since when, why, and when they were
+    /// last tried.
+    unreachable: std::sync::Mutex<BTreeMap<String, Away>>,
 }
+
+/// A host that does not answer.
+#[derive(Debug, Clone)]
+struct Away {
+    since: std::time::SystemTime,
+    why: String,
+    tried: std::time::Instant,
+}
+
+/// How long a host that did not answer is not asked again (its panes read
+/// as running meanwhile): a long-lived caller (the lead, several looks a
+/// minute) pays a partitioned host's deadline once in this long, not at
+/// every look.
+pub const RETRY_AFTER: Duration = Duration::from_secs(10);
 
 impl std::fmt::Debug for Hosted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -67,7 +82,16 @@ impl Hosted {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(name)
-            .cloned()
+            .map(|a| (a.since, a.why.clone()))
+    }
+
+    /// Whether host `name` did not answer less than [`RETRY_AFTER`] ago.
+    fn resting(&self, name: &str) -> bool {
+        self.unreachable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .is_some_and(|a| a.tried.elapsed() < RETRY_AFTER)
     }
 
     /// Notes how the last look at host `name` went.
@@ -78,9 +102,13 @@ impl Hosted {
                 u.remove(name);
             }
             Some(why) => {
-                u.entry(name.to_string())
-                    .or_insert_with(|| (std::time::SystemTime::now(), String::new()))
-                    .1 = why;
+                let a = u.entry(name.to_string()).or_insert_with(|| Away {
+                    since: std::time::SystemTime::now(),
+                    why: String::new(),
+                    tried: std::time::Instant::now(),
+                });
+                a.why = why;
+                a.tried = std::time::Instant::now();
             }
         }
     }
@@ -141,10 +169,18 @@ impl Hosted {
                 continue;
             };
             let answers = match self.known(&h) {
-                Ok(b) => ask.ask(b.as_ref(), &idx, true).await,
-                Err(e) => Err(e),
+                Ok(_) if self.resting(&h) => Err(None),
+                Ok(b) => ask.ask(b.as_ref(), &idx, true).await.map_err(Some),
+                Err(e) => Err(Some(e)),
             };
-            self.note(&h, answers.as_ref().err().map(ToString::to_string));
+            if let Ok(_) | Err(Some(_)) = &answers {
+                let failed = answers
+                    .as_ref()
+                    .err()
+                    .and_then(|e| e.as_ref())
+                    .map(ToString::to_string);
+                self.note(&h, failed);
+            }
             match answers {
                 Ok(a) => {
                     for (i, (bare, st)) in idx.iter().zip(a) {
@@ -152,7 +188,8 @@ impl Hosted {
                     }
                 }
                 // Not seen gone: running, for all anyone knows (the caller
-                // asks `unreachable` to tell).
+                // asks `unreachable` to tell). A host resting after a
+                // failure is not asked.
                 Err(_) => {
                     for i in &idx {
                         out[*i] = Some((ids[*i].clone(), PaneStatus::Running { pid: None }));
@@ -307,5 +344,60 @@ impl PaneBackendExecutor for Hosted {
 
     fn screens(&self) -> Option<&dyn LiveScreens> {
         self.local.screens()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::SshHost;
+    use crate::tmux::TmuxServer;
+
+    /// A host behind a partition: its "ssh" answers nothing, ever. The
+    /// first look pays its deadline and finds it unreachable; the looks
+    /// after it, for [`RETRY_AFTER`], ask nothing and say the same.
+    #[tokio::test]
+    async fn a_host_that_does_not_answer_is_asked_once_then_rests() {
+        let dir = tempfile::tempdir().unwrap();
+        let calls = dir.path().join("calls");
+        let ssh = dir.path().join("ssh");
+        std::fs::write(
+            &ssh,
+            format!(
+                "#!/bin/sh\necho x >> '{}'\nexec sleep 30\n",
+                calls.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let host = SshHost::new("box", "box")
+            .unwrap()
+            .program(ssh.display().to_string())
+            .timeout(Duration::from_millis(300));
+        let mut hosts = BTreeMap::new();
+        hosts.insert(
+            "box".to_string(),
+            Arc::new(TmuxBackend::on_host(TmuxServer::named("t"), host)),
+        );
+        let local: Arc<dyn PaneBackendExecutor> =
+            Arc::new(crate::in_process::InProcessBackend::new());
+        let hosted = Hosted::new(local, hosts);
+        let pane = PaneRef::new(PaneId::new("box:%1"), "n");
+        let calls_made = || {
+            std::fs::read_to_string(&calls)
+                .unwrap_or_default()
+                .lines()
+                .count()
+        };
+        for _ in 0..3 {
+            let st = hosted.status(std::slice::from_ref(&pane)).await.unwrap();
+            assert_eq!(
+                st,
+                [(PaneId::new("box:%1"), PaneStatus::Running { pid: None })]
+            );
+            assert!(hosted.unreachable("box").is_some());
+        }
+        assert_eq!(calls_made(), 1, "asked once, then resting");
     }
 }

@@ -273,9 +273,9 @@ impl TmuxBackend {
         all.extend(args);
         if let Some(host) = &self.host {
             all.insert(0, self.program.clone());
-            let mut inv = host.invocation(&all);
-            inv.timeout = self.timeout + host.timeout;
-            return inv;
+            // The host's deadline covers connecting and the call: a host
+            // that does not answer costs that, not more.
+            return host.invocation(&all);
         }
         let mut inv = Invocation::new(self.program.clone(), all);
         inv.timeout = self.timeout;
