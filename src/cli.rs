@@ -105,6 +105,21 @@ pub enum Command {
     /// Waits until the pane's output is being captured, then execs the program
     #[command(hide = true)]
     PaneExec(PaneExecArgs),
+    /// Rings teammates' doorbells on this machine (run over ssh by a sender
+    /// on the lead's machine, DESIGN §13)
+    #[command(hide = true)]
+    Ring(RingArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RingArgs {
+    /// The members of --team whose doorbells ring here
+    #[arg(value_name = "MEMBER")]
+    pub members: Vec<String>,
+    /// Instead: check that a doorbell can be made and rung under this state
+    /// root here (what `swarm doctor --host` asks), and say so
+    #[arg(long, conflicts_with = "members")]
+    pub probe: bool,
 }
 
 #[derive(Debug, Args)]
@@ -429,8 +444,10 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub json: bool,
     /// Check another machine of the spec instead ([[host]] NAME): ssh in batch
-    /// mode, tmux's version, swarm's version (equal to this one), and this state
-    /// root seen at the host's `root`; each failed check with its fix, exit 1
+    /// mode, tmux's version, swarm's version (equal to this one), this state
+    /// root seen at the host's `root`, and the wake-up path (a doorbell made
+    /// and rung there over ssh; its runtimes also look every `poll` seconds);
+    /// each failed check with its fix, exit 1
     #[arg(long, value_name = "NAME")]
     pub host: Option<String>,
     /// The spec holding the [[host]] (default: ./swarm.toml)

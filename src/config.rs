@@ -38,6 +38,7 @@
 //! swarm = "/opt/bin/swarm"    # optional: its swarm binary (default: `swarm` on its PATH)
 //! timeout = 10                # optional: seconds one call to it may take, connecting included
 //! unreachable_grace = 300     # optional: seconds it may not answer before its teammates' tasks go back
+//! poll = 1                    # optional: seconds between a runtime's own looks there (it is also rung over ssh)
 //!
 //! [[task]]
 //! subject = "count lines"     # required
@@ -151,7 +152,17 @@ pub struct HostSpec {
     /// the board (default 300; its teammates are not dead meanwhile).
     #[serde(default)]
     pub unreachable_grace: Option<u64>,
+    /// Seconds between the own looks of a teammate runtime there at its
+    /// inbox and the task list (default 1): senders here ring it over ssh,
+    /// and this bounds the wait of a write nobody rings (a ring lost to a
+    /// partition, a write made on that machine).
+    #[serde(default)]
+    pub poll: Option<f64>,
 }
+
+/// How often a runtime on another machine looks, unless its `[[host]]`
+/// says (`poll`).
+pub const HOST_POLL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// How long a host may not answer before its teammates' tasks go back on
 /// the board, unless its `[[host]]` says (`unreachable_grace`).
@@ -167,6 +178,13 @@ impl HostSpec {
     pub fn unreachable_grace(&self) -> std::time::Duration {
         self.unreachable_grace
             .map_or(UNREACHABLE_GRACE, std::time::Duration::from_secs)
+    }
+
+    /// How often a teammate runtime there looks without being rung.
+    pub fn poll_every(&self) -> std::time::Duration {
+        self.poll.map_or(HOST_POLL, |s| {
+            std::time::Duration::from_secs_f64(s.clamp(0.1, 300.0))
+        })
     }
 
     /// How long one call to it may take.
@@ -197,6 +215,13 @@ impl HostSpec {
         {
             out.push(format!(
                 "{at}: timeout {t} is out of range (seconds, above 0 and at most 300)"
+            ));
+        }
+        if let Some(p) = self.poll
+            && !(0.1..=300.0).contains(&p)
+        {
+            out.push(format!(
+                "{at}: poll {p} is out of range (seconds, at least 0.1 and at most 300)"
             ));
         }
         if let Some(b) = &self.swarm

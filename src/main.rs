@@ -28,7 +28,12 @@ fn main() -> ExitCode {
         swarm::logging::init_stderr();
         end_quietly_on_a_closed_pipe();
     }
-    match commands::run(cli) {
+    swarm::ops::ring::install();
+    let outcome = commands::run(cli);
+    // A ring through another machine this command started (a send to a
+    // teammate there) is made before the process ends.
+    swarm::ops::ring::flush();
+    match outcome {
         Ok(Exit::Ok) => ExitCode::SUCCESS,
         Ok(Exit::No(why)) => {
             say(&format!("swarm: {}", escape_line(&why)));

@@ -367,3 +367,145 @@ fn a_runtime_told_to_poll_finds_its_work_by_looking_and_never_watches_the_team()
         doctor.explain()
     );
 }
+
+/// Issue 26, item 4: a runtime on another machine (`SWARM_WAKE=ring`) is
+/// rung through its host: it makes a doorbell there, never watches the
+/// team, wakes at `swarm ring` (what a sender on the lead's machine runs
+/// there over ssh), and looks itself every `SWARM_POLL_MS` for writes
+/// nobody rings. Here one runtime looks only every 300 s, so only the ring
+/// can wake it in time, and another every 200 ms, so only its own look
+/// finds a write nobody rings; doctor and the banner say how each is woken.
+#[test]
+fn a_runtime_on_another_host_is_woken_by_swarm_ring_and_by_its_own_looks() {
+    let sb = Sandbox::new();
+    let names = ["rung", "looker"];
+    sb.team_with(T, &names);
+    let far = |ms: &'static str| {
+        [
+            ("SWARM_WAKE", "ring"),
+            ("SWARM_HOST", "box"),
+            ("SWARM_POLL_MS", ms),
+        ]
+    };
+    let _rung = start(&sb, &["rung"], &far("300000"));
+    let _looker = start(&sb, &["looker"], &far("200"));
+    wait_until(
+        "both wait, each with its doorbell",
+        WAIT,
+        || {
+            names.iter().all(|n| {
+                std::fs::read_to_string(sb.path(&format!("pane-{n}.txt")))
+                    .is_ok_and(|p| p.contains("runs on host box"))
+                    && sb.path(&format!("swarm/{T}/runtime/{n}.wake")).exists()
+            })
+        },
+        || explain(&sb, &names),
+    );
+    assert!(
+        !sb.path(&format!("swarm/{T}/runtime/.team-watcher.json"))
+            .exists(),
+        "no runtime on another host watches the team"
+    );
+    wait_until(
+        "both idle",
+        WAIT,
+        || {
+            names
+                .iter()
+                .all(|n| log(&sb, n).contains("idle: waiting for a wake-up"))
+        },
+        || explain(&sb, &names),
+    );
+    // Written the way Claude Code writes: nothing rings.
+    write_like_claude_code(&sb, "rung", "echo rung-got-it");
+    write_like_claude_code(&sb, "looker", "echo looker-got-it");
+    wait_until(
+        "looker finds its message by looking",
+        WAIT,
+        || replies_from(&sb, "looker", "looker-got-it") == 1,
+        || explain(&sb, &names),
+    );
+    assert_eq!(
+        replies_from(&sb, "rung", "rung-got-it"),
+        0,
+        "rung looks only every 300 s and was not rung: {}",
+        explain(&sb, &names)
+    );
+    sb.ok(&["--team", T, "ring", "rung"]);
+    wait_until(
+        "rung answers once rung",
+        WAIT,
+        || replies_from(&sb, "rung", "rung-got-it") == 1,
+        || explain(&sb, &names),
+    );
+    let doctor = sb.ok(&["doctor"]);
+    for n in names {
+        assert!(
+            doctor
+                .stdout
+                .contains(&format!("{n}'s runtime runs on host box: rung over ssh")),
+            "doctor says how {n} is woken:\n{}",
+            doctor.explain()
+        );
+    }
+    let bad = sb.run(&["--team", T, "ring", "../x"]);
+    bad.assert_code(2);
+    let probe = sb.ok(&["ring", "--probe"]);
+    assert!(
+        probe.stdout.contains("a doorbell was made and rung"),
+        "{}",
+        probe.explain()
+    );
+}
+
+/// A task given to a member while blocked is no one's to claim (no offer
+/// is made for it), so when its blocker completes the team watcher rings
+/// its owner: the owner's runtime would otherwise sleep beside it until
+/// its own wait ran out (300 s).
+#[test]
+fn a_task_of_its_own_that_becomes_unblocked_wakes_its_owner() {
+    let sb = Sandbox::new();
+    let names = ["alice", "bob"];
+    sb.team_with(T, &names);
+    let _rt = start(&sb, &names, &[]);
+    settle(&sb, &names);
+    let done = sb.path("alice-ran.txt");
+    let task = |args: &[&str]| {
+        let mut a = vec!["--team", T, "task"];
+        a.extend_from_slice(args);
+        sb.ok(&a)
+    };
+    task(&["create", "gate"]);
+    task(&[
+        "create",
+        "alice's",
+        "--command",
+        &format!("echo ran > '{}'", done.display()),
+        "--blocked-by",
+        "1",
+    ]);
+    task(&["update", "2", "--owner", "alice"]);
+    // Alice read her task_assignment (and was refused the blocked task);
+    // both sleep now.
+    wait_until(
+        "both idle beside the blocked task",
+        WAIT,
+        || {
+            log(&sb, "alice").contains("inbox read unread=1")
+                && names.iter().all(|n| {
+                    log(&sb, n)
+                        .lines()
+                        .last()
+                        .is_some_and(|l| l.ends_with("idle: waiting for a wake-up"))
+                })
+        },
+        || explain(&sb, &names),
+    );
+    task(&["update", "1", "--status", "completed"]);
+    wait_until(
+        "alice runs her task once it is unblocked",
+        WAIT,
+        || done.exists(),
+        || explain(&sb, &names),
+    );
+}

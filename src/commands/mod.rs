@@ -26,6 +26,7 @@ mod mcp;
 mod merge;
 mod open;
 mod output;
+mod ring;
 mod send;
 mod spawn;
 mod status;
@@ -64,6 +65,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
         Command::Task(cmd) => task::run(&ctx, cmd),
         Command::Diff(args) => diff::run(&ctx, args),
         Command::Merge(args) => merge::run(&ctx, args),
+        Command::Ring(args) => ring::run(&ctx, args),
         // The long-lived processes keep their own exit codes.
         Command::Teammate(args) => return crate::teammate::run(&ctx, args),
         Command::PaneExec(args) => return crate::ops::spawn::pane_exec(args),

@@ -50,6 +50,9 @@ pub struct Dirs {
     pub tasks: PathBuf,
     /// The lead's inbox file name (`team-lead.json`).
     pub lead_inbox: OsString,
+    /// How often it also looks itself (a team with members on other
+    /// machines: `Root::looks_for`).
+    pub looks: Option<std::time::Duration>,
 }
 
 /// The index of each directory in the watcher (the inboxes first, as
@@ -84,6 +87,7 @@ pub fn watch_files(lead: &Lead) -> Result<(tokio::sync::mpsc::UnboundedReceiver<
         inboxes: root.inboxes_dir(team)?,
         tasks: root.tasks_dir(team)?,
         lead_inbox: lead_inbox.file_name().unwrap_or_default().to_owned(),
+        looks: root.looks_for(team),
     };
     for dir in [&dirs.inboxes, &dirs.tasks] {
         crate::atomic_file::ensure_dir(dir)
@@ -116,7 +120,7 @@ pub fn start(
     watched[INBOXES].clone_from(&dirs.inboxes);
     watched[TEAM].clone_from(&dirs.team);
     watched[TASKS].clone_from(&dirs.tasks);
-    let watcher = Arc::new(InboxWatcher::over(&watched));
+    let watcher = Arc::new(InboxWatcher::over_looking(&watched, dirs.looks));
     if watcher.is_polling() {
         tracing::warn!(why = ?watcher.polling_reason(), "the lead polls the team's files every second");
     } else {

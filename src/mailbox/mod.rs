@@ -46,6 +46,19 @@ mod tests;
 pub use entry::{Entry, EntryKey, EntryKeyRef, InvalidEntry};
 pub use watch::{Changes, InboxWatcher, POLL_EVERY, watch_available};
 
+/// Rings a member whose runtime is on another machine, through its host:
+/// given the root, the team and the member, it answers `true` when it took
+/// the ring over (the member is remote), `false` to ring here.
+pub type FarRing = fn(&crate::paths::Root, &str, &str) -> bool;
+
+static FAR_RING: std::sync::OnceLock<FarRing> = std::sync::OnceLock::new();
+
+/// Installs how members on other machines are rung (`ops::ring`, by the
+/// binary at its start; this layer knows no hosts). Once per process.
+pub fn ring_far_with(far: FarRing) {
+    let _ = FAR_RING.set(far);
+}
+
 use crate::atomic_file::{self, DEFAULT_LOCK_TIMEOUT, FileLock, LockError, TempFile, UnsafePath};
 use crate::names::NameError;
 use crate::paths::Root;
@@ -265,6 +278,17 @@ impl Mailbox {
     /// doorbell gone within `doorbell::CHECK_EVERY`, makes it again and
     /// reads its inbox: that is the wake-up this message gets.
     pub fn ring(&self, member: &str) {
+        if let Some(far) = FAR_RING.get()
+            && far(&self.root, &self.team, member)
+        {
+            return;
+        }
+        self.ring_here(member);
+    }
+
+    /// Rings `member`'s doorbell on this machine only: what `swarm ring`
+    /// does on the host a sender reached over ssh.
+    pub fn ring_here(&self, member: &str) {
         let Ok(p) = self.doorbell_path(member) else {
             return;
         };
@@ -506,11 +530,15 @@ impl Mailbox {
     }
 
     /// Wake-ups for every inbox of the team (the directory is created if
-    /// missing, so a watcher can start before the first message).
+    /// missing, so a watcher can start before the first message); with
+    /// looks of its own when the team has members on other machines.
     pub fn watch(&self) -> Result<InboxWatcher, MailboxError> {
         let dir = self.root.inboxes_dir(&self.team)?;
         atomic_file::ensure_dir(&dir).map_err(|e| MailboxError::io(&dir, e))?;
-        Ok(InboxWatcher::new(&dir))
+        Ok(InboxWatcher::over_looking(
+            &[dir],
+            self.root.looks_for(&self.team),
+        ))
     }
 
     /// Reads `member`'s inbox once and calls `on_new` for every entry whose

@@ -84,12 +84,21 @@ pub struct InboxWatcher {
 }
 
 enum How {
-    Events(Box<dyn Source>),
+    Events(Box<dyn Source>, Option<Looks>),
     Poll {
         last: Mutex<Snapshot>,
         /// Why this watcher polls.
         why: String,
     },
+}
+
+/// Looks beside the events, for writes this kernel reports no event of:
+/// a team with members on other machines shares its files over a network
+/// filesystem, whose writes made there raise no inotify event here.
+struct Looks {
+    last: Mutex<Snapshot>,
+    every: Duration,
+    next: Mutex<Instant>,
 }
 
 /// One changed file: the index of its directory and its file name.
@@ -125,8 +134,22 @@ impl InboxWatcher {
     /// Watches every directory of `dirs` (which must exist) with one
     /// source of events (one inotify instance), polling if none can be had.
     pub fn over(dirs: &[PathBuf]) -> InboxWatcher {
+        Self::over_looking(dirs, None)
+    }
+
+    /// Like [`InboxWatcher::over`], and with `looks` it also looks at the
+    /// directories itself that often, for writes no event here reports
+    /// (a team with members on other machines, DESIGN §13). A file found
+    /// changed by a look may have had its event already: it is reported
+    /// again (a reader reads it once more).
+    pub fn over_looking(dirs: &[PathBuf], looks: Option<Duration>) -> InboxWatcher {
+        let looks = looks.map(|every| Looks {
+            last: Mutex::new(snapshot(dirs)),
+            every,
+            next: Mutex::new(Instant::now() + every),
+        });
         match events(dirs) {
-            Ok(source) => Self::with(dirs, How::Events(source)),
+            Ok(source) => Self::with(dirs, How::Events(source, looks)),
             Err(e) => {
                 let why = format!("cannot watch files ({e})");
                 tracing::warn!(dirs = ?dirs, %why, "polling every second");
@@ -171,7 +194,7 @@ impl InboxWatcher {
     pub fn polling_reason(&self) -> Option<&str> {
         match &self.how {
             How::Poll { why, .. } => Some(why),
-            How::Events(_) => None,
+            How::Events(..) => None,
         }
     }
 
@@ -187,7 +210,7 @@ impl InboxWatcher {
     /// true until closed.
     pub fn is_watching(&self, dir: usize) -> bool {
         match &self.how {
-            How::Events(source) => source.watching(dir),
+            How::Events(source, _) => source.watching(dir),
             How::Poll { .. } => dir < self.dirs.len() && !self.is_closed(),
         }
     }
@@ -197,7 +220,7 @@ impl InboxWatcher {
     pub fn close(&self) {
         *self.closed.lock().unwrap_or_else(PoisonError::into_inner) = true;
         self.woken.notify_all();
-        if let How::Events(source) = &self.how {
+        if let How::Events(source, _) = &self.how {
             source.close();
         }
     }
@@ -235,7 +258,30 @@ impl InboxWatcher {
     pub fn changes(&self, timeout: Duration) -> Option<Changes> {
         let deadline = Instant::now() + timeout;
         match &self.how {
-            How::Events(source) => {
+            How::Events(source, Some(looks)) => loop {
+                // Its look when due, even while events keep coming.
+                let next = *looks.next.lock().unwrap_or_else(PoisonError::into_inner);
+                if Instant::now() >= next {
+                    *looks.next.lock().unwrap_or_else(PoisonError::into_inner) =
+                        Instant::now() + looks.every;
+                    let now = snapshot(&self.dirs);
+                    let mut last = looks.last.lock().unwrap_or_else(PoisonError::into_inner);
+                    let files = differences(&last, &now);
+                    *last = now;
+                    if !files.is_empty() {
+                        return Some(Changes::Files(files));
+                    }
+                    continue;
+                }
+                let wait = deadline.min(next).saturating_duration_since(Instant::now());
+                if let Some(got) = source.next(wait) {
+                    return Some(got);
+                }
+                if self.is_closed() || Instant::now() >= deadline {
+                    return None;
+                }
+            },
+            How::Events(source, None) => {
                 let got = source.next(timeout);
                 #[cfg(test)]
                 wakes::count(|w| match got {
@@ -411,7 +457,72 @@ mod tests {
     /// `notify` runs on inotify).
     fn on_portable(dirs: &[PathBuf]) -> InboxWatcher {
         let source = portable::Events::new(dirs).expect("a notify watcher");
-        InboxWatcher::with(dirs, How::Events(Box::new(source)))
+        InboxWatcher::with(dirs, How::Events(Box::new(source), None))
+    }
+
+    /// A source that reports nothing: what a network filesystem's writes
+    /// made on another machine raise here.
+    struct Deaf;
+
+    impl Source for Deaf {
+        fn next(&self, timeout: Duration) -> Option<Changes> {
+            std::thread::sleep(timeout);
+            None
+        }
+        fn watching(&self, _: usize) -> bool {
+            true
+        }
+        fn close(&self) {}
+    }
+
+    /// A write no event reports is found by the watcher's own look, within
+    /// its period, when it looks (a team with members on other machines);
+    /// without looks it is never found. A look is made even while events
+    /// keep coming.
+    #[test]
+    fn a_write_no_event_reports_is_found_by_the_watchers_own_looks() {
+        let t = tempfile::tempdir().unwrap();
+        let dirs = [t.path().to_path_buf()];
+        let looking = Looks {
+            last: Mutex::new(snapshot(&dirs)),
+            every: Duration::from_millis(100),
+            next: Mutex::new(Instant::now() + Duration::from_millis(100)),
+        };
+        let w = InboxWatcher::with(&dirs, How::Events(Box::new(Deaf), Some(looking)));
+        let deaf = InboxWatcher::with(&dirs, How::Events(Box::new(Deaf), None));
+        assert_eq!(w.changes(Duration::from_millis(300)), None, "nothing yet");
+        rewrite(&t.path().join("far.json"), b"[]");
+        next_is(&w, &["far.json"], "found by a look");
+        assert_eq!(
+            deaf.changes(Duration::from_millis(300)),
+            None,
+            "no look, no event: never found"
+        );
+        // Events all the time: the look still comes when due.
+        struct Chatty;
+        impl Source for Chatty {
+            fn next(&self, _: Duration) -> Option<Changes> {
+                std::thread::sleep(Duration::from_millis(5));
+                Some(Changes::Files(BTreeSet::from([(
+                    0,
+                    OsString::from("x.json"),
+                )])))
+            }
+            fn watching(&self, _: usize) -> bool {
+                true
+            }
+            fn close(&self) {}
+        }
+        let looking = Looks {
+            last: Mutex::new(snapshot(&dirs)),
+            every: Duration::from_millis(100),
+            next: Mutex::new(Instant::now() + Duration::from_millis(100)),
+        };
+        let chatty = InboxWatcher::with(&dirs, How::Events(Box::new(Chatty), Some(looking)));
+        rewrite(&t.path().join("far.json"), b"[1]");
+        let far = Changes::Files(BTreeSet::from([(0, OsString::from("far.json"))]));
+        let found = (0..200).any(|_| chatty.changes(budget()) == Some(far.clone()));
+        assert!(found, "the look came between the events");
     }
 
     /// Each kind of watcher (this platform's events, `notify`'s, the

@@ -72,9 +72,11 @@ pub fn check_spawn_host(root: &Root, team: &str, name: &str) -> anyhow::Result<(
 /// Names `spec` (a pane opened here for this machine) for `host`: every
 /// path under this state root under the host's `root`, this swarm
 /// (`exe`) as the host's, `PATH` the host's swarm's directory and the
-/// usual system directories, and `SWARM_WAKE=poll` (no doorbell rung here
-/// reaches a runtime there). A working directory outside the root is the
-/// host's root (it may not exist there).
+/// usual system directories, `SWARM_WAKE=ring` with `SWARM_HOST` and
+/// `SWARM_POLL_MS` (no doorbell rung here reaches a runtime there: it is
+/// rung through its host, `ops::ring`, and looks itself every `poll`). A
+/// working directory outside the root is the host's root (it may not exist
+/// there).
 pub fn for_host(
     spec: &mut swarm_backends::SpawnSpec,
     local_root: &std::path::Path,
@@ -107,12 +109,17 @@ pub fn for_host(
             name(v)
         };
     }
+    use crate::teammate::wake::{HOST_VAR, POLL_VAR, WAKE_VAR};
     spec.env
-        .retain(|(k, _)| k != crate::teammate::wake::WAKE_VAR);
-    spec.env.push((
-        crate::teammate::wake::WAKE_VAR.to_string(),
-        "poll".to_string(),
-    ));
+        .retain(|(k, _)| ![WAKE_VAR, HOST_VAR, POLL_VAR].contains(&k.as_str()));
+    spec.env.extend([
+        (WAKE_VAR.to_string(), "ring".to_string()),
+        (HOST_VAR.to_string(), host.name.clone()),
+        (
+            POLL_VAR.to_string(),
+            host.poll_every().as_millis().to_string(),
+        ),
+    ]);
     let cwd = path(&spec.cwd);
     spec.cwd = if cwd.starts_with(&host.root) {
         cwd
@@ -127,7 +134,7 @@ pub fn for_host(
 /// One check of a host.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct HostCheck {
-    /// `ssh`, `tmux`, `swarm` or `root`.
+    /// `ssh`, `tmux`, `swarm`, `root` or `wake`.
     pub check: &'static str,
     pub ok: bool,
     /// What was found (a version, a time, an error).
@@ -217,6 +224,10 @@ pub fn check(root: &Root, host: &HostSpec) -> anyhow::Result<Vec<HostCheck>> {
     out.push(check_tmux(&ssh, host));
     out.push(check_swarm(&ssh, host));
     out.push(check_root(root, &ssh, host));
+    if out.iter().all(|c| c.ok) {
+        // Its swarm runs and sees this root: can it be rung there?
+        out.push(check_wake(&ssh, host));
+    }
     ssh.close();
     Ok(out)
 }
@@ -324,6 +335,45 @@ fn check_root(root: &Root, ssh: &SshHost, host: &HostSpec) -> HostCheck {
     }
 }
 
+/// The wake-up path there: a doorbell (a FIFO of that kernel) made under
+/// the host's root and rung by `swarm ring --probe` over ssh, the way a
+/// send here rings a teammate there (`ops::ring`); and the bound of a
+/// runtime's own looks there, for what no one rings.
+fn check_wake(ssh: &SshHost, host: &HostSpec) -> HostCheck {
+    let began = Instant::now();
+    let probe = ssh.output_blocking(&[
+        host.swarm().to_string(),
+        "--home".to_string(),
+        host.root.display().to_string(),
+        "ring".to_string(),
+        "--probe".to_string(),
+    ]);
+    let every = host.poll_every().as_secs_f64();
+    match probe {
+        Ok(o) if o.success() => HostCheck::ok(
+            "wake",
+            format!(
+                "a doorbell there was rung over ssh in {} ms; its runtimes also look every {every} s \
+                 (poll) for what no one rings",
+                began.elapsed().as_millis()
+            ),
+        ),
+        Ok(o) => HostCheck::failed(
+            "wake",
+            format!(
+                "no doorbell can be rung there ({}); its runtimes would only look every {every} s",
+                last_line(&o)
+            ),
+            format!(
+                "let {} make FIFOs under {} (a filesystem that allows mkfifo), or lower its poll",
+                host.name,
+                host.root.display()
+            ),
+        ),
+        Err(e) => HostCheck::failed("wake", unreachable(&e), reach_fix(host)),
+    }
+}
+
 fn reach_fix(host: &HostSpec) -> String {
     format!(
         "check that {} is up and reachable (`ssh {} true`), or raise its timeout \
@@ -334,7 +384,7 @@ fn reach_fix(host: &HostSpec) -> String {
 
 /// The last line a failed remote call printed on stderr (ssh's own error
 /// when it could not connect), or its exit status.
-fn last_line(o: &Output) -> String {
+pub(super) fn last_line(o: &Output) -> String {
     o.stderr
         .lines()
         .rev()
@@ -350,7 +400,7 @@ fn last_line(o: &Output) -> String {
 }
 
 /// A call that never finished (stopped at its deadline), or never started.
-fn unreachable(e: &BackendError) -> String {
+pub(super) fn unreachable(e: &BackendError) -> String {
     match e {
         BackendError::Timeout { after, .. } => format!(
             "no answer within {:.1} s (the call was stopped)",

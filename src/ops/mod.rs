@@ -25,7 +25,9 @@
 //! - [`doctor`]: what is wrong with a team, each with a fix that is true
 //!   for it.
 //! - [`hosts`]: another machine of a spec (`[[host]]`) checked: ssh,
-//!   tmux, swarm's version, the shared state root.
+//!   tmux, swarm's version, the shared state root, the wake-up path.
+//! - [`ring`]: a teammate on another machine rung through its host
+//!   (`swarm ring` over ssh), batched per host.
 //! - [`mail`]: sending, reading and waiting on an inbox.
 //! - [`board`]: the task verbs (create, list, get, update, claim, delete).
 //! - [`output`]: what a teammate's pane printed, escapes stripped.
@@ -57,6 +59,7 @@ pub mod recover;
 pub mod requests;
 pub mod resume;
 pub mod revive;
+pub mod ring;
 pub mod snapshot;
 pub mod spawn;
 pub mod teams;

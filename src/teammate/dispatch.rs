@@ -63,6 +63,8 @@ struct OpenTask {
     blockers: Vec<u64>,
     /// It carries a command (a shell teammate takes it).
     command: bool,
+    /// Pending and this member's: rung when it becomes workable.
+    owner: Option<String>,
 }
 
 impl OpenTask {
@@ -71,6 +73,11 @@ impl OpenTask {
             free: t.status == Status::Pending && t.owner.is_none(),
             blockers: t.blocked_by.iter().filter_map(|b| parse_id(b)).collect(),
             command: t.command().is_some(),
+            owner: t
+                .owner
+                .as_deref()
+                .filter(|_| t.status == Status::Pending)
+                .map(str::to_owned),
         }
     }
 
@@ -81,6 +88,7 @@ impl OpenTask {
             free: false,
             blockers: Vec::new(),
             command: false,
+            owner: None,
         }
     }
 }
@@ -98,6 +106,9 @@ struct Offer {
 pub struct Dispatch {
     open: BTreeMap<u64, OpenTask>,
     offers: BTreeMap<u64, Offer>,
+    /// Open tasks that were blocked at the last look (or are owed a
+    /// turn): handed to their owner, if they have one, once unblocked.
+    blocked: BTreeSet<u64>,
 }
 
 impl Dispatch {
@@ -146,9 +157,52 @@ impl Dispatch {
             .collect()
     }
 
+    /// Hands each pending task that has an owner and was blocked, and is
+    /// no longer (its blockers done), to its owner, as a turn (the task's
+    /// id, then its bell): no offer is made for a task with an owner, and
+    /// its owner's runtime, refused it while it was blocked, would
+    /// otherwise sleep beside it until its own wait ran out (300 s). Only
+    /// that change hands it: a task given to an owner unblocked comes with
+    /// its `task_assignment` message, and one its owner ran and failed
+    /// stays with it, not run again.
+    fn tell_owners(&mut self, team: &Team) {
+        let open = &self.open;
+        let blocked_now = |t: &OpenTask| t.blockers.iter().any(|b| open.contains_key(b));
+        let now = Instant::now();
+        let mut handed = BTreeSet::new();
+        let mut still = BTreeSet::new();
+        for (id, t) in open {
+            if blocked_now(t) {
+                // Owned or not: it may be given to one before it frees.
+                still.insert(*id);
+                continue;
+            }
+            let Some(owner) = t.owner.as_deref() else {
+                continue;
+            };
+            if !self.blocked.contains(id) {
+                continue;
+            }
+            let offered = self
+                .offers
+                .values()
+                .any(|o| o.until > now && o.member == owner);
+            if offered || !handed.insert(owner) {
+                // One turn file per member: told at a later call, once its
+                // offer is decided or runs out.
+                still.insert(*id);
+                continue;
+            }
+            hand(team, owner, *id);
+        }
+        self.blocked = still;
+    }
+
     /// Offers each claimable task that holds no live offer to one idle
-    /// runtime that takes it. Returns when the first live offer runs out.
+    /// runtime that takes it, and rings the owner of a task of its that
+    /// became workable. Returns when the first live offer runs out.
     pub fn offer(&mut self, team: &Team) -> Option<Instant> {
+        self.tell_owners(team);
         let now = Instant::now();
         let claimable = self.claimable();
         self.offers

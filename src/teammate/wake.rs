@@ -56,6 +56,8 @@ const TEAM_CHECK_EVERY: Duration = Duration::from_secs(60);
 /// Wakes one runtime when its inbox or the task list changes.
 pub struct Wakeups {
     how: How,
+    /// When a remote runtime looks itself next.
+    next_look: std::time::Instant,
     /// Set by the team watcher's thread if it stops for good.
     broken: Arc<Mutex<Option<String>>>,
     dirs: Vec<PathBuf>,
@@ -65,19 +67,85 @@ pub struct Wakeups {
 enum How {
     Bell(Doorbell),
     Poll(InboxWatcher),
+    /// On another machine than the team watcher (DESIGN §13): its doorbell
+    /// is rung through its host (`swarm ring` over ssh, `ops::ring`), and
+    /// it looks itself every `every` for writes nobody rings there.
+    Remote {
+        bell: Doorbell,
+        looks: InboxWatcher,
+        every: Duration,
+    },
 }
 
-/// The variable that makes a runtime poll (`SWARM_WAKE=poll`): set in the
-/// pane of a teammate on another machine, where no doorbell rung here is
-/// heard.
+/// The variable that says how a runtime is woken: `SWARM_WAKE=poll` (it
+/// looks every second, no doorbell), `SWARM_WAKE=ring` (a teammate on
+/// another machine: its doorbell is rung through its host, and it looks
+/// every [`POLL_VAR`] milliseconds too). Unset: a doorbell and the team
+/// watcher.
 pub const WAKE_VAR: &str = "SWARM_WAKE";
+/// The host a runtime runs on (`SWARM_HOST=box`), set in a remote pane;
+/// unset on the lead's machine.
+pub const HOST_VAR: &str = "SWARM_HOST";
+/// With `SWARM_WAKE=ring`: milliseconds between the runtime's own looks.
+pub const POLL_VAR: &str = "SWARM_POLL_MS";
 
 /// Why a runtime told to poll polls.
 const POLL_BY_REQUEST: &str = "SWARM_WAKE=poll: on another machine than its senders, where a \
                                doorbell rung here is not heard (a FIFO is of one kernel)";
 
-fn told_to_poll() -> bool {
-    std::env::var(WAKE_VAR).is_ok_and(|v| v == "poll")
+/// How this process was told to be woken (`SWARM_WAKE`).
+#[derive(Debug, Clone, PartialEq)]
+enum Told {
+    /// A doorbell and the team watcher.
+    Bell,
+    Poll,
+    /// Rung through its host `host`, and looking every `every`.
+    Ring {
+        host: String,
+        every: Duration,
+    },
+}
+
+fn told() -> Told {
+    match std::env::var(WAKE_VAR).as_deref() {
+        Ok("poll") => Told::Poll,
+        Ok("ring") => Told::Ring {
+            host: this_host().unwrap_or_else(|| "?".to_owned()),
+            every: std::env::var(POLL_VAR)
+                .ok()
+                .and_then(|ms| ms.parse::<u64>().ok())
+                .map_or(crate::config::HOST_POLL, |ms| {
+                    Duration::from_millis(ms.clamp(100, 300_000))
+                }),
+        },
+        _ => Told::Bell,
+    }
+}
+
+/// The host this process runs on, when it is not the lead's machine
+/// (`SWARM_HOST`, set in a remote pane's environment).
+pub fn this_host() -> Option<String> {
+    std::env::var(HOST_VAR)
+        .ok()
+        .filter(|h| !h.is_empty() && h != swarm_backends::host::LOCAL)
+}
+
+/// How often a runtime woken `how` looks itself (only a remote one counts
+/// it here).
+fn every_of(how: &How) -> Duration {
+    match how {
+        How::Remote { every, .. } => *every,
+        _ => Duration::ZERO,
+    }
+}
+
+/// What a remote runtime says about how it is woken.
+fn remote_reason(host: &str, every: Duration) -> String {
+    format!(
+        "runs on host {host}: rung over ssh by senders on the lead's machine, and it looks every \
+         {} s for writes nobody rings (a FIFO and inotify are of one kernel)",
+        every.as_secs_f64()
+    )
 }
 
 /// What the team watcher records about itself.
@@ -99,7 +167,8 @@ impl Wakeups {
         let note = team.root.runtime_file(&team.name, me, "polling")?;
         let broken = Arc::new(Mutex::new(None));
         let bell_path = team.mailbox().doorbell_path(me)?;
-        let how = if told_to_poll() {
+        let told = told();
+        let how = if told == Told::Poll {
             // On another machine than its senders (DESIGN §13): a FIFO and
             // inotify are of one kernel, so no bell of its reaches it, and
             // it must never be the team watcher (its events would not show
@@ -109,6 +178,26 @@ impl Wakeups {
                 crate::atomic_file::ensure_dir(dir)?;
             }
             How::Poll(InboxWatcher::polling_over(dirs, POLL_BY_REQUEST))
+        } else if let Told::Ring { host, every } = told {
+            // On another machine: never the team watcher (see above); its
+            // doorbell, a FIFO of this kernel, is rung by `swarm ring` run
+            // here over ssh by the senders there, and it looks every
+            // `every` itself for what no one rings.
+            let why = remote_reason(&host, every);
+            match Doorbell::open(&bell_path) {
+                Ok(bell) => How::Remote {
+                    bell,
+                    looks: InboxWatcher::polling_over(dirs, &why),
+                    every,
+                },
+                Err(e) => How::Poll(InboxWatcher::polling_over(
+                    dirs,
+                    &format!(
+                        "on host {host}: cannot make the doorbell {} ({e}), so not rung",
+                        bell_path.display()
+                    ),
+                )),
+            }
         } else {
             match enter_election(team, me, dirs, broken.clone()) {
                 Err(e) => How::Poll(InboxWatcher::polling_over(
@@ -124,8 +213,11 @@ impl Wakeups {
                 },
             }
         };
+        // Its first look is the runtime's own, right after this.
+        let next_look = std::time::Instant::now() + every_of(&how);
         let w = Wakeups {
             how,
+            next_look,
             broken,
             dirs: dirs.to_vec(),
             note,
@@ -137,9 +229,15 @@ impl Wakeups {
     /// Why this runtime polls, if it does.
     pub fn polling_reason(&self) -> Option<&str> {
         match &self.how {
-            How::Poll(w) => w.polling_reason(),
+            How::Poll(w) | How::Remote { looks: w, .. } => w.polling_reason(),
             How::Bell(_) => None,
         }
+    }
+
+    /// Whether this runtime runs on another machine and is rung through
+    /// its host (its [`Wakeups::polling_reason`] then says all of it).
+    pub fn is_remote(&self) -> bool {
+        matches!(self.how, How::Remote { .. })
     }
 
     /// Blocks until something of this member's changed since the previous
@@ -147,7 +245,7 @@ impl Wakeups {
     pub fn wait(&mut self, timeout: Duration) -> bool {
         self.check_watcher();
         let woken = match &self.how {
-            How::Bell(_) => self.wait_on_bell(timeout),
+            How::Bell(_) | How::Remote { .. } => self.wait_on_bell(timeout),
             How::Poll(w) => w.wait(timeout),
         };
         if woken {
@@ -161,23 +259,44 @@ impl Wakeups {
     /// removed or replaced one deafened the runtime for its whole wait, 300
     /// s). One that is not is made again (or, if it cannot be, the runtime
     /// polls and says why), and the wait ends as woken: a send made while
-    /// it was gone rang nothing.
+    /// it was gone rang nothing. A remote runtime also looks itself once
+    /// per its `every`, and a change it finds ends the wait as woken.
     fn wait_on_bell(&mut self, timeout: Duration) -> bool {
-        let deadline = std::time::Instant::now() + timeout;
+        let now = std::time::Instant::now;
+        let deadline = now() + timeout;
         loop {
-            let How::Bell(bell) = &self.how else {
-                return true;
+            let (bell, slice) = match &self.how {
+                How::Bell(bell) => (bell, doorbell::CHECK_EVERY),
+                How::Remote { bell, .. } => (
+                    bell,
+                    doorbell::CHECK_EVERY.min(self.next_look.saturating_duration_since(now())),
+                ),
+                How::Poll(_) => return true,
             };
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if bell.wait(left.min(doorbell::CHECK_EVERY)) {
+            let left = deadline.saturating_duration_since(now());
+            if bell.wait(left.min(slice)) {
                 return true;
             }
+            if let How::Remote { looks, every, .. } = &self.how
+                && now() >= self.next_look
+            {
+                self.next_look = now() + *every;
+                if looks.wait(Duration::ZERO) {
+                    return true;
+                }
+            }
+            let (How::Bell(bell) | How::Remote { bell, .. }) = &self.how else {
+                return true;
+            };
             if !bell.intact() {
                 let path = bell.path().to_path_buf();
                 match Doorbell::open(&path) {
                     Ok(bell) => {
                         tracing::warn!(bell = %path.display(), "my doorbell was removed or replaced; made it again");
-                        self.how = How::Bell(bell);
+                        match &mut self.how {
+                            How::Remote { bell: mine, .. } => *mine = bell,
+                            _ => self.how = How::Bell(bell),
+                        }
                     }
                     Err(e) => {
                         let why =
@@ -188,7 +307,7 @@ impl Wakeups {
                 }
                 return true;
             }
-            if left <= doorbell::CHECK_EVERY {
+            if left <= slice {
                 return false;
             }
         }
@@ -242,6 +361,10 @@ struct PollingNote {
     /// `None` where the platform gives no start time.
     start: Option<String>,
     why: String,
+    /// The host its writer runs on (`None`: the lead's machine), whose
+    /// pids cannot be looked up here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    host: Option<String>,
 }
 
 impl PollingNote {
@@ -252,6 +375,7 @@ impl PollingNote {
             pid,
             start: swarm_backends::process::start_time(pid),
             why: why.to_owned(),
+            host: this_host(),
         }
     }
 
@@ -266,6 +390,10 @@ impl PollingNote {
     fn writer_runs(&self) -> bool {
         use swarm_backends::process::{is_zombie, same_process_alive, start_time};
         let pid = self.pid;
+        if self.host != this_host() {
+            // Of another machine: its departure tidies it.
+            return true;
+        }
         if pid == std::process::id() {
             return true;
         }
@@ -339,7 +467,7 @@ fn enter_election(
 /// ([`Dispatch`]), until the team is gone. `dirs` are the inboxes, the task
 /// list and the runtime files (where idle runtimes say so).
 fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
-    let watcher = InboxWatcher::over(dirs);
+    let watcher = InboxWatcher::over_looking(dirs, team.root.looks_for(&team.name));
     tracing::info!(polling = ?watcher.polling_reason(), "watching the team's files for its runtimes");
     // Writes between the previous holder's end and this watch: look again.
     ring_all(team);
@@ -556,10 +684,12 @@ pub fn report(team: &Team) -> Vec<String> {
         .collect();
     notes.sort();
     for (m, why) in notes {
-        lines.push(format!(
-            "team {t}: {m}'s runtime polls every second: {}",
-            why.trim()
-        ));
+        let why = why.trim();
+        lines.push(if why.starts_with("runs on host ") {
+            format!("team {t}: {m}'s runtime {why}")
+        } else {
+            format!("team {t}: {m}'s runtime polls every second: {why}")
+        });
     }
     lines
 }

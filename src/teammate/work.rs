@@ -224,7 +224,7 @@ impl Runtime {
         if !self.member.is_ai_lead() {
             self.available = Some(Available::new(&self.team, &self.me, self.runner.takes())?);
         }
-        self.banner(wake.polling_reason());
+        self.banner(wake.polling_reason(), wake.is_remote());
         let mut trouble = Trouble::default();
         loop {
             let flow = match self.step(&mut wake) {
@@ -248,6 +248,7 @@ impl Runtime {
             match flow {
                 Flow::Continue => {}
                 Flow::Idle => {
+                    tracing::debug!("idle: waiting for a wake-up");
                     let rung = wake.wait(IDLE_WAIT);
                     self.look = !rung || wake.polling_reason().is_some();
                 }
@@ -356,7 +357,7 @@ impl Runtime {
         let _ = writeln!(p, "{line}").and_then(|()| p.flush());
     }
 
-    fn banner(&self, polling: Option<&str>) {
+    fn banner(&self, polling: Option<&str>, remote: bool) {
         let cwd = self
             .runner
             .cwd
@@ -370,6 +371,10 @@ impl Runtime {
             self.runner.agent.name()
         ));
         let how = match polling {
+            Some(why) if remote => {
+                super::wake::tell_lead(&self.team, &self.me, &format!("my runtime {why}"));
+                why.to_owned()
+            }
             Some(why) => {
                 super::wake::tell_lead(
                     &self.team,

@@ -44,6 +44,7 @@ fn setup() -> Setup {
         team,
         tasks: dir.path().join("tasks"),
         lead_inbox: "team-lead.json".into(),
+        looks: None,
     };
     std::fs::create_dir_all(&dirs.inboxes).unwrap();
     std::fs::create_dir_all(&dirs.tasks).unwrap();
