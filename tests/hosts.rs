@@ -764,3 +764,62 @@ fn after_its_grace_an_unreachable_teammates_task_goes_back_on_the_board() {
     );
     ok(&["down", "--force"]);
 }
+
+/// Issue 26, item 4: a send to teammates on another machine rings them
+/// through it (`swarm ring` over ssh), batched: one call in flight per
+/// host, the members rung meanwhile in the next; a broadcast to 8 there
+/// takes fewer calls than 8, and rings every one of them. The send waits
+/// for its rings before it exits.
+#[test]
+fn a_broadcast_rings_the_teammates_of_a_host_in_batched_ssh_calls() {
+    let Some(sshd) = Sshd::start() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let there = remote_view(sb.root(), &sshd.dir.path().join("mnt-team"));
+    let names: Vec<String> = (1..=8).map(|i| format!("far{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    sb.team_with("t", &refs);
+    std::fs::write(
+        sb.path("swarm/t/hosts.json"),
+        serde_json::to_vec(&serde_json::json!([{
+            "name": "box", "ssh": sshd.alias, "root": there, "swarm": swarm_bin(),
+        }]))
+        .unwrap(),
+    )
+    .unwrap();
+    let config = sb.path("teams/t/config.json");
+    let mut roster: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+    for m in roster["members"].as_array_mut().unwrap() {
+        if m["name"].as_str().is_some_and(|n| n.starts_with("far")) {
+            m["swarmHost"] = "box".into();
+        }
+    }
+    std::fs::write(&config, serde_json::to_vec_pretty(&roster).unwrap()).unwrap();
+    let mut c = sb.cmd(&["--team", "t", "send", "--to", "*", "hello"]);
+    c.env("PATH", sshd.path());
+    Run::of(c, &["send"]).assert_code(0);
+    let calls = std::fs::read_to_string(sshd.dir.path().join("ssh-calls.log")).unwrap_or_default();
+    let rings: Vec<&str> = calls.lines().filter(|l| l.contains(" ring -- ")).collect();
+    let rung: std::collections::BTreeSet<&str> = rings
+        .iter()
+        .flat_map(|l| l.split(" ring -- ").nth(1).unwrap_or_default().split(' '))
+        .collect();
+    assert_eq!(
+        rung,
+        refs.iter().copied().collect(),
+        "every teammate there rung: {calls}"
+    );
+    assert!(
+        rings.len() < refs.len(),
+        "{} ssh calls for {} teammates: not batched\n{calls}",
+        rings.len(),
+        refs.len()
+    );
+    println!(
+        "FIGURE: a broadcast to {} teammates on one host rang them in {} ssh call(s)",
+        refs.len(),
+        rings.len()
+    );
+}

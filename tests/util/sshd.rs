@@ -125,7 +125,8 @@ impl Sshd {
         std::fs::write(
             &wrapper,
             format!(
-                "#!/bin/sh\nexec {} -F {} \"$@\"\n",
+                "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec {} -F {} \"$@\"\n",
+                d.join("ssh-calls.log").display(),
                 ssh.display(),
                 d.join("ssh_config").display()
             ),
