@@ -685,84 +685,188 @@ fn a_spec_with_a_remote_teammate_comes_up_works_there_and_goes_down() {
 /// the teammate runs on in its pane once the host answers again.
 #[test]
 fn after_its_grace_an_unreachable_teammates_task_goes_back_on_the_board() {
-    let Some(mut sshd) = Sshd::start() else {
+    let Some(mut r) = RemoteTeam::up(
+        "after_its_grace",
+        "rg",
+        "unreachable_grace = 2\n",
+        &[("far", "box")],
+    ) else {
         return;
-    };
-    let Some(t) = crate::util::tmux::TmuxTeam::new("after_its_grace", "rg") else {
-        return;
-    };
-    let there = remote_view(t.sb.root(), &sshd.dir.path().join("mnt-team"));
-    let spec = t.work.join("team.toml");
-    std::fs::write(
-        &spec,
-        format!(
-            "team = \"rg\"\n[[host]]\nname = \"box\"\nssh = \"{}\"\nroot = \"{}\"\nswarm = \"{}\"\n\
-             unreachable_grace = 2\n[[teammate]]\nname = \"far\"\nhost = \"box\"\n",
-            sshd.alias,
-            there.display(),
-            swarm_bin()
-        ),
-    )
-    .unwrap();
-    let path = sshd.path();
-    let ok = |args: &[&str]| {
-        let mut c = t.cmd(args);
-        c.env("PATH", &path);
-        let r = Run::of(c, args);
-        assert_eq!(r.code, Some(0), "{}\n{}", r.explain(), t.explain());
-        r
-    };
-    ok(&["up", "--no-attach", &spec.display().to_string()]);
-    t.wait_lead();
-    struct Server;
-    impl Drop for Server {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("tmux")
-                .args(["-L", "swarm-rg", "kill-server"])
-                .env_remove("TMUX")
-                .output();
-        }
-    }
-    let _server = Server;
-    let far = || {
-        ok(&["status", "--json"]).json()["members"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["name"] == "far")
-            .cloned()
-            .unwrap_or_default()
     };
     crate::util::wait_until(
         "far runs on box",
         crate::util::WAIT,
-        || far()["status"] == "idle",
-        || format!("{}\n{}", far(), t.explain()),
+        || r.member("far")["status"] == "idle",
+        || format!("{}\n{}", r.member("far"), r.t.explain()),
     );
-    ok(&["task", "create", "long", "--command", "sleep 60"]);
-    let task = || ok(&["task", "get", "1", "--json"]).json();
+    r.ok(&["task", "create", "long", "--command", "sleep 60"]);
+    let task = |r: &RemoteTeam| r.ok(&["task", "get", "1", "--json"]).json();
     crate::util::wait_until(
         "far takes the task",
         crate::util::WAIT,
-        || task()["owner"] == "far" && task()["status"] == "in_progress",
-        || t.explain(),
+        || task(&r)["owner"] == "far" && task(&r)["status"] == "in_progress",
+        || r.t.explain(),
     );
-    sshd.partition();
+    r.sshd.partition();
     crate::util::wait_until(
         "the lead gives far's task back after box's 2 s of grace",
         crate::util::WAIT,
-        || task()["owner"].is_null(),
-        || format!("{}\n{}", task(), t.explain()),
+        || task(&r)["owner"].is_null(),
+        || format!("{}\n{}", task(&r), r.t.explain()),
     );
-    assert_eq!(far()["status"], "unreachable", "far is not dead");
-    sshd.start_again();
+    assert_eq!(r.member("far")["status"], "unreachable", "far is not dead");
+    r.sshd.start_again();
     crate::util::wait_until(
         "far runs again once box answers",
         crate::util::WAIT,
-        || far()["status"] != "unreachable",
-        || format!("{}\n{}", far(), t.explain()),
+        || r.member("far")["status"] != "unreachable",
+        || format!("{}\n{}", r.member("far"), r.t.explain()),
     );
-    ok(&["down", "--force"]);
+    r.ok(&["down", "--force"]);
+}
+
+/// A team up from a spec with one `[[host]]` named `box` (the test's
+/// private sshd, seeing the state root at another path; `host_extra`
+/// added to it) and `teammates` (name, host); commands run with the
+/// test's `ssh` first on PATH; the team's tmux server on box is ended
+/// when dropped, whatever happened.
+struct RemoteTeam {
+    sshd: Sshd,
+    t: crate::util::tmux::TmuxTeam,
+    path: std::ffi::OsString,
+}
+
+impl RemoteTeam {
+    fn up(test: &str, team: &str, host_extra: &str, teammates: &[(&str, &str)]) -> Option<Self> {
+        let sshd = Sshd::start()?;
+        let t = crate::util::tmux::TmuxTeam::new(test, team)?;
+        let there = remote_view(t.sb.root(), &sshd.dir.path().join("mnt-team"));
+        let mut spec = format!(
+            "team = \"{team}\"\n[[host]]\nname = \"box\"\nssh = \"{}\"\nroot = \"{}\"\n\
+             swarm = \"{}\"\n{host_extra}",
+            sshd.alias,
+            there.display(),
+            swarm_bin()
+        );
+        for (name, host) in teammates {
+            spec += &format!("[[teammate]]\nname = \"{name}\"\nhost = \"{host}\"\n");
+        }
+        let file = t.work.join("team.toml");
+        std::fs::write(&file, spec).unwrap();
+        let r = RemoteTeam {
+            path: sshd.path(),
+            sshd,
+            t,
+        };
+        r.ok(&["up", "--no-attach", &file.display().to_string()]);
+        r.t.wait_lead();
+        Some(r)
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        let mut c = self.t.cmd(args);
+        c.env("PATH", &self.path);
+        Run::of(c, args)
+    }
+
+    fn ok(&self, args: &[&str]) -> Run {
+        let r = self.run(args);
+        assert_eq!(r.code, Some(0), "{}\n{}", r.explain(), self.t.explain());
+        r
+    }
+
+    /// `name`'s entry in `swarm status --json` (null when not there).
+    fn member(&self, name: &str) -> serde_json::Value {
+        self.ok(&["status", "--json"]).json()["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The pids of the panes of the team's tmux server on box.
+    fn panes_there(&self) -> Vec<u32> {
+        let out = std::process::Command::new("tmux")
+            .args(["-L", &format!("swarm-{}", self.t.team)])
+            .args(["list-panes", "-a", "-F", "#{pane_pid}"])
+            .env_remove("TMUX")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    }
+}
+
+impl Drop for RemoteTeam {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("tmux")
+            .args(["-L", &format!("swarm-{}", self.t.team), "kill-server"])
+            .env_remove("TMUX")
+            .output();
+    }
+}
+
+fn gone(pid: u32) -> bool {
+    swarm_backends::process::Stat::of(pid).is_none_or(|s| s.is_zombie())
+}
+
+/// Issue 26, item 6: `swarm output`, `shutdown` and `kill` work on a
+/// teammate on another machine as on one here: its pane's output read
+/// there, a graceful shutdown answered by its runtime there, a kill that
+/// ends its processes there; `swarm spawn --host` starts one more there.
+#[test]
+fn output_shutdown_and_kill_work_on_teammates_on_another_host() {
+    let Some(r) = RemoteTeam::up(
+        "output_shutdown_and_kill",
+        "rk",
+        "",
+        &[("far", "box"), ("near", "local")],
+    ) else {
+        return;
+    };
+    crate::util::wait_until(
+        "far idles on box",
+        crate::util::WAIT,
+        || r.member("far")["status"] == "idle",
+        || format!("{}\n{}", r.member("far"), r.t.explain()),
+    );
+    let out = r.ok(&["output", "far"]);
+    assert!(
+        out.stdout.contains("swarm teammate far@rk") && out.stdout.contains("runs on host box"),
+        "far's pane there, read through ssh:\n{}",
+        out.explain()
+    );
+    let far_pid = r.panes_there();
+    assert_eq!(far_pid.len(), 1, "one pane there");
+    r.ok(&["shutdown", "far"]);
+    crate::util::wait_until(
+        "far shuts down: off the roster, its process there ended",
+        crate::util::WAIT,
+        || r.member("far").is_null() && gone(far_pid[0]),
+        || format!("{}\n{}", r.member("far"), r.t.explain()),
+    );
+    r.ok(&["spawn", "again", "--host", "box"]);
+    crate::util::wait_until(
+        "again idles on box",
+        crate::util::WAIT,
+        || r.member("again")["status"] == "idle" && r.member("again")["host"] == "box",
+        || format!("{}\n{}", r.member("again"), r.t.explain()),
+    );
+    let again_pid = r.panes_there();
+    assert_eq!(again_pid.len(), 1, "again's pane there");
+    r.ok(&["kill", "again"]);
+    crate::util::wait_until(
+        "again is killed: off the roster, its process there ended",
+        crate::util::WAIT,
+        || r.member("again").is_null() && gone(again_pid[0]),
+        || format!("{}\n{}", r.member("again"), r.t.explain()),
+    );
+    assert_eq!(r.member("near")["status"], "idle", "near untouched");
+    r.ok(&["down", "--force"]);
 }
 
 /// Issue 26, item 4: a send to teammates on another machine rings them
