@@ -488,96 +488,44 @@ fn the_teams_hosts_are_recorded_by_up_and_known_to_spawn_and_doctor() {
 /// the team's there.
 #[test]
 fn a_spec_with_a_remote_teammate_comes_up_works_there_and_goes_down() {
-    let Some(mut sshd) = Sshd::start() else {
+    let Some(mut r) = RemoteTeam::up(
+        "a_spec_with_a_remote_teammate",
+        "rh",
+        "poll = 300\n",
+        &[("near", "local"), ("far", "box")],
+    ) else {
         return;
-    };
-    let Some(t) = crate::util::tmux::TmuxTeam::new("a_spec_with_a_remote_teammate", "rh") else {
-        return;
-    };
-    let there = remote_view(t.sb.root(), &sshd.dir.path().join("mnt-team"));
-    let spec = t.work.join("team.toml");
-    std::fs::write(
-        &spec,
-        format!(
-            "team = \"rh\"\n[[host]]\nname = \"box\"\nssh = \"{}\"\nroot = \"{}\"\nswarm = \"{}\"\n\
-             poll = 300\n[[teammate]]\nname = \"near\"\n[[teammate]]\nname = \"far\"\nhost = \"box\"\n",
-            sshd.alias,
-            there.display(),
-            swarm_bin()
-        ),
-    )
-    .unwrap();
-    let path = sshd.path();
-    let sshd_log = sshd.dir.path().join("sshd.log");
-    let run = |args: &[&str]| {
-        let mut c = t.cmd(args);
-        c.env("PATH", &path);
-        Run::of(c, args)
-    };
-    let ok = |args: &[&str]| {
-        let r = run(args);
-        let log = std::fs::read_to_string(&sshd_log).unwrap_or_default();
-        assert_eq!(r.code, Some(0), "{}\n{}\n{log}", r.explain(), t.explain());
-        r
-    };
-    ok(&["up", "--no-attach", &spec.display().to_string()]);
-    t.wait_lead();
-    // Ends the server there whatever happens (down does it when it works).
-    struct Server(String);
-    impl Drop for Server {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("tmux")
-                .args(["-L", &self.0, "kill-server"])
-                .env_remove("TMUX")
-                .output();
-        }
-    }
-    let server = Server("swarm-rh".to_string());
-    let far_pane = || {
-        let s = ok(&["status", "--json"]).json();
-        s["members"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["name"] == "far")
-            .cloned()
-            .unwrap_or_default()
     };
     crate::util::wait_until(
         "far's pane runs on box",
         crate::util::WAIT,
         || {
-            far_pane()["pane"]
+            r.member("far")["pane"]
                 .as_str()
                 .is_some_and(|p| p.starts_with("box:%"))
         },
-        || format!("{}\n{}", far_pane(), t.explain()),
+        || format!("{}\n{}", r.member("far"), r.t.explain()),
     );
     // Its tmux server is the one ssh started there.
-    let out = std::process::Command::new("tmux")
-        .args(["-L", &server.0, "list-panes", "-a", "-F", "#{pane_pid}"])
-        .env_remove("TMUX")
-        .output()
-        .unwrap();
-    let pid: u32 = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .expect("one pane there");
+    let pid = match r.panes_there()[..] {
+        [pid] => pid,
+        ref other => panic!("one pane there, not {other:?}"),
+    };
     let ppid = swarm_backends::process::Stat::of(pid).unwrap().ppid;
     let environ = String::from_utf8_lossy(
         &std::fs::read(format!("/proc/{ppid}/environ")).unwrap_or_default(),
     )
     .into_owned();
     assert!(
-        environ.contains(&format!(" {}\0", sshd.port))
-            || environ.contains(&format!(" {} ", sshd.port)),
+        environ.contains(&format!(" {}\0", r.sshd.port))
+            || environ.contains(&format!(" {} ", r.sshd.port)),
         "far's tmux server came in through the test's sshd (port {})",
-        sshd.port
+        r.sshd.port
     );
     // A task for far alone: blocked until assigned, then freed.
-    let done = t.work.join("far-task.txt");
-    ok(&["task", "create", "gate"]);
-    ok(&[
+    let done = r.t.work.join("far-task.txt");
+    r.ok(&["task", "create", "gate"]);
+    r.ok(&[
         "task",
         "create",
         "far's task",
@@ -586,23 +534,23 @@ fn a_spec_with_a_remote_teammate_comes_up_works_there_and_goes_down() {
         "--blocked-by",
         "1",
     ]);
-    ok(&["task", "update", "2", "--owner", "far"]);
-    ok(&["task", "update", "1", "--status", "completed"]);
+    r.ok(&["task", "update", "2", "--owner", "far"]);
+    r.ok(&["task", "update", "1", "--status", "completed"]);
     crate::util::wait_until(
         "far does its task there",
         crate::util::WAIT,
         || {
-            ok(&["task", "get", "2", "--json"]).json()["status"] == "completed"
+            r.ok(&["task", "get", "2", "--json"]).json()["status"] == "completed"
                 && std::fs::read_to_string(&done).is_ok_and(|s| s.contains("done-by-far"))
         },
-        || format!("{}\n{}", ok(&["task", "list"]).stdout, t.explain()),
+        || format!("{}\n{}", r.ok(&["task", "list"]).stdout, r.t.explain()),
     );
     // A message: far's runtime looks itself only every 300 s (`poll`),
     // so only the ring through its host (`swarm ring` over ssh) brings it
     // within the test's wait.
-    let got = t.work.join("far-msg.txt");
+    let got = r.t.work.join("far-msg.txt");
     let sent = std::time::Instant::now();
-    ok(&[
+    r.ok(&[
         "send",
         "--to",
         "far",
@@ -612,18 +560,18 @@ fn a_spec_with_a_remote_teammate_comes_up_works_there_and_goes_down() {
         "far runs a message",
         crate::util::WAIT,
         || got.exists(),
-        || t.explain(),
+        || r.t.explain(),
     );
     println!(
         "FIGURE: a message to a teammate on another host ran after {:.0} ms (rung over ssh; its own looks every 300 s)",
         sent.elapsed().as_secs_f64() * 1000.0
     );
-    assert_eq!(far_pane()["host"], "box");
+    assert_eq!(r.member("far")["host"], "box");
     // A long task of far's, then the machine stops answering: far is
     // unreachable, not dead, and its task stays its own; the machine
     // answers again: far runs again, in the same pane, no respawn.
-    ok(&["task", "create", "gate 2"]);
-    ok(&[
+    r.ok(&["task", "create", "gate 2"]);
+    r.ok(&[
         "task",
         "create",
         "long",
@@ -632,40 +580,44 @@ fn a_spec_with_a_remote_teammate_comes_up_works_there_and_goes_down() {
         "--blocked-by",
         "3",
     ]);
-    ok(&["task", "update", "4", "--owner", "far"]);
-    ok(&["task", "update", "3", "--status", "completed"]);
-    let task4 = || ok(&["task", "get", "4", "--json"]).json();
+    r.ok(&["task", "update", "4", "--owner", "far"]);
+    r.ok(&["task", "update", "3", "--status", "completed"]);
+    let task4 = |r: &RemoteTeam| r.ok(&["task", "get", "4", "--json"]).json();
     crate::util::wait_until(
         "far starts its long task",
         crate::util::WAIT,
-        || task4()["status"] == "in_progress",
-        || t.explain(),
+        || task4(&r)["status"] == "in_progress",
+        || r.t.explain(),
     );
-    let pane_before = far_pane()["pane"].clone();
-    sshd.partition();
+    let pane_before = r.member("far")["pane"].clone();
+    r.sshd.partition();
     crate::util::wait_until(
         "far is unreachable within 30 s",
         std::time::Duration::from_secs(30),
-        || far_pane()["status"] == "unreachable",
-        || format!("{}\n{}", far_pane(), t.explain()),
+        || r.member("far")["status"] == "unreachable",
+        || format!("{}\n{}", r.member("far"), r.t.explain()),
     );
-    let task = task4();
+    let task = task4(&r);
     assert_eq!(
         (task["owner"].as_str(), task["status"].as_str()),
         (Some("far"), Some("in_progress")),
         "its task stays its own: {task}"
     );
-    sshd.start_again();
+    r.sshd.start_again();
     crate::util::wait_until(
         "far runs again once box answers",
         crate::util::WAIT,
-        || far_pane()["status"] == "running",
-        || format!("{}\n{}", far_pane(), t.explain()),
+        || r.member("far")["status"] == "running",
+        || format!("{}\n{}", r.member("far"), r.t.explain()),
     );
-    assert_eq!(far_pane()["pane"], pane_before, "the same pane: no respawn");
-    ok(&["down", "--force"]);
+    assert_eq!(
+        r.member("far")["pane"],
+        pane_before,
+        "the same pane: no respawn"
+    );
+    r.ok(&["down", "--force"]);
     let left = std::process::Command::new("tmux")
-        .args(["-L", &server.0, "has-session"])
+        .args(["-L", "swarm-rh", "has-session"])
         .env_remove("TMUX")
         .output()
         .unwrap();
@@ -771,7 +723,15 @@ impl RemoteTeam {
 
     fn ok(&self, args: &[&str]) -> Run {
         let r = self.run(args);
-        assert_eq!(r.code, Some(0), "{}\n{}", r.explain(), self.t.explain());
+        let sshd_log =
+            std::fs::read_to_string(self.sshd.dir.path().join("sshd.log")).unwrap_or_default();
+        assert_eq!(
+            r.code,
+            Some(0),
+            "{}\n{}\n--- sshd ---\n{sshd_log}",
+            r.explain(),
+            self.t.explain()
+        );
         r
     }
 
