@@ -454,7 +454,13 @@ fn hosted_over(
         let server = TmuxServer::named(session_name(team));
         backends.insert(h.name.clone(), Arc::new(TmuxBackend::on_host(server, ssh)));
     }
-    Ok(Some(Arc::new(Hosted::new(local.clone(), backends))))
+    // Hosts that did not answer, noted for the team's other processes.
+    let away = root.state_dir(team)?.join("away");
+    crate::atomic_file::ensure_dir(&away)
+        .map_err(|e| anyhow::anyhow!("creating {}: {e}", away.display()))?;
+    Ok(Some(Arc::new(
+        Hosted::new(local.clone(), backends).noting_in(away),
+    )))
 }
 
 /// Where a new teammate pane goes on this backend: beside the recorded

@@ -597,6 +597,23 @@ fn a_spec_with_a_remote_teammate_comes_up_works_there_and_goes_down() {
         || r.member("far")["status"] == "unreachable",
         || format!("{}\n{}", r.member("far"), r.t.explain()),
     );
+    // A fresh `swarm status` now pays no deadline: the lead's note that
+    // box does not answer is taken as its own look (no ssh call of its).
+    let mut c = r.t.cmd(&["status", "--json"]);
+    c.env("PATH", &r.path).env("SSH_CALLER", "fresh-status");
+    let began = std::time::Instant::now();
+    let st = Run::of(c, &["status"]);
+    println!(
+        "FIGURE: swarm status with a host behind a partition answered in {:.0} ms, asking it nothing",
+        began.elapsed().as_secs_f64() * 1000.0
+    );
+    assert_eq!(st.code, Some(0), "{}", st.explain());
+    let calls =
+        std::fs::read_to_string(r.sshd.dir.path().join("ssh-calls.log")).unwrap_or_default();
+    assert!(
+        !calls.lines().any(|l| l.starts_with("fresh-status ")),
+        "a fresh status asked the partitioned host itself:\n{calls}"
+    );
     let task = task4(&r);
     assert_eq!(
         (task["owner"].as_str(), task["status"].as_str()),

@@ -26,6 +26,9 @@ pub struct Hosted {
     /// Hosts whose last look failed: since when, why, and when they were
     /// last tried.
     unreachable: std::sync::Mutex<BTreeMap<String, Away>>,
+    /// Where each host that did not answer is noted for other processes
+    /// (`<dir>/<host>.away`), if anywhere ([`Hosted::noting_in`]).
+    notes: Option<std::path::PathBuf>,
 }
 
 /// A host that does not answer.
@@ -72,7 +75,76 @@ impl Hosted {
             local,
             hosts,
             unreachable: std::sync::Mutex::new(BTreeMap::new()),
+            notes: None,
         }
+    }
+
+    /// Notes each host that did not answer in `dir` (one small file per
+    /// host, removed once it answers), and takes such a note by another
+    /// process as its own failed look: a fresh `swarm status` beside a
+    /// lead that looks every few seconds shows a partitioned host's
+    /// teammates unreachable at once, instead of paying the host's
+    /// deadline itself. A note is believed for [`RETRY_AFTER`] plus the
+    /// host's deadline after it was written (the lead's next look takes
+    /// that long at most), then the host is asked again.
+    pub fn noting_in(mut self, dir: std::path::PathBuf) -> Hosted {
+        self.notes = Some(dir);
+        self
+    }
+
+    fn note_path(&self, name: &str) -> Option<std::path::PathBuf> {
+        Some(self.notes.as_ref()?.join(format!("{name}.away")))
+    }
+
+    /// Another process's note that host `name` did not answer, if it is
+    /// recent enough to believe: since when (milliseconds since the epoch)
+    /// and why.
+    fn noted(&self, name: &str) -> Option<(std::time::SystemTime, String)> {
+        let path = self.note_path(name)?;
+        let written = std::fs::symlink_metadata(&path).ok()?;
+        if !written.is_file() {
+            return None;
+        }
+        let deadline = self
+            .hosts
+            .get(name)?
+            .host()
+            .map_or(Duration::ZERO, |h| h.timeout);
+        let age = written.modified().ok()?.elapsed().unwrap_or_default();
+        if age > RETRY_AFTER + deadline + Duration::from_secs(1) {
+            return None;
+        }
+        let text = std::fs::read_to_string(&path).ok()?;
+        let (since, why) = text.split_once('\n')?;
+        let since = std::time::UNIX_EPOCH + Duration::from_millis(since.trim().parse().ok()?);
+        Some((since, why.trim().to_string()))
+    }
+
+    /// Writes (or removes) the note of host `name` for other processes.
+    fn write_note(&self, name: &str, away: Option<&Away>) {
+        let Some(path) = self.note_path(name) else {
+            return;
+        };
+        let done = match away {
+            None => match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            },
+            Some(a) => {
+                let since = a
+                    .since
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default()
+                    .as_millis();
+                let tmp = path.with_extension(format!("away.{}", std::process::id()));
+                let why = a.why.replace('\n', " ");
+                std::fs::write(&tmp, format!("{since}\n{why}\n"))
+                    .and_then(|()| std::fs::rename(&tmp, &path))
+            }
+        };
+        // A note that cannot be written only makes the other processes
+        // ask the host themselves (as without notes): nothing is lost.
+        drop(done);
     }
 
     /// Since when host `name` has not answered, and why (its last look
@@ -85,13 +157,28 @@ impl Hosted {
             .map(|a| (a.since, a.why.clone()))
     }
 
-    /// Whether host `name` did not answer less than [`RETRY_AFTER`] ago.
+    /// Whether host `name` did not answer less than [`RETRY_AFTER`] ago
+    /// (here, or, by its note, in another process: then taken as this
+    /// process's own look).
     fn resting(&self, name: &str) -> bool {
-        self.unreachable
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(name)
-            .is_some_and(|a| a.tried.elapsed() < RETRY_AFTER)
+        let mut u = self.unreachable.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(a) = u.get(name) {
+            return a.tried.elapsed() < RETRY_AFTER;
+        }
+        match self.noted(name) {
+            Some((since, why)) => {
+                u.insert(
+                    name.to_string(),
+                    Away {
+                        since,
+                        why,
+                        tried: std::time::Instant::now(),
+                    },
+                );
+                true
+            }
+            None => false,
+        }
     }
 
     /// Notes how the last look at host `name` went.
@@ -100,15 +187,20 @@ impl Hosted {
         match failed {
             None => {
                 u.remove(name);
+                self.write_note(name, None);
             }
             Some(why) => {
+                let since = self
+                    .noted(name)
+                    .map_or_else(std::time::SystemTime::now, |(since, _)| since);
                 let a = u.entry(name.to_string()).or_insert_with(|| Away {
-                    since: std::time::SystemTime::now(),
+                    since,
                     why: String::new(),
                     tried: std::time::Instant::now(),
                 });
                 a.why = why;
                 a.tried = std::time::Instant::now();
+                self.write_note(name, Some(a));
             }
         }
     }
@@ -356,11 +448,11 @@ mod tests {
     /// A host behind a partition: its "ssh" answers nothing, ever. The
     /// first look pays its deadline and finds it unreachable; the looks
     /// after it, for [`RETRY_AFTER`], ask nothing and say the same.
-    #[tokio::test]
-    async fn a_host_that_does_not_answer_is_asked_once_then_rests() {
-        let dir = tempfile::tempdir().unwrap();
-        let calls = dir.path().join("calls");
-        let ssh = dir.path().join("ssh");
+    /// A `Hosted` over one host `box` whose "ssh" (in `dir`) counts its
+    /// calls in `dir/calls` and answers nothing, ever (a partition).
+    fn partitioned(dir: &std::path::Path) -> Hosted {
+        let calls = dir.join("calls");
+        let ssh = dir.join("ssh");
         std::fs::write(
             &ssh,
             format!(
@@ -382,14 +474,24 @@ mod tests {
         );
         let local: Arc<dyn PaneBackendExecutor> =
             Arc::new(crate::in_process::InProcessBackend::new());
-        let hosted = Hosted::new(local, hosts);
+        Hosted::new(local, hosts)
+    }
+
+    fn calls_made(dir: &std::path::Path) -> usize {
+        std::fs::read_to_string(dir.join("calls"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    }
+
+    /// A host behind a partition: the first look pays its deadline and
+    /// finds it unreachable; the looks after it, for [`RETRY_AFTER`], ask
+    /// nothing and say the same.
+    #[tokio::test]
+    async fn a_host_that_does_not_answer_is_asked_once_then_rests() {
+        let dir = tempfile::tempdir().unwrap();
+        let hosted = partitioned(dir.path());
         let pane = PaneRef::new(PaneId::new("box:%1"), "n");
-        let calls_made = || {
-            std::fs::read_to_string(&calls)
-                .unwrap_or_default()
-                .lines()
-                .count()
-        };
         for _ in 0..3 {
             let st = hosted.status(std::slice::from_ref(&pane)).await.unwrap();
             assert_eq!(
@@ -398,6 +500,42 @@ mod tests {
             );
             assert!(hosted.unreachable("box").is_some());
         }
-        assert_eq!(calls_made(), 1, "asked once, then resting");
+        assert_eq!(calls_made(dir.path()), 1, "asked once, then resting");
+    }
+
+    /// With notes, a host one process found not answering is unreachable
+    /// at once for another (a fresh `swarm status` beside the lead), since
+    /// the first one's time, without asking it; once the host answers
+    /// the note goes.
+    #[tokio::test]
+    async fn a_host_noted_away_by_one_process_is_away_for_the_next_without_asking() {
+        let dir = tempfile::tempdir().unwrap();
+        let notes = dir.path().join("away");
+        std::fs::create_dir(&notes).unwrap();
+        let pane = PaneRef::new(PaneId::new("box:%1"), "n");
+        let first = partitioned(dir.path()).noting_in(notes.clone());
+        first.status(std::slice::from_ref(&pane)).await.unwrap();
+        let (since, why) = first.unreachable("box").expect("away");
+        assert!(notes.join("box.away").is_file(), "noted");
+        let second = partitioned(dir.path()).noting_in(notes.clone());
+        let st = second.status(std::slice::from_ref(&pane)).await.unwrap();
+        assert_eq!(
+            st,
+            [(PaneId::new("box:%1"), PaneStatus::Running { pid: None })]
+        );
+        let (since2, why2) = second.unreachable("box").expect("away by the note");
+        assert_eq!(calls_made(dir.path()), 1, "the second did not ask");
+        let ms =
+            |t: std::time::SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+        assert_eq!(
+            (ms(since2), why2),
+            (ms(since), why),
+            "the first one's time and reason"
+        );
+        first.note("box", None);
+        assert!(!notes.join("box.away").exists(), "answered: the note goes");
+        let third = partitioned(dir.path()).noting_in(notes);
+        third.status(std::slice::from_ref(&pane)).await.unwrap();
+        assert_eq!(calls_made(dir.path()), 2, "no note: asked");
     }
 }

@@ -125,7 +125,7 @@ impl Sshd {
         std::fs::write(
             &wrapper,
             format!(
-                "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec {} -F {} \"$@\"\n",
+                "#!/bin/sh\nprintf '%s %s\\n' \"${{SSH_CALLER:--}}\" \"$*\" >> '{}'\nexec {} -F {} \"$@\"\n",
                 d.join("ssh-calls.log").display(),
                 ssh.display(),
                 d.join("ssh_config").display()
