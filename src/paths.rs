@@ -35,7 +35,10 @@
 //!                                                  runtime/, departed/,
 //!                                                  claude-config/, scratchpad/,
 //!                                                  spool/<S2(name)>/ (sends waiting
-//!                                                  for an inbox's group commit)
+//!                                                  for an inbox's group commit),
+//!                                                  hosts.json (its [[host]]s),
+//!                                                  away/<host>.away (a host that
+//!                                                  did not answer)
 //! <root>/swarm/.board/<S2(team)>.index, .look      the board index and its look lock
 //! <root>/swarm-results/<S2(team)>-<time>/          a scratchpad `swarm down` kept
 //! <root>/worktrees/<team>/<name>/                  a teammate's git worktree (kept
@@ -318,6 +321,13 @@ impl Root {
     /// (`swarm up SPEC`; DESIGN §13).
     pub fn hosts_record(&self, team: &str) -> Result<PathBuf, NameError> {
         Ok(self.state_dir(team)?.join("hosts.json"))
+    }
+
+    /// Where the team's processes note a host that did not answer
+    /// (`<host>.away`, `swarm_backends::hosted`), so the others do not ask
+    /// it again meanwhile.
+    pub fn away_dir(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.state_dir(team)?.join("away"))
     }
 
     /// How often a watcher of `team`'s files here also looks at them

@@ -455,7 +455,7 @@ fn hosted_over(
         backends.insert(h.name.clone(), Arc::new(TmuxBackend::on_host(server, ssh)));
     }
     // Hosts that did not answer, noted for the team's other processes.
-    let away = root.state_dir(team)?.join("away");
+    let away = root.away_dir(team)?;
     crate::atomic_file::ensure_dir(&away)
         .map_err(|e| anyhow::anyhow!("creating {}: {e}", away.display()))?;
     Ok(Some(Arc::new(

@@ -608,12 +608,19 @@ fn a_spec_with_a_remote_teammate_comes_up_works_there_and_goes_down() {
         began.elapsed().as_secs_f64() * 1000.0
     );
     assert_eq!(st.code, Some(0), "{}", st.explain());
+    // Nor does a send to far: its message is on disk, and no ring is
+    // tried through a host noted away (far looks itself meanwhile).
+    let mut c = r.t.cmd(&["send", "--to", "far", "echo while-away"]);
+    c.env("PATH", &r.path).env("SSH_CALLER", "send-while-away");
+    Run::of(c, &["send"]).assert_code(0);
     let calls =
         std::fs::read_to_string(r.sshd.dir.path().join("ssh-calls.log")).unwrap_or_default();
-    assert!(
-        !calls.lines().any(|l| l.starts_with("fresh-status ")),
-        "a fresh status asked the partitioned host itself:\n{calls}"
-    );
+    for caller in ["fresh-status", "send-while-away"] {
+        assert!(
+            !calls.lines().any(|l| l.starts_with(&format!("{caller} "))),
+            "{caller} asked the partitioned host itself:\n{calls}"
+        );
+    }
     let task = task4(&r);
     assert_eq!(
         (task["owner"].as_str(), task["status"].as_str()),

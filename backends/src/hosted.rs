@@ -54,6 +54,31 @@ impl std::fmt::Debug for Hosted {
     }
 }
 
+/// The note in `dir` that host `name` (whose calls have `deadline`) did
+/// not answer, if one was written recently enough to believe: within
+/// [`RETRY_AFTER`] plus that deadline (and a second), the longest the
+/// next look of the process that wrote it takes. Since when (as that
+/// process first saw it) and why.
+pub fn noted_away(
+    dir: &std::path::Path,
+    name: &str,
+    deadline: Duration,
+) -> Option<(std::time::SystemTime, String)> {
+    let path = dir.join(format!("{name}.away"));
+    let written = std::fs::symlink_metadata(&path).ok()?;
+    if !written.is_file() {
+        return None;
+    }
+    let age = written.modified().ok()?.elapsed().unwrap_or_default();
+    if age > RETRY_AFTER + deadline + Duration::from_secs(1) {
+        return None;
+    }
+    let text = std::fs::read_to_string(&path).ok()?;
+    let (since, why) = text.split_once('\n')?;
+    let since = std::time::UNIX_EPOCH + Duration::from_millis(since.trim().parse().ok()?);
+    Some((since, why.trim().to_string()))
+}
+
 /// The host of a pane id and its id there (`box:%3` → `box`, `%3`); `None`
 /// for a pane of this machine.
 pub fn split_id(id: &PaneId) -> Option<(&str, PaneId)> {
@@ -97,27 +122,14 @@ impl Hosted {
     }
 
     /// Another process's note that host `name` did not answer, if it is
-    /// recent enough to believe: since when (milliseconds since the epoch)
-    /// and why.
+    /// recent enough to believe (see [`noted_away`]).
     fn noted(&self, name: &str) -> Option<(std::time::SystemTime, String)> {
-        let path = self.note_path(name)?;
-        let written = std::fs::symlink_metadata(&path).ok()?;
-        if !written.is_file() {
-            return None;
-        }
         let deadline = self
             .hosts
             .get(name)?
             .host()
             .map_or(Duration::ZERO, |h| h.timeout);
-        let age = written.modified().ok()?.elapsed().unwrap_or_default();
-        if age > RETRY_AFTER + deadline + Duration::from_secs(1) {
-            return None;
-        }
-        let text = std::fs::read_to_string(&path).ok()?;
-        let (since, why) = text.split_once('\n')?;
-        let since = std::time::UNIX_EPOCH + Duration::from_millis(since.trim().parse().ok()?);
-        Some((since, why.trim().to_string()))
+        noted_away(self.notes.as_ref()?, name, deadline)
     }
 
     /// Writes (or removes) the note of host `name` for other processes.

@@ -124,6 +124,16 @@ fn queue(root: &Root, team: &str, host: HostSpec, member: &str) {
         tracing::debug!(%member, host = %host.name, "not rung: its host did not answer the last ring");
         return;
     }
+    if let Some((_, why)) = root
+        .away_dir(team)
+        .ok()
+        .and_then(|d| swarm_backends::hosted::noted_away(&d, &host.name, host.timeout()))
+    {
+        // The lead found it not answering a moment ago: a ring would only
+        // pay its deadline. Its runtimes look themselves meanwhile.
+        tracing::debug!(%member, host = %host.name, %why, "not rung: its host is noted away");
+        return;
+    }
     line.resting_until = None;
     line.timeout = host.timeout();
     line.waiting.insert(member.to_owned());
