@@ -20,6 +20,8 @@
 //!   [`context`]: where and as whom a command runs, and how it ended.
 //! - [`session`]: the team's pane backend and its session record
 //!   (`session.json`, one writer), opened from a plain location.
+//! - [`hosts`]: the team's other machines: a spec's `[[host]]`, the team's
+//!   record of them, the ssh handle of one (DESIGN §13).
 //! - [`lead`]: the lead process, spawn and teardown.
 //! - [`pane_env`]: the exact environment of every process swarm starts in
 //!   a pane (one builder for teammates, their agents and the lead).
@@ -52,6 +54,7 @@ pub mod commands;
 pub mod config;
 pub mod context;
 pub mod dropped;
+pub mod hosts;
 pub mod json_text;
 pub mod lead;
 pub mod logging;

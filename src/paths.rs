@@ -330,17 +330,6 @@ impl Root {
         Ok(self.state_dir(team)?.join("away"))
     }
 
-    /// How often a watcher of `team`'s files here also looks at them
-    /// itself: every second when the team has members on other machines
-    /// (it has a hosts record), whose writes over a shared filesystem
-    /// raise no file event on this kernel; `None` otherwise.
-    pub fn looks_for(&self, team: &str) -> Option<std::time::Duration> {
-        let record = self.hosts_record(team).ok()?;
-        std::fs::symlink_metadata(record)
-            .is_ok()
-            .then_some(crate::mailbox::POLL_EVERY)
-    }
-
     /// Held (an OS lock) by the team's lead for its whole life; holds the
     /// lead's pid and start time.
     pub fn lead_lock(&self, team: &str) -> Result<PathBuf, NameError> {

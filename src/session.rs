@@ -444,13 +444,13 @@ fn hosted_over(
     team: &str,
     local: &Arc<dyn PaneBackendExecutor>,
 ) -> Result<Option<Arc<Hosted>>> {
-    let hosts = crate::ops::hosts::recorded(root, team)?;
+    let hosts = crate::hosts::recorded(root, team)?;
     if hosts.is_empty() {
         return Ok(None);
     }
     let mut backends = std::collections::BTreeMap::new();
     for h in &hosts {
-        let ssh = crate::ops::hosts::ssh_of(root, h)?;
+        let ssh = crate::hosts::ssh_of(root, h)?;
         let server = TmuxServer::named(session_name(team));
         backends.insert(h.name.clone(), Arc::new(TmuxBackend::on_host(server, ssh)));
     }

@@ -84,7 +84,7 @@ pub(super) async fn doctor(ctx: &Context, args: DoctorArgs) -> Result<Exit> {
 /// one with its fix; exit 1 when any failed.
 fn doctor_host(
     root: &crate::paths::Root,
-    (hosts, whose): &(Vec<crate::config::HostSpec>, String),
+    (hosts, whose): &(Vec<crate::hosts::HostSpec>, String),
     name: &str,
     json: bool,
 ) -> Result<Exit> {
@@ -139,7 +139,7 @@ fn doctor_host(
 fn hosts_to_check(
     ctx: &Context,
     spec: Option<&std::path::Path>,
-) -> Result<(Vec<crate::config::HostSpec>, String)> {
+) -> Result<(Vec<crate::hosts::HostSpec>, String)> {
     let here = std::path::Path::new("swarm.toml");
     let file = match spec {
         Some(s) => Some(s),
@@ -154,7 +154,7 @@ fn hosts_to_check(
             "{e:#}; or name the spec holding the [[host]] (--spec FILE, default ./swarm.toml)"
         )
     })?;
-    let hosts = crate::ops::hosts::recorded(&ctx.root, &team.name)?;
+    let hosts = crate::hosts::recorded(&ctx.root, &team.name)?;
     Ok((hosts, format!("team {:?}", team.name)))
 }
 

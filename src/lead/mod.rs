@@ -356,7 +356,7 @@ impl Lead {
         let Some(hosted) = self.opened.hosted.clone() else {
             return Ok(());
         };
-        let hosts = crate::ops::hosts::recorded(&self.team.root, &self.team.name)?;
+        let hosts = crate::hosts::recorded(&self.team.root, &self.team.name)?;
         for (m, _) in mine {
             let Some(host) = m.host() else {
                 continue;
@@ -368,7 +368,7 @@ impl Lead {
             let grace = hosts
                 .iter()
                 .find(|h| h.name == host)
-                .map_or(crate::config::UNREACHABLE_GRACE, |h| h.unreachable_grace());
+                .map_or(crate::hosts::UNREACHABLE_GRACE, |h| h.unreachable_grace());
             let away = since.elapsed().unwrap_or_default();
             if away < grace || self.given_back.contains(&m.name) {
                 continue;

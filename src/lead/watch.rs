@@ -87,7 +87,7 @@ pub fn watch_files(lead: &Lead) -> Result<(tokio::sync::mpsc::UnboundedReceiver<
         inboxes: root.inboxes_dir(team)?,
         tasks: root.tasks_dir(team)?,
         lead_inbox: lead_inbox.file_name().unwrap_or_default().to_owned(),
-        looks: root.looks_for(team),
+        looks: crate::mailbox::looks_for(root, team),
     };
     for dir in [&dirs.inboxes, &dirs.tasks] {
         crate::atomic_file::ensure_dir(dir)

@@ -46,6 +46,17 @@ mod tests;
 pub use entry::{Entry, EntryKey, EntryKeyRef, InvalidEntry};
 pub use watch::{Changes, InboxWatcher, POLL_EVERY, watch_available};
 
+/// How often a watcher of `team`'s files here also looks at them itself:
+/// every [`POLL_EVERY`] when the team has members on other machines (it
+/// has a hosts record), whose writes over a shared filesystem raise no
+/// file event on this kernel; `None` otherwise.
+pub fn looks_for(root: &Root, team: &str) -> Option<std::time::Duration> {
+    let record = root.hosts_record(team).ok()?;
+    std::fs::symlink_metadata(record)
+        .is_ok()
+        .then_some(POLL_EVERY)
+}
+
 /// Rings a member whose runtime is on another machine, through its host:
 /// given the root, the team and the member, it answers `true` when it took
 /// the ring over (the member is remote), `false` to ring here.
@@ -537,7 +548,7 @@ impl Mailbox {
         atomic_file::ensure_dir(&dir).map_err(|e| MailboxError::io(&dir, e))?;
         Ok(InboxWatcher::over_looking(
             &[dir],
-            self.root.looks_for(&self.team),
+            looks_for(&self.root, &self.team),
         ))
     }
 

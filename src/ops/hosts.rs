@@ -6,48 +6,13 @@
 //! check with its fix.
 
 use crate::atomic_file;
-use crate::config::HostSpec;
+use crate::hosts::{HostSpec, recorded, ssh_of};
 use crate::paths::Root;
 use std::path::PathBuf;
 use std::time::Instant;
 use swarm_backends::command::Output;
 use swarm_backends::host::SshHost;
 use swarm_backends::{BackendError, tmux};
-
-/// Records the spec's `[[host]]`s as the team's (`<state>/hosts.json`),
-/// so that `swarm spawn --host` and `swarm doctor --host` know them without
-/// the spec; a spec without any removes the record.
-pub fn record(root: &Root, team: &str, hosts: &[HostSpec]) -> anyhow::Result<()> {
-    let path = root.hosts_record(team)?;
-    if hosts.is_empty() {
-        atomic_file::remove_if_there(&path)
-            .map_err(|e| anyhow::anyhow!("removing {}: {e}", path.display()))?;
-        return Ok(());
-    }
-    if let Some(dir) = path.parent() {
-        atomic_file::ensure_dir(dir)
-            .map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?;
-    }
-    let bytes = serde_json::to_vec_pretty(hosts)?;
-    atomic_file::write_atomic(&path, &bytes)
-        .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))
-}
-
-/// The team's recorded hosts (none when it has no record).
-pub fn recorded(root: &Root, team: &str) -> anyhow::Result<Vec<HostSpec>> {
-    let path = root.hosts_record(team)?;
-    match atomic_file::read_optional(&path)
-        .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?
-    {
-        None => Ok(Vec::new()),
-        Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-            anyhow::anyhow!(
-                "{} is not a list of hosts ({e}); `swarm up SPEC` writes it again",
-                path.display()
-            )
-        }),
-    }
-}
 
 /// Whether `swarm spawn --host NAME` may start a teammate of `team` there:
 /// `local` (this machine) or one of the team's recorded hosts; an unknown
@@ -162,17 +127,6 @@ impl HostCheck {
             fix: Some(fix.into()),
         }
     }
-}
-
-/// The ssh handle of `host`: its destination, the shared connection's
-/// socket under the state root (`<root>/swarm/.ssh`, 0700), its deadline.
-pub fn ssh_of(root: &Root, host: &HostSpec) -> anyhow::Result<SshHost> {
-    let dir = root.dir().join("swarm").join(".ssh");
-    atomic_file::ensure_dir(&dir)
-        .map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?;
-    Ok(SshHost::new(&host.name, &host.ssh)?
-        .control_dir(dir)
-        .timeout(host.timeout()))
 }
 
 /// Every check of `host`, in order; after a failed `ssh` the others are

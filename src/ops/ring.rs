@@ -4,7 +4,7 @@
 //! wakes nothing on another machine, even when the team root is shared. So
 //! a member whose roster entry names a host (`swarmHost`) is rung through
 //! that host: `<its swarm> --home <its root> --team T ring M...` over the
-//! host's shared ssh connection (the ControlMaster `ops::hosts::ssh_of`
+//! host's shared ssh connection (the ControlMaster `hosts::ssh_of`
 //! keeps), which rings the FIFOs there (`swarm ring`).
 //!
 //! Rings are batched per host, the way inbox writes are group-committed:
@@ -22,7 +22,7 @@
 //! looks. The team's hosts come from `<state>/hosts.json` (`swarm up`
 //! writes it): a team without hosts pays one failed `stat` per ring.
 
-use crate::config::HostSpec;
+use crate::hosts::HostSpec;
 use crate::paths::Root;
 use crate::team::Team;
 use std::collections::{BTreeSet, HashMap};
@@ -101,7 +101,7 @@ fn host_of(root: &Root, team: &str, member: &str) -> Option<HostSpec> {
     )?;
     let host = roster.member(member)?.host()?.to_owned();
     let hosts = crate::dropped::ignore(
-        super::hosts::recorded(root, team),
+        crate::hosts::recorded(root, team),
         "reading the team's hosts",
     )?;
     let spec = hosts.into_iter().find(|h| h.name == host);
@@ -189,7 +189,7 @@ fn ring_line(key: &Key, root: &Root, host: &HostSpec) {
 
 /// One `swarm ring` on `host` for `members`.
 fn ring_there(root: &Root, team: &str, host: &HostSpec, members: &[String]) -> Result<(), String> {
-    let ssh = super::hosts::ssh_of(root, host).map_err(|e| format!("{e:#}"))?;
+    let ssh = crate::hosts::ssh_of(root, host).map_err(|e| format!("{e:#}"))?;
     let mut argv = vec![
         host.swarm().to_string(),
         "--home".to_string(),

@@ -563,7 +563,7 @@ async fn open_remote_pane(
             team.name
         )
     })?;
-    let known = crate::ops::hosts::recorded(&team.root, &team.name)?;
+    let known = crate::hosts::recorded(&team.root, &team.name)?;
     let h = known
         .iter()
         .find(|h| h.name == host)

@@ -88,7 +88,7 @@ impl TeamOps {
     /// must be installed. Returns what became of the tasks.
     pub fn apply_spec(&self, spec: &TeamSpec, demo: bool) -> Result<String> {
         let team = self.team();
-        crate::ops::hosts::record(&team.root, &team.name, &spec.hosts)?;
+        crate::hosts::record(&team.root, &team.name, &spec.hosts)?;
         let tf = team.roster().read()?;
         let mut new = Vec::new();
         for (i, t) in spec.teammates.iter().enumerate() {

@@ -114,7 +114,7 @@ fn told() -> Told {
             every: std::env::var(POLL_VAR)
                 .ok()
                 .and_then(|ms| ms.parse::<u64>().ok())
-                .map_or(crate::config::HOST_POLL, |ms| {
+                .map_or(crate::hosts::HOST_POLL, |ms| {
                     Duration::from_millis(ms.clamp(100, 300_000))
                 }),
         },
@@ -467,7 +467,8 @@ fn enter_election(
 /// ([`Dispatch`]), until the team is gone. `dirs` are the inboxes, the task
 /// list and the runtime files (where idle runtimes say so).
 fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
-    let watcher = InboxWatcher::over_looking(dirs, team.root.looks_for(&team.name));
+    let watcher =
+        InboxWatcher::over_looking(dirs, crate::mailbox::looks_for(&team.root, &team.name));
     tracing::info!(polling = ?watcher.polling_reason(), "watching the team's files for its runtimes");
     // Writes between the previous holder's end and this watch: look again.
     ring_all(team);
