@@ -74,7 +74,7 @@ impl TeamOps {
     /// [`TeamOps::task_list`], and the tasks it gave back to the board
     /// because their owner is dead (`team::orphans`), as they now are.
     pub fn task_board(&self) -> Result<(TaskList, Vec<Returned>)> {
-        let mut list = self.team().tasks().list()?;
+        let mut list = self.team().tasks().glance()?;
         let returned = self.return_orphans(&list.tasks)?;
         for r in &returned {
             if let Some(t) = list.tasks.iter_mut().find(|t| t.id == r.task.id) {

@@ -410,7 +410,7 @@ impl Files {
             }
             unread.push(read.entries.iter().filter(|e| e.is_unread()).count());
         }
-        let list = team.tasks().list()?;
+        let list = team.tasks().glance()?;
         for q in &list.quarantined {
             warnings.push(format!("a corrupt task file was copied to {}", q.display()));
         }

@@ -442,6 +442,45 @@ fn a_large_board_after_two_changes_reads_only_those_two_files() {
     assert_eq!(tasks, b.truth());
 }
 
+#[test]
+fn a_glance_right_after_a_change_sees_it_and_saves_the_index_only_once_it_settled() {
+    // Big enough that the last index is decoded beside the listing.
+    let b = Board::with(1);
+    for i in 2..=600 {
+        let t = Task::new(i.to_string(), format!("task {i:04}"));
+        fs::write(b.file(&format!("{i}.json")), t.to_file_bytes()).unwrap();
+    }
+    b.settle();
+    let saved = fs::read(b.index()).unwrap();
+    assert!(saved.len() >= 64 * 1024, "{} bytes", saved.len());
+    b.claude_edit("7", |t| t.subject = "changed".into());
+    looks::take();
+    let seen = b.store.glance().unwrap().tasks;
+    assert_eq!(looks::take(), Some(1), "only the changed file is read");
+    assert_eq!(seen, b.truth(), "a glance sees the change");
+    assert_eq!(
+        fs::read(b.index()).unwrap(),
+        saved,
+        "nothing settled yet: the glance leaves the index as it was"
+    );
+    // Once the change has settled, a glance saves what it learned, and the
+    // next look needs no file.
+    std::thread::sleep(Duration::from_millis(120));
+    b.store.glance().unwrap();
+    assert_ne!(
+        fs::read(b.index()).unwrap(),
+        saved,
+        "a settled look is saved"
+    );
+    assert_eq!(b.look(), (b.truth(), 0));
+    // `list` (the lead, the team watcher, claimants) saves every look:
+    // claimants woken by a change take their candidates from it.
+    b.claude_edit("8", |t| t.subject = "changed too".into());
+    let before = fs::read(b.index()).unwrap();
+    assert_eq!(b.look(), (b.truth(), 1));
+    assert_ne!(fs::read(b.index()).unwrap(), before);
+}
+
 /// A tiny deterministic generator (no dependence on proptest's shrinking:
 /// the sequence needs real pauses to reach the index-alone path).
 struct Lcg(u64);

@@ -134,15 +134,6 @@ pub struct Open {
 }
 
 impl Index {
-    /// Whether the whole index is the board as it is now, with the
-    /// directory's stamp `now` read at `now_ns`.
-    pub fn is_whole(&self, now: Stamp, now_ns: i64) -> bool {
-        self.dir_settled
-            && self.dir == now
-            && now_ns >= self.began_ns
-            && (now_ns - self.began_ns) as u128 <= WHOLE_FOR.as_nanos()
-    }
-
     /// The index's bytes, from its parts (the tasks by reference, so a
     /// scan need not copy them).
     pub fn encode<'a>(
@@ -205,6 +196,17 @@ impl Index {
         out
     }
 
+    /// Whether the index in `bytes` is the board as it is now, with the
+    /// directory's stamp `now` read at `now_ns`, from its head alone: a
+    /// per-file look then decodes the tasks beside its listing instead of
+    /// before it. (A whole index is then decoded, which checks its frame.)
+    pub fn whole_in(bytes: &[u8], now: Stamp, now_ns: i64) -> bool {
+        let head = bytes
+            .strip_prefix(MAGIC)
+            .and_then(|rest| Reader { rest }.head());
+        head.is_some_and(|h| whole(h.dir_settled, h.dir, h.began_ns, now, now_ns))
+    }
+
     /// `None` for anything that is not a whole index of this version.
     pub fn decode(bytes: &[u8]) -> Option<Index> {
         let (mut r, head) = Reader::open(bytes)?;
@@ -263,6 +265,16 @@ impl Index {
             want *= 8;
         }
     }
+}
+
+/// An index taken at `began_ns` of a directory stamped `dir` (settled
+/// then or not) is the board now, when the directory is stamped `now` at
+/// `now_ns`.
+fn whole(dir_settled: bool, dir: Stamp, began_ns: i64, now: Stamp, now_ns: i64) -> bool {
+    dir_settled
+        && dir == now
+        && now_ns >= began_ns
+        && (now_ns - began_ns) as u128 <= WHOLE_FOR.as_nanos()
 }
 
 /// The fixed part at the start of an index.
@@ -599,21 +611,17 @@ mod tests {
     fn a_whole_index_needs_the_same_settled_directory_and_a_young_index() {
         let d = tempfile::tempdir().unwrap();
         let dir = Stamp::of(&std::fs::metadata(d.path()).unwrap());
-        let ix = |settled| Index {
-            dir,
-            dir_settled: settled,
-            began_ns: 100,
-            tasks: Vec::new(),
-            seen: Vec::new(),
-        };
-        assert!(ix(true).is_whole(dir, 100));
-        assert!(!ix(false).is_whole(dir, 100), "not settled");
+        let ix = |settled| Index::encode(dir, settled, 100, std::iter::empty());
+        assert!(Index::whole_in(&ix(true), dir, 100));
+        assert!(!Index::whole_in(&ix(false), dir, 100), "not settled");
         let late = 100 + WHOLE_FOR.as_nanos() as i64 + 1;
-        assert!(!ix(true).is_whole(dir, late), "too old");
-        assert!(!ix(true).is_whole(dir, 99), "clock went back");
+        assert!(!Index::whole_in(&ix(true), dir, late), "too old");
+        assert!(!Index::whole_in(&ix(true), dir, 99), "clock went back");
         let mut words = dir.words();
         words[6] += 1;
         let moved = Stamp::from_words(words);
-        assert!(!ix(true).is_whole(moved, 100), "directory changed");
+        assert!(!Index::whole_in(&ix(true), moved, 100), "directory changed");
+        assert!(!Index::whole_in(&ix(true)[1..], dir, 100), "no magic");
+        assert!(!Index::whole_in(b"SWBIDX02", dir, 100), "no head");
     }
 }

@@ -1,8 +1,11 @@
 //! The whole board at once, through the board index ([`crate::tasks::index`]):
 //! from the index alone when the task directory has provably not changed,
 //! else with one `stat` per task file and a read of only the files that
-//! changed; the index is saved again after every such look. Used by `list`,
-//! `status`, unassigning and the claim checks. A claim without id takes its
+//! changed (the last index decoded meanwhile on another thread, on a big
+//! board); the index is saved again after such a look ([`Save`]: a
+//! one-shot `status` or `task list` right after a change skips a save that
+//! would record nothing settled). Used by `list`, `glance`, unassigning
+//! and the claim checks. A claim without id takes its
 //! candidates from a young index without listing the directory at all
 //! ([`TaskStore::suggestions`]): every candidate is checked afresh under its
 //! lock anyway, and one is taken only while no open task below it (nor a
@@ -33,6 +36,38 @@ const LOOK_WAIT: Duration = Duration::from_secs(2);
 /// spelling [`task_file_id`] accepts).
 type TaskFile = u64;
 
+/// Whether a look at the board saves the index it made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Save {
+    /// Always: what the lead, the team watcher and claimants look with, so
+    /// that claimants woken together by a change take their candidates
+    /// from the index the first look saved (`suggestions`).
+    Always,
+    /// Only when the look learned something the next one can take from the
+    /// index without looking (a file read whose stamp is settled, a settled
+    /// directory, a quarantine, no index before): a process that looks once
+    /// right after a change (`status`, `task list`) does not pay for a
+    /// write whose every new entry the next look must read again anyway.
+    WhenSettled,
+}
+
+/// The task files of a directory listing, in id order, each with its
+/// stamp, and what was quarantined on the way.
+struct Listed {
+    quarantined: Vec<std::path::PathBuf>,
+    files: Vec<TaskFile>,
+    stamps: Vec<Option<Stamp>>,
+}
+
+/// What a per-file look found: the list, what was seen of each task (its
+/// stamp and whether that was settled), and whether it learned something
+/// settled.
+type Looked = (TaskList, Vec<(Stamp, bool)>, bool);
+
+/// An index at least this big (about 450 tasks) is decoded on a thread of
+/// its own beside the listing.
+const DECODE_BESIDE_FROM: usize = 64 * 1024;
+
 /// A board at least this big has its files looked at by several threads.
 const PARALLEL_FROM: usize = 1024;
 /// At most this many threads look at task files at once.
@@ -43,13 +78,27 @@ impl TaskStore {
     /// the absurdly numbered (which changes the directory, so the next
     /// look is a per-file one again).
     pub(super) fn scan(&self, list: Option<&ListLock>) -> Result<TaskList, TaskError> {
+        self.scan_saving(list, Save::Always)
+    }
+
+    /// [`scan`](Self::scan), saving the index as `save` says.
+    pub(super) fn scan_saving(
+        &self,
+        list: Option<&ListLock>,
+        save: Save,
+    ) -> Result<TaskList, TaskError> {
         let dir = self.dir()?;
         let began = index::now_ns();
         let Some(dir_stamp) = self.dir_stamp(&dir)? else {
             return Ok(TaskList::default());
         };
-        let mut old = self.read_index();
-        if let Some(ix) = old.take_if(|ix| ix.is_whole(dir_stamp, began)) {
+        let bytes = self.read_index_bytes();
+        let decode = || decode_index(&self.team, bytes.as_deref());
+        if bytes
+            .as_deref()
+            .is_some_and(|b| Index::whole_in(b, dir_stamp, began))
+            && let Some(ix) = decode()
+        {
             #[cfg(test)]
             looks::count(0);
             return Ok(TaskList {
@@ -57,42 +106,80 @@ impl TaskStore {
                 quarantined: Vec::new(),
             });
         }
-        let known = old.map(|ix| (ix.seen, ix.tasks)).unwrap_or_default();
-        let out = self.look_per_file(&dir, began, known, list)?;
-        self.save_index(dir_stamp, began, &out.1, &out.0.tasks);
-        Ok(out.0)
+        let known = || decode().map(|ix| (ix.seen, ix.tasks)).unwrap_or_default();
+        // On a big board the last index's tasks are decoded on another
+        // thread while this one lists and stats the files: both take
+        // milliseconds at 10,000 tasks, one in user space, one in the kernel.
+        let (known, listed) = if bytes
+            .as_ref()
+            .is_some_and(|b| b.len() >= DECODE_BESIDE_FROM)
+        {
+            std::thread::scope(|s| {
+                let decoding = s.spawn(known);
+                let listed = self.list_and_stat(&dir, list);
+                let known = decoding
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p));
+                (known, listed)
+            })
+        } else {
+            (known(), self.list_and_stat(&dir, list))
+        };
+        let (out, stamps, learned) = self.look_per_file(began, known, listed?, list)?;
+        let worth_saving = match save {
+            Save::Always => true,
+            Save::WhenSettled => {
+                learned || bytes.is_none() || index::settled(dir_stamp.changed(), began)
+            }
+        };
+        if worth_saving {
+            self.save_index(dir_stamp, began, &stamps, &out.tasks);
+        }
+        Ok(out)
     }
 
-    /// The per-file look: one `stat` per task file (through the directory
-    /// handle, no path built), and a read of only those whose stamp is not
-    /// the settled one `known` (the last index, in id order) has. Returns
-    /// the list and what was seen of each task, for the index.
-    fn look_per_file(
-        &self,
-        dir: &Path,
-        began: i64,
-        (seen, tasks): (Vec<Seen>, Vec<Task>),
-        list: Option<&ListLock>,
-    ) -> Result<(TaskList, Vec<(Stamp, bool)>), TaskError> {
-        let mut tasks = tasks;
-        let mut k = 0;
+    /// The task files in `dir` by number, each with its stamp (`None`:
+    /// gone since it was listed), after quarantining the absurdly numbered.
+    fn list_and_stat(&self, dir: &Path, list: Option<&ListLock>) -> Result<Listed, TaskError> {
         let (absurd, mut files) = self.task_files(dir)?;
-        let mut out = TaskList {
-            tasks: Vec::with_capacity(files.len()),
-            quarantined: Vec::new(),
-        };
+        let mut quarantined = Vec::new();
         for name in &absurd {
-            out.quarantined
-                .extend(self.quarantine_absurd(dir, name, list)?);
+            quarantined.extend(self.quarantine_absurd(dir, name, list)?);
         }
         files.sort_unstable();
-        let looked = stat_all(dir, &files).map_err(|(n, e)| {
+        let stamps = stat_all(dir, &files).map_err(|(n, e)| {
             let path = dir.join(format!("{n}.json"));
             self.io_err(format!("stat task {n}"), &path, e)
         })?;
-        let mut stamps = Vec::with_capacity(files.len());
+        Ok(Listed {
+            quarantined,
+            files,
+            stamps,
+        })
+    }
+
+    /// The per-file look, from the listing and stamps of `listed`: a read
+    /// of only the files whose stamp is not the settled one `known` (the
+    /// last index, in id order) has. Returns the list, what was seen of
+    /// each task (for the index), and whether a file read had a settled
+    /// stamp (something the next look can take from the index).
+    fn look_per_file(
+        &self,
+        began: i64,
+        (seen, tasks): (Vec<Seen>, Vec<Task>),
+        listed: Listed,
+        list: Option<&ListLock>,
+    ) -> Result<Looked, TaskError> {
+        let mut tasks = tasks;
+        let mut k = 0;
+        let mut out = TaskList {
+            tasks: Vec::with_capacity(listed.files.len()),
+            quarantined: listed.quarantined,
+        };
+        let mut stamps = Vec::with_capacity(listed.files.len());
         let mut reads = 0;
-        for (n, looked) in files.into_iter().zip(looked) {
+        let mut learned = false;
+        for (n, looked) in listed.files.into_iter().zip(listed.stamps) {
             // Both in id order: walk the last index beside the listing.
             while seen.get(k).is_some_and(|s| s.id < n) {
                 k += 1;
@@ -101,7 +188,6 @@ impl TaskStore {
                 .get(k)
                 .filter(|s| s.id == n && s.settled)
                 .map(|s| (s.stamp, k));
-            let id = n.to_string();
             let mut stamp = looked;
             while let Some(now) = stamp {
                 if let Some((_, at)) = prior.take().filter(|(s, _)| *s == now) {
@@ -111,15 +197,19 @@ impl TaskStore {
                     break;
                 }
                 reads += 1;
+                let id = n.to_string();
                 match self.load(&id)? {
                     Loaded::Missing => break,
                     Loaded::Found(t) => {
-                        stamps.push((now, index::settled(now.changed(), began)));
+                        let settled = index::settled(now.changed(), began);
+                        learned |= settled;
+                        stamps.push((now, settled));
                         out.tasks.push(t);
                         break;
                     }
                     Loaded::Corrupt(_) => match self.salvage(&id, list)? {
                         Salvage::Quarantined(q) => {
+                            learned = true;
                             out.quarantined.push(q);
                             break;
                         }
@@ -132,7 +222,8 @@ impl TaskStore {
         #[cfg(test)]
         looks::count(reads);
         let _ = reads;
-        Ok((out, stamps))
+        let learned = learned || !out.quarantined.is_empty();
+        Ok((out, stamps, learned))
     }
 
     /// The task directory's entries: the names numbered past the id space
@@ -270,16 +361,6 @@ impl TaskStore {
         }
     }
 
-    /// The saved index; `None` when there is none or it does not decode
-    /// (torn by a crash, another version): it is then rebuilt.
-    fn read_index(&self) -> Option<Index> {
-        let ix = Index::decode(&self.read_index_bytes()?);
-        if ix.is_none() {
-            tracing::info!(team = %self.team, "board index unreadable; rebuilding it from the task files");
-        }
-        ix
-    }
-
     fn read_index_bytes(&self) -> Option<Vec<u8>> {
         let path = self.root.board_index(&self.team).ok()?;
         match atomic_file::read_optional(&path) {
@@ -312,6 +393,17 @@ impl TaskStore {
                 "cannot save the board index; the next look reads every task file");
         }
     }
+}
+
+/// The saved index of `team` from its bytes; `None` when there is none or
+/// it does not decode (torn by a crash, another version): it is then
+/// rebuilt.
+fn decode_index(team: &str, bytes: Option<&[u8]>) -> Option<Index> {
+    let ix = Index::decode(bytes?);
+    if ix.is_none() {
+        tracing::info!(team = %team, "board index unreadable; rebuilding it from the task files");
+    }
+    ix
 }
 
 /// The stamp of each task file `ids` names in `dir` (`None`: gone since

@@ -178,6 +178,19 @@ impl TaskStore {
     /// reported in [`TaskList::quarantined`], as is a garbage `.highwatermark`
     /// (rebuilt from the highest id in use).
     pub fn list(&self) -> Result<TaskList, TaskError> {
+        self.list_saving(board::Save::Always)
+    }
+
+    /// [`list`](Self::list) for a process that looks once and exits
+    /// (`status`, `task list`): the board index is saved only when the look
+    /// learned something the next look can use ([`board::Save`]). The
+    /// lead, the team watcher and claimants use `list`, whose index
+    /// claimants woken by a change take their candidates from.
+    pub fn glance(&self) -> Result<TaskList, TaskError> {
+        self.list_saving(board::Save::WhenSettled)
+    }
+
+    fn list_saving(&self, save: board::Save) -> Result<TaskList, TaskError> {
         let garbage_mark = matches!(self.read_mark()?, Mark::Garbage);
         let list = if garbage_mark {
             Some(self.lock_list()?)
@@ -188,7 +201,7 @@ impl TaskStore {
         if let Some(l) = &list {
             quarantined.extend(self.mark(l)?.1);
         }
-        let mut found = self.scan(list.as_ref())?;
+        let mut found = self.scan_saving(list.as_ref(), save)?;
         quarantined.append(&mut found.quarantined);
         found.quarantined = quarantined;
         Ok(found)
