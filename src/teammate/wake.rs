@@ -53,6 +53,27 @@ use std::time::Duration;
 /// nothing happens.
 const TEAM_CHECK_EVERY: Duration = Duration::from_secs(60);
 
+/// This process's team watch, while its runtime holds the role: closed by
+/// [`leave_team_watch`] when the runtime is about to exit.
+static TEAM_WATCH: Mutex<Option<Arc<InboxWatcher>>> = Mutex::new(None);
+
+/// Ends this runtime's team watch, if it holds the role, as the runtime
+/// is about to exit (its shutdown approved): the watches go now, and the
+/// process's exit no longer waits in the kernel for their teardown (an
+/// inotify instance closed with its watches waits 14-20 ms: the team
+/// watcher's pane was the last of a `down` of 8 to end, by that much).
+/// Its thread lets the role's lock go, and the runtime that takes it
+/// looks at everything again.
+pub fn leave_team_watch() {
+    let held = TEAM_WATCH
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    if let Some(watcher) = held {
+        watcher.close();
+    }
+}
+
 /// Wakes one runtime when its inbox or the task list changes.
 pub struct Wakeups {
     how: How,
@@ -467,8 +488,13 @@ fn enter_election(
 /// ([`Dispatch`]), until the team is gone. `dirs` are the inboxes, the task
 /// list and the runtime files (where idle runtimes say so).
 fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
-    let watcher =
-        InboxWatcher::over_looking(dirs, crate::mailbox::looks_for(&team.root, &team.name));
+    let watcher = Arc::new(InboxWatcher::over_looking(
+        dirs,
+        crate::mailbox::looks_for(&team.root, &team.name),
+    ));
+    *TEAM_WATCH
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(watcher.clone());
     tracing::info!(polling = ?watcher.polling_reason(), "watching the team's files for its runtimes");
     // Writes between the previous holder's end and this watch: look again.
     ring_all(team);
@@ -496,6 +522,10 @@ fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
             d.saturating_duration_since(now).min(TEAM_CHECK_EVERY)
         });
         let changes = watcher.changes(wait);
+        if watcher.is_closed() {
+            // Its runtime is exiting (`leave_team_watch`).
+            return;
+        }
         // The slow check: the board read whole while it offers work or a
         // runtime may be waiting for some (a board that could not be read
         // is read again at once).

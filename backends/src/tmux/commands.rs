@@ -110,6 +110,14 @@ pub fn version() -> Vec<String> {
     vec!["-V".to_string()]
 }
 
+/// `display-message -p 'tmux #{version}'`: the running server's version,
+/// printed as `tmux -V` prints it, in a call made anyway.
+pub fn server_version() -> Vec<String> {
+    ["display-message", "-p", "tmux #{version}"]
+        .map(String::from)
+        .to_vec()
+}
+
 /// Parses `tmux -V` output (`tmux 3.3a`, `tmux next-3.4`, `tmux 3.2-rc3`,
 /// `tmux master`) into (major, minor); `master` counts as new.
 pub fn parse_version(output: &str) -> Result<(u32, u32)> {

@@ -160,6 +160,13 @@ struct State {
     /// own invocation), so the next split of a burst skips a `list-panes`.
     /// Taken by the split that uses it; a failed split lists afresh.
     window: Option<(PaneId, Vec<WindowPane>)>,
+    /// The window of the home session this backend opened: swarm set its
+    /// options itself, so a first split there saves none of them.
+    home_window: Option<String>,
+    /// The session this backend last opened a window in (or its home), and
+    /// the index after that window's: the next window there is tried at
+    /// that index before the session's windows are listed.
+    next_window: Option<(String, u32)>,
 }
 
 /// The tmux backend.
@@ -439,12 +446,24 @@ impl TmuxBackend {
         Ok((pane?, rest.to_string()))
     }
 
-    /// True when the server has a session with exactly this name.
+    /// True when the server has a session with exactly this name. The
+    /// same call asks a running server its version, which then spares the
+    /// `tmux -V` of [`TmuxBackend::check_version`] (a client of its own);
+    /// an older one is left for that check to refuse.
     async fn session_exists(&self, name: &str) -> Result<bool> {
         let out = self
-            .invocation(commands::chain(vec![sessions::has_session(name)?])?)
+            .invocation(commands::chain(vec![
+                commands::server_version(),
+                sessions::has_session(name)?,
+            ])?)
             .output()
             .await?;
+        let first = out.stdout.lines().next().unwrap_or_default();
+        if let Ok(v) = commands::parse_version(first)
+            && v >= commands::MIN_VERSION
+        {
+            self.state.lock().await.version.get_or_insert(v);
+        }
         Ok(out.success())
     }
 
@@ -925,7 +944,17 @@ impl HomeSessions for TmuxBackend {
                 .map(String::from)
                 .to_vec(),
         );
-        let pane = self.run_spawn(cmds).await?.0;
+        // The window as it is made, for the first split beside the lead.
+        cmds.push(layout::list_panes_window(&target));
+        let (pane, rest) = self.run_spawn(cmds).await?;
+        if let Ok(window) = layout::parse_window_panes(&rest)
+            && let Some(row) = window.iter().find(|p| p.pane == pane)
+        {
+            let mut state = self.state.lock().await;
+            state.home_window = Some(row.window_id.clone());
+            state.next_window = Some((name.to_string(), row.window_index + 1));
+            state.window = Some((pane.clone(), window));
+        }
         lead.signal_ready()?;
         Ok(PaneRef::new(pane, lead.mark.nonce.clone()))
     }

@@ -113,7 +113,53 @@ impl TmuxBackend {
         launch: &Launch<'_>,
         finish: &Finish<'_>,
     ) -> Result<PaneId> {
-        let index = self.next_window_index(session).await?;
+        Ok(self.spawn_window_listed(session, launch, finish).await?.0)
+    }
+
+    /// [`spawn_window`](Self::spawn_window), and the new window as the
+    /// same invocation lists it. The index is the one after the last
+    /// window this backend opened in `session` when it knows one (no
+    /// `list-windows` of its own); taken meanwhile, the windows are listed
+    /// and the next free index used.
+    pub(super) async fn spawn_window_listed(
+        &self,
+        session: &str,
+        launch: &Launch<'_>,
+        finish: &Finish<'_>,
+    ) -> Result<(PaneId, Vec<WindowPane>)> {
+        let guess = match &self.state.lock().await.next_window {
+            Some((s, index)) if s == session => Some(*index),
+            _ => None,
+        };
+        let opened = match guess {
+            Some(index) => match self.new_window_at(session, index, launch, finish).await {
+                Err(SplitError::NotCreated(_)) => None,
+                other => Some(other.map_err(SplitError::into_inner)?),
+            },
+            None => None,
+        };
+        let (pane, index, rest) = match opened {
+            Some(done) => done,
+            None => {
+                let index = self.next_window_index(session).await?;
+                self.new_window_at(session, index, launch, finish)
+                    .await
+                    .map_err(SplitError::into_inner)?
+            }
+        };
+        self.state.lock().await.next_window = Some((session.to_string(), index + 1));
+        let window = layout::parse_window_panes(&rest)?;
+        Ok((pane, window))
+    }
+
+    /// A new window at `index` of `session`, and its listing.
+    async fn new_window_at(
+        &self,
+        session: &str,
+        index: u32,
+        launch: &Launch<'_>,
+        finish: &Finish<'_>,
+    ) -> std::result::Result<(PaneId, u32, String), SplitError> {
         let target = commands::window_target(session, Some(index))?;
         // One invocation: tmux runs the queue before it handles the child's
         // exit, so the option is in place whatever the program does.
@@ -123,7 +169,9 @@ impl TmuxBackend {
             options::border_status_top(Some(&target)),
         ];
         cmds.extend(finish(Some(&target))?);
-        Ok(self.run_spawn(cmds).await?.0)
+        cmds.push(layout::list_panes_window(&target));
+        let (pane, rest) = self.run_spawn(cmds).await?;
+        Ok((pane, index, rest))
     }
 
     pub(super) async fn spawn_beside(
@@ -172,6 +220,18 @@ impl TmuxBackend {
         let (session, window_width) = (lead_row.session.clone(), lead_row.window_width);
         self.state.lock().await.lead = Some(lead.clone());
         let mut cmds = match plan_split(&window, lead) {
+            SplitPlan::First
+                if self.state.lock().await.home_window.as_ref() == Some(&lead_row.window_id) =>
+            {
+                // The home session's window: swarm made it, titles on.
+                vec![panes::split_window(
+                    lead,
+                    Split::Horizontal {
+                        percent: (100 - LEAD_PERCENT) as u8,
+                    },
+                    launch,
+                )?]
+            }
             SplitPlan::First => {
                 // The lead's window may be the user's: only pane options
                 // go on the new pane, and the one window option swarm needs
@@ -262,8 +322,7 @@ impl TmuxBackend {
                 }
             }
         }
-        let pane = self.spawn_window(session, launch, finish).await?;
-        let window = self.window_of(&pane).await?;
+        let (pane, window) = self.spawn_window_listed(session, launch, finish).await?;
         if let Some(row) = window.first() {
             let mut state = self.state.lock().await;
             state.overflow = Some(row.window_id.clone());

@@ -102,6 +102,8 @@ impl Runtime {
         entry: &Entry,
         req: &ShutdownRequest,
     ) -> Result<Exit> {
+        // First, so that the teardown of its watches is over by the exit.
+        crate::teammate::wake::leave_team_watch();
         let roster = self.team.roster().read()?;
         let mine = roster.member(&self.me);
         let msg = Message::ShutdownApproved(ShutdownApproved {
