@@ -357,6 +357,10 @@ impl PaneBackendExecutor for Hosted {
         self.local.spawn(spec).await
     }
 
+    async fn spawn_many(&self, specs: &[SpawnSpec]) -> Vec<Result<PaneRef>> {
+        self.local.spawn_many(specs).await
+    }
+
     async fn status(&self, panes: &[PaneRef]) -> Result<Vec<(PaneId, PaneStatus)>> {
         let ids: Vec<PaneId> = panes.iter().map(|p| p.id.clone()).collect();
         self.statuses(&ids, Ask::Status(panes)).await

@@ -536,6 +536,25 @@ pub trait PaneBackendExecutor: Send + Sync {
     /// `spec.env`, marked with `spec.mark` in the same step, and returns it.
     async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneRef>;
 
+    /// Opens the panes of `specs` in order, as [`spawn`](Self::spawn) would
+    /// one after another, and stops at the first that fails: the results
+    /// are those of the specs tried, in order, the last an error if one
+    /// failed. A backend that opens several panes in fewer round trips does
+    /// (tmux: the panes that go into the lead's column, and those of a new
+    /// overflow window, in one call each).
+    async fn spawn_many(&self, specs: &[SpawnSpec]) -> Vec<Result<PaneRef>> {
+        let mut out = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let opened = self.spawn(spec).await;
+            let failed = opened.is_err();
+            out.push(opened);
+            if failed {
+                break;
+            }
+        }
+        out
+    }
+
     /// The liveness of each pane, in the order asked. A pane whose id
     /// exists without the ref's nonce is [`PaneStatus::Foreign`].
     async fn status(&self, panes: &[PaneRef]) -> Result<Vec<(PaneId, PaneStatus)>>;

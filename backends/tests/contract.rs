@@ -756,6 +756,142 @@ mod tmux_live {
         h.after();
     }
 
+    /// Where each pane of a lead's team is, by member: its window (the
+    /// lead's or not), place and size, and whether it has the focus.
+    fn team_layout(t: &TmuxServer, lead: &PaneId) -> Vec<String> {
+        let session = pane_info(t, lead, "#{session_name}");
+        let lead_window = pane_info(t, lead, "#{window_id}");
+        let mut rows: Vec<String> = t
+            .ok(&[
+                "list-panes",
+                "-s",
+                "-t",
+                &format!("={session}"),
+                "-F",
+                "#{@swarm_member}|#{window_id}|#{pane_index}|#{pane_left},#{pane_top}|#{pane_width}x#{pane_height}|#{pane_active}|#{pane_title}",
+            ])
+            .lines()
+            .map(|l| l.replace(&lead_window, "lead-window"))
+            .map(|l| {
+                // Another window's id differs between sessions: only that
+                // it is another one counts.
+                let mut f: Vec<String> = l.split('|').map(str::to_string).collect();
+                if f[1] != "lead-window" {
+                    f[1] = "other-window".to_string();
+                }
+                f.join("|")
+            })
+            .collect();
+        rows.sort();
+        rows
+    }
+
+    fn member_spec(h: &TmuxHarness, lead: &PaneId, i: usize) -> SpawnSpec {
+        lead_spec(h, lead)
+            .mark(swarm_backends::PaneMark::new("t", format!("m{i}")))
+            .title(format!("m{i}"))
+    }
+
+    #[tokio::test]
+    async fn many_panes_open_in_one_call_for_the_column_and_one_for_a_window_as_one_by_one() {
+        let Some(h) = TmuxHarness::start("spawn_many") else {
+            return;
+        };
+        // A tmux that logs each call it is asked for.
+        let log = h.tmux.dir.path().join("calls.log");
+        let wrapper = h.tmux.dir.path().join("tmux-logged");
+        let real = which_tmux();
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+                log.display(),
+                real
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let backend =
+            TmuxBackend::new(backend_server(&h.tmux)).with_program(wrapper.display().to_string());
+        let specs: Vec<SpawnSpec> = (1..=8).map(|i| member_spec(&h, &h.lead, i)).collect();
+        let opened = backend.spawn_many(&specs).await;
+        assert_eq!(opened.len(), 8);
+        for (i, p) in opened.iter().enumerate() {
+            let p = p.as_ref().expect("spawn");
+            assert_eq!(
+                pane_info(&h.tmux, p, "#{@swarm_member}"),
+                format!("m{}", i + 1)
+            );
+            assert_eq!(
+                pane_info(&h.tmux, p, "#{@swarm_nonce}"),
+                specs[i].mark.nonce
+            );
+        }
+        let calls = std::fs::read_to_string(&log).unwrap();
+        let opening: Vec<&str> = calls
+            .lines()
+            .filter(|l| l.contains("split-window") || l.contains("new-window"))
+            .collect();
+        assert_eq!(
+            opening.len(),
+            2,
+            "the column's 5 panes in one call, the other window's 3 in one:\n{calls}"
+        );
+        assert_eq!(opening[0].matches("split-window").count(), 5, "{calls}");
+        assert_eq!(opening[1].matches("split-window").count(), 2, "{calls}");
+        // Laid out exactly as the same panes opened one by one.
+        let other = h.session("one_by_one", (200, 50));
+        for i in 1..=8 {
+            h.backend
+                .spawn(&member_spec(&h, &other, i))
+                .await
+                .expect("spawn");
+        }
+        let many = team_layout(&h.tmux, &h.lead);
+        assert_eq!(many.len(), 9, "{many:#?}");
+        assert_eq!(many, team_layout(&h.tmux, &other));
+        h.after();
+    }
+
+    #[tokio::test]
+    async fn many_panes_stop_at_the_first_that_cannot_open_and_leave_none_after_it() {
+        let Some(h) = TmuxHarness::start("spawn_many_fails") else {
+            return;
+        };
+        let mut specs: Vec<SpawnSpec> = (1..=4).map(|i| member_spec(&h, &h.lead, i)).collect();
+        specs[2].cwd = h.tmux.dir.path().join("no-such-directory");
+        let opened = backend_many(&h, &specs).await;
+        assert_eq!(opened.len(), 3, "tried up to the failing one");
+        assert!(opened[0].is_ok() && opened[1].is_ok(), "{opened:?}");
+        assert!(opened[2].is_err());
+        let members: Vec<String> = h
+            .tmux
+            .ok(&["list-panes", "-a", "-F", "#{@swarm_member}"])
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect();
+        assert_eq!(members, ["m1", "m2"], "{}", h.tmux.dump());
+        h.after();
+    }
+
+    async fn backend_many(
+        h: &TmuxHarness,
+        specs: &[SpawnSpec],
+    ) -> Vec<swarm_backends::Result<PaneRef>> {
+        h.backend.spawn_many(specs).await
+    }
+
+    fn which_tmux() -> String {
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .map(|d| d.join("tmux"))
+            .find(|p| p.is_file())
+            .expect("tmux on PATH")
+            .display()
+            .to_string()
+    }
+
     #[tokio::test]
     async fn titles_and_colours_show_in_the_border() {
         let Some(h) = TmuxHarness::start("styling") else {

@@ -320,53 +320,172 @@ pub async fn spawn_members_locked(
 
     let mut registrar = Registrar::new(team, opened.record().tmux_socket);
     let mut spawned = Vec::with_capacity(reqs.len());
-    for (i, (req, p)) in reqs.iter().zip(&prepared).enumerate() {
-        match open_pane(team, opened, req, p).await {
-            Ok((pane, pid, passed)) => {
-                let apart = match opened.backend.layout() {
-                    Some(layout) => layout.placed_apart(&pane.id).await,
-                    None => None,
-                };
-                registrar
-                    .add(&req.name, &pane.id, pid, apart.clone())
-                    .await?;
-                tracing::info!(member = %req.name, pane = %pane, ?pid, "spawned");
-                spawned.push(Spawned {
-                    name: req.name.clone(),
-                    pane,
-                    pid,
-                    passed,
-                    apart,
-                });
-            }
-            Err(e) => {
-                // Nothing half-made stays behind: the reservation goes.
-                let registered = registrar.finish().await;
-                let mut gone: Vec<String> = vec![req.name.clone()];
-                gone.extend(
-                    prepared[i + 1..]
-                        .iter()
-                        .filter(|p| !p.existed)
-                        .map(|p| p.member.name.clone()),
-                );
-                let removed = roster.update(|tf| {
-                    tf.members.retain(|m| !gone.contains(&m.name));
-                    Ok(())
-                });
-                registered?;
-                if let Err(r) = removed {
-                    return Err(e.context(format!(
-                        "and the reservations of {} could not be removed ({r}); \
-                         the next `swarm up` spawns them",
-                        gone.join(", ")
-                    )));
+    let mut i = 0;
+    while i < reqs.len() {
+        // Members that open together (one backend call for the panes of a
+        // run: tmux puts a column of them in one `tmux` call), else one.
+        let run = (i..reqs.len())
+            .take_while(|&j| opens_with_others(opened, &reqs[j], &prepared[j]))
+            .count();
+        let mut openings = Vec::new();
+        let mut unprepared = None;
+        if run >= 2 {
+            for j in i..i + run {
+                match opening(team, opened, &reqs[j], &prepared[j]) {
+                    Ok(o) => openings.push(o),
+                    Err(e) => {
+                        unprepared = Some((j, e));
+                        break;
+                    }
                 }
-                return Err(e);
             }
         }
+        let outcome = if openings.is_empty() && unprepared.is_none() {
+            let one = open_pane(team, opened, &reqs[i], &prepared[i]).await;
+            vec![one]
+        } else {
+            open_together(opened, openings).await
+        };
+        let mut failed = None;
+        for (k, one) in outcome.into_iter().enumerate() {
+            let req = &reqs[i + k];
+            match one {
+                Ok((pane, pid, passed)) => {
+                    let apart = match opened.backend.layout() {
+                        Some(layout) => layout.placed_apart(&pane.id).await,
+                        None => None,
+                    };
+                    registrar
+                        .add(&req.name, &pane.id, pid, apart.clone())
+                        .await?;
+                    tracing::info!(member = %req.name, pane = %pane, ?pid, "spawned");
+                    spawned.push(Spawned {
+                        name: req.name.clone(),
+                        pane,
+                        pid,
+                        passed,
+                        apart,
+                    });
+                }
+                Err(e) => {
+                    failed = Some((i + k, e));
+                    break;
+                }
+            }
+        }
+        let failed = failed.or(unprepared);
+        let Some((at, e)) = failed else {
+            i += run.max(1);
+            continue;
+        };
+        // Nothing half-made stays behind: the reservation goes.
+        let registered = registrar.finish().await;
+        let mut gone: Vec<String> = vec![reqs[at].name.clone()];
+        gone.extend(
+            prepared[at + 1..]
+                .iter()
+                .filter(|p| !p.existed)
+                .map(|p| p.member.name.clone()),
+        );
+        let removed = roster.update(|tf| {
+            tf.members.retain(|m| !gone.contains(&m.name));
+            Ok(())
+        });
+        registered?;
+        if let Err(r) = removed {
+            return Err(e.context(format!(
+                "and the reservations of {} could not be removed ({r}); \
+                 the next `swarm up` spawns them",
+                gone.join(", ")
+            )));
+        }
+        return Err(e);
     }
     registrar.finish().await?;
     Ok(spawned)
+}
+
+/// What [`open_pane`] returns for one member: its pane, its pid where the
+/// backend gives one, the variables passed by name.
+type Opened = (PaneRef, Option<u32>, Vec<String>);
+
+/// Whether a member's pane can open in one backend call with others': a
+/// pane on this machine, placed where the session says, whose spawn
+/// writes nothing to its inbox first (that write would outlive a call
+/// that fails before its pane).
+fn opens_with_others(opened: &Session, req: &SpawnRequest, p: &Prepared) -> bool {
+    p.member.host().is_none() && opened.placement().is_some() && !writes_first_prompt(req, p)
+}
+
+/// Whether the spawn of `p` writes its first prompt to its inbox.
+fn writes_first_prompt(req: &SpawnRequest, p: &Prepared) -> bool {
+    (p.agent == Agent::Claude && (!p.resumed || req.prompt.is_some()) && p.member.prompt.is_some())
+        || (p.agent == Agent::Shell && req.prompt.is_some())
+}
+
+/// A local pane ready to open: its spec, the hand-off file written for it
+/// (removed again unless the pane opens), the variables passed by name.
+struct Opening {
+    spec: SpawnSpec,
+    handoff: Option<Handoff>,
+    passed: Vec<String>,
+}
+
+/// [`open_pane`]'s steps before the backend opens the pane, for a member
+/// that [`opens_with_others`].
+fn opening(team: &Team, opened: &Session, req: &SpawnRequest, p: &Prepared) -> Result<Opening> {
+    let member = &p.member;
+    let pane_env = crate::pane_env::member_pane(team, member)?;
+    let passed = pane_env.passed_names();
+    let cwd = PathBuf::from(member.cwd.clone().unwrap_or_default());
+    let gate = Gate::build(team, req, p.agent, &cwd, &pane_env)?;
+    let place = opened
+        .placement()
+        .context("no placement for a pane opened with others")?;
+    let mut spec = pane_spec(team, opened, req, member, &gate, cwd, place)?;
+    spec.env = pane_env.set;
+    let handoff = match pane_env.passed.is_empty() {
+        true => None,
+        false => {
+            tracing::info!(member = %req.name, names = ?passed, "passing variables by name");
+            Some(Handoff::write(gate.handoff, &pane_env.passed)?)
+        }
+    };
+    Ok(Opening {
+        spec,
+        handoff,
+        passed,
+    })
+}
+
+/// Opens the panes of `openings` in one backend call, in order, stopping
+/// at the first that fails (its error last).
+async fn open_together(opened: &Session, openings: Vec<Opening>) -> Vec<Result<Opened>> {
+    let specs: Vec<SpawnSpec> = openings.iter().map(|o| o.spec.clone()).collect();
+    let results = opened.backend.spawn_many(&specs).await;
+    let mut out = Vec::with_capacity(results.len());
+    for (o, r) in openings.into_iter().zip(results) {
+        let name = o.spec.mark.member.clone();
+        let pane = match r {
+            Ok(pane) => pane,
+            Err(e) => {
+                out.push(Err(
+                    anyhow::Error::from(e).context(format!("opening a pane for {name}"))
+                ));
+                break;
+            }
+        };
+        if let Some(h) = o.handoff {
+            h.taken_by_pane();
+        }
+        let pid = opened_pane(opened, &o.spec.placement, &pane).await;
+        let failed = pid.is_err();
+        out.push(pid.map(|pid| (pane, pid, o.passed)));
+        if failed {
+            break;
+        }
+    }
+    out
 }
 
 /// Checks `req` against the roster as it will be (`tf` holds the members
@@ -490,7 +609,7 @@ async fn open_pane(
     opened: &Session,
     req: &SpawnRequest,
     p: &Prepared,
-) -> Result<(PaneRef, Option<u32>, Vec<String>)> {
+) -> Result<Opened> {
     let member = &p.member;
     // Claude Code reads its first prompt from its inbox (signed by the lead);
     // the runtime's other presets take the role prompt from the roster.

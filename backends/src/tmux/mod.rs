@@ -208,6 +208,13 @@ impl TmuxBackend {
         }
     }
 
+    /// The same backend driving `program` as its tmux (tests wrap tmux to
+    /// see each call it makes).
+    pub fn with_program(mut self, program: impl Into<String>) -> Self {
+        self.program = program.into();
+        self
+    }
+
     /// A backend driving the tmux of another machine (`tmux` on that
     /// host's PATH) against `server` there, through `host` (DESIGN §13).
     /// Pane exits are not events there (a pidfd is of this kernel):
@@ -408,6 +415,31 @@ impl TmuxBackend {
         Ok(PaneRef::new(pane, spec.mark.nonce.clone()))
     }
 
+    /// Creates the ready file of each spec whose pane `panes` names (same
+    /// order), pushing each pane to `out`; on the first that cannot be
+    /// created, its error, and the panes from there on are closed (nothing
+    /// would start them). True when one failed.
+    async fn signal_all(
+        &self,
+        specs: &[SpawnSpec],
+        panes: &[PaneId],
+        out: &mut Vec<Result<PaneRef>>,
+    ) -> bool {
+        for (i, (spec, pane)) in specs.iter().zip(panes).enumerate() {
+            if let Err(e) = spec.signal_ready() {
+                let kills: Result<Vec<_>> = panes[i..].iter().map(panes::kill_pane).collect();
+                if let Ok(chain) = kills.and_then(commands::chain) {
+                    // The ready file's error is the one reported.
+                    let _ = self.invocation(chain).output().await;
+                }
+                out.push(Err(e));
+                return true;
+            }
+            out.push(Ok(PaneRef::new(pane.clone(), spec.mark.nonce.clone())));
+        }
+        false
+    }
+
     /// The row of `pane` if it carries `nonce`; `Ok(None)` when the pane is
     /// gone; [`BackendError::NotOurs`] when a pane with that id lacks it.
     async fn own_row(&self, pane: &PaneRef) -> Result<Option<panes::PaneRow>> {
@@ -602,6 +634,63 @@ impl PaneBackendExecutor for TmuxBackend {
 
     async fn spawn(&self, spec: &SpawnSpec) -> Result<PaneRef> {
         self.spawn_marked(spec).await
+    }
+
+    /// Specs placed beside the same lead go into its column with one tmux
+    /// call ([`TmuxBackend::spawn_column`]: an `up` of 8 opened 8 panes
+    /// with 8 clients); what does not fit there, and any other spec, opens
+    /// one by one.
+    async fn spawn_many(&self, specs: &[SpawnSpec]) -> Vec<Result<PaneRef>> {
+        let mut out = Vec::with_capacity(specs.len());
+        let mut at = 0;
+        // The lead's column first, then a new overflow window, each tried
+        // once; what neither takes opens one by one.
+        let mut tried = 0;
+        while at < specs.len() {
+            if tried < 2
+                && self.host.is_none()
+                && let Placement::RightOfLead { lead } = &specs[at].placement
+            {
+                let run = specs[at..]
+                    .iter()
+                    .take_while(
+                        |s| matches!(&s.placement, Placement::RightOfLead { lead: l } if l == lead),
+                    )
+                    .count();
+                let some = &specs[at..at + run];
+                let opened = match (run >= 2 && self.check_version().await.is_ok(), tried) {
+                    (false, _) => Ok(Vec::new()),
+                    (true, 0) => self.spawn_column(lead, some).await,
+                    (true, _) => self.spawn_overflow_window(lead, some).await,
+                };
+                tried += 1;
+                // Nothing opened, or a failure (every pane of it closed):
+                // one by one, which reports each spec's own error.
+                if let Ok(panes) = opened
+                    && !panes.is_empty()
+                {
+                    let n = panes.len();
+                    let failed = self.signal_all(&specs[at..at + n], &panes, &mut out).await;
+                    if failed {
+                        return out;
+                    }
+                    at += n;
+                    continue;
+                }
+                if tried == 1 {
+                    // The column took none: the overflow window next.
+                    continue;
+                }
+            }
+            let opened = self.spawn(&specs[at]).await;
+            let failed = opened.is_err();
+            out.push(opened);
+            if failed {
+                break;
+            }
+            at += 1;
+        }
+        out
     }
 
     async fn status(&self, panes: &[PaneRef]) -> Result<Vec<(PaneId, PaneStatus)>> {

@@ -79,6 +79,84 @@ pub fn restore_focus() -> Vec<String> {
     vec!["last-pane".to_string()]
 }
 
+/// [`restore_focus`] in the window `window` names (an id `@N`, or
+/// `=session:index`): the new pane becomes that window's last pane
+/// (`{last}`).
+pub fn restore_focus_in(window: &str) -> Result<Vec<String>> {
+    Ok(vec![
+        "last-pane".to_string(),
+        "-t".to_string(),
+        check_window(window)?.to_string(),
+    ])
+}
+
+/// `split-window -v` below the last pane of the window `window` names (as
+/// for [`restore_focus_in`]): in a command list, after a split and
+/// [`restore_focus_in`], the pane that split made, whose id the list
+/// cannot name.
+pub fn split_below_last(window: &str, launch: &Launch<'_>) -> Result<Vec<String>> {
+    split_below_target(&format!("{}.{{last}}", check_window(window)?), launch)
+}
+
+/// `split-window -v` of the active pane of the window `window` names: a
+/// window just opened, whose only pane has no id the list can name.
+pub fn split_below_active(window: &str, launch: &Launch<'_>) -> Result<Vec<String>> {
+    split_below_target(check_window(window)?, launch)
+}
+
+fn split_below_target(target: &str, launch: &Launch<'_>) -> Result<Vec<String>> {
+    let mut argv = vec![
+        "split-window".to_string(),
+        "-P".to_string(),
+        "-F".to_string(),
+        PANE_ID_FORMAT.to_string(),
+        "-t".to_string(),
+        target.to_string(),
+        "-v".to_string(),
+    ];
+    launch.push_into(&mut argv);
+    Ok(argv)
+}
+
+/// A window target swarm made: a tmux window id (`@` and digits) or
+/// `=session:index` ([`super::commands::window_target`]).
+fn check_window(target: &str) -> Result<&str> {
+    let id = target
+        .strip_prefix('@')
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
+    let indexed = target
+        .strip_prefix('=')
+        .and_then(|t| t.rsplit_once(':'))
+        .is_some_and(|(session, index)| {
+            !session.is_empty()
+                && !session.contains(['.', ':'])
+                && !index.is_empty()
+                && index.bytes().all(|b| b.is_ascii_digit())
+        });
+    if id || indexed {
+        check_arg(target).map(|_| target)
+    } else {
+        Err(BackendError::invalid(
+            "tmux window",
+            target,
+            "expected @ and digits, or =session:index",
+        ))
+    }
+}
+
+/// The pane ids a command list of splits printed (each `-P -F
+/// '#{pane_id}'` line alone), in order; other lines (listings) skipped.
+pub fn printed_pane_ids(stdout: &str) -> Vec<PaneId> {
+    stdout
+        .lines()
+        .filter(|l| {
+            l.strip_prefix('%')
+                .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .map(PaneId::new)
+        .collect()
+}
+
 /// The commands that finish a new pane in the very invocation that created
 /// it: its mark (`@swarm_team`, `@swarm_member`, `@swarm_nonce`), its
 /// output appended to `output` (`pipe-pane -O`), `remain-on-exit` (so its

@@ -9,8 +9,8 @@ use super::layout::{self, WindowPane};
 use super::panes::{self, Launch, Split};
 use super::{Finish, LEAD_PERCENT, MIN_COLS, MIN_ROWS, SplitError, TmuxBackend};
 use super::{commands, options, sessions};
-use crate::PaneId;
 use crate::error::{BackendError, Result};
+use crate::{PaneId, SpawnSpec};
 
 /// Where the next teammate goes beside the lead.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -278,6 +278,248 @@ impl TmuxBackend {
             self.state.lock().await.window = Some((lead.clone(), after));
         }
         Ok(pane)
+    }
+
+    /// Opens panes for `specs` (each placed beside `lead`) in the lead's
+    /// column with one tmux call: as many as the column takes, each split
+    /// planned as [`split_beside`](Self::split_beside) would plan it after
+    /// the one before, and finished, the focus given back and the window
+    /// laid out after each, as one split would. Returns the ids opened, in
+    /// order; empty (nothing opened) when fewer than two fit, and the
+    /// caller opens them one by one. A call that fails closes every pane it
+    /// opened before it returns the error.
+    pub(super) async fn spawn_column(
+        &self,
+        lead: &PaneId,
+        specs: &[SpawnSpec],
+    ) -> Result<Vec<PaneId>> {
+        let cached = {
+            let mut state = self.state.lock().await;
+            match state.window.take() {
+                Some((l, w)) if &l == lead => Some(w),
+                other => {
+                    state.window = other;
+                    None
+                }
+            }
+        };
+        let window = match cached {
+            Some(w) => w,
+            None => self.window_of(lead).await?,
+        };
+        let Some(lead_row) = window.iter().find(|p| &p.pane == lead).cloned() else {
+            return Ok(Vec::new());
+        };
+        // Each split planned on the window as the ones before leave it.
+        let mut planned = window.clone();
+        let mut plans = Vec::new();
+        for _ in specs {
+            match plan_split(&planned, lead) {
+                SplitPlan::Overflow => break,
+                plan => plans.push(plan),
+            }
+            planned.push(WindowPane {
+                pane: PaneId::new("%0"),
+                ..lead_row.clone()
+            });
+        }
+        if plans.len() < 2 {
+            self.state.lock().await.window = Some((lead.clone(), window));
+            return Ok(Vec::new());
+        }
+        let w = lead_row.window_id.as_str();
+        let home = self.state.lock().await.home_window.as_deref() == Some(w);
+        let mut cmds = Vec::new();
+        for (k, (spec, plan)) in specs.iter().zip(&plans).enumerate() {
+            spec.validate()?;
+            let argv = spec.exact_env_argv();
+            let launch = Launch {
+                cwd: &spec.cwd,
+                env: &spec.env,
+                argv: &argv,
+            };
+            let split = match (k, plan) {
+                (0, SplitPlan::First) => {
+                    if !home {
+                        // As `split_beside`: the user's window option saved.
+                        let shown = self.tmux(options::show_window_options(lead)?).await?;
+                        cmds.extend(options::save_border(lead, &shown.stdout)?);
+                        cmds.push(options::border_status_top(Some(commands::check_pane_id(
+                            lead,
+                        )?)));
+                    }
+                    panes::split_window(
+                        lead,
+                        Split::Horizontal {
+                            percent: (100 - LEAD_PERCENT) as u8,
+                        },
+                        &launch,
+                    )?
+                }
+                (0, SplitPlan::Column { below }) => {
+                    panes::split_window(below, Split::Vertical, &launch)?
+                }
+                // Below the pane the split before made: the window's last
+                // pane once the focus went back.
+                _ => panes::split_below_last(w, &launch)?,
+            };
+            cmds.push(split);
+            cmds.extend(panes::finish_pane(
+                None,
+                &spec.mark,
+                &spec.title,
+                spec.color.as_deref(),
+                spec.output.as_deref(),
+            )?);
+            cmds.push(panes::restore_focus_in(w)?);
+            cmds.push(layout::select_layout(w, "main-vertical"));
+            cmds.push(layout::resize_pane_width(
+                lead,
+                lead_row.window_width * LEAD_PERCENT / 100,
+            )?);
+        }
+        cmds.push(layout::list_window_panes(lead)?);
+        self.state.lock().await.lead = Some(lead.clone());
+        let inv = self.invocation(commands::chain(cmds)?);
+        let out = inv.output().await?;
+        let opened = panes::printed_pane_ids(&out.stdout);
+        if !out.success() || opened.len() != plans.len() {
+            if !opened.is_empty() {
+                let kills = opened
+                    .iter()
+                    .map(panes::kill_pane)
+                    .collect::<Result<Vec<_>>>()?;
+                // The split's own failure is the error reported.
+                let _ = self.invocation(commands::chain(kills)?).output().await;
+            }
+            return Err(inv.failed(&out));
+        }
+        let listing: Vec<&str> = out.stdout.lines().filter(|l| l.contains(' ')).collect();
+        if let Ok(after) = layout::parse_window_panes(&listing.join("\n"))
+            && after.iter().any(|p| &p.pane == lead)
+        {
+            self.state.lock().await.window = Some((lead.clone(), after));
+        }
+        Ok(opened)
+    }
+
+    /// Opens panes for `specs` (placed beside `lead`, whose column is
+    /// full) in a new overflow window with one tmux call: the window, then
+    /// as many splits as keep its tiled panes readable (planned on the lead
+    /// window's size, which a window of the same session has), each
+    /// finished, the focus given back and the window tiled after each, as
+    /// [`spawn_overflow`](Self::spawn_overflow) does one at a time. Only
+    /// while no overflow window is known (a burst's first); returns the ids
+    /// opened, in order, or empty (nothing opened) when fewer than two go,
+    /// and the caller opens them one by one. A call that fails closes every
+    /// pane it opened before it returns the error.
+    pub(super) async fn spawn_overflow_window(
+        &self,
+        lead: &PaneId,
+        specs: &[SpawnSpec],
+    ) -> Result<Vec<PaneId>> {
+        let cached = match &self.state.lock().await.window {
+            Some((l, w)) if l == lead => Some(w.clone()),
+            _ => None,
+        };
+        let window = match cached {
+            Some(w) => w,
+            None => self.window_of(lead).await?,
+        };
+        let Some(lead_row) = window.iter().find(|p| &p.pane == lead).cloned() else {
+            return Ok(Vec::new());
+        };
+        let session = lead_row.session.clone();
+        let (known, guess) = {
+            let state = self.state.lock().await;
+            let guess = match &state.next_window {
+                Some((s, index)) if *s == session => Some(*index),
+                _ => None,
+            };
+            (state.overflow.is_some(), guess)
+        };
+        if known || !matches!(plan_split(&window, lead), SplitPlan::Overflow) {
+            return Ok(Vec::new());
+        }
+        let (w, h) = (lead_row.window_width, lead_row.window_height);
+        let fit = (1..specs.len())
+            .take_while(|&k| tiled_fits(w, h, k as u32))
+            .count()
+            + 1;
+        if fit < 2 {
+            return Ok(Vec::new());
+        }
+        let index = match guess {
+            Some(i) => i,
+            None => self.next_window_index(&session).await?,
+        };
+        let target = commands::window_target(&session, Some(index))?;
+        let mut cmds = Vec::new();
+        for (k, spec) in specs[..fit].iter().enumerate() {
+            spec.validate()?;
+            let argv = spec.exact_env_argv();
+            let launch = Launch {
+                cwd: &spec.cwd,
+                env: &spec.env,
+                argv: &argv,
+            };
+            if k == 0 {
+                cmds.push(sessions::new_window(&session, index, "swarm", &launch)?);
+                cmds.push(options::set_window_remain_on_exit(&target, true));
+                cmds.push(options::border_status_top(Some(&target)));
+                cmds.extend(panes::finish_pane(
+                    Some(&target),
+                    &spec.mark,
+                    &spec.title,
+                    spec.color.as_deref(),
+                    spec.output.as_deref(),
+                )?);
+                continue;
+            }
+            cmds.push(match k {
+                // The window's only pane is its active one.
+                1 => panes::split_below_active(&target, &launch)?,
+                _ => panes::split_below_last(&target, &launch)?,
+            });
+            cmds.extend(panes::finish_pane(
+                None,
+                &spec.mark,
+                &spec.title,
+                spec.color.as_deref(),
+                spec.output.as_deref(),
+            )?);
+            cmds.push(panes::restore_focus_in(&target)?);
+            cmds.push(layout::select_layout(&target, "tiled"));
+        }
+        cmds.push(layout::list_panes_window(&target));
+        let inv = self.invocation(commands::chain(cmds)?);
+        let out = inv.output().await?;
+        let opened = panes::printed_pane_ids(&out.stdout);
+        if !out.success() || opened.len() != fit {
+            if !opened.is_empty() {
+                let kills = opened
+                    .iter()
+                    .map(panes::kill_pane)
+                    .collect::<Result<Vec<_>>>()?;
+                // The window's own failure is the error reported.
+                let _ = self.invocation(commands::chain(kills)?).output().await;
+            }
+            return Err(inv.failed(&out));
+        }
+        let listing: Vec<&str> = out.stdout.lines().filter(|l| l.contains(' ')).collect();
+        let after = layout::parse_window_panes(&listing.join("\n"))?;
+        {
+            let mut state = self.state.lock().await;
+            state.next_window = Some((session, index + 1));
+            if let Some(row) = after.first() {
+                state.overflow = Some(row.window_id.clone());
+            }
+            state.overflow_panes = Some(after);
+        }
+        for pane in &opened {
+            self.note_apart(pane, index).await;
+        }
+        Ok(opened)
     }
 
     /// A teammate's pane in the overflow window, tiled there while panes
