@@ -856,7 +856,8 @@ impl PaneBackendExecutor for TmuxBackend {
                 }
             }
             self.reap_lost_child(pid).await;
-            tokio::time::sleep(process::POLL).await;
+            // Reaped at once after the poke, as a rule: no fixed pause.
+            reaped_within(pid, process::POLL).await;
         }
     }
 
