@@ -55,13 +55,19 @@ pub enum Split {
 /// pane; [`restore_focus`] gives the focus back in the same list, so the
 /// user never sees it move (the window's session is not switched).
 pub fn split_window(target: &PaneId, split: Split, launch: &Launch<'_>) -> Result<Vec<String>> {
+    Ok(split_at(check_pane_id(target)?, split, launch))
+}
+
+/// `split-window -P -F '#{pane_id}' -t TARGET` (`target` checked by the
+/// caller) split as `split` says, then the launch.
+fn split_at(target: &str, split: Split, launch: &Launch<'_>) -> Vec<String> {
     let mut argv = vec![
         "split-window".to_string(),
         "-P".to_string(),
         "-F".to_string(),
         PANE_ID_FORMAT.to_string(),
         "-t".to_string(),
-        check_pane_id(target)?.to_string(),
+        target.to_string(),
     ];
     match split {
         Split::Horizontal { percent } => {
@@ -70,7 +76,7 @@ pub fn split_window(target: &PaneId, split: Split, launch: &Launch<'_>) -> Resul
         Split::Vertical => argv.push("-v".to_string()),
     }
     launch.push_into(&mut argv);
-    Ok(argv)
+    argv
 }
 
 /// `last-pane`: after a [`split_window`] (which focused the new pane), the
@@ -95,27 +101,14 @@ pub fn restore_focus_in(window: &str) -> Result<Vec<String>> {
 /// [`restore_focus_in`], the pane that split made, whose id the list
 /// cannot name.
 pub fn split_below_last(window: &str, launch: &Launch<'_>) -> Result<Vec<String>> {
-    split_below_target(&format!("{}.{{last}}", check_window(window)?), launch)
+    let target = format!("{}.{{last}}", check_window(window)?);
+    Ok(split_at(&target, Split::Vertical, launch))
 }
 
 /// `split-window -v` of the active pane of the window `window` names: a
 /// window just opened, whose only pane has no id the list can name.
 pub fn split_below_active(window: &str, launch: &Launch<'_>) -> Result<Vec<String>> {
-    split_below_target(check_window(window)?, launch)
-}
-
-fn split_below_target(target: &str, launch: &Launch<'_>) -> Result<Vec<String>> {
-    let mut argv = vec![
-        "split-window".to_string(),
-        "-P".to_string(),
-        "-F".to_string(),
-        PANE_ID_FORMAT.to_string(),
-        "-t".to_string(),
-        target.to_string(),
-        "-v".to_string(),
-    ];
-    launch.push_into(&mut argv);
-    Ok(argv)
+    Ok(split_at(check_window(window)?, Split::Vertical, launch))
 }
 
 /// A window target swarm made: a tmux window id (`@` and digits) or

@@ -380,22 +380,8 @@ impl TmuxBackend {
         }
         cmds.push(layout::list_window_panes(lead)?);
         self.state.lock().await.lead = Some(lead.clone());
-        let inv = self.invocation(commands::chain(cmds)?);
-        let out = inv.output().await?;
-        let opened = panes::printed_pane_ids(&out.stdout);
-        if !out.success() || opened.len() != plans.len() {
-            if !opened.is_empty() {
-                let kills = opened
-                    .iter()
-                    .map(panes::kill_pane)
-                    .collect::<Result<Vec<_>>>()?;
-                // The split's own failure is the error reported.
-                let _ = self.invocation(commands::chain(kills)?).output().await;
-            }
-            return Err(inv.failed(&out));
-        }
-        let listing: Vec<&str> = out.stdout.lines().filter(|l| l.contains(' ')).collect();
-        if let Ok(after) = layout::parse_window_panes(&listing.join("\n"))
+        let (opened, listing) = self.run_opening(cmds, plans.len()).await?;
+        if let Ok(after) = layout::parse_window_panes(&listing)
             && after.iter().any(|p| &p.pane == lead)
         {
             self.state.lock().await.window = Some((lead.clone(), after));
@@ -492,22 +478,8 @@ impl TmuxBackend {
             cmds.push(layout::select_layout(&target, "tiled"));
         }
         cmds.push(layout::list_panes_window(&target));
-        let inv = self.invocation(commands::chain(cmds)?);
-        let out = inv.output().await?;
-        let opened = panes::printed_pane_ids(&out.stdout);
-        if !out.success() || opened.len() != fit {
-            if !opened.is_empty() {
-                let kills = opened
-                    .iter()
-                    .map(panes::kill_pane)
-                    .collect::<Result<Vec<_>>>()?;
-                // The window's own failure is the error reported.
-                let _ = self.invocation(commands::chain(kills)?).output().await;
-            }
-            return Err(inv.failed(&out));
-        }
-        let listing: Vec<&str> = out.stdout.lines().filter(|l| l.contains(' ')).collect();
-        let after = layout::parse_window_panes(&listing.join("\n"))?;
+        let (opened, listing) = self.run_opening(cmds, fit).await?;
+        let after = layout::parse_window_panes(&listing)?;
         {
             let mut state = self.state.lock().await;
             state.next_window = Some((session, index + 1));
@@ -520,6 +492,33 @@ impl TmuxBackend {
             self.note_apart(pane, index).await;
         }
         Ok(opened)
+    }
+
+    /// Runs a command list that opens `panes` panes (each split or window
+    /// printing its id) and ends with a listing; returns the ids in order
+    /// and the listing's lines. If it fails, or opens another number, every
+    /// pane it opened is closed and its error returned.
+    async fn run_opening(
+        &self,
+        cmds: Vec<Vec<String>>,
+        panes: usize,
+    ) -> Result<(Vec<PaneId>, String)> {
+        let inv = self.invocation(commands::chain(cmds)?);
+        let out = inv.output().await?;
+        let opened = panes::printed_pane_ids(&out.stdout);
+        if !out.success() || opened.len() != panes {
+            if !opened.is_empty() {
+                let kills = opened
+                    .iter()
+                    .map(panes::kill_pane)
+                    .collect::<Result<Vec<_>>>()?;
+                // The list's own failure is the error reported.
+                let _ = self.invocation(commands::chain(kills)?).output().await;
+            }
+            return Err(inv.failed(&out));
+        }
+        let listing: Vec<&str> = out.stdout.lines().filter(|l| l.contains(' ')).collect();
+        Ok((opened, listing.join("\n")))
     }
 
     /// A teammate's pane in the overflow window, tiled there while panes
