@@ -150,6 +150,17 @@ pub fn printed_pane_ids(stdout: &str) -> Vec<PaneId> {
         .collect()
 }
 
+/// [`finish_pane`] with `spec`'s mark, title, colour and output file.
+pub fn finish_spec(target: Option<&str>, spec: &crate::SpawnSpec) -> Result<Vec<Vec<String>>> {
+    finish_pane(
+        target,
+        &spec.mark,
+        &spec.title,
+        spec.color.as_deref(),
+        spec.output.as_deref(),
+    )
+}
+
 /// The commands that finish a new pane in the very invocation that created
 /// it: its mark (`@swarm_team`, `@swarm_member`, `@swarm_nonce`), its
 /// output appended to `output` (`pipe-pane -O`), `remain-on-exit` (so its

@@ -220,36 +220,7 @@ impl TmuxBackend {
         let (session, window_width) = (lead_row.session.clone(), lead_row.window_width);
         self.state.lock().await.lead = Some(lead.clone());
         let mut cmds = match plan_split(&window, lead) {
-            SplitPlan::First
-                if self.state.lock().await.home_window.as_ref() == Some(&lead_row.window_id) =>
-            {
-                // The home session's window: swarm made it, titles on.
-                vec![panes::split_window(
-                    lead,
-                    Split::Horizontal {
-                        percent: (100 - LEAD_PERCENT) as u8,
-                    },
-                    launch,
-                )?]
-            }
-            SplitPlan::First => {
-                // The lead's window may be the user's: only pane options
-                // go on the new pane, and the one window option swarm needs
-                // (titles on the borders) is saved first, for restore_host.
-                let shown = self.tmux(options::show_window_options(lead)?).await?;
-                let mut cmds = options::save_border(lead, &shown.stdout)?;
-                cmds.push(options::border_status_top(Some(commands::check_pane_id(
-                    lead,
-                )?)));
-                cmds.push(panes::split_window(
-                    lead,
-                    Split::Horizontal {
-                        percent: (100 - LEAD_PERCENT) as u8,
-                    },
-                    launch,
-                )?);
-                cmds
-            }
+            SplitPlan::First => self.first_split(lead, &lead_row.window_id, launch).await?,
             SplitPlan::Column { below } => {
                 vec![panes::split_window(&below, Split::Vertical, launch)?]
             }
@@ -278,6 +249,36 @@ impl TmuxBackend {
             self.state.lock().await.window = Some((lead.clone(), after));
         }
         Ok(pane)
+    }
+
+    /// The commands of the first split beside `lead` (alone in window
+    /// `window_id`): side by side, the lead keeping ~35%. The lead's window
+    /// may be the user's: only pane options go on the new pane, and the
+    /// one window option swarm needs (titles on the borders) is saved
+    /// first, for restore_host; the home session's window, which swarm
+    /// made with titles on, needs neither.
+    async fn first_split(
+        &self,
+        lead: &PaneId,
+        window_id: &str,
+        launch: &Launch<'_>,
+    ) -> Result<Vec<Vec<String>>> {
+        let mut cmds = Vec::new();
+        if self.state.lock().await.home_window.as_deref() != Some(window_id) {
+            let shown = self.tmux(options::show_window_options(lead)?).await?;
+            cmds.extend(options::save_border(lead, &shown.stdout)?);
+            cmds.push(options::border_status_top(Some(commands::check_pane_id(
+                lead,
+            )?)));
+        }
+        cmds.push(panes::split_window(
+            lead,
+            Split::Horizontal {
+                percent: (100 - LEAD_PERCENT) as u8,
+            },
+            launch,
+        )?);
+        Ok(cmds)
     }
 
     /// Opens panes for `specs` (each placed beside `lead`) in the lead's
@@ -328,7 +329,6 @@ impl TmuxBackend {
             return Ok(Vec::new());
         }
         let w = lead_row.window_id.as_str();
-        let home = self.state.lock().await.home_window.as_deref() == Some(w);
         let mut cmds = Vec::new();
         for (k, (spec, plan)) in specs.iter().zip(&plans).enumerate() {
             spec.validate()?;
@@ -339,38 +339,16 @@ impl TmuxBackend {
                 argv: &argv,
             };
             let split = match (k, plan) {
-                (0, SplitPlan::First) => {
-                    if !home {
-                        // As `split_beside`: the user's window option saved.
-                        let shown = self.tmux(options::show_window_options(lead)?).await?;
-                        cmds.extend(options::save_border(lead, &shown.stdout)?);
-                        cmds.push(options::border_status_top(Some(commands::check_pane_id(
-                            lead,
-                        )?)));
-                    }
-                    panes::split_window(
-                        lead,
-                        Split::Horizontal {
-                            percent: (100 - LEAD_PERCENT) as u8,
-                        },
-                        &launch,
-                    )?
-                }
+                (0, SplitPlan::First) => self.first_split(lead, w, &launch).await?,
                 (0, SplitPlan::Column { below }) => {
-                    panes::split_window(below, Split::Vertical, &launch)?
+                    vec![panes::split_window(below, Split::Vertical, &launch)?]
                 }
                 // Below the pane the split before made: the window's last
                 // pane once the focus went back.
-                _ => panes::split_below_last(w, &launch)?,
+                _ => vec![panes::split_below_last(w, &launch)?],
             };
-            cmds.push(split);
-            cmds.extend(panes::finish_pane(
-                None,
-                &spec.mark,
-                &spec.title,
-                spec.color.as_deref(),
-                spec.output.as_deref(),
-            )?);
+            cmds.extend(split);
+            cmds.extend(panes::finish_spec(None, spec)?);
             cmds.push(panes::restore_focus_in(w)?);
             cmds.push(layout::select_layout(w, "main-vertical"));
             cmds.push(layout::resize_pane_width(
@@ -453,13 +431,7 @@ impl TmuxBackend {
                 cmds.push(sessions::new_window(&session, index, "swarm", &launch)?);
                 cmds.push(options::set_window_remain_on_exit(&target, true));
                 cmds.push(options::border_status_top(Some(&target)));
-                cmds.extend(panes::finish_pane(
-                    Some(&target),
-                    &spec.mark,
-                    &spec.title,
-                    spec.color.as_deref(),
-                    spec.output.as_deref(),
-                )?);
+                cmds.extend(panes::finish_spec(Some(&target), spec)?);
                 continue;
             }
             cmds.push(match k {
@@ -467,13 +439,7 @@ impl TmuxBackend {
                 1 => panes::split_below_active(&target, &launch)?,
                 _ => panes::split_below_last(&target, &launch)?,
             });
-            cmds.extend(panes::finish_pane(
-                None,
-                &spec.mark,
-                &spec.title,
-                spec.color.as_deref(),
-                spec.output.as_deref(),
-            )?);
+            cmds.extend(panes::finish_spec(None, spec)?);
             cmds.push(panes::restore_focus_in(&target)?);
             cmds.push(layout::select_layout(&target, "tiled"));
         }
