@@ -197,14 +197,21 @@ fn with_no_file_watcher_to_be_had_the_team_still_delivers_and_says_who_polls() {
         "doctor does not say who polls:\n{}",
         doctor.explain()
     );
+    let told: Vec<Entry> = lead_inbox(&sb)
+        .into_iter()
+        .filter(|e| e.text.contains("polls every second"))
+        .collect();
     assert_eq!(
-        lead_inbox(&sb)
-            .iter()
-            .filter(|e| e.text.contains("polls every second"))
-            .count(),
+        told.len(),
         1,
         "the lead hears once that the team watcher polls\n{}",
         explain(&sb, &names)
+    );
+    // The dialog shows the sender beside the text: not again in it.
+    assert!(
+        !told[0].text.starts_with(&format!("{}:", told[0].from)),
+        "{:?}",
+        told[0].text
     );
 }
 

@@ -679,8 +679,8 @@ fn write_status(team: &Team, me: &str, polling: Option<&str>) {
 /// A plain message to the lead, so its dialog shows why someone polls.
 pub(super) fn tell_lead(team: &Team, me: &str, text: &str) {
     let lead = crate::names::LEAD_NAME;
-    let summary = format!("{me}: polling for messages");
-    if let Err(e) = team.send_text(me, lead, &format!("{me}: {text}"), Some(&summary), true) {
+    // The sender is shown beside the text: not repeated in it.
+    if let Err(e) = team.send_text(me, lead, text, Some("polling for messages"), true) {
         tracing::warn!(error = %format!("{e:#}"), "could not tell the lead");
     }
 }
