@@ -768,17 +768,17 @@ mod tmux_live {
                 "-t",
                 &format!("={session}"),
                 "-F",
-                "#{@swarm_member}|#{window_id}|#{pane_index}|#{pane_left},#{pane_top}|#{pane_width}x#{pane_height}|#{pane_active}|#{pane_title}",
+                "#{@swarm_member}|#{window_id}|#{window_index}|#{pane_index}|#{pane_left},#{pane_top}|#{pane_width}x#{pane_height}|#{pane_active}|#{pane_title}",
             ])
             .lines()
-            .map(|l| l.replace(&lead_window, "lead-window"))
             .map(|l| {
-                // Another window's id differs between sessions: only that
-                // it is another one counts.
+                // Window ids differ between sessions: the lead's window, or
+                // another by its index.
                 let mut f: Vec<String> = l.split('|').map(str::to_string).collect();
-                if f[1] != "lead-window" {
-                    f[1] = "other-window".to_string();
-                }
+                f[1] = match f[1] == lead_window {
+                    true => "lead-window".to_string(),
+                    false => format!("window {}", f[2]),
+                };
                 f.join("|")
             })
             .collect();
@@ -850,6 +850,34 @@ mod tmux_live {
         }
         let many = team_layout(&h.tmux, &h.lead);
         assert_eq!(many.len(), 9, "{many:#?}");
+        assert_eq!(many, team_layout(&h.tmux, &other));
+        h.after();
+    }
+
+    #[tokio::test]
+    async fn bursts_of_panes_fill_the_overflow_windows_as_one_by_one() {
+        let Some(h) = TmuxHarness::start("spawn_bursts") else {
+            return;
+        };
+        // 7: the column and a window of 2; 3 more into that window while it
+        // has room; 14 more: that window full, then new ones.
+        let mut i = 0;
+        for burst in [7, 3, 14] {
+            let specs: Vec<SpawnSpec> = (i + 1..=i + burst)
+                .map(|k| member_spec(&h, &h.lead, k))
+                .collect();
+            i += burst;
+            for p in h.backend.spawn_many(&specs).await {
+                p.expect("spawn");
+            }
+        }
+        let other = h.session("one_by_one", (200, 50));
+        let one = TmuxBackend::new(backend_server(&h.tmux));
+        for k in 1..=i {
+            one.spawn(&member_spec(&h, &other, k)).await.expect("spawn");
+        }
+        let many = team_layout(&h.tmux, &h.lead);
+        assert_eq!(many.len(), i + 1, "{many:#?}");
         assert_eq!(many, team_layout(&h.tmux, &other));
         h.after();
     }

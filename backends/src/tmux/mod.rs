@@ -638,16 +638,17 @@ impl PaneBackendExecutor for TmuxBackend {
 
     /// Specs placed beside the same lead go into its column with one tmux
     /// call ([`TmuxBackend::spawn_column`]: an `up` of 8 opened 8 panes
-    /// with 8 clients); what does not fit there, and any other spec, opens
-    /// one by one.
+    /// with 8 clients), then into overflow windows with one call each
+    /// ([`TmuxBackend::spawn_overflow_window`]); what does not go there,
+    /// and any other spec, opens one by one.
     async fn spawn_many(&self, specs: &[SpawnSpec]) -> Vec<Result<PaneRef>> {
         let mut out = Vec::with_capacity(specs.len());
         let mut at = 0;
-        // The lead's column first, then a new overflow window, each tried
-        // once; what neither takes opens one by one.
-        let mut tried = 0;
+        // The lead's column first (once), then overflow windows while
+        // they take two or more; what they do not take opens one by one.
+        let (mut column_tried, mut windows_done) = (false, false);
         while at < specs.len() {
-            if tried < 2
+            if !windows_done
                 && self.host.is_none()
                 && let Placement::RightOfLead { lead } = &specs[at].placement
             {
@@ -658,12 +659,13 @@ impl PaneBackendExecutor for TmuxBackend {
                     )
                     .count();
                 let some = &specs[at..at + run];
-                let opened = match (run >= 2 && self.check_version().await.is_ok(), tried) {
+                let column = !column_tried;
+                column_tried = true;
+                let opened = match (run >= 2 && self.check_version().await.is_ok(), column) {
                     (false, _) => Ok(Vec::new()),
-                    (true, 0) => self.spawn_column(lead, some).await,
-                    (true, _) => self.spawn_overflow_window(lead, some).await,
+                    (true, true) => self.spawn_column(lead, some).await,
+                    (true, false) => self.spawn_overflow_window(lead, some).await,
                 };
-                tried += 1;
                 // Nothing opened, or a failure (every pane of it closed):
                 // one by one, which reports each spec's own error.
                 if let Ok(panes) = opened
@@ -677,10 +679,11 @@ impl PaneBackendExecutor for TmuxBackend {
                     at += n;
                     continue;
                 }
-                if tried == 1 {
-                    // The column took none: the overflow window next.
+                if column {
+                    // The column took none: the overflow windows next.
                     continue;
                 }
+                windows_done = true;
             }
             let opened = self.spawn(&specs[at]).await;
             let failed = opened.is_err();

@@ -368,15 +368,15 @@ impl TmuxBackend {
     }
 
     /// Opens panes for `specs` (placed beside `lead`, whose column is
-    /// full) in a new overflow window with one tmux call: the window, then
-    /// as many splits as keep its tiled panes readable (planned on the lead
-    /// window's size, which a window of the same session has), each
-    /// finished, the focus given back and the window tiled after each, as
-    /// [`spawn_overflow`](Self::spawn_overflow) does one at a time. Only
-    /// while no overflow window is known (a burst's first); returns the ids
-    /// opened, in order, or empty (nothing opened) when fewer than two go,
-    /// and the caller opens them one by one. A call that fails closes every
-    /// pane it opened before it returns the error.
+    /// full) in the overflow window with one tmux call: into the one this
+    /// backend last filled while it has room, else a new one (planned on
+    /// the lead window's size, which a window of the same session has), as
+    /// many as keep its tiled panes readable, each finished, the focus
+    /// given back and the window tiled after each, as
+    /// [`spawn_overflow`](Self::spawn_overflow) does one at a time. Returns
+    /// the ids opened, in order, or empty (nothing opened) when fewer than
+    /// two go, and the caller opens them one by one. A call that fails
+    /// closes every pane it opened before it returns the error.
     pub(super) async fn spawn_overflow_window(
         &self,
         lead: &PaneId,
@@ -394,17 +394,73 @@ impl TmuxBackend {
             return Ok(Vec::new());
         };
         let session = lead_row.session.clone();
-        let (known, guess) = {
+        let (known, listed, guess) = {
             let state = self.state.lock().await;
             let guess = match &state.next_window {
                 Some((s, index)) if *s == session => Some(*index),
                 _ => None,
             };
-            (state.overflow.is_some(), guess)
+            (state.overflow.clone(), state.overflow_panes.clone(), guess)
         };
-        if known || !matches!(plan_split(&window, lead), SplitPlan::Overflow) {
+        if !matches!(plan_split(&window, lead), SplitPlan::Overflow) {
             return Ok(Vec::new());
         }
+        // The overflow window while it has room (as its last split listed
+        // it), else a new one.
+        let room = |panes: &[WindowPane], more: usize| {
+            panes.first().is_some_and(|f| {
+                tiled_fits(f.window_width, f.window_height, (panes.len() + more) as u32)
+            })
+        };
+        let into = match (known, listed) {
+            (Some(id), Some(panes)) if room(&panes, 0) => Some((id, panes)),
+            (Some(_), Some(_)) | (None, _) => None,
+            // Not listed (a pane of it moved): one by one, which lists it.
+            (Some(_), None) => return Ok(Vec::new()),
+        };
+        let Some((id, panes)) = into else {
+            return self.spawn_window_of(&lead_row, guess, specs).await;
+        };
+        let fit = (0..specs.len()).take_while(|&k| room(&panes, k)).count();
+        let Some(last) = panes.last().filter(|_| fit >= 2) else {
+            return Ok(Vec::new());
+        };
+        let mut cmds = Vec::new();
+        for (k, spec) in specs[..fit].iter().enumerate() {
+            spec.validate()?;
+            let argv = spec.exact_env_argv();
+            let launch = Launch {
+                cwd: &spec.cwd,
+                env: &spec.env,
+                argv: &argv,
+            };
+            cmds.push(match k {
+                0 => panes::split_window(&last.pane, Split::Vertical, &launch)?,
+                _ => panes::split_below_last(&id, &launch)?,
+            });
+            cmds.extend(panes::finish_spec(None, spec)?);
+            cmds.push(panes::restore_focus_in(&id)?);
+            cmds.push(layout::select_layout(&id, "tiled"));
+        }
+        cmds.push(layout::list_panes_window(&id));
+        let (opened, listing) = self.run_opening(cmds, fit).await?;
+        self.state.lock().await.overflow_panes = Some(layout::parse_window_panes(&listing)?);
+        for pane in &opened {
+            self.note_apart(pane, last.window_index).await;
+        }
+        Ok(opened)
+    }
+
+    /// [`spawn_overflow_window`](Self::spawn_overflow_window) in a new
+    /// window of the lead's session (`lead_row`), at index `guess` when
+    /// known: as many panes as it holds tiled and readable.
+    async fn spawn_window_of(
+        &self,
+        lead_row: &WindowPane,
+        guess: Option<u32>,
+        specs: &[SpawnSpec],
+    ) -> Result<Vec<PaneId>> {
+        let session = lead_row.session.clone();
         let (w, h) = (lead_row.window_width, lead_row.window_height);
         let fit = (1..specs.len())
             .take_while(|&k| tiled_fits(w, h, k as u32))
