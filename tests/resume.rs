@@ -49,10 +49,22 @@ fn up_resume_after_kill_server_brings_the_same_three_back_with_mail_and_tasks() 
     for n in names {
         t.ok(&["send", "--to", n, &format!("echo {n} > back-{n}.txt")]);
     }
-    // (Its command outlasts the test: carol is still on it at --fresh.)
+    // Blocked by a task no shell teammate takes (it has no command): once
+    // back on the board nobody claims it, so the test can see it there
+    // (the fresh teammates start together and may claim a free task at
+    // once, carol among them).
+    let gate = task_id(&t.ok(&["task", "create", "a gate nobody takes"]).stdout);
     let id = task_id(
-        &t.ok(&["task", "create", "carol's task", "--command", "sleep 60"])
-            .stdout,
+        &t.ok(&[
+            "task",
+            "create",
+            "carol's task",
+            "--command",
+            "sleep 60",
+            "--blocked-by",
+            &gate,
+        ])
+        .stdout,
     );
     t.ok(&["task", "update", &id, "--owner", "carol"]);
 
@@ -101,11 +113,12 @@ fn up_resume_after_kill_server_brings_the_same_three_back_with_mail_and_tasks() 
         fresh.explain()
     );
     let task = t.ok(&["task", "get", &id, "--json"]).json();
-    // Back on the board, so anyone (a fresh teammate, at once) may claim it.
-    assert_ne!(
-        task["owner"], "carol",
+    // Back on the board: no owner, pending.
+    assert!(
+        task.get("owner").is_none_or(|o| o.is_null() || o == ""),
         "carol's task went back to the board: {task}"
     );
+    assert_eq!(task["status"], "pending", "{task}");
 
     // Without a terminal and without a flag, `up` only says how.
     let old_lead = t.wait_lead();

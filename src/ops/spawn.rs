@@ -272,11 +272,15 @@ struct Prepared {
 /// Adds every request's member to the team and opens their panes, in order:
 /// all records in one roster write (each with the nonce its pane will be
 /// marked with, so an interrupted spawn's pane can be recognised and
-/// adopted), then the panes one by one (each tmux pane in one `tmux`
-/// call), each pane id recorded as soon as the roster is free (writes
-/// coalesce while panes keep opening). On a failure, the panes already open
-/// stay registered, the failed member's reservation goes, as do those of
+/// adopted), then the panes: members that [`opens_with_others`] in one
+/// backend call ([`spawn_many`]: tmux opens the lead's column in one
+/// `tmux` call and each overflow window in one), the others one by one;
+/// each pane id recorded as soon as the roster is free (writes coalesce
+/// while panes keep opening). On a failure, the panes already open stay
+/// registered, the failed member's reservation goes, as do those of
 /// members this call added and never reached.
+///
+/// [`spawn_many`]: swarm_backends::PaneBackendExecutor::spawn_many
 ///
 /// The team's [`LifecycleLock`] is held throughout, so a concurrent spawn
 /// of the same name waits, then finds it running and fails.
