@@ -344,13 +344,22 @@ pub async fn spawn_members_locked(
                 }
             }
         }
-        let outcome = if openings.is_empty() && unprepared.is_none() {
+        let single = openings.is_empty() && unprepared.is_none();
+        // How many panes this turn must open (none past a member whose
+        // pane could not be prepared).
+        let expected = match (single, &unprepared) {
+            (true, _) => 1,
+            (false, Some((j, _))) => j - i,
+            (false, None) => run,
+        };
+        let outcome = if single {
             let one = open_pane(team, opened, &reqs[i], &prepared[i]).await;
             vec![one]
         } else {
             open_together(opened, openings).await
         };
         let mut failed = None;
+        let answered = outcome.len();
         for (k, one) in outcome.into_iter().enumerate() {
             let req = &reqs[i + k];
             match one {
@@ -377,9 +386,17 @@ pub async fn spawn_members_locked(
                 }
             }
         }
+        if failed.is_none() && answered < expected {
+            // A backend that stopped without an error: said, not skipped.
+            let name = &reqs[i + answered].name;
+            failed = Some((
+                i + answered,
+                anyhow::anyhow!("the backend opened no pane for {name} and gave no reason"),
+            ));
+        }
         let failed = failed.or(unprepared);
         let Some((at, e)) = failed else {
-            i += run.max(1);
+            i += expected;
             continue;
         };
         // Nothing half-made stays behind: the reservation goes.
