@@ -362,11 +362,7 @@ impl TmuxBackend {
         }
         self.check_version().await?;
         let argv = spec.exact_env_argv();
-        let launch = Launch {
-            cwd: &spec.cwd,
-            env: &spec.env,
-            argv: &argv,
-        };
+        let launch = Launch::of(spec, &argv);
         let output = spec.output.as_deref();
         let finish = |target: Option<&str>| {
             panes::finish_pane(
@@ -1012,11 +1008,7 @@ impl HomeSessions for TmuxBackend {
         self.check_version().await?;
         lead.validate()?;
         let argv = lead.exact_env_argv();
-        let launch = Launch {
-            cwd: &lead.cwd,
-            env: &lead.env,
-            argv: &argv,
-        };
+        let launch = Launch::of(lead, &argv);
         let target = commands::window_target(name, None)?;
         let mut cmds = vec![
             sessions::new_session(name, &launch)?,

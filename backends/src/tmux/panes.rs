@@ -25,7 +25,17 @@ pub struct Launch<'a> {
     pub argv: &'a [String],
 }
 
-impl Launch<'_> {
+impl<'a> Launch<'a> {
+    /// The launch of `spec`, whose argv (`spec.exact_env_argv()`) the
+    /// caller holds.
+    pub fn of(spec: &'a crate::SpawnSpec, argv: &'a [String]) -> Self {
+        Launch {
+            cwd: &spec.cwd,
+            env: &spec.env,
+            argv,
+        }
+    }
+
     pub(super) fn push_into(&self, argv: &mut Vec<String>) {
         argv.push("-c".to_string());
         argv.push(escape_format(&self.cwd.to_string_lossy()));
@@ -148,6 +158,16 @@ pub fn printed_pane_ids(stdout: &str) -> Vec<PaneId> {
         })
         .map(PaneId::new)
         .collect()
+}
+
+/// In a command list that opens several panes, after the split that made
+/// `spec`'s pane in window `window`: the pane finished as `spec` says and
+/// the focus given back, so that the new pane is the window's `{last}`
+/// (the next split's target); the caller lays the window out after.
+pub fn joined(window: &str, spec: &crate::SpawnSpec) -> Result<Vec<Vec<String>>> {
+    let mut cmds = finish_spec(None, spec)?;
+    cmds.push(restore_focus_in(window)?);
+    Ok(cmds)
 }
 
 /// [`finish_pane`] with `spec`'s mark, title, colour and output file.

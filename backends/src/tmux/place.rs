@@ -73,6 +73,30 @@ pub(super) fn rejoin_target(window: &[WindowPane], hidden: &PaneId) -> Option<Pa
     }
 }
 
+/// The commands that add a pane for each of `specs` to the tiled window
+/// `window`, one split each: the first made by `first` (a split of a pane
+/// the list can name), each other below the one before; each pane joined
+/// ([`panes::joined`]) and the window tiled again after it.
+fn tiled_splits(
+    window: &str,
+    specs: &[SpawnSpec],
+    first: impl Fn(&Launch<'_>) -> Result<Vec<String>>,
+) -> Result<Vec<Vec<String>>> {
+    let mut cmds = Vec::new();
+    for (k, spec) in specs.iter().enumerate() {
+        spec.validate()?;
+        let argv = spec.exact_env_argv();
+        let launch = Launch::of(spec, &argv);
+        cmds.push(match k {
+            0 => first(&launch)?,
+            _ => panes::split_below_last(window, &launch)?,
+        });
+        cmds.extend(panes::joined(window, spec)?);
+        cmds.push(layout::select_layout(window, "tiled"));
+    }
+    Ok(cmds)
+}
+
 impl TmuxBackend {
     /// A pane that shares `pane`'s column, to even the column out through
     /// once `pane` is closed (see [`rejoin_target`]: the window's first
@@ -333,11 +357,7 @@ impl TmuxBackend {
         for (k, (spec, plan)) in specs.iter().zip(&plans).enumerate() {
             spec.validate()?;
             let argv = spec.exact_env_argv();
-            let launch = Launch {
-                cwd: &spec.cwd,
-                env: &spec.env,
-                argv: &argv,
-            };
+            let launch = Launch::of(spec, &argv);
             let split = match (k, plan) {
                 (0, SplitPlan::First) => self.first_split(lead, w, &launch).await?,
                 (0, SplitPlan::Column { below }) => {
@@ -348,8 +368,7 @@ impl TmuxBackend {
                 _ => vec![panes::split_below_last(w, &launch)?],
             };
             cmds.extend(split);
-            cmds.extend(panes::finish_spec(None, spec)?);
-            cmds.push(panes::restore_focus_in(w)?);
+            cmds.extend(panes::joined(w, spec)?);
             cmds.push(layout::select_layout(w, "main-vertical"));
             cmds.push(layout::resize_pane_width(
                 lead,
@@ -425,23 +444,9 @@ impl TmuxBackend {
         let Some(last) = panes.last().filter(|_| fit >= 2) else {
             return Ok(Vec::new());
         };
-        let mut cmds = Vec::new();
-        for (k, spec) in specs[..fit].iter().enumerate() {
-            spec.validate()?;
-            let argv = spec.exact_env_argv();
-            let launch = Launch {
-                cwd: &spec.cwd,
-                env: &spec.env,
-                argv: &argv,
-            };
-            cmds.push(match k {
-                0 => panes::split_window(&last.pane, Split::Vertical, &launch)?,
-                _ => panes::split_below_last(&id, &launch)?,
-            });
-            cmds.extend(panes::finish_spec(None, spec)?);
-            cmds.push(panes::restore_focus_in(&id)?);
-            cmds.push(layout::select_layout(&id, "tiled"));
-        }
+        let mut cmds = tiled_splits(&id, &specs[..fit], |launch| {
+            panes::split_window(&last.pane, Split::Vertical, launch)
+        })?;
         cmds.push(layout::list_panes_window(&id));
         let (opened, listing) = self.run_opening(cmds, fit).await?;
         self.state.lock().await.overflow_panes = Some(layout::parse_window_panes(&listing)?);
@@ -474,31 +479,19 @@ impl TmuxBackend {
             None => self.next_window_index(&session).await?,
         };
         let target = commands::window_target(&session, Some(index))?;
-        let mut cmds = Vec::new();
-        for (k, spec) in specs[..fit].iter().enumerate() {
-            spec.validate()?;
-            let argv = spec.exact_env_argv();
-            let launch = Launch {
-                cwd: &spec.cwd,
-                env: &spec.env,
-                argv: &argv,
-            };
-            if k == 0 {
-                cmds.push(sessions::new_window(&session, index, "swarm", &launch)?);
-                cmds.push(options::set_window_remain_on_exit(&target, true));
-                cmds.push(options::border_status_top(Some(&target)));
-                cmds.extend(panes::finish_spec(Some(&target), spec)?);
-                continue;
-            }
-            cmds.push(match k {
-                // The window's only pane is its active one.
-                1 => panes::split_below_active(&target, &launch)?,
-                _ => panes::split_below_last(&target, &launch)?,
-            });
-            cmds.extend(panes::finish_spec(None, spec)?);
-            cmds.push(panes::restore_focus_in(&target)?);
-            cmds.push(layout::select_layout(&target, "tiled"));
-        }
+        let first = &specs[0];
+        first.validate()?;
+        let argv = first.exact_env_argv();
+        let mut cmds = vec![
+            sessions::new_window(&session, index, "swarm", &Launch::of(first, &argv))?,
+            options::set_window_remain_on_exit(&target, true),
+            options::border_status_top(Some(&target)),
+        ];
+        cmds.extend(panes::finish_spec(Some(&target), first)?);
+        // The window's only pane is its active one.
+        cmds.extend(tiled_splits(&target, &specs[1..fit], |launch| {
+            panes::split_below_active(&target, launch)
+        })?);
         cmds.push(layout::list_panes_window(&target));
         let (opened, listing) = self.run_opening(cmds, fit).await?;
         let after = layout::parse_window_panes(&listing)?;

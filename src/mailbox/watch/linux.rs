@@ -197,10 +197,9 @@ impl Drop for Events {
     /// their teardown (an RCU grace period: 14-20 ms measured here, against
     /// 0.01 ms once the watches were removed 10 ms before): `swarm up`,
     /// which only checks that a watch can be had, paid it. The watches are
-    /// removed now, which waits for nothing,
-    /// and the instance's last handle is closed [`LATE_CLOSE`] later on a
-    /// thread of its own. A process that exits sooner closes it then, as
-    /// it would have anyway.
+    /// removed now, which waits for nothing, and the instance's last handle
+    /// is closed [`LATE_CLOSE`] later on a thread of its own. A process
+    /// that exits sooner closes it then, as it would have anyway.
     fn drop(&mut self) {
         self.close();
         let last = self
