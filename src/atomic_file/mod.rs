@@ -77,6 +77,27 @@ pub fn write_cache(path: &Path, bytes: &[u8]) -> io::Result<()> {
     tmp.rename_unsynced(path)
 }
 
+/// Writes `bytes` over `path` in place (made, mode 0600, if missing; cut to
+/// their length), without syncing, in a directory that passes
+/// [`check_dir`], refusing a link in its place. No temp file and no rename:
+/// nothing changes in the directory once the file is there. A reader may
+/// see a mix of the old bytes and the new (while it is written, or after a
+/// crash), so only for a cache whose bytes say their own length and hash
+/// (the record of an inbox as last written, `mailbox::last_write`).
+pub fn write_cache_in_place(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    check_dir(parent_of(path))?;
+    let f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| safe_path::refused_link(path, e))?;
+    f.write_all_at(bytes, 0)?;
+    f.set_len(bytes.len() as u64)
+}
+
 /// [`write_atomic`] of a file guarded by `lock`: between the durable temp
 /// file and the rename, the lock is verified ([`FileLock::verify`]), so a
 /// holder that lost its lock while suspended never replaces what another

@@ -279,6 +279,18 @@ impl Mailbox {
     ) -> Result<Vec<Result<Appended, MailboxError>>, MailboxError> {
         let spool = Spool::new(self.root.spool(&self.team, to)?);
         let listing = spool.list().map_err(spool_err(&spool))?;
+        let record = self.last_write_path(to)?;
+        // Nothing in the spool: only the holder's own entries, appended in
+        // place when the inbox is as swarm last wrote it (no temp file
+        // made). Claims keep the rewrite, whose rename is their commit
+        // record (see `Mailbox::append_in_place`).
+        if listing.is_empty() {
+            let batch = Batch::own(own);
+            if let Some((merged, lost)) = self.append_in_place(path, lock, &record, &batch)? {
+                self.hooks.at(Stage::Committed, 0);
+                return Ok(batch.outcomes(path, &merged, &lost, &None));
+            }
+        }
         // `tmp` before `claims`: a failed commit drops the claims (back to
         // pending) before the temp file goes.
         let mut tmp = TempFile::create(path).map_err(|e| MailboxError::io(path, e))?;
@@ -286,18 +298,6 @@ impl Mailbox {
         self.hooks.at(Stage::Claimed, claims.held.len());
 
         let batch = Batch::read(&claims, own)?;
-        let record = self.last_write_path(to)?;
-        // Only the holder's own entries: appended in place when the inbox
-        // is as swarm last wrote it. Claims keep the rewrite, whose rename
-        // is their commit record (see `Mailbox::append_in_place`).
-        if claims.held.is_empty()
-            && let Some((merged, lost)) = self.append_in_place(path, lock, &record, &batch)?
-        {
-            self.hooks.at(Stage::Committed, 0);
-            spool.remove_batch(tmp.tag()).map_err(spool_err(&spool))?;
-            drop(tmp);
-            return Ok(batch.outcomes(path, &merged, &lost, &None));
-        }
         let (mut stored, quarantined) = load_locked(path, inbox::parse_lazy)?;
         let merged = batch.merge_into(&mut stored);
         if !merged.dropped.is_empty() {
@@ -343,10 +343,10 @@ impl Mailbox {
 
     /// The holder's own entries of `batch` appended to the inbox at `path`
     /// in place, durably, when that needs no decision the file's contents
-    /// could change: the inbox is as swarm last wrote it ([`LastWrite`]),
-    /// not empty, no `msg_id` of the batch may be in it already, and no
-    /// cap is near. `None` (nothing written) otherwise: the caller reads
-    /// and rewrites it.
+    /// could change: the inbox is as swarm last wrote it ([`LastWrite`]:
+    /// a send's or a consumption's write), no `msg_id` of the batch may be
+    /// in it already, and no cap is near. `None` (nothing written)
+    /// otherwise: the caller reads and rewrites it.
     ///
     /// The bytes are those a rewrite would lay out ([`inbox::appended`]),
     /// written by one `pwrite` that stays within one 4 KiB block, then
@@ -402,9 +402,6 @@ impl Mailbox {
         let Some(last) = LastWrite::load(record, &reading) else {
             return Ok(None);
         };
-        if last.counts.entries == 0 {
-            return Ok(None);
-        }
         let mut counts = last.counts;
         let mut fresh: Vec<Stored> = Vec::with_capacity(batch.entries.len());
         for (_, entry) in &batch.entries {
@@ -421,7 +418,12 @@ impl Mailbox {
         if !counts.surely_under(Limits::INBOX) {
             return Ok(None);
         }
-        let bytes = inbox::appended(&fresh);
+        // Over the closing `\n]`; an empty inbox's `[]` is overwritten whole.
+        let bytes = if last.counts.entries == 0 {
+            inbox::render(&fresh)
+        } else {
+            inbox::appended(&fresh)
+        };
         let at = last.counts.bytes - 2;
         if at / BLOCK != (at + bytes.len() as u64 - 1) / BLOCK {
             return Ok(None);
@@ -648,6 +650,14 @@ impl Batch {
         let own_from = entries.len();
         entries.extend(own.iter().map(|e| (None, e.clone())));
         Ok(Batch { entries, own_from })
+    }
+
+    /// `own` alone: nothing was claimed.
+    fn own(own: &[Entry]) -> Batch {
+        Batch {
+            entries: own.iter().map(|e| (None, e.clone())).collect(),
+            own_from: 0,
+        }
     }
 
     /// Adds the batch's entries to `stored`, in order, compacting as each

@@ -1,21 +1,26 @@
 //! The inbox as swarm last wrote it: what a send needs to append to it in
 //! place without reading it (`delivery.rs`).
 //!
-//! Every swarm write of an inbox by a send (a rewrite or an append) ends,
-//! still under the inbox lock, by recording in the member's runtime files
+//! Every swarm write of an inbox by a send (a rewrite or an append) or by
+//! a consumption (`Mailbox::consume`) ends, still under the inbox lock, by
+//! recording in the member's runtime files
 //! (`Root::runtime_file(team, member, "inbox-last")`, a cache: written
-//! unsynced, rebuilt by the next rewrite, removed when the member leaves) the file's stamp as `fstat` gives it on the descriptor just
-//! written (device, inode, size, mtime and ctime in nanoseconds), its last
-//! bytes, the [`Counts`] the caps look at, and a hash of every `msg_id` it
-//! holds.
+//! in place and unsynced, rebuilt by the next write, removed when the
+//! member leaves) the file's stamp as `fstat` gives it on the descriptor
+//! just written (device, inode, size, mtime and ctime in nanoseconds), its
+//! last bytes, the [`Counts`] the caps look at, and a hash of every
+//! `msg_id` it holds. A consumption's record is what lets the next send to
+//! a runtime, which consumes every message it is sent, append in place.
 //!
 //! **What proves nobody else wrote the file since:** the same stamp and the
 //! same last bytes, read under the inbox lock. Claude Code writes an inbox
-//! by renaming a temp file over it (a new inode); a swarm consumption or
-//! repair does the same; Claude Code 2.1.88 wrote in place, which changes
-//! the size, or the mtime and ctime, and the last bytes. Any of those
-//! makes the record stale and the send reads the whole file and rewrites
-//! it, recording afresh. A record that cannot be read is stale too.
+//! by renaming a temp file over it (a new inode); a swarm repair does the
+//! same (and records nothing); Claude Code 2.1.88 wrote in place, which
+//! changes the size, or the mtime and ctime, and the last bytes. Any of
+//! those makes the record stale and the send reads the whole file and
+//! rewrites it, recording afresh. A record that cannot be read, or whose
+//! length and hash do not match (torn, or mixed with the one before), is
+//! stale too.
 
 use super::inbox::{Counts, Stored};
 use crate::atomic_file;
@@ -24,8 +29,10 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-/// The first line of a record, with its format's version.
-const MAGIC: &str = "swarm-inbox-last 1";
+/// How a record begins, with its format's version; then, on the same
+/// line, the length and [`fnv`] hash of the rest (a record is written in
+/// place, and one torn or mixed with an older one reads as stale).
+const MAGIC: &str = "swarm-inbox-last 2";
 /// How many of the file's last bytes a record keeps.
 const TAIL: usize = 64;
 
@@ -39,12 +46,70 @@ pub(crate) struct LastWrite {
     ids: Vec<u64>,
 }
 
-/// A stable hash of a `msg_id` (FNV-1a, the same in every swarm version:
-/// the record outlives the process that wrote it).
+/// A stable hash of a `msg_id` (the same in every swarm version: the
+/// record outlives the process that wrote it).
 fn id_hash(id: &str) -> u64 {
-    id.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    fnv(id.as_bytes())
+}
+
+/// FNV-1a.
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
     })
+}
+
+/// What a record needs of the entries of a file laid out as `inbox::render`
+/// lays it out, gathered one entry at a time as they are written (a
+/// consumption's streaming rewrite holds no list of them).
+#[derive(Debug)]
+pub(crate) struct Tally {
+    counts: Counts,
+    ids: Vec<u64>,
+    /// The last bytes written so far, the array not yet closed.
+    tail: Vec<u8>,
+}
+
+impl Tally {
+    /// The tally of no entries (the file `[]`).
+    pub(crate) fn new() -> Tally {
+        Tally {
+            counts: Counts::of(&[]),
+            ids: Vec::new(),
+            tail: Vec::new(),
+        }
+    }
+
+    /// `s`, written after the entries tallied so far.
+    pub(crate) fn add(&mut self, s: &Stored) {
+        self.tail.extend_from_slice(if self.counts.entries == 0 {
+            b"[\n  "
+        } else {
+            b",\n  "
+        });
+        let text = s.text.as_bytes();
+        self.tail
+            .extend_from_slice(&text[text.len().saturating_sub(TAIL)..]);
+        self.tail.drain(..self.tail.len().saturating_sub(TAIL));
+        self.counts.add(s);
+        if let Some(id) = s.msg_id() {
+            self.ids.push(id_hash(id));
+        }
+    }
+
+    /// The record of `file` (a descriptor of the inode now at the inbox
+    /// path), just written with the tallied entries and nothing else.
+    pub(crate) fn written(mut self, file: &File) -> std::io::Result<LastWrite> {
+        let mut tail = if self.counts.entries == 0 {
+            b"[]".to_vec()
+        } else {
+            self.tail.extend_from_slice(b"\n]");
+            self.tail
+        };
+        tail.drain(..tail.len().saturating_sub(TAIL));
+        self.ids.sort_unstable();
+        LastWrite::stamped(file, tail, self.counts, self.ids)
+    }
 }
 
 impl LastWrite {
@@ -55,14 +120,11 @@ impl LastWrite {
         entries: &[Stored],
         rendered: &[u8],
     ) -> std::io::Result<LastWrite> {
-        let mut ids: Vec<u64> = entries
-            .iter()
-            .filter_map(Stored::msg_id)
-            .map(id_hash)
-            .collect();
-        ids.sort_unstable();
-        let tail = rendered[rendered.len().saturating_sub(TAIL)..].to_vec();
-        LastWrite::stamped(file, tail, Counts::of(entries), ids)
+        let mut tally = Tally::new();
+        entries.iter().for_each(|s| tally.add(s));
+        let last = tally.written(file)?;
+        debug_assert!(rendered.ends_with(&last.tail), "the tail as rendered");
+        Ok(last)
     }
 
     fn stamped(
@@ -129,8 +191,12 @@ impl LastWrite {
         LastWrite::stamped(file, tail, self.counts, self.ids)
     }
 
-    /// Writes the record to `record` (unsynced: it is a cache, and a record
-    /// that was lost or torn reads as stale).
+    /// Writes the record to `record`, in place and unsynced: it is a cache,
+    /// and a record that was lost, torn or mixed with the one before reads
+    /// as stale (its header's length and hash). In place, because it is
+    /// written after every send and consumption: a temp file and a rename
+    /// cost each a directory change, and the rename over the old record
+    /// about as much as the inbox's own write.
     pub(crate) fn save(&self, record: &Path) {
         let doing = "recording the inbox as written (the next send reads it whole)";
         if let Some(dir) = record.parent()
@@ -138,14 +204,17 @@ impl LastWrite {
         {
             return;
         }
-        crate::dropped::ignore(atomic_file::write_cache(record, &self.encode()), doing);
+        crate::dropped::ignore(
+            atomic_file::write_cache_in_place(record, &self.encode()),
+            doing,
+        );
     }
 
     fn encode(&self) -> Vec<u8> {
         let c = &self.counts;
         let s = &self.stamp;
-        let mut out = format!(
-            "{MAGIC}\n{} {} {} {} {} {} {}\n{} {} {} {}\n{}\n",
+        let mut body = format!(
+            "{} {} {} {} {} {} {}\n{} {} {} {}\n{}\n",
             s[0],
             s[1],
             s[2],
@@ -160,18 +229,27 @@ impl LastWrite {
             hex(&self.tail),
         )
         .into_bytes();
-        out.reserve(self.ids.len() * 8);
+        body.reserve(self.ids.len() * 8);
         for id in &self.ids {
-            out.extend_from_slice(&id.to_le_bytes());
+            body.extend_from_slice(&id.to_le_bytes());
         }
+        let mut out = format!("{MAGIC} {} {:016x}\n", body.len(), fnv(&body)).into_bytes();
+        out.extend_from_slice(&body);
         out
     }
 
     fn decode(bytes: &[u8]) -> Option<LastWrite> {
-        let mut lines = bytes.splitn(5, |b| *b == b'\n');
-        if lines.next()? != MAGIC.as_bytes() {
+        let end = bytes.iter().position(|b| *b == b'\n')?;
+        let head = std::str::from_utf8(&bytes[..end]).ok()?;
+        let (len, hash) = head
+            .strip_prefix(MAGIC)?
+            .strip_prefix(' ')?
+            .split_once(' ')?;
+        let body = bytes[end + 1..].get(..len.parse::<usize>().ok()?)?;
+        if u64::from_str_radix(hash, 16).ok()? != fnv(body) {
             return None;
         }
+        let mut lines = body.splitn(4, |b| *b == b'\n');
         let words = |line: &[u8]| -> Option<Vec<i64>> {
             std::str::from_utf8(line)
                 .ok()?
@@ -244,5 +322,54 @@ mod tests {
         std::fs::rename(&tmp, &inbox).unwrap();
         let f = File::open(&inbox).unwrap();
         assert_eq!(LastWrite::load(&record, &f), None);
+    }
+
+    #[test]
+    fn a_record_torn_or_mixed_with_the_one_before_reads_as_stale() {
+        let t = tempfile::tempdir().unwrap();
+        let inbox = t.path().join("bob.json");
+        let record = t.path().join("runtime/bob.inbox-last");
+        let many: Vec<Stored> = (0..50)
+            .map(|i| Stored::new(Entry::new("a", format!("m{i}"), None, None)))
+            .collect();
+        let write = |entries: &[Stored]| {
+            let rendered = super::super::inbox::render(entries);
+            std::fs::write(&inbox, &rendered).unwrap();
+            let f = File::open(&inbox).unwrap();
+            let last = LastWrite::of(&f, entries, &rendered).unwrap();
+            last.save(&record);
+            (f, last)
+        };
+        let (_, long) = write(&many);
+        let long_bytes = std::fs::read(&record).unwrap();
+        // A shorter record written over a longer one, in place: whole.
+        let (f, short) = write(&many[..2]);
+        let short_bytes = std::fs::read(&record).unwrap();
+        assert!(short_bytes.len() < long_bytes.len());
+        assert_eq!(LastWrite::load(&record, &f), Some(short.clone()));
+        assert_ne!(short, long);
+        // Cut short after its header, or mixed with the longer one before
+        // it (a write torn by a crash, the file not yet cut to length),
+        // or with a byte changed: stale.
+        let mixed = [
+            &short_bytes[..short_bytes.len() / 2],
+            &long_bytes[short_bytes.len() / 2..],
+        ]
+        .concat();
+        let mut flipped = short_bytes.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 1;
+        for (what, bytes) in [
+            ("cut short", short_bytes[..short_bytes.len() - 1].to_vec()),
+            ("mixed", mixed),
+            ("a byte changed", flipped),
+        ] {
+            std::fs::write(&record, &bytes).unwrap();
+            assert_eq!(LastWrite::load(&record, &f), None, "{what}");
+        }
+        // The whole short record followed by the old bytes still reads.
+        let trailing = [&short_bytes[..], &long_bytes[short_bytes.len()..]].concat();
+        std::fs::write(&record, trailing).unwrap();
+        assert_eq!(LastWrite::load(&record, &f), Some(short));
     }
 }

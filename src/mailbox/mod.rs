@@ -437,10 +437,12 @@ impl Mailbox {
         lock: &mut FileLock,
     ) -> Result<Pass, MailboxError> {
         let io = |e| MailboxError::io(path, e);
+        let record = self.last_write_path(member)?;
         let mut tmp = TempFile::create(path).map_err(io)?;
         let mut out =
             inbox::Renderer::new(std::io::BufWriter::with_capacity(64 * 1024, tmp.file()));
         let mut for_history = history::Tail::default();
+        let mut kept = last_write::Tally::new();
         let mut taken = 0;
         let streamed = inbox::stream_file(path, |raw| {
             let Ok(s) = inbox::stored_of(raw) else {
@@ -450,6 +452,7 @@ impl Mailbox {
                 taken += 1;
                 for_history.push(s);
             } else {
+                kept.add(&s);
                 out.push(&s)?;
             }
             Ok(true)
@@ -472,7 +475,18 @@ impl Mailbox {
             for_history.entries(),
         )?;
         match tmp.rename_over(path, Some(lock)) {
-            Ok(()) => Ok(Pass::Done(taken)),
+            Ok(()) => {
+                // Recorded, so that the next send appends in place: a
+                // runtime consumes every message it is sent, and without
+                // the record each send to it would rewrite the file.
+                match kept.written(tmp.file()) {
+                    Ok(last) => last.save(&record),
+                    Err(e) => {
+                        tracing::debug!(inbox = %path.display(), error = %e, "inbox record not made")
+                    }
+                }
+                Ok(Pass::Done(taken))
+            }
             Err(e) if LockError::lost_in(&e.source) => {
                 tracing::warn!(inbox = %path.display(), "lost the inbox lock before writing; reading again");
                 lock.retake(self.lock_timeout)?;

@@ -152,6 +152,13 @@ pub(crate) struct Listing {
     pub batches: Vec<(String, Vec<Key>)>,
 }
 
+impl Listing {
+    /// Nothing waits, and no holder left anything.
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty() && self.claimed.is_empty() && self.batches.is_empty()
+    }
+}
+
 impl Spool {
     pub fn new(dir: PathBuf) -> Spool {
         Spool { dir }

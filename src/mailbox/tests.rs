@@ -162,6 +162,65 @@ fn a_consumed_out_inbox_is_exactly_two_bytes_and_a_missing_one_reads_empty() {
 }
 
 #[test]
+fn a_send_after_a_consumption_appends_in_place_as_a_rewrite_would_lay_out() {
+    use std::os::unix::fs::MetadataExt;
+    let s = Sandbox::new();
+    let ino = || std::fs::metadata(s.inbox("bob")).unwrap().ino();
+    let consume_first = |n: usize| {
+        let keys: Vec<_> = s.mailbox.read("bob").unwrap().entries[..n]
+            .iter()
+            .map(Entry::key)
+            .collect();
+        assert_eq!(s.mailbox.consume("bob", &keys).unwrap(), n);
+    };
+    let laid_out_as_a_rewrite = |when: &str| {
+        let bytes = s.bytes("bob");
+        let Parsed::Clean(stored) = inbox::parse(&bytes) else {
+            panic!("{when}: not a clean array");
+        };
+        assert_eq!(
+            inbox::render(&stored),
+            bytes,
+            "{when}: as a rewrite lays out"
+        );
+    };
+    s.send("bob", "alice", "one");
+    s.send("bob", "alice", "two");
+    // A part consumed: the rest stays, and the next send appends to it.
+    consume_first(1);
+    let after = ino();
+    s.send("bob", "alice", "three");
+    assert_eq!(
+        ino(),
+        after,
+        "appended in place after a partial consumption"
+    );
+    assert_eq!(s.texts("bob"), ["two", "three"]);
+    laid_out_as_a_rewrite("after a partial consumption");
+    // All consumed (`[]`): the next send writes the array over it in place.
+    consume_first(2);
+    assert_eq!(s.bytes("bob"), b"[]");
+    let after = ino();
+    s.send("bob", "alice", "four");
+    assert_eq!(ino(), after, "written in place over `[]`");
+    assert_eq!(s.texts("bob"), ["four"]);
+    laid_out_as_a_rewrite("after a whole consumption");
+    s.send("bob", "alice", "five");
+    assert_eq!(ino(), after, "and appended to after that");
+    assert_eq!(s.texts("bob"), ["four", "five"]);
+    // A power cut can tear the first entry written over `[]`: no whole
+    // entry is left, the bytes are kept aside, and sends go on.
+    let full = s.bytes("bob");
+    consume_first(2);
+    s.put("bob", &full[..full.len() / 3]);
+    let read = s.mailbox.read("bob").unwrap();
+    assert!(read.entries.is_empty(), "nothing whole was torn");
+    assert!(read.quarantined.is_some(), "the torn bytes are kept aside");
+    s.send("bob", "alice", "six");
+    assert_eq!(s.texts("bob"), ["six"]);
+}
+
+#[test]
 fn swarm_never_writes_read_true_and_completes_the_envelope() {
     let s = Sandbox::new();
     let mut e = Entry::new("alice", "x".into(), None, None);
