@@ -723,14 +723,14 @@ pub struct TaskUpdateArgs {
 
 impl Cli {
     /// This process's command line, parsed. `swarm send …` (one process per
-    /// message, so the one command run by the thousand) is parsed by a
-    /// parser built of its own subcommand only: the full parser builds all
-    /// ~40 subcommands first. Anything else, and a line that does not
-    /// parse as a send (help,
-    /// version, a mistake), goes through the full parser, so every message
-    /// and exit code is the full parser's.
+    /// message, so the one command run by the thousand) and the two
+    /// processes of every teammate pane are parsed by a parser built of
+    /// their own subcommand only ([`Cli::lean`]): the full parser builds
+    /// all ~40 subcommands first. Anything else, and a line that does not
+    /// parse that way (help, version, a mistake), goes through the full
+    /// parser, so every message and exit code is the full parser's.
     pub fn from_env() -> Cli {
-        Cli::send_only(std::env::args_os())
+        Cli::lean(std::env::args_os())
             .unwrap_or_else(|| Cli::parse_args(std::env::args_os()).unwrap_or_else(|e| e.exit()))
     }
 
@@ -771,24 +771,37 @@ impl Cli {
         })
     }
 
-    /// `args` parsed as `swarm send …` by the send-only parser, if they are
-    /// one that parses.
-    pub fn send_only(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cli> {
-        use clap::FromArgMatches;
+    /// `args` parsed by a parser built of their subcommand only, when it
+    /// is one of those a process is started for by the dozen (`send`: one
+    /// process per message; `pane-exec` and `teammate`: two per teammate
+    /// pane, all at once at `swarm up`) and they parse. Building the full
+    /// parser costs about four times the parse of a send.
+    pub fn lean(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cli> {
+        use clap::{ArgMatches, FromArgMatches};
+        type Make = fn(&ArgMatches) -> Option<Command>;
         let args: Vec<std::ffi::OsString> = args.into_iter().collect();
-        if args.get(1).map(|a| a.as_os_str()) != Some("send".as_ref()) {
-            return None;
-        }
-        let send = SendArgs::augment_args(clap::Command::new("send"));
+        let (name, sub, make): (&str, fn(clap::Command) -> clap::Command, Make) =
+            match args.get(1)?.to_str()? {
+                "send" => ("send", SendArgs::augment_args, |m| {
+                    Some(Command::Send(SendArgs::from_arg_matches(m).ok()?))
+                }),
+                "teammate" => ("teammate", TeammateArgs::augment_args, |m| {
+                    Some(Command::Teammate(TeammateArgs::from_arg_matches(m).ok()?))
+                }),
+                "pane-exec" => ("pane-exec", PaneExecArgs::augment_args, |m| {
+                    Some(Command::PaneExec(PaneExecArgs::from_arg_matches(m).ok()?))
+                }),
+                _ => return None,
+            };
         // The name shows only in messages, and those come from the full parser.
         let parser = Global::augment_args(clap::Command::new("swarm"))
             .subcommand_required(true)
-            .subcommand(send);
+            .subcommand(sub(clap::Command::new(name)));
         let matches = parser.try_get_matches_from(args).ok()?;
         let (_, sub) = matches.subcommand()?;
         Some(Cli {
             global: Global::from_arg_matches(&matches).ok()?,
-            command: Command::Send(SendArgs::from_arg_matches(sub).ok()?),
+            command: make(sub)?,
         })
     }
 }
@@ -907,7 +920,7 @@ mod tests {
     }
 
     #[test]
-    fn the_send_only_parser_reads_a_send_as_the_full_parser_does() {
+    fn the_lean_parser_reads_a_send_or_a_pane_s_process_as_the_full_parser_does() {
         let sends: &[&[&str]] = &[
             &["send", "--to", "bob", "hi"],
             &["send", "--as", "m0", "--to", "team-lead", "hello"],
@@ -954,16 +967,39 @@ mod tests {
                 "no",
             ],
             &["send", "--to", "bob", "--mode-set", "plan"],
+            &["teammate", "--name", "m0"],
+            &["teammate", "--name", "m0", "--team", "t", "--home", "/h"],
+            &[
+                "pane-exec",
+                "--ready",
+                "/r",
+                "--",
+                "swarm",
+                "teammate",
+                "--name",
+                "m0",
+            ],
+            &[
+                "pane-exec",
+                "--ready",
+                "/r",
+                "--env-file",
+                "/e",
+                "--",
+                "sh",
+                "-c",
+                "--x",
+            ],
         ];
         for line in sends {
-            let lean = Cli::send_only(argv(line)).unwrap_or_else(|| panic!("{line:?}"));
+            let lean = Cli::lean(argv(line)).unwrap_or_else(|| panic!("{line:?}"));
             let full = Cli::try_parse_from(argv(line)).unwrap_or_else(|e| panic!("{line:?}: {e}"));
             assert_eq!(format!("{lean:?}"), format!("{full:?}"), "{line:?}");
         }
     }
 
     #[test]
-    fn the_full_parser_answers_what_is_not_a_send_that_parses() {
+    fn the_full_parser_answers_what_the_lean_parser_does_not_parse() {
         let others: &[&[&str]] = &[
             &["send"],
             &["send", "--to", "bob"],
@@ -975,10 +1011,15 @@ mod tests {
             &["send", "--to", "bob", "--approve", "--reject", "x"],
             &["--team", "t", "send", "--to", "bob", "hi"],
             &["status"],
+            &["teammate"],
+            &["teammate", "--help"],
+            &["pane-exec", "--ready", "/r"],
+            &["pane-exec", "--", "sh"],
+            &["lead"],
             &[],
         ];
         for line in others {
-            assert!(Cli::send_only(argv(line)).is_none(), "{line:?}");
+            assert!(Cli::lean(argv(line)).is_none(), "{line:?}");
         }
     }
 }
