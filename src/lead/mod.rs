@@ -23,7 +23,7 @@ use crate::protocol::{self, Message};
 use crate::session::{self, Session};
 use crate::team::status::recorded_exit;
 use crate::team::{ExitRecord, Member, Team};
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -247,9 +247,7 @@ impl Lead {
         F: FnOnce(Team) -> Result<T> + Send + 'static,
     {
         let team = self.team.clone();
-        tokio::task::spawn_blocking(move || work(team))
-            .await
-            .context("a file operation of the lead panicked")?
+        settled(tokio::task::spawn_blocking(move || work(team)).await)
     }
 
     /// The team's verbs, as the lead acts on them, on the lead's session.
@@ -1146,6 +1144,20 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
                 return Ok(());
             }
         }
+    }
+}
+
+/// What a file operation of the lead ([`Lead::disk`]) came to. One the
+/// runtime cancelled (the lead is ending: its terminal went away, or it
+/// was told to stop) says so; only a panic is called one.
+fn settled<T>(joined: Result<Result<T>, tokio::task::JoinError>) -> Result<T> {
+    match joined {
+        Ok(done) => done,
+        Err(e) if e.is_panic() => {
+            Err(anyhow::Error::new(e).context("a file operation of the lead panicked"))
+        }
+        Err(e) => Err(anyhow::Error::new(e)
+            .context("a file operation of the lead was cancelled: the lead is ending")),
     }
 }
 

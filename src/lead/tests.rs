@@ -108,6 +108,22 @@ impl Bench {
     }
 }
 
+/// A file operation cancelled as the lead ends is reported as cancelled,
+/// never as a panic (the lead's log is read for "panic" by people and by
+/// `pane_safety`); a real panic still says so.
+#[tokio::test]
+async fn a_file_operation_cancelled_at_the_end_is_not_called_a_panic() {
+    let cancelled = tokio::task::spawn(std::future::pending::<anyhow::Result<()>>());
+    cancelled.abort();
+    let err = format!("{:#}", super::settled(cancelled.await).unwrap_err());
+    assert!(!err.contains("panic"), "{err}");
+    assert!(err.contains("cancelled"), "{err}");
+    let panicked = tokio::task::spawn_blocking(|| -> anyhow::Result<()> { panic!("boom") });
+    let err = format!("{:#}", super::settled(panicked.await).unwrap_err());
+    assert!(err.contains("panicked"), "{err}");
+    assert_eq!(super::settled(Ok(Ok(7))).unwrap(), 7);
+}
+
 #[tokio::test]
 async fn a_spawned_pane_is_marked_with_the_nonce_on_the_roster() {
     let b = Bench::new();
