@@ -1197,6 +1197,38 @@ mod tmux_live {
         h.after();
     }
 
+    /// A server whose last session closed still answers while it exits
+    /// (or stays, with `exit-empty off`), but its `list-panes -a` fails
+    /// with "no current target": that is no panes, so a pane on it is Gone
+    /// and killing it succeeds (a `down --force` racing a server's exit
+    /// failed on it in CI).
+    #[tokio::test]
+    async fn a_server_with_no_session_left_has_no_panes() {
+        let Some(h) = TmuxHarness::start("no_session_left") else {
+            return;
+        };
+        let p = h
+            .backend
+            .spawn(&lead_spec(&h, &h.lead))
+            .await
+            .expect("spawn");
+        h.tmux.ok(&["set-option", "-s", "exit-empty", "off"]);
+        for session in h.tmux.ok(&["list-sessions", "-F", "#{session_id}"]).lines() {
+            h.tmux.ok(&["kill-session", "-t", session]);
+        }
+        let listing = h.tmux.run(&["list-panes", "-a"]);
+        assert_eq!(
+            String::from_utf8_lossy(&listing.stderr).trim(),
+            "no current target",
+            "the server is up with no session"
+        );
+        assert_eq!(status_of(&h.backend, &p).await, PaneStatus::Gone);
+        h.backend
+            .kill(&p, Duration::from_secs(1))
+            .await
+            .expect("killing a pane of a server with no session succeeds");
+    }
+
     #[tokio::test]
     async fn hide_show_and_focus() {
         let Some(h) = TmuxHarness::start("hide_show") else {

@@ -9,7 +9,8 @@
 //! chained in one invocation with [`chain`], whose separators are the only
 //! raw `;`. Targets are exact: a pane by `%id` ([`check_pane_id`]), a
 //! session by `=name` ([`session_target`]). Here too: the version check and
-//! the stderr a caller branches on ([`is_no_server`], [`is_missing_target`]).
+//! the stderr a caller branches on ([`is_no_server`], [`is_no_sessions`],
+//! [`is_missing_target`]).
 
 use crate::PaneId;
 use crate::error::{BackendError, Result};
@@ -182,6 +183,15 @@ pub fn is_no_server(stderr: &str) -> bool {
         || stderr.contains("server exited unexpectedly")
 }
 
+/// True when a server-wide listing (`list-panes -a`) failed because the
+/// server holds no session: tmux resolves a current target even for `-a`,
+/// and with no session there is none. Such a server has no panes; it is
+/// seen while a server exits after its last session closed, and on one
+/// kept with `exit-empty off`.
+pub fn is_no_sessions(stderr: &str) -> bool {
+    stderr.contains("no current target")
+}
+
 /// True when stderr says a target (pane, window or session) does not exist.
 pub fn is_missing_target(stderr: &str) -> bool {
     stderr.contains("can't find pane")
@@ -276,6 +286,8 @@ mod tests {
         // `kill-session -t =swarm-x` once the session closed by itself.
         assert!(is_missing_target("can't find session: swarm-x\n"));
         assert!(!is_no_server("unknown option"));
+        assert!(is_no_sessions("no current target\n"));
+        assert!(!is_no_sessions("can't find pane: %9\n"));
     }
 
     #[test]

@@ -495,13 +495,15 @@ impl TmuxBackend {
         Ok(out.success())
     }
 
-    /// Every pane row on the server; an absent server has no panes.
+    /// Every pane row on the server; an absent server, or one with no
+    /// session left (it is exiting, or kept with `exit-empty off`), has no
+    /// panes.
     async fn rows(&self) -> Result<Vec<panes::PaneRow>> {
         let inv = self.invocation(commands::chain(vec![panes::list_panes_all()])?);
         let out = inv.output().await?;
         if out.success() {
             panes::parse_pane_rows(&out.stdout)
-        } else if commands::is_no_server(&out.stderr) {
+        } else if commands::is_no_server(&out.stderr) || commands::is_no_sessions(&out.stderr) {
             Ok(Vec::new())
         } else {
             Err(inv.failed(&out))
