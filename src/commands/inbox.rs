@@ -38,6 +38,31 @@ pub fn run(ctx: &Context, args: InboxArgs) -> Result<Exit> {
     if args.follow {
         return follow(&mailbox, &whose, &args);
     }
+    // The common case, each entry shown as it is read and none kept
+    // (shown into memory, written out when all are in: a file the one pass
+    // does not take is read again below, and nothing is shown twice).
+    if !args.all {
+        let mut shown = Printer::new(Vec::new(), args.json);
+        let mut keys = Vec::new();
+        let one_pass = mailbox.read_each(&whose, |e| {
+            if args.unread && !e.is_unread() {
+                return Ok(());
+            }
+            if args.mark_read {
+                keys.push(e.key());
+            }
+            shown.push(&e, false)
+        })?;
+        if one_pass {
+            let mut out = std::io::stdout().lock();
+            out.write_all(&shown.finish()?)?;
+            out.flush()?;
+            if !keys.is_empty() {
+                mailbox.consume(&whose, &keys)?;
+            }
+            return Ok(Exit::Ok);
+        }
+    }
     let read = mailbox.read(&whose)?;
     warn_quarantine(&whose, read.quarantined.as_deref());
     // A message being consumed right now is shown once.
@@ -83,28 +108,70 @@ fn warn_quarantine(whose: &str, q: Option<&std::path::Path>) {
 
 fn print_entries<'a>(entries: impl Iterator<Item = (&'a Entry, bool)>, json: bool) -> Result<()> {
     // One write per 64 KiB, not per line (stdout is line-buffered).
-    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
-    if json {
-        // Written as it is serialized: no tree of values built first.
-        let mut ser = serde_json::Serializer::pretty(&mut out);
-        serde::Serializer::collect_seq(
-            &mut ser,
-            entries.map(|(entry, consumed)| Shown { entry, consumed }),
-        )?;
-        writeln!(out)?;
-        out.flush()?;
-        return Ok(());
-    }
-    let mut none = true;
+    let out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
+    let mut shown = Printer::new(out, json);
     for (e, consumed) in entries {
-        none = false;
-        render_to(&mut out, e, consumed)?;
+        shown.push(e, consumed)?;
     }
-    if none {
-        eprintln!("no messages");
-    }
-    out.flush()?;
+    shown.finish()?.flush()?;
     Ok(())
+}
+
+/// Entries shown one at a time into `out`: for people, or (`--json`) as
+/// one pretty JSON array, an entry of the history with `consumed: true`.
+struct Printer<W: Write> {
+    out: W,
+    json: bool,
+    count: usize,
+    /// One entry's JSON, reused.
+    scratch: Vec<u8>,
+}
+
+impl<W: Write> Printer<W> {
+    fn new(out: W, json: bool) -> Self {
+        Printer {
+            out,
+            json,
+            count: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, entry: &Entry, consumed: bool) -> std::io::Result<()> {
+        self.count += 1;
+        if !self.json {
+            return render_to(&mut self.out, entry, consumed);
+        }
+        // The array's layout, an element at a time: each entry pretty, one
+        // level in (what `to_writer_pretty` of the whole array writes), made
+        // whole in `scratch`, then copied line by line with the indent.
+        self.scratch.clear();
+        serde_json::to_writer_pretty(&mut self.scratch, &Shown { entry, consumed })
+            .map_err(std::io::Error::other)?;
+        self.out
+            .write_all(if self.count == 1 { b"[\n  " } else { b",\n  " })?;
+        // A line break inside a JSON string is written `\n`: every one in
+        // `scratch` is the layout's.
+        let mut lines = self.scratch.split(|&b| b == b'\n');
+        self.out.write_all(lines.next().unwrap_or_default())?;
+        for line in lines {
+            self.out.write_all(b"\n  ")?;
+            self.out.write_all(line)?;
+        }
+        Ok(())
+    }
+
+    /// Ends what was shown; says "no messages" (on stderr) when it was
+    /// nothing, for people.
+    fn finish(mut self) -> std::io::Result<W> {
+        match (self.json, self.count) {
+            (true, 0) => self.out.write_all(b"[]\n")?,
+            (true, _) => self.out.write_all(b"\n]\n")?,
+            (false, 0) => eprintln!("no messages"),
+            (false, _) => {}
+        }
+        Ok(self.out)
+    }
 }
 
 /// An entry as `--json` shows it: its keys, then `consumed: true` for one

@@ -210,12 +210,62 @@ impl Entry {
     /// each is plain as [`Entry::from_plain_json`] takes it; `None`
     /// otherwise (the caller reads it element by element, which decides).
     pub(crate) fn all_plain(bytes: &[u8]) -> Option<Vec<Entry>> {
+        let mut all = Vec::new();
+        let plain = Entry::each_plain(bytes, |e| {
+            all.push(e);
+            Ok(())
+        });
+        plain.ok()?.then_some(all)
+    }
+
+    /// [`Entry::all_plain`], one entry at a time: each is handed to `each`
+    /// as it is read and none is kept, so a reader that needs each entry
+    /// once holds one, not 10,000 (whose memory, first touched, was a
+    /// quarter of printing them). `Ok(false)` when the bytes are not an
+    /// array of plain entries: `each` may have seen the entries before the
+    /// first that is not, and the caller discards what it made of them. An
+    /// error of `each` ends the pass and is returned.
+    pub(crate) fn each_plain(
+        bytes: &[u8],
+        each: impl FnMut(Entry) -> std::io::Result<()>,
+    ) -> std::io::Result<bool> {
         let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
         // Checked as UTF-8 once, whole: parsed from a `str`, no string in
         // it is checked again (from bytes, each one was).
-        let text = std::str::from_utf8(bytes).ok()?;
-        let plain: Vec<Plain> = serde_json::from_str(text).ok()?;
-        Some(plain.into_iter().map(|p| p.0).collect())
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            return Ok(false);
+        };
+        let mut visitor = EachPlain { each, failed: None };
+        let mut de = serde_json::Deserializer::from_str(text);
+        let parsed = de.deserialize_seq(&mut visitor).and_then(|()| de.end());
+        match visitor.failed {
+            Some(e) => Err(e),
+            None => Ok(parsed.is_ok()),
+        }
+    }
+}
+
+/// [`Entry::each_plain`]'s reader of the array.
+struct EachPlain<F> {
+    each: F,
+    failed: Option<std::io::Error>,
+}
+
+impl<'de, F: FnMut(Entry) -> std::io::Result<()>> serde::de::Visitor<'de> for &mut EachPlain<F> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of entries")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(Plain(e)) = seq.next_element()? {
+            if let Err(e) = (self.each)(e) {
+                self.failed = Some(e);
+                return Err(serde::de::Error::custom("stopped by the reader"));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -347,9 +347,7 @@ impl Mailbox {
         // The common case in one pass: a file of plain entries within the
         // size read whole (one that is not, or that does not parse, is read
         // as below, element by element, never held whole if larger).
-        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.len() <= inbox::WHOLE_UP_TO)
-            && let Some(bytes) =
-                atomic_file::read_optional(&path).map_err(|e| MailboxError::io(&path, e))?
+        if let Some(bytes) = read_whole(&path)?
             && let Some(entries) = Entry::all_plain(&bytes)
         {
             return Ok(InboxRead {
@@ -387,6 +385,25 @@ impl Mailbox {
                 quarantined,
             });
         }
+    }
+
+    /// Hands `member`'s entries to `each` one at a time, in file order,
+    /// keeping none: [`Mailbox::read`] for a reader that needs each entry
+    /// once (`swarm inbox` printing 10,000 of them). `Ok(false)` when the
+    /// file is not one `read` takes in one pass (missing, larger than twice
+    /// the cap, or an entry not plain): `each` may have
+    /// seen some of its entries; the caller discards what it made of them
+    /// and calls `read`, which decides (and repairs and reports).
+    pub fn read_each(
+        &self,
+        member: &str,
+        each: impl FnMut(Entry) -> std::io::Result<()>,
+    ) -> Result<bool, MailboxError> {
+        let path = self.inbox_path(member)?;
+        let Some(bytes) = read_whole(&path)? else {
+            return Ok(false);
+        };
+        Entry::each_plain(&bytes, each).map_err(|e| MailboxError::io(&path, e))
     }
 
     /// Removes the entries whose identity is in `keys` from `member`'s
@@ -685,6 +702,15 @@ pub enum Since {
     Appended(Vec<Entry>),
     /// Every entry (the file changed otherwise, or there was no previous read).
     Whole(InboxRead),
+}
+
+/// The bytes of the inbox at `path` when it is no larger than
+/// [`inbox::WHOLE_UP_TO`]; `None` when it is missing or larger.
+fn read_whole(path: &Path) -> Result<Option<Vec<u8>>, MailboxError> {
+    if !std::fs::symlink_metadata(path).is_ok_and(|m| m.len() <= inbox::WHOLE_UP_TO) {
+        return Ok(None);
+    }
+    atomic_file::read_optional(path).map_err(|e| MailboxError::io(path, e))
 }
 
 fn entries(stored: Vec<Stored>) -> Vec<Entry> {
