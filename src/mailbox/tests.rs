@@ -161,6 +161,71 @@ fn a_consumed_out_inbox_is_exactly_two_bytes_and_a_missing_one_reads_empty() {
     assert_eq!(s.bytes("bob"), b"[]");
 }
 
+/// An append that would cross a 4 KiB block (a pwrite could be cut there)
+/// copies the file up to its closing `\n]` instead of reading and laying out
+/// the entries again: the bytes before it are kept as they are (here laid
+/// out otherwise than a rewrite would, which a rewrite would change), the
+/// file is renamed in, and its record lets the next send append in place.
+#[test]
+fn an_append_across_a_block_copies_the_file_and_the_next_send_appends_in_place() {
+    use std::os::unix::fs::MetadataExt;
+    let s = Sandbox::new();
+    let ino = || std::fs::metadata(s.inbox("bob")).unwrap().ino();
+    s.send("bob", "alice", "one");
+    s.send("bob", "alice", "two");
+    let Parsed::Clean(stored) = inbox::parse(&s.bytes("bob")) else {
+        panic!("not a clean array");
+    };
+    let rendered = inbox::render(&stored);
+    // The first entry compact, padded to the same length: the same entries,
+    // the same last bytes, another layout.
+    let first = inbox::render(&stored[..1]);
+    let compact = format!(
+        "[{}",
+        serde_json::to_string(&serde_json::from_slice::<Value>(&first).unwrap()[0]).unwrap()
+    );
+    let pretty_first = first.len() - 2;
+    assert!(compact.len() < pretty_first);
+    let mut theirs = compact.into_bytes();
+    theirs.resize(pretty_first, b' ');
+    theirs.extend_from_slice(&rendered[pretty_first..]);
+    assert_eq!(theirs.len(), rendered.len());
+    std::fs::write(s.inbox("bob"), &theirs).unwrap();
+    let file = std::fs::File::open(s.inbox("bob")).unwrap();
+    super::last_write::LastWrite::of(&file, &stored, &rendered)
+        .unwrap()
+        .save(&s.mailbox.last_write_path("bob").unwrap());
+    let before = ino();
+
+    let big = "x".repeat(5_000);
+    s.send("bob", "alice", &big);
+    let now = s.bytes("bob");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    assert_eq!(
+        text(&now[..theirs.len() - 2]),
+        text(&theirs[..theirs.len() - 2]),
+        "the bytes before the closing `\\n]` copied as they were, not laid out again"
+    );
+    assert_ne!(
+        ino(),
+        before,
+        "a copy renamed in, not a pwrite across a block"
+    );
+    assert_eq!(s.texts("bob"), ["one", "two", big.as_str()]);
+    let copied = ino();
+    s.send("bob", "alice", "three");
+    assert_eq!(
+        ino(),
+        copied,
+        "the copy's record: the next send appends in place"
+    );
+    assert_eq!(s.texts("bob"), ["one", "two", big.as_str(), "three"]);
+    assert!(
+        s.bytes("bob").starts_with(&theirs[..theirs.len() - 2]),
+        "still the first layout"
+    );
+}
+
 #[test]
 fn a_send_after_a_consumption_appends_in_place_as_a_rewrite_would_lay_out() {
     use std::os::unix::fs::MetadataExt;

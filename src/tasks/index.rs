@@ -54,7 +54,7 @@ pub const WHOLE_FOR: Duration = Duration::from_secs(2);
 
 /// A filesystem with nanosecond times: the granule is the kernel's clock
 /// tick (at most 10 ms); this leaves room for it.
-const FINE_GRANULE: Duration = Duration::from_millis(50);
+pub(crate) const FINE_GRANULE: Duration = Duration::from_millis(50);
 /// A time with no nanoseconds may come from a filesystem that keeps whole
 /// seconds (or two, FAT's): assume the coarsest.
 const COARSE_GRANULE: Duration = Duration::from_secs(2);
