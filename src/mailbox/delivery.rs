@@ -350,18 +350,19 @@ impl Mailbox {
     ///
     /// The bytes are those a rewrite would lay out ([`inbox::appended`]),
     /// written by one `pwrite` that stays within one 4 KiB block, then
-    /// `fdatasync` (one that would not is written by a copy of the file,
-    /// [`Mailbox::append_by_copy`]). Why within one block: the kernel copies a write into
-    /// the page cache a page (or folio) at a time and gives up between
-    /// pages on a fatal signal, so a `kill -9` can cut a write that spans
-    /// pages, leaving a torn array on disk that Claude Code would read as
-    /// `[]` (and its next send would erase the rest). A write within one
-    /// page is copied whole or not at all. An append that would cross a
-    /// block boundary (about one send in twelve with entries of a few
-    /// hundred bytes) copies the file instead. A power cut before the `fdatasync`
-    /// can still tear it; the next swarm holder, or any swarm read, cuts a
-    /// torn tail back to the last whole entry (`load_locked`), which is the
-    /// file as it was before: the torn entries were not acknowledged.
+    /// `fdatasync` (bytes that would not are written by a copy of the
+    /// file, [`Mailbox::append_by_copy`]). Why within one block: the kernel
+    /// copies a write into the page cache a page (or folio) at a time and
+    /// gives up between pages on a fatal signal, so a `kill -9` can cut a
+    /// write that spans pages, leaving a torn array on disk that Claude
+    /// Code would read as `[]` (and its next send would erase the rest). A
+    /// write within one page is copied whole or not at all. An append that
+    /// would cross a block boundary (about one send in twelve with entries
+    /// of a few hundred bytes) copies the file instead. A power cut before
+    /// the `fdatasync` can still tear it; the next swarm holder, or any
+    /// swarm read, cuts a torn tail back to the last whole entry
+    /// (`load_locked`), which is the file as it was before: the torn
+    /// entries were not acknowledged.
     ///
     /// While the `pwrite` runs, a reader that takes no lock may see the
     /// array half written (the page cache is not locked against reads):
