@@ -667,6 +667,14 @@ mod tmux_live {
             .placement(Placement::RightOfLead { lead: lead.clone() })
     }
 
+    /// A swarm pane (`sleep`) beside the harness's lead.
+    async fn spawned(h: &TmuxHarness) -> PaneRef {
+        h.backend
+            .spawn(&lead_spec(h, &h.lead))
+            .await
+            .expect("spawn")
+    }
+
     /// A pane the user made with tmux itself (no swarm mark) in the lead's
     /// session.
     fn users_pane(h: &TmuxHarness) -> PaneId {
@@ -694,12 +702,7 @@ mod tmux_live {
         };
         let mut panes = Vec::new();
         for _ in 0..3 {
-            panes.push(
-                h.backend
-                    .spawn(&lead_spec(&h, &h.lead))
-                    .await
-                    .expect("spawn"),
-            );
+            panes.push(spawned(&h).await);
         }
         let lead_width: u32 = pane_info(&h.tmux, &h.lead, "#{pane_width}")
             .parse()
@@ -1136,12 +1139,7 @@ mod tmux_live {
         };
         let mut mine = Vec::new();
         for _ in 0..3 {
-            mine.push(
-                h.backend
-                    .spawn(&lead_spec(&h, &h.lead))
-                    .await
-                    .expect("spawn"),
-            );
+            mine.push(spawned(&h).await);
         }
         let users = users_pane(&h);
         let mut asked = mine.clone();
@@ -1207,11 +1205,7 @@ mod tmux_live {
         let Some(h) = TmuxHarness::start("no_session_left") else {
             return;
         };
-        let p = h
-            .backend
-            .spawn(&lead_spec(&h, &h.lead))
-            .await
-            .expect("spawn");
+        let p = spawned(&h).await;
         h.tmux.ok(&["set-option", "-s", "exit-empty", "off"]);
         for session in h.tmux.ok(&["list-sessions", "-F", "#{session_id}"]).lines() {
             h.tmux.ok(&["kill-session", "-t", session]);
@@ -1234,11 +1228,7 @@ mod tmux_live {
         let Some(h) = TmuxHarness::start("hide_show") else {
             return;
         };
-        let p = h
-            .backend
-            .spawn(&lead_spec(&h, &h.lead))
-            .await
-            .expect("spawn");
+        let p = spawned(&h).await;
         let home = pane_info(&h.tmux, &h.lead, "#{window_id}");
         h.backend.hide(&p).await.expect("hide");
         assert_eq!(pane_info(&h.tmux, &p, "#{window_name}"), "swarm-hidden");
