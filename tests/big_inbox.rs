@@ -128,6 +128,16 @@ fn inbox_shows_a_10k_inbox_once_each_in_file_order() {
         if i.is_multiple_of(7) {
             e["custom"] = serde_json::json!({"nested": [1, 2, {"k": null}]});
         }
+        // Optional fields on some entries only: one entry's must not show
+        // in the next (the reader reuses one entry's buffers).
+        if i.is_multiple_of(5) {
+            e.as_object_mut().expect("object").shift_remove("summary");
+        }
+        if i.is_multiple_of(11) {
+            e.as_object_mut()
+                .expect("object")
+                .insert("color".into(), serde_json::json!("blue"));
+        }
         e
     };
     let old: Vec<serde_json::Value> = (0..10_000).map(entry).collect();

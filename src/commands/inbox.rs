@@ -51,7 +51,7 @@ pub fn run(ctx: &Context, args: InboxArgs) -> Result<Exit> {
             if args.mark_read {
                 keys.push(e.key());
             }
-            shown.push(&e, false)
+            shown.push(e, false)
         })?;
         if one_pass {
             let mut out = std::io::stdout().lock();

@@ -210,29 +210,23 @@ impl Entry {
     /// each is plain as [`Entry::from_plain_json`] takes it; `None`
     /// otherwise (the caller reads it element by element, which decides).
     pub(crate) fn all_plain(bytes: &[u8]) -> Option<Vec<Entry>> {
-        let mut all = Vec::new();
-        let plain = Entry::each_plain(bytes, |e| {
-            all.push(e);
-            Ok(())
-        });
-        plain.ok()?.then_some(all)
+        let plain: Vec<Plain> = serde_json::from_str(plain_text(bytes)?).ok()?;
+        Some(plain.into_iter().map(|p| p.0).collect())
     }
 
-    /// [`Entry::all_plain`], one entry at a time: each is handed to `each`
-    /// as it is read and none is kept, so a reader that needs each entry
-    /// once holds one, not 10,000 (whose memory, first touched, was a
-    /// quarter of printing them). `Ok(false)` when the bytes are not an
-    /// array of plain entries: `each` may have seen the entries before the
-    /// first that is not, and the caller discards what it made of them. An
-    /// error of `each` ends the pass and is returned.
+    /// [`Entry::all_plain`], one entry at a time: each is read into the one
+    /// entry this keeps (its strings' buffers reused) and handed to `each`,
+    /// so a reader that needs each entry once holds one, not 10,000 (whose
+    /// memory, first touched, was a quarter of printing them, and their
+    /// allocations a tenth). `Ok(false)` when the bytes are not an array of
+    /// plain entries: `each` may have seen the entries before the first
+    /// that is not, and the caller discards what it made of them. An error
+    /// of `each` ends the pass and is returned.
     pub(crate) fn each_plain(
         bytes: &[u8],
-        each: impl FnMut(Entry) -> std::io::Result<()>,
+        each: impl FnMut(&Entry) -> std::io::Result<()>,
     ) -> std::io::Result<bool> {
-        let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-        // Checked as UTF-8 once, whole: parsed from a `str`, no string in
-        // it is checked again (from bytes, each one was).
-        let Ok(text) = std::str::from_utf8(bytes) else {
+        let Some(text) = plain_text(bytes) else {
             return Ok(false);
         };
         let mut visitor = EachPlain { each, failed: None };
@@ -243,6 +237,31 @@ impl Entry {
             None => Ok(parsed.is_ok()),
         }
     }
+
+    /// No field set: what [`plain_into`] reads an entry into.
+    fn blank() -> Entry {
+        Entry {
+            from: String::new(),
+            text: String::new(),
+            summary: None,
+            timestamp: String::new(),
+            color: None,
+            from_plugin: None,
+            msg_v: None,
+            msg_id: None,
+            kind: None,
+            read: None,
+            lead_sig: None,
+            extra: Map::new(),
+        }
+    }
+}
+
+/// A file's bytes as text for the plain readers, its BOM dropped; `None`
+/// when they are not UTF-8. Checked once, whole: parsed from a `str`, no
+/// string in it is checked again (from bytes, each one was).
+fn plain_text(bytes: &[u8]) -> Option<&str> {
+    std::str::from_utf8(bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)).ok()
 }
 
 /// [`Entry::each_plain`]'s reader of the array.
@@ -251,7 +270,7 @@ struct EachPlain<F> {
     failed: Option<std::io::Error>,
 }
 
-impl<'de, F: FnMut(Entry) -> std::io::Result<()>> serde::de::Visitor<'de> for &mut EachPlain<F> {
+impl<'de, F: FnMut(&Entry) -> std::io::Result<()>> serde::de::Visitor<'de> for &mut EachPlain<F> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -259,8 +278,9 @@ impl<'de, F: FnMut(Entry) -> std::io::Result<()>> serde::de::Visitor<'de> for &m
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(Plain(e)) = seq.next_element()? {
-            if let Err(e) = (self.each)(e) {
+        let mut entry = Entry::blank();
+        while seq.next_element_seed(PlainInto(&mut entry))?.is_some() {
+            if let Err(e) = (self.each)(&entry) {
                 self.failed = Some(e);
                 return Err(serde::de::Error::custom("stopped by the reader"));
             }
@@ -287,60 +307,165 @@ impl<'de> serde::de::Visitor<'de> for PlainVisitor {
         f.write_str("an entry")
     }
 
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Plain, A::Error> {
-        use serde::de::Error;
-        let dup = |k: &str| A::Error::custom(format!("{k} twice"));
-        let mut e = Entry {
-            from: String::new(),
-            text: String::new(),
-            summary: None,
-            timestamp: String::new(),
-            color: None,
-            from_plugin: None,
-            msg_v: None,
-            msg_id: None,
-            kind: None,
-            read: None,
-            lead_sig: None,
-            extra: Map::new(),
-        };
-        let (mut from, mut text, mut timestamp) = (None, None, None);
-        fn put<T, E: serde::de::Error>(slot: &mut Option<T>, v: T, k: &str) -> Result<(), E> {
-            if slot.replace(v).is_some() {
-                return Err(E::custom(format!("{k} twice")));
-            }
-            Ok(())
-        }
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            match key.as_ref() {
-                "from" => put(&mut from, map.next_value::<String>()?, "from")?,
-                "text" => put(&mut text, map.next_value::<String>()?, "text")?,
-                "timestamp" => put(&mut timestamp, map.next_value::<String>()?, "timestamp")?,
-                "summary" => put(&mut e.summary, map.next_value::<String>()?, "summary")?,
-                "color" => put(&mut e.color, map.next_value::<String>()?, "color")?,
-                "from_plugin" => put(
-                    &mut e.from_plugin,
-                    map.next_value::<String>()?,
-                    "from_plugin",
-                )?,
-                "type" => put(&mut e.kind, map.next_value::<String>()?, "type")?,
-                "read" => put(&mut e.read, map.next_value::<bool>()?, "read")?,
-                "msgV" => put(&mut e.msg_v, map.next_value::<u64>()?, "msgV")?,
-                "msg_id" => put(&mut e.msg_id, map.next_value::<String>()?, "msg_id")?,
-                "lead_sig" => put(&mut e.lead_sig, map.next_value::<String>()?, "lead_sig")?,
-                other => {
-                    let v: Value = map.next_value()?;
-                    if e.extra.insert(other.to_owned(), v).is_some() {
-                        return Err(dup(other));
-                    }
-                }
-            }
-        }
-        e.from = from.ok_or_else(|| A::Error::missing_field("from"))?;
-        e.text = text.ok_or_else(|| A::Error::missing_field("text"))?;
-        e.timestamp = timestamp.ok_or_else(|| A::Error::missing_field("timestamp"))?;
-        e.kind.get_or_insert_with(|| "message".to_owned());
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Plain, A::Error> {
+        let mut e = Entry::blank();
+        plain_into(map, &mut e)?;
         Ok(Plain(e))
+    }
+}
+
+/// One entry read into the entry it holds (see [`plain_into`]).
+struct PlainInto<'a>(&'a mut Entry);
+
+impl<'de> serde::de::DeserializeSeed<'de> for PlainInto<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for PlainInto<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an entry")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        plain_into(map, self.0)
+    }
+}
+
+/// Reads a plain entry's keys straight into `e`: each known key once and
+/// of its expected type, `from`, `text` and `timestamp` there, `type`
+/// filled in when missing. The strings of `e` (an entry read before, or
+/// [`Entry::blank`]) keep their buffers: a reader of 10,000 entries
+/// allocates for the longest, not for each. A field this entry does not
+/// name is emptied; on an error `e` is half read, and the caller drops
+/// what it read.
+fn plain_into<'de, A: serde::de::MapAccess<'de>>(
+    mut map: A,
+    e: &mut Entry,
+) -> Result<(), A::Error> {
+    use serde::de::Error;
+    /// The keys this element named (each once).
+    #[derive(Default)]
+    struct Seen {
+        from: bool,
+        text: bool,
+        timestamp: bool,
+        summary: bool,
+        color: bool,
+        from_plugin: bool,
+        kind: bool,
+        read: bool,
+        msg_v: bool,
+        msg_id: bool,
+        lead_sig: bool,
+    }
+    fn once<E: Error>(seen: &mut bool, k: &str) -> Result<(), E> {
+        match std::mem::replace(seen, true) {
+            true => Err(E::custom(format!("{k} twice"))),
+            false => Ok(()),
+        }
+    }
+    let mut seen = Seen::default();
+    e.extra.clear();
+    while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+        let (slot, named) = match key.as_ref() {
+            "from" => (&mut e.from, &mut seen.from),
+            "text" => (&mut e.text, &mut seen.text),
+            "timestamp" => (&mut e.timestamp, &mut seen.timestamp),
+            "summary" => (filled(&mut e.summary), &mut seen.summary),
+            "color" => (filled(&mut e.color), &mut seen.color),
+            "from_plugin" => (filled(&mut e.from_plugin), &mut seen.from_plugin),
+            "type" => (filled(&mut e.kind), &mut seen.kind),
+            "msg_id" => (filled(&mut e.msg_id), &mut seen.msg_id),
+            "lead_sig" => (filled(&mut e.lead_sig), &mut seen.lead_sig),
+            "read" => {
+                once(&mut seen.read, "read")?;
+                e.read = Some(map.next_value()?);
+                continue;
+            }
+            "msgV" => {
+                once(&mut seen.msg_v, "msgV")?;
+                e.msg_v = Some(map.next_value()?);
+                continue;
+            }
+            other => {
+                let v: Value = map.next_value()?;
+                if e.extra.insert(other.to_owned(), v).is_some() {
+                    return Err(A::Error::custom(format!("{other} twice")));
+                }
+                continue;
+            }
+        };
+        once(named, &key)?;
+        map.next_value_seed(StrInto(slot))?;
+    }
+    for (named, k) in [
+        (seen.from, "from"),
+        (seen.text, "text"),
+        (seen.timestamp, "timestamp"),
+    ] {
+        if !named {
+            return Err(A::Error::missing_field(k));
+        }
+    }
+    for (named, slot) in [
+        (seen.summary, &mut e.summary),
+        (seen.color, &mut e.color),
+        (seen.from_plugin, &mut e.from_plugin),
+        (seen.msg_id, &mut e.msg_id),
+        (seen.lead_sig, &mut e.lead_sig),
+    ] {
+        if !named {
+            *slot = None;
+        }
+    }
+    if !seen.read {
+        e.read = None;
+    }
+    if !seen.msg_v {
+        e.msg_v = None;
+    }
+    if !seen.kind {
+        let kind = filled(&mut e.kind);
+        kind.clear();
+        kind.push_str("message");
+    }
+    Ok(())
+}
+
+/// The string of an optional field, made if there was none (its buffer
+/// kept if there was).
+fn filled(slot: &mut Option<String>) -> &mut String {
+    slot.get_or_insert_with(String::new)
+}
+
+/// A JSON string read into a string that is there, its buffer reused.
+struct StrInto<'a>(&'a mut String);
+
+impl<'de> serde::de::DeserializeSeed<'de> for StrInto<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for StrInto<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<(), E> {
+        self.0.clear();
+        self.0.push_str(v);
+        Ok(())
     }
 }
 

@@ -397,7 +397,7 @@ impl Mailbox {
     pub fn read_each(
         &self,
         member: &str,
-        each: impl FnMut(Entry) -> std::io::Result<()>,
+        each: impl FnMut(&Entry) -> std::io::Result<()>,
     ) -> Result<bool, MailboxError> {
         let path = self.inbox_path(member)?;
         let Some(bytes) = read_whole(&path)? else {
