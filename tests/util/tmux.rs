@@ -53,8 +53,13 @@ pub fn lock_dirs(dir: &Path) -> Vec<PathBuf> {
 
 /// A sandboxed state root, a private tmux server, and one team on it.
 pub struct TmuxTeam {
-    pub sb: Sandbox,
+    /// Dropped first (fields drop in this order): every pane's processes
+    /// are killed before the state root is removed. The other way round, a
+    /// runtime still running wrote its lock files into a tree it made anew,
+    /// and a `swarm-test-*` directory was left in the temp directory by
+    /// every run (the demo's and `revive_by_message`'s).
     pub tmux: TmuxServer,
+    pub sb: Sandbox,
     pub team: String,
     /// Where fake agents run and write what they record.
     pub work: PathBuf,
