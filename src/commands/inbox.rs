@@ -38,31 +38,15 @@ pub fn run(ctx: &Context, args: InboxArgs) -> Result<Exit> {
     if args.follow {
         return follow(&mailbox, &whose, &args);
     }
-    // The common case, each entry shown as it is read and none kept
-    // (shown into memory, written out when all are in: a file the one pass
-    // does not take is read again below, and nothing is shown twice).
-    if !args.all {
-        let mut shown = Printer::new(Vec::new(), args.json);
-        let mut keys = Vec::new();
-        let one_pass = mailbox.read_each(&whose, |e| {
-            if args.unread && !e.is_unread() {
-                return Ok(());
-            }
-            if args.mark_read {
-                keys.push(e.key());
-            }
-            shown.push(e, false)
-        })?;
-        if one_pass {
-            let mut out = std::io::stdout().lock();
-            out.write_all(&shown.finish()?)?;
-            out.flush()?;
-            if !keys.is_empty() {
-                mailbox.consume(&whose, &keys)?;
-            }
-            return Ok(Exit::Ok);
-        }
+    // The common case, each entry shown as it is read and none kept. What
+    // is shown goes to memory first and out when all are in: a file the one
+    // pass does not take is read again below, what the pass showed of it is
+    // dropped, and nothing is shown twice.
+    let mut showing = Showing::new(&args);
+    if !args.all && mailbox.read_each(&whose, |e| showing.take(e, false))? {
+        return showing.end(&mailbox, &whose);
     }
+    let mut showing = Showing::new(&args);
     let read = mailbox.read(&whose)?;
     warn_quarantine(&whose, read.quarantined.as_deref());
     // A message being consumed right now is shown once.
@@ -71,29 +55,62 @@ pub fn run(ctx: &Context, args: InboxArgs) -> Result<Exit> {
     } else {
         Vec::new()
     };
-    // Filtered where it lies: 10,000 entries moved into new vectors twice
-    // were a fifth of printing them.
-    let mut current = read.entries;
-    if args.unread {
-        current.retain(Entry::is_unread);
+    for e in &history {
+        showing.take(e, true)?;
     }
-    let keys: Vec<EntryKey> = if args.mark_read {
-        current.iter().map(Entry::key).collect()
-    } else {
-        Vec::new()
-    };
-    let shown = history
-        .iter()
-        .map(|e| (e, true))
-        .chain(current.iter().map(|e| (e, false)));
-    print_entries(shown, args.json)?;
-    if args.mark_read && !keys.is_empty() {
-        mailbox.consume(&whose, &keys)?;
+    for e in &read.entries {
+        showing.take(e, false)?;
     }
+    let exit = showing.end(&mailbox, &whose);
     // The process ends next: freeing 10,000 entries one string at a time
     // was a tenth of printing them.
-    std::mem::forget((history, current));
-    Ok(Exit::Ok)
+    std::mem::forget((history, read.entries));
+    exit
+}
+
+/// What `swarm inbox` shows: the entries it takes (the inbox's filtered by
+/// `--unread`; the history's, `consumed`, all), printed into memory, and
+/// the keys of those `--mark-read` consumes once they are out.
+struct Showing {
+    printer: Printer<Vec<u8>>,
+    keys: Vec<EntryKey>,
+    unread: bool,
+    mark_read: bool,
+}
+
+impl Showing {
+    fn new(args: &InboxArgs) -> Showing {
+        Showing {
+            printer: Printer::new(Vec::new(), args.json),
+            keys: Vec::new(),
+            unread: args.unread,
+            mark_read: args.mark_read,
+        }
+    }
+
+    fn take(&mut self, e: &Entry, consumed: bool) -> std::io::Result<()> {
+        if !consumed {
+            if self.unread && !e.is_unread() {
+                return Ok(());
+            }
+            if self.mark_read {
+                self.keys.push(e.key());
+            }
+        }
+        self.printer.push(e, consumed)
+    }
+
+    /// Writes what was shown out (one write, stdout being line-buffered),
+    /// then consumes what `--mark-read` names.
+    fn end(self, mailbox: &Mailbox, whose: &str) -> Result<Exit> {
+        let mut out = std::io::stdout().lock();
+        out.write_all(&self.printer.finish()?)?;
+        out.flush()?;
+        if !self.keys.is_empty() {
+            mailbox.consume(whose, &self.keys)?;
+        }
+        Ok(Exit::Ok)
+    }
 }
 
 fn warn_quarantine(whose: &str, q: Option<&std::path::Path>) {
@@ -104,17 +121,6 @@ fn warn_quarantine(whose: &str, q: Option<&std::path::Path>) {
             escape_line(&q.display().to_string())
         );
     }
-}
-
-fn print_entries<'a>(entries: impl Iterator<Item = (&'a Entry, bool)>, json: bool) -> Result<()> {
-    // One write per 64 KiB, not per line (stdout is line-buffered).
-    let out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
-    let mut shown = Printer::new(out, json);
-    for (e, consumed) in entries {
-        shown.push(e, consumed)?;
-    }
-    shown.finish()?.flush()?;
-    Ok(())
 }
 
 /// Entries shown one at a time into `out`: for people, or (`--json`) as

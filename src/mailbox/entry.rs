@@ -294,22 +294,8 @@ struct Plain(Entry);
 
 impl<'de> Deserialize<'de> for Plain {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(PlainVisitor)
-    }
-}
-
-struct PlainVisitor;
-
-impl<'de> serde::de::Visitor<'de> for PlainVisitor {
-    type Value = Plain;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an entry")
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Plain, A::Error> {
         let mut e = Entry::blank();
-        plain_into(map, &mut e)?;
+        serde::de::DeserializeSeed::deserialize(PlainInto(&mut e), d)?;
         Ok(Plain(e))
     }
 }

@@ -391,9 +391,9 @@ impl Mailbox {
     /// keeping none: [`Mailbox::read`] for a reader that needs each entry
     /// once (`swarm inbox` printing 10,000 of them). `Ok(false)` when the
     /// file is not one `read` takes in one pass (missing, larger than twice
-    /// the cap, or an entry not plain): `each` may have
-    /// seen some of its entries; the caller discards what it made of them
-    /// and calls `read`, which decides (and repairs and reports).
+    /// the cap, or an entry not plain): `each` may have seen some of its
+    /// entries; the caller discards what it made of them and calls `read`,
+    /// which decides (and repairs and reports).
     pub fn read_each(
         &self,
         member: &str,
