@@ -46,8 +46,8 @@ impl TmuxBackend {
             .map(|(_, r)| r)
             .collect();
         if !closing.is_empty() {
-            self.close_rows(&closing).await;
-            self.await_closed(&closing, &targets, &mut out).await;
+            let off = self.close_rows(&closing).await;
+            self.await_closed(&closing, &targets, &mut out, off).await;
         }
         out.into_iter().map(|r| r.unwrap_or(Ok(()))).collect()
     }
@@ -82,12 +82,16 @@ impl TmuxBackend {
     /// mark are chained again (up to [`CHAIN_TRIES`] calls), and only then
     /// closed one by one (a `down` of 32 racing its lead ran 32 clients).
     /// A pane that is already gone is fine: [`Self::await_closed`] checks
-    /// what is left.
-    async fn close_rows(&self, closing: &[&panes::PaneRow]) {
+    /// what is left. True when every pane is known to be off the server
+    /// (each closed by a chain that ran whole, or no longer listed): a
+    /// `kill-pane` that ran has taken its pane off before the call returns.
+    async fn close_rows(&self, closing: &[&panes::PaneRow]) -> bool {
         let mut left: Vec<&panes::PaneRow> = closing.to_vec();
+        let mut off = false;
         for _ in 0..CHAIN_TRIES {
             if left.is_empty() || self.kill_chained(&left).await {
                 left.clear();
+                off = true;
                 break;
             }
             let Ok(listed) = self.rows().await else {
@@ -103,6 +107,7 @@ impl TmuxBackend {
         for r in closing {
             state.hidden.remove(&r.pane);
         }
+        off
     }
 
     /// `kill-pane` of each row, in one tmux call; true when every one ran.
@@ -123,15 +128,24 @@ impl TmuxBackend {
 
     /// Waits (2 s at most) until every closed pane is off the server and
     /// its process dead; each one still there gets a `KillFailed` in `out`.
+    /// `off`: every pane is known to be off the server already, so the
+    /// first look checks only the processes (no listing: in a `down`, one
+    /// tmux call less, behind a server busy with the panes just closed).
     async fn await_closed(
         &self,
         closing: &[&panes::PaneRow],
         targets: &Targets,
         out: &mut Outcomes,
+        off: bool,
     ) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        let mut known_off = off;
         loop {
-            let listed = self.rows().await.unwrap_or_default();
+            let listed = if std::mem::take(&mut known_off) {
+                Vec::new()
+            } else {
+                self.rows().await.unwrap_or_default()
+            };
             let mut left: Vec<&&panes::PaneRow> = Vec::new();
             for r in closing {
                 if listed.iter().any(|l| l.pane == r.pane) || self.alive(r.pid).await {
