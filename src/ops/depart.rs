@@ -488,6 +488,11 @@ pub const SHUTTING_DOWN: &str = "the team is shutting down";
 /// before its pane is closed for it.
 const EXIT_AFTER_APPROVAL: Duration = Duration::from_secs(2);
 
+/// How often `down`, waiting for teammates whose pane processes it checks
+/// by pid, lists the panes anyway: for what no process exit shows (a pane
+/// closed while its process lives on, a pid reused).
+const RELIST_EVERY: Duration = Duration::from_millis(200);
+
 /// Every shutdown answer (`shutdown_approved` / `shutdown_rejected`) in
 /// the lead's inbox and, if the lead already consumed it, its history, by
 /// request id.
@@ -547,7 +552,7 @@ pub async fn down(
     let members: Vec<Member> = tf.teammates().cloned().collect();
     let statuses = pane_statuses(opened, &members).await?;
     let mut done: Vec<Member> = Vec::new();
-    let mut asking: Vec<Member> = Vec::new();
+    let mut asking: Vec<(Member, PaneStatus)> = Vec::new();
     let mut killed: Vec<Member> = Vec::new();
     for (m, status) in members.into_iter().zip(statuses) {
         match status {
@@ -557,14 +562,18 @@ pub async fn down(
                 report.killed.push(m.name.clone());
                 killed.push(m);
             }
-            PaneStatus::Running { .. } => asking.push(m),
+            PaneStatus::Running { .. } => asking.push((m, status)),
             _ => {
                 report.gone.push(m.name.clone());
                 done.push(m);
             }
         }
     }
-    let pending = ask_all(team, asking)?;
+    let (asking, seen): (Vec<Member>, Vec<PaneStatus>) = asking.into_iter().unzip();
+    let mut pending = ask_all(team, asking)?;
+    for (a, status) in pending.iter_mut().zip(seen) {
+        a.seen = Some(status);
+    }
     let answered = await_answers(team, opened, pending, wait, force, &mut report).await?;
     done.extend(answered.done);
     for m in answered.pending {
@@ -614,6 +623,8 @@ pub(crate) struct Asked {
     pub(crate) member: Member,
     pub(crate) request: String,
     approved_at: Option<Instant>,
+    /// Its pane as last seen (`None`: not looked at yet).
+    seen: Option<PaneStatus>,
 }
 
 /// How many shutdown requests `down` writes at once. Each is a few
@@ -661,6 +672,7 @@ pub(crate) fn ask_all(team: &Team, asking: Vec<Member>) -> Result<Vec<Asked>> {
                 member,
                 request: id?,
                 approved_at: None,
+                seen: None,
             })
         })
         .collect()
@@ -696,15 +708,39 @@ async fn await_answers(
         .file_name()
         .map(std::ffi::OsStr::to_os_string)
         .context("the lead's inbox has a file name")?;
+    // Where every pane process is of this kernel (their exits are events;
+    // no teammate on another machine), a pane seen running is checked by
+    // its pid, and the backend is asked again only every `RELIST_EVERY`:
+    // a listing waits behind a tmux server busy closing the panes that
+    // just ended (30 ms for 8), and the loop learnt of the last exits that
+    // much later.
+    let by_pid = opened.caps().exit_events && opened.hosted.is_none();
+    let mut listed = Instant::now();
     while !pending.is_empty() {
         let answers = shutdown_answers(team)?;
-        let members: Vec<Member> = pending.iter().map(|a| a.member.clone()).collect();
-        let statuses = pane_statuses(opened, &members).await?;
+        let relist =
+            !by_pid || listed.elapsed() >= RELIST_EVERY || pending.iter().any(|a| a.seen.is_none());
+        if relist {
+            let members: Vec<Member> = pending.iter().map(|a| a.member.clone()).collect();
+            let statuses = pane_statuses(opened, &members).await?;
+            listed = Instant::now();
+            for (a, status) in pending.iter_mut().zip(statuses) {
+                a.seen = Some(status);
+            }
+        } else {
+            for a in &mut pending {
+                if let Some(PaneStatus::Running { pid: Some(pid) }) = a.seen
+                    && !swarm_backends::process::same_process_alive(pid, None)
+                {
+                    a.seen = Some(PaneStatus::Exited { code: None });
+                }
+            }
+        }
         let now = Instant::now();
         let mut still = Vec::new();
         let mut exiting = false;
-        for (mut a, status) in pending.into_iter().zip(statuses) {
-            let running = matches!(status, PaneStatus::Running { .. });
+        for mut a in pending {
+            let running = matches!(a.seen, Some(PaneStatus::Running { .. }));
             let approved = match answers.get(&a.request) {
                 Some(Message::ShutdownApproved(_)) => Some(true),
                 Some(_) => Some(false),
