@@ -9,7 +9,16 @@ use swarm::text::escape_line;
 
 fn main() -> ExitCode {
     swarm::logging::install_panic_hook();
-    let cli = Cli::from_env();
+    let mut cli = Cli::from_env();
+    // A pane's first process: once its pane is ready it becomes the pane's
+    // program, exec'd, or run right here when that is this executable's
+    // own teammate runtime (before anything else of this process starts).
+    if let swarm::cli::Command::PaneExec(args) = cli.command {
+        cli = match swarm::ops::spawn::pane_exec(args) {
+            Ok(own) => own,
+            Err(err) => return failed(&err),
+        };
+    }
     // The lead, the teammate runtime and the MCP server log to their own
     // files (they own a terminal someone watches, or stdout is a
     // protocol); every other command to stderr if asked.
@@ -39,28 +48,31 @@ fn main() -> ExitCode {
             say(&format!("swarm: {}", escape_line(&why)));
             ExitCode::from(1)
         }
-        Err(err) => {
-            if is_broken_pipe(&err) {
-                // The reader went away (`swarm inbox --follow | head`): not an error.
-                return ExitCode::SUCCESS;
-            }
-            // One line, and nothing in it a terminal would obey: errors echo
-            // names and text from outside.
-            say(&format!("swarm: {}", escape_line(&format!("{err:#}"))));
-            let pending = match swarm::team::post::Incomplete::in_error(&err) {
-                // A broadcast: 3 if it is pending for anyone, else 2.
-                Some(b) => b.any_pending(),
-                None => swarm::mailbox::MailboxError::still_pending_in(&err),
-            };
-            if pending {
-                // Not failed, not delivered yet: a stopped holder took the
-                // message and will write it once when it resumes (or the
-                // next send will). Exit 3, so a script does not resend.
-                return ExitCode::from(3);
-            }
-            ExitCode::from(2)
-        }
+        Err(err) => failed(&err),
     }
+}
+
+/// The exit of a command that failed, its error said in one line.
+fn failed(err: &anyhow::Error) -> ExitCode {
+    if is_broken_pipe(err) {
+        // The reader went away (`swarm inbox --follow | head`): not an error.
+        return ExitCode::SUCCESS;
+    }
+    // One line, and nothing in it a terminal would obey: errors echo
+    // names and text from outside.
+    say(&format!("swarm: {}", escape_line(&format!("{err:#}"))));
+    let pending = match swarm::team::post::Incomplete::in_error(err) {
+        // A broadcast: 3 if it is pending for anyone, else 2.
+        Some(b) => b.any_pending(),
+        None => swarm::mailbox::MailboxError::still_pending_in(err),
+    };
+    if pending {
+        // Not failed, not delivered yet: a stopped holder took the
+        // message and will write it once when it resumes (or the
+        // next send will). Exit 3, so a script does not resend.
+        return ExitCode::from(3);
+    }
+    ExitCode::from(2)
 }
 
 /// The one line `main` prints. A terminal that went away (the lead's, when

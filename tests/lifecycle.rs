@@ -257,6 +257,62 @@ fn output_of(t: &TmuxTeam, name: &str, home: Option<&std::path::Path>) -> String
     Run::of(c, &["output", name]).stdout
 }
 
+/// Issue 25, item 5: a swarm teammate's runtime runs in its pane's first
+/// process (`swarm pane-exec` becomes it without starting swarm a second
+/// time), and a variable passed by name (the hand-off file) reaches it and
+/// its work all the same.
+#[test]
+fn a_teammate_runtime_runs_in_its_panes_first_process_with_what_was_passed() {
+    let Some(t) = TmuxTeam::new("runtime_in_first_process", "rp") else {
+        return;
+    };
+    let spec = "team = \"rp\"\n[[teammate]]\nname = \"w\"\nagent = \"shell\"\n\
+                pass_env = [\"SWARM_TEST_PASSED\"]\n";
+    let path = t.work.join("swarm.toml");
+    std::fs::write(&path, spec).expect("spec");
+    let args = ["up", "--no-attach", path.to_str().expect("a UTF-8 path")];
+    let mut up = t.cmd(&args);
+    up.env("SWARM_TEST_PASSED", "handed over");
+    let up = Run::of(up, &args);
+    assert_eq!(up.code, Some(0), "{}\n{}", up.explain(), t.explain());
+    t.wait_lead();
+    t.ok(&[
+        "send",
+        "--to",
+        "w",
+        "printf '%s' \"$SWARM_TEST_PASSED\" > passed.txt",
+    ]);
+    let passed = t.work.join("passed.txt");
+    wait_until(
+        "w's work sees the variable passed by name",
+        WAIT,
+        || std::fs::read_to_string(&passed).is_ok_and(|s| s == "handed over"),
+        || t.explain(),
+    );
+    let pid = t.tmux.pane(&t.pane_of("w")).expect("w's pane").pid;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).expect("the pane's process");
+    let argv: Vec<String> = cmdline
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    assert_eq!(
+        argv.get(1).map(String::as_str),
+        Some("pane-exec"),
+        "the pane's first process runs the runtime itself: {argv:?}\n{}",
+        t.explain()
+    );
+    assert!(
+        argv.ends_with(&["teammate".into(), "--name".into(), "w".into()]),
+        "{argv:?}"
+    );
+    let log = std::fs::read_to_string(t.sb.path("swarm/rp/logs/teammate-w.log")).unwrap();
+    assert!(
+        log.contains("teammate runtime starting"),
+        "the runtime logs to its own file: {log}"
+    );
+}
+
 #[test]
 fn up_with_a_spec_registers_every_teammate_titled_coloured_and_piped() {
     let Some(t) = TmuxTeam::new("up_with_a_spec_registers_every_teammate", "sq") else {
@@ -1459,7 +1515,7 @@ fn a_removed_doorbell_is_named_by_doctor_and_made_again_by_its_runtime() {
         },
         || t.explain(),
     );
-    // The pane's first process is the runtime (`pane-exec` execs it).
+    // The pane's first process is the runtime (`pane-exec` becomes it).
     let pid = t.tmux.pane(&t.pane_of("bell")).expect("bell's pane").pid as i32;
     /// Continues the stopped runtime when dropped, failing test or not.
     struct Stopped(i32);

@@ -68,7 +68,9 @@ fn run_command(cli: Cli) -> Result<Exit> {
         Command::Ring(args) => ring::run(&ctx, args),
         // The long-lived processes keep their own exit codes.
         Command::Teammate(args) => return crate::teammate::run(&ctx, args),
-        Command::PaneExec(args) => return crate::ops::spawn::pane_exec(args),
+        // `main` runs a pane's own runtime itself; here, for callers of
+        // the library, the same.
+        Command::PaneExec(args) => return crate::ops::spawn::pane_exec(args).and_then(run),
         Command::Mcp(args) => return mcp::run(&ctx, args),
         cmd @ (Command::Up(_) | Command::Lead(_)) => return lifecycle::run(&ctx, cmd),
         other => lifecycle::run(&ctx, other),
