@@ -773,8 +773,8 @@ impl Cli {
 
     /// `args` parsed by a parser built of their subcommand only, when it
     /// is one of those a process is started for by the dozen (`send`: one
-    /// process per message; `pane-exec` and `teammate`: two per teammate
-    /// pane, all at once at `swarm up`) and they parse. Building the full
+    /// process per message; `pane-exec` and the `teammate` it runs: one
+    /// per teammate pane, all at once at `swarm up`) and they parse. Building the full
     /// parser costs about four times the parse of a send.
     pub fn lean(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cli> {
         use clap::{ArgMatches, FromArgMatches};

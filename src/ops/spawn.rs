@@ -771,8 +771,8 @@ async fn open_remote_pane(
 
 /// The argv a member's pane starts with: `swarm pane-exec`, which waits
 /// until the backend has set the pane up (marked, output piped), then
-/// replaces itself with the member's program (a `process` member's
-/// command, else `swarm teammate`).
+/// becomes the member's program: a `process` member's command (exec'd),
+/// else `swarm teammate` (run in that same process, see [`pane_exec`]).
 struct Gate {
     exe: String,
     argv: Vec<String>,
