@@ -136,7 +136,7 @@ impl Board {
             .iter()
             .zip(&ix.tasks)
             .map(|(s, t)| (s.stamp, s.settled, t));
-        let bytes = Index::encode(ix.dir, ix.dir_settled, began, entries);
+        let bytes = Index::encode(ix.dir, ix.dir_settled, began, ix.at, entries);
         fs::write(self.index(), bytes).unwrap();
     }
 }

@@ -42,9 +42,10 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Version 2: an open task's flags say whether it carries a command (a
-/// version-1 index, which cannot say, is rebuilt).
-const MAGIC: &[u8; 8] = b"SWBIDX02";
+/// Version 3: the head holds the team watcher's point the index is the
+/// board at (`crate::tasks::sync`); version 2 added whether an open task
+/// carries a command. An index of another version is rebuilt.
+const MAGIC: &[u8; 8] = b"SWBIDX03";
 const TRAILER: &[u8; 8] = b"SWBIDEND";
 
 /// How long a whole index is trusted without looking at any file, so that
@@ -97,6 +98,9 @@ pub struct Index {
     pub dir_settled: bool,
     /// When the scan began.
     pub began_ns: i64,
+    /// The team watcher's `(epoch, seq)` this index is the board at
+    /// (`crate::tasks::sync`); epoch 0: none.
+    pub at: (u64, u64),
     /// In id order (kept apart from `seen`, so that the whole board is
     /// handed out without moving each task again).
     pub tasks: Vec<Task>,
@@ -140,16 +144,19 @@ impl Index {
         dir: Stamp,
         dir_settled: bool,
         began_ns: i64,
+        at: (u64, u64),
         entries: impl ExactSizeIterator<Item = (Stamp, bool, &'a Task)>,
     ) -> Vec<u8> {
         let entries: Vec<_> = entries.collect();
-        let mut out = Vec::with_capacity(64 + entries.len() * 192);
+        let mut out = Vec::with_capacity(80 + entries.len() * 192);
         out.extend_from_slice(MAGIC);
         put_i64(&mut out, began_ns);
         for w in dir.words() {
             put_i64(&mut out, w);
         }
         out.push(u8::from(dir_settled));
+        put_u64(&mut out, at.0);
+        put_u64(&mut out, at.1);
         let status_of = |b: &str| {
             let n = super::task::parse_id(b)?;
             let at = entries.binary_search_by_key(&n, |e| e.2.number()).ok()?;
@@ -207,6 +214,15 @@ impl Index {
         head.is_some_and(|h| whole(h.dir_settled, h.dir, h.began_ns, now, now_ns))
     }
 
+    /// The team watcher's point the index in `bytes` is the board at, from
+    /// its head alone (`None`: not an index of this version).
+    pub fn at_in(bytes: &[u8]) -> Option<(u64, u64)> {
+        let head = bytes
+            .strip_prefix(MAGIC)
+            .and_then(|rest| Reader { rest }.head())?;
+        Some(head.at)
+    }
+
     /// `None` for anything that is not a whole index of this version.
     pub fn decode(bytes: &[u8]) -> Option<Index> {
         let (mut r, head) = Reader::open(bytes)?;
@@ -230,6 +246,7 @@ impl Index {
             dir: head.dir,
             dir_settled: head.dir_settled,
             began_ns: head.began_ns,
+            at: head.at,
             tasks,
             seen,
         })
@@ -282,6 +299,7 @@ struct Head {
     began_ns: i64,
     dir: Stamp,
     dir_settled: bool,
+    at: (u64, u64),
 }
 
 fn put_u64(out: &mut Vec<u8>, v: u64) {
@@ -364,6 +382,7 @@ impl<'a> Reader<'a> {
             began_ns: self.i64()?,
             dir: self.stamp()?,
             dir_settled: self.flag()?,
+            at: (self.u64()?, self.u64()?),
         })
     }
 
@@ -524,9 +543,13 @@ mod tests {
         b.blocks = vec!["1".into()];
         let dir = Stamp::of(&std::fs::metadata(d.path()).unwrap());
         let entries = [(stamp_of(&f), true, &a), (stamp_of(&f), false, &b)];
-        let bytes = Index::encode(dir, true, 42, entries.iter().copied());
+        let bytes = Index::encode(dir, true, 42, (77, 5), entries.iter().copied());
         let ix = Index::decode(&bytes).unwrap();
-        assert_eq!((ix.dir, ix.dir_settled, ix.began_ns), (dir, true, 42));
+        assert_eq!(
+            (ix.dir, ix.dir_settled, ix.began_ns, ix.at),
+            (dir, true, 42, (77, 5))
+        );
+        assert_eq!(Index::at_in(&bytes), Some((77, 5)));
         let back: Vec<_> = ix
             .seen
             .iter()
@@ -553,7 +576,7 @@ mod tests {
         a.owner = None;
         a.status = Status::Pending;
         let entries = [(stamp_of(&f), true, &a), (stamp_of(&f), false, &b)];
-        let bytes2 = Index::encode(dir, true, 42, entries.iter().copied());
+        let bytes2 = Index::encode(dir, true, 42, (0, 0), entries.iter().copied());
         let (_, open2) = open_of(&bytes2).unwrap();
         assert_eq!(
             (open2[0].claimable, open2[0].blockers.clone()),
@@ -567,7 +590,13 @@ mod tests {
         }
         // More open tasks than the first read holds: read further.
         let many: Vec<Task> = (1..=3000).map(|i| Task::new(i.to_string(), "x")).collect();
-        let bytes3 = Index::encode(dir, true, 7, many.iter().map(|t| (stamp_of(&f), true, t)));
+        let bytes3 = Index::encode(
+            dir,
+            true,
+            7,
+            (0, 0),
+            many.iter().map(|t| (stamp_of(&f), true, t)),
+        );
         assert!(bytes3.len() > 3 * 64 * 1024);
         let (_, open3) = open_of(&bytes3).unwrap();
         assert_eq!(
@@ -576,9 +605,9 @@ mod tests {
         );
         // (The data bytes themselves are not checked: a crash tears, it does
         // not flip bits.)
-        // Magic, the count of open tasks (after the 73-byte head), the length
+        // Magic, the count of open tasks (after the 89-byte head), the length
         // and the trailer.
-        for at in [0, 73, bytes.len() - 12, bytes.len() - 1] {
+        for at in [0, 89, bytes.len() - 12, bytes.len() - 1] {
             let mut bad = bytes.clone();
             bad[at] ^= 0xff;
             assert_eq!(Index::decode(&bad), None, "byte {at} changed");
@@ -611,7 +640,7 @@ mod tests {
     fn a_whole_index_needs_the_same_settled_directory_and_a_young_index() {
         let d = tempfile::tempdir().unwrap();
         let dir = Stamp::of(&std::fs::metadata(d.path()).unwrap());
-        let ix = |settled| Index::encode(dir, settled, 100, std::iter::empty());
+        let ix = |settled| Index::encode(dir, settled, 100, (0, 0), std::iter::empty());
         assert!(Index::whole_in(&ix(true), dir, 100));
         assert!(!Index::whole_in(&ix(false), dir, 100), "not settled");
         let late = 100 + WHOLE_FOR.as_nanos() as i64 + 1;

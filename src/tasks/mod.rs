@@ -13,6 +13,9 @@
 //!   checked file by file; `store/board.rs` reads and saves it, so `list`,
 //!   `status` and a claim without id cost about the same at 10,000 tasks
 //!   as at 10. `cache` keeps parsed files by their `stat` within a process.
+//! - [`sync`] is the team watcher's account of which task files changed:
+//!   a look right after a change reads those and takes the rest from the
+//!   index, instead of a `stat` of every file.
 //! - [`error`] holds [`TaskError`].
 //!
 //! An owner change (an update naming a new owner, or a claim) is reported to
@@ -36,6 +39,7 @@ pub mod error;
 pub(crate) mod index;
 pub mod rules;
 pub mod store;
+pub mod sync;
 pub mod task;
 
 pub use error::TaskError;

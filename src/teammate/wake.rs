@@ -496,6 +496,28 @@ fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(watcher.clone());
     tracing::info!(polling = ?watcher.polling_reason(), "watching the team's files for its runtimes");
+    // Its account of the task files (`tasks::sync`), for looks at the board
+    // by other processes; a new epoch: what came before this watch is not
+    // in it. Only a watcher on file events gives one (a poll's answer would
+    // take up to a second).
+    let runtime = dirs.get(2).cloned();
+    let log = Arc::new(Mutex::new(crate::tasks::sync::Log::new()));
+    let account = runtime
+        .clone()
+        .filter(|_| watcher.polling_reason().is_none() && watcher.is_watching(2));
+    if let Some(dir) = &account {
+        crate::tasks::sync::set_local(Some((dir.clone(), Arc::clone(&log))));
+    }
+    /// The account goes with the watch, however it ends.
+    struct Unset(bool);
+    impl Drop for Unset {
+        fn drop(&mut self) {
+            if self.0 {
+                crate::tasks::sync::set_local(None);
+            }
+        }
+    }
+    let _unset = Unset(account.is_some());
     // Writes between the previous holder's end and this watch: look again.
     ring_all(team);
     let store = team.tasks();
@@ -541,12 +563,35 @@ fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
                 }
             }
             Some(Changes::All) => {
+                // Events were lost: the account starts over.
+                lock_log(&log).restart();
                 seen.forget();
                 ring_all(team);
                 loaded = dispatch.reload(&store);
                 checked = std::time::Instant::now();
             }
             Some(Changes::Files(files)) => {
+                // The account first, of every task file named (bytes the
+                // same as before or not: an index may hold others), then
+                // the cookies of this burst: every event before a cookie
+                // is in its burst or an earlier one.
+                let named: Vec<u64> = files
+                    .iter()
+                    .filter(|(dir, _)| *dir == 1)
+                    .filter_map(|(_, name)| {
+                        crate::tasks::task::task_file_id(&name.to_string_lossy())
+                    })
+                    .collect();
+                lock_log(&log).note(&named);
+                if let Some(dir) = &account {
+                    let log = lock_log(&log);
+                    for (_, name) in files.iter().filter(|(d, _)| *d == 2) {
+                        let name = name.to_string_lossy();
+                        if crate::tasks::sync::is_cookie(&name) {
+                            crate::tasks::sync::answer(dir, &name, &log);
+                        }
+                    }
+                }
                 let mut task_files: Vec<(u64, PathBuf)> = Vec::new();
                 for (dir, name) in files {
                     let path = dirs[dir].join(&name);
@@ -589,6 +634,14 @@ fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
         }
         due = dispatch.offer(team);
     }
+}
+
+/// The team watcher's account, locked (a panic elsewhere left it usable).
+fn lock_log(
+    log: &Mutex<crate::tasks::sync::Log>,
+) -> std::sync::MutexGuard<'_, crate::tasks::sync::Log> {
+    log.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The bytes (a hash of them) of each file the team watcher last acted on.
@@ -840,6 +893,77 @@ mod tests {
         write_task(&team, "2", "in_progress", Some(who), &[]);
         write_task(&team, "4", "pending", None, &[]);
         one_woken(&mut a, &mut b, &a_idle, &b_idle, 4);
+    }
+
+    /// Issue 25, item 6: right after tasks changed, a look at the board
+    /// from anywhere but the team watcher's own thread reads only the task
+    /// files the watcher names (a write in place as Claude Code makes it,
+    /// a rename, a create, a delete) and sees each.
+    #[test]
+    fn a_look_after_a_change_reads_only_the_files_the_team_watcher_names() {
+        use crate::tasks::store::board_looks as looks;
+        let (_t, team, dirs) = team();
+        for i in 1..=40 {
+            write_task(&team, &i.to_string(), "completed", None, &[]);
+        }
+        let mut w = Wakeups::new(&team, "alice", &dirs).unwrap();
+        while w.wait(Duration::from_millis(300)) {}
+        let status = team.root.team_watcher_status("t").unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !status.exists() {
+            assert!(std::time::Instant::now() < deadline, "no team watcher");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let store = team.tasks();
+        let look = || {
+            looks::take();
+            let tasks = store.glance().unwrap().tasks;
+            let reads = looks::take().expect("a look");
+            (tasks, reads, looks::take_answered())
+        };
+        // The first look sets the index at the watcher's point.
+        let (tasks, _, _) = look();
+        assert_eq!(tasks.len(), 40);
+        // In place (no rename), as Claude Code writes; a swarm-style
+        // rename; a new task; a task deleted.
+        let seven = team.root.task("t", "7").unwrap();
+        let mut body = std::fs::read_to_string(&seven).unwrap();
+        body = body.replace("\"task 7\"", "\"task seven\"");
+        {
+            use std::io::Write as _;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(&seven)
+                .unwrap();
+            f.write_all(body.as_bytes()).unwrap();
+        }
+        write_task(&team, "12", "pending", None, &[]);
+        write_task(&team, "41", "pending", None, &[]);
+        std::fs::remove_file(team.root.task("t", "30").unwrap()).unwrap();
+        let (tasks, reads, answered) = look();
+        assert!(answered, "the look did not take the watcher's account");
+        // (Fewer when the watcher's own look saved the index meanwhile.)
+        assert!(
+            reads <= 3,
+            "{reads} files read for three changed (30 is gone)"
+        );
+        let by_id = |id: &str| tasks.iter().find(|t| t.id == id);
+        assert_eq!(by_id("7").unwrap().subject, "task seven");
+        assert_eq!(by_id("12").unwrap().status, crate::tasks::Status::Pending);
+        assert!(by_id("41").is_some() && by_id("30").is_none());
+        assert_eq!(tasks.len(), 40);
+        let ids: Vec<u64> = tasks.iter().map(crate::tasks::Task::number).collect();
+        assert!(ids.windows(2).all(|p| p[0] < p[1]), "in id order: {ids:?}");
+        // A one-shot look left the index where it was (a short account is
+        // cheaper read again than saved); a look that saves (the lead's, a
+        // claimant's) moves it on, and then nothing is read.
+        let (_, again, answered) = look();
+        assert!(answered && again <= 3, "{again} files read again");
+        store.list().unwrap();
+        let (_, reads, _) = look();
+        assert_eq!(reads, 0);
+        drop(w);
     }
 
     /// Waits until exactly one of the two idle runtimes is woken, offered
