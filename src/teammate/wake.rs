@@ -502,9 +502,9 @@ fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
     // take up to a second).
     let runtime = dirs.get(2).cloned();
     let log = Arc::new(Mutex::new(crate::tasks::sync::Log::new()));
-    let account = runtime
-        .clone()
-        .filter(|_| watcher.polling_reason().is_none() && watcher.is_watching(2));
+    let account = runtime.clone().filter(|_| {
+        watcher.polling_reason().is_none() && watcher.is_watching(1) && watcher.is_watching(2)
+    });
     if let Some(dir) = &account {
         crate::tasks::sync::set_local(Some((dir.clone(), Arc::clone(&log))));
     }
@@ -583,7 +583,12 @@ fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
                     })
                     .collect();
                 lock_log(&log).note(&named);
-                if let Some(dir) = &account {
+                // Without its watch on the task list (the directory went)
+                // it cannot know what changed: no answers, and an epoch
+                // nobody's index has.
+                if !watcher.is_watching(1) {
+                    lock_log(&log).restart();
+                } else if let Some(dir) = &account {
                     let log = lock_log(&log);
                     for (_, name) in files.iter().filter(|(d, _)| *d == 2) {
                         let name = name.to_string_lossy();
