@@ -597,6 +597,16 @@ fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
                         }
                     }
                 }
+                // A burst of cookies alone (made, then taken) changes nothing
+                // else: no offers looked at again for it, unless one is due
+                // (every look at the board by a claimant asks, and was two
+                // more rounds of offers here).
+                let cookie = |(d, n): &(usize, std::ffi::OsString)| {
+                    *d == 2 && crate::tasks::sync::is_cookie(&n.to_string_lossy())
+                };
+                if files.iter().all(cookie) && due.is_none_or(|d| std::time::Instant::now() < d) {
+                    continue;
+                }
                 let mut task_files: Vec<(u64, PathBuf)> = Vec::new();
                 for (dir, name) in files {
                     let path = dirs[dir].join(&name);
