@@ -215,37 +215,14 @@ impl TaskStore {
         let mut reads = 0;
         for &n in changed {
             // The index's tasks below `n` stay as they are.
-            while let Some((seen, _)) = kept.peek()
-                && seen.id < n
-            {
-                let (seen, task) = kept.next().expect("peeked");
+            while let Some((seen, task)) = kept.next_if(|(seen, _)| seen.id < n) {
                 stamps.push((seen.stamp, seen.settled));
                 out.tasks.push(task);
             }
-            if kept.peek().is_some_and(|(seen, _)| seen.id == n) {
-                kept.next();
-            }
-            let id = n.to_string();
-            let mut stamp = self.stamp(&id)?;
-            while let Some(now) = stamp {
-                reads += 1;
-                match self.load(&id)? {
-                    Loaded::Missing => break,
-                    Loaded::Found(t) => {
-                        stamps.push((now, index::settled(now.changed(), began)));
-                        out.tasks.push(t);
-                        break;
-                    }
-                    Loaded::Corrupt(_) => match self.salvage(&id, list)? {
-                        Salvage::Quarantined(q) => {
-                            out.quarantined.push(q);
-                            break;
-                        }
-                        Salvage::Recovered => stamp = self.stamp(&id)?,
-                        Salvage::Gone => break,
-                    },
-                }
-            }
+            // What it held before: read again below.
+            kept.next_if(|(seen, _)| seen.id == n);
+            let stamp = self.stamp(&n.to_string())?;
+            self.read_into(n, stamp, began, list, &mut reads, &mut out, &mut stamps)?;
         }
         for (seen, task) in kept {
             stamps.push((seen.stamp, seen.settled));
@@ -303,46 +280,67 @@ impl TaskStore {
             while seen.get(k).is_some_and(|s| s.id < n) {
                 k += 1;
             }
-            let mut prior = seen
+            let prior = seen
                 .get(k)
                 .filter(|s| s.id == n && s.settled)
                 .map(|s| (s.stamp, k));
-            let mut stamp = looked;
-            while let Some(now) = stamp {
-                if let Some((_, at)) = prior.take().filter(|(s, _)| *s == now) {
-                    stamps.push((now, true));
-                    out.tasks
-                        .push(std::mem::replace(&mut tasks[at], Task::new("", "")));
-                    break;
-                }
-                reads += 1;
-                let id = n.to_string();
-                match self.load(&id)? {
-                    Loaded::Missing => break,
-                    Loaded::Found(t) => {
-                        let settled = index::settled(now.changed(), began);
-                        learned |= settled;
-                        stamps.push((now, settled));
-                        out.tasks.push(t);
-                        break;
-                    }
-                    Loaded::Corrupt(_) => match self.salvage(&id, list)? {
-                        Salvage::Quarantined(q) => {
-                            learned = true;
-                            out.quarantined.push(q);
-                            break;
-                        }
-                        Salvage::Recovered => stamp = self.stamp(&id)?,
-                        Salvage::Gone => break,
-                    },
-                }
+            if let (Some(now), Some((was, at))) = (looked, prior)
+                && was == now
+            {
+                stamps.push((now, true));
+                out.tasks
+                    .push(std::mem::replace(&mut tasks[at], Task::new("", "")));
+                continue;
             }
+            learned |= self.read_into(n, looked, began, list, &mut reads, &mut out, &mut stamps)?;
         }
         #[cfg(test)]
         looks::count(reads);
         let _ = reads;
         let learned = learned || !out.quarantined.is_empty();
         Ok((out, stamps, learned))
+    }
+
+    /// Reads task `n`, its file stamped `stamp` (`None`: gone), into `out`
+    /// with what was seen of it in `stamps`; an unreadable file is salvaged
+    /// (then read again) or quarantined (into `out`). Each read counts in
+    /// `reads`. True when it was read with a settled stamp.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the two looks' running state, borrowed as they hold it"
+    )]
+    fn read_into(
+        &self,
+        n: u64,
+        mut stamp: Option<Stamp>,
+        began: i64,
+        list: Option<&ListLock>,
+        reads: &mut usize,
+        out: &mut TaskList,
+        stamps: &mut Vec<(Stamp, bool)>,
+    ) -> Result<bool, TaskError> {
+        let id = n.to_string();
+        while let Some(now) = stamp {
+            *reads += 1;
+            match self.load(&id)? {
+                Loaded::Missing => break,
+                Loaded::Found(t) => {
+                    let settled = index::settled(now.changed(), began);
+                    stamps.push((now, settled));
+                    out.tasks.push(t);
+                    return Ok(settled);
+                }
+                Loaded::Corrupt(_) => match self.salvage(&id, list)? {
+                    Salvage::Quarantined(q) => {
+                        out.quarantined.push(q);
+                        break;
+                    }
+                    Salvage::Recovered => stamp = self.stamp(&id)?,
+                    Salvage::Gone => break,
+                },
+            }
+        }
+        Ok(false)
     }
 
     /// The task directory's entries: the names numbered past the id space
