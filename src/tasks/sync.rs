@@ -180,11 +180,10 @@ pub fn answer(runtime: &Path, name: &str, log: &Log) {
 /// answers within `within`; `None` otherwise (the asker looks at every
 /// file).
 pub fn ask(root: &Root, team: &str, (epoch, seq): (u64, u64), within: Duration) -> Option<Answer> {
-    let lock = root.team_watcher_lock(team).ok()?;
-    let status = root.team_watcher_status(team).ok()?;
-    if !watcher_listens(&lock, &status) {
+    if !watcher_status(root, team).is_some_and(|s| listens(&s)) {
         return None;
     }
+    let lock = root.team_watcher_lock(team).ok()?;
     let runtime = lock.parent()?;
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let id = format!(
@@ -264,20 +263,21 @@ fn parse_answer(text: &str) -> Option<Answer> {
     })
 }
 
-/// Whether a team watcher holds the role (its `lock`) and gets file
-/// events (its `status` says it does not poll): only such a one answers
-/// within milliseconds.
-fn watcher_listens(lock: &Path, status: &Path) -> bool {
-    let Ok(f) = std::fs::File::open(lock) else {
-        return false;
-    };
+/// The bytes of the status record of `team`'s watcher, when a runtime
+/// holds the role now (its lock is held); `None` otherwise, or when it
+/// cannot be read.
+pub fn watcher_status(root: &Root, team: &str) -> Option<Vec<u8>> {
+    let f = std::fs::File::open(root.team_watcher_lock(team).ok()?).ok()?;
     if f.try_lock_shared().is_ok() {
-        return false; // nobody holds it
+        return None; // nobody holds it
     }
-    let Ok(bytes) = std::fs::read(status) else {
-        return false;
-    };
-    serde_json::from_slice::<serde_json::Value>(&bytes)
+    std::fs::read(root.team_watcher_status(team).ok()?).ok()
+}
+
+/// Whether a watcher's `status` says it gets file events (it does not
+/// poll): only such a one answers within milliseconds.
+fn listens(status: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(status)
         .is_ok_and(|v| v.get("polling").is_some_and(serde_json::Value::is_null))
 }
 

@@ -44,7 +44,6 @@ use crate::tasks::parse_id;
 use crate::team::Team;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -796,15 +795,11 @@ pub fn report(team: &Team) -> Vec<String> {
 /// The team watcher's status, if a runtime holds the lock now.
 fn live_watcher(team: &Team) -> Option<WatcherStatus> {
     // Whatever cannot be read shows as no watcher: this only adds a line.
-    let doing = "reading the team watcher's status";
-    let lock = crate::dropped::ignore(team.root.team_watcher_lock(&team.name), doing)?;
-    let f = crate::dropped::ignore(File::open(&lock), doing)?;
-    if f.try_lock_shared().is_ok() {
-        return None; // nobody holds it
-    }
-    let status = crate::dropped::ignore(team.root.team_watcher_status(&team.name), doing)?;
-    let bytes = crate::dropped::ignore(std::fs::read(status), doing)?;
-    crate::dropped::ignore(serde_json::from_slice(&bytes), doing)
+    let bytes = crate::tasks::sync::watcher_status(&team.root, &team.name)?;
+    crate::dropped::ignore(
+        serde_json::from_slice(&bytes),
+        "reading the team watcher's status",
+    )
 }
 
 /// For `swarm up`: warns on stderr when file watching is unavailable right
