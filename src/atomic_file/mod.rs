@@ -180,6 +180,87 @@ pub fn read_nofollow(path: &Path) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// The bytes of a cache file that is only ever replaced by rename
+/// ([`write_cache`]), mapped read-only instead of copied, in a directory
+/// that passes [`check_dir`], refusing a link in its place; `Ok(None)` when
+/// it does not exist. For a big file read whole at once (the board index,
+/// 1.3 MB at 10,000 tasks): the pages come straight from the page cache,
+/// mapped all in one call, where a read first has to allocate and fault in
+/// as many fresh pages and copy into them (a fifth of a `task list`).
+///
+/// The map is of the file that was there when it was opened: a rename
+/// over it later leaves those bytes as they were. Only a write in place
+/// or a truncation could change them under the reader (a cut one would
+/// fault), and nothing writes such a file in place.
+pub fn map_cache(path: &Path) -> io::Result<Option<Mapped>> {
+    let Some(file) = open_optional(path)? else {
+        return Ok(None);
+    };
+    Mapped::of(&file).map(Some)
+}
+
+/// A file's bytes mapped read-only ([`map_cache`]); unmapped on drop.
+pub struct Mapped {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and owned by this value alone; shared
+// references only read it.
+unsafe impl Send for Mapped {}
+unsafe impl Sync for Mapped {}
+
+impl Mapped {
+    fn of(file: &File) -> io::Result<Mapped> {
+        use std::os::fd::AsRawFd;
+        let len = usize::try_from(file.metadata()?.len()).map_err(io::Error::other)?;
+        if len == 0 {
+            // mmap refuses an empty length; an empty map needs no pages.
+            return Ok(Mapped {
+                ptr: std::ptr::null_mut(),
+                len: 0,
+            });
+        }
+        // SAFETY: a fresh private read-only mapping of an open file; the
+        // kernel checks the descriptor and the length.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_POPULATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapped { ptr, len })
+    }
+}
+
+impl std::ops::Deref for Mapped {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: `ptr` maps `len` readable bytes for as long as `self`
+        // lives (see `map_cache` for why they do not change).
+        unsafe { std::slice::from_raw_parts(self.ptr.cast::<u8>(), self.len) }
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        if self.len != 0 {
+            // SAFETY: the mapping `of` made, unmapped once.
+            unsafe { libc::munmap(self.ptr, self.len) };
+        }
+    }
+}
+
 /// Opens a file for reading in a directory that passes [`check_dir`],
 /// refusing a link in its place; `Ok(None)` when it does not exist.
 pub fn open_optional(path: &Path) -> io::Result<Option<File>> {

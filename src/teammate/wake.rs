@@ -973,6 +973,22 @@ mod tests {
         store.list().unwrap();
         let (_, reads, _) = look();
         assert_eq!(reads, 0);
+        // A task past the last (added at the end), then one in the gap 30
+        // left (the tasks after it move up): each in its place.
+        let ids = |tasks: &[crate::tasks::Task]| -> Vec<u64> {
+            tasks.iter().map(crate::tasks::Task::number).collect()
+        };
+        write_task(&team, "42", "pending", None, &[]);
+        let (tasks, reads, answered) = look();
+        assert!(answered && reads == 1, "{reads} files read for one new");
+        let mut want: Vec<u64> = (1..=42).filter(|&n| n != 30).collect();
+        assert_eq!(ids(&tasks), want);
+        write_task(&team, "30", "pending", None, &[]);
+        let (tasks, _, answered) = look();
+        assert!(answered);
+        want.insert(29, 30);
+        assert_eq!(ids(&tasks), want);
+        assert_eq!(tasks[29].status, crate::tasks::Status::Pending);
         drop(w);
     }
 
