@@ -156,18 +156,23 @@ impl TeamOps {
             ));
         }
         let members = roster.members.clone();
-        let mut files = {
+        let foreign = !team.ownership().is_swarm();
+        // The files and the panes at once: at 10,000 tasks the board's look
+        // takes as long as asking tmux for its panes.
+        let files = {
             let members = members.clone();
             self.blocking(move |team| Files::read(&team, &members))
-                .await?
         };
+        let panes = async {
+            if foreign {
+                self.panes_watched(&members).await
+            } else {
+                self.pane_seen(&members).await
+            }
+        };
+        let (files, panes) = tokio::join!(files, panes);
+        let mut files = files?;
         warnings.extend(files.warnings.iter().cloned());
-        let foreign = !team.ownership().is_swarm();
-        let panes = if foreign {
-            self.panes_watched(&members).await
-        } else {
-            self.pane_seen(&members).await
-        };
         let requests = files.requests.clone();
         let record =
             crate::session::SessionRecord::load(&team.root, &team.name).unwrap_or_else(|e| {
