@@ -19,8 +19,19 @@ pub struct TeamEntry {
 /// Creates team `name`: a roster holding only the lead (working in `cwd`),
 /// its inbox and task directories, and swarm's record that it started it.
 pub fn create(root: &Root, name: &str, description: Option<&str>, cwd: &Path) -> Result<()> {
+    create_with(root, name, description, cwd, Vec::new())
+}
+
+/// [`create`] with `members` on the roster from the start.
+pub fn create_with(
+    root: &Root,
+    name: &str,
+    description: Option<&str>,
+    cwd: &Path,
+    members: Vec<crate::team::Member>,
+) -> Result<()> {
     Roster::new(root, name)
-        .create(description, &cwd.to_string_lossy())
+        .create_with(description, &cwd.to_string_lossy(), members)
         .with_context(|| format!("creating team {}", crate::names::shown(name)))?;
     Ok(())
 }

@@ -9,7 +9,7 @@ use super::TeamOps;
 use super::spawn::{SpawnRequest, spawn_members_locked};
 use crate::config::{Applied, TeamSpec};
 use crate::session::{Location, Session};
-use crate::team::{Member, SwarmField};
+use crate::team::{Member, SwarmField, TeamFile};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use swarm_backends::{HomeSessions, PaneRef, Placement, SpawnSpec};
@@ -43,7 +43,12 @@ pub fn prepare(
     let created = !team.roster().exists();
     if created {
         crate::names::validate_team(&team.name)?;
-        super::teams::create(&team.root, &team.name, None, cwd)?;
+        // The spec's teammates go on the roster as it is created.
+        let members = match spec {
+            Some(spec) => ops.new_members(spec, None)?,
+            None => Vec::new(),
+        };
+        super::teams::create_with(&team.root, &team.name, None, cwd, members)?;
     } else {
         ops.require_own("lead it or start anything in it")?;
     }
@@ -90,19 +95,7 @@ impl TeamOps {
         let team = self.team();
         crate::hosts::record(&team.root, &team.name, &spec.hosts)?;
         let tf = team.roster().read()?;
-        let mut new = Vec::new();
-        for (i, t) in spec.teammates.iter().enumerate() {
-            if tf.member(&t.name).is_some() {
-                continue;
-            }
-            let mut m = t.member(&team.name, i, &spec.dir);
-            if t.worktree.unwrap_or(spec.worktree) {
-                crate::worktree::want(&mut m);
-            }
-            crate::agents::check_available(t.agent()?, t.command.as_deref())
-                .with_context(|| format!("teammate {}", t.name))?;
-            new.push(m);
-        }
+        let new = self.new_members(spec, Some(&tf))?;
         if !new.is_empty() {
             // One roster write for the whole spec.
             team.roster().add_members(new)?;
@@ -136,6 +129,27 @@ impl TeamOps {
                 format!("the task board already has {n} task(s); none added")
             }
         })
+    }
+
+    /// The spec's teammates that are not on the roster `tf` yet (`None`:
+    /// no roster yet, all of them), reserved (no pane yet); each one's
+    /// agent must be installed.
+    pub fn new_members(&self, spec: &TeamSpec, tf: Option<&TeamFile>) -> Result<Vec<Member>> {
+        let team = self.team();
+        let mut new = Vec::new();
+        for (i, t) in spec.teammates.iter().enumerate() {
+            if tf.is_some_and(|tf| tf.member(&t.name).is_some()) {
+                continue;
+            }
+            let mut m = t.member(&team.name, i, &spec.dir);
+            if t.worktree.unwrap_or(spec.worktree) {
+                crate::worktree::want(&mut m);
+            }
+            crate::agents::check_available(t.agent()?, t.command.as_deref())
+                .with_context(|| format!("teammate {}", t.name))?;
+            new.push(m);
+        }
+        Ok(new)
     }
 
     /// A lead that hosts its teammates' panes (in-process) takes over a
