@@ -7,6 +7,8 @@
 //!   [`write_atomic_locked`] also verifies, just before the rename, that the
 //!   lock guarding the file is still the writer's ([`FileLock::verify`]).
 //! * [`ensure_dir`]: directories 0700, files 0600, whatever the umask.
+//! * [`write_cache`] / [`map_cache`]: a cache file (the board index)
+//!   replaced by rename without a sync, and read mapped instead of copied.
 //! * Safe paths (`safe_path.rs`): nothing is created, read or written
 //!   through a symbolic link, or in a directory that other users can write
 //!   or own ([`check_dir`], [`UnsafePath`]); files are opened `O_NOFOLLOW`.
@@ -536,6 +538,29 @@ mod tests {
 
     fn mode(p: &Path) -> u32 {
         fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn a_mapped_cache_keeps_the_bytes_it_was_opened_with() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("cache");
+        assert!(map_cache(&f).unwrap().is_none());
+        write_cache(&f, b"").unwrap();
+        assert_eq!(&*map_cache(&f).unwrap().unwrap(), b"");
+        write_cache(&f, b"first bytes").unwrap();
+        let first = map_cache(&f).unwrap().unwrap();
+        // Replaced by rename, as a cache is: the map still holds the old.
+        write_cache(&f, b"second, longer bytes").unwrap();
+        assert_eq!(&*first, b"first bytes");
+        assert_eq!(&*map_cache(&f).unwrap().unwrap(), b"second, longer bytes");
+        // Read on another thread (a board look decodes beside its listing).
+        std::thread::scope(|s| {
+            assert_eq!(s.spawn(|| first.len()).join().unwrap(), 11);
+        });
+        // A link in its place is refused, its target not mapped.
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&f, &link).unwrap();
+        assert!(map_cache(&link).is_err());
     }
 
     #[test]

@@ -26,7 +26,8 @@
 //!   "racy git" problem); an unsettled stamp is therefore never trusted, and
 //!   the file or directory is looked at again next time.
 //!
-//! Writes of the index are atomic but not durable ([`write_cache`]): a torn
+//! Writes of the index are atomic but not durable ([`write_cache`]), and
+//! a look maps it rather than reading it ([`map_cache`]): a torn
 //! or foreign file fails [`Index::decode`] (magic, lengths, UTF-8, the
 //! trailer) and is simply rebuilt. Claims never decide from the index: it
 //! only suggests candidates (its open tasks, [`Index::open`], read without
@@ -34,6 +35,7 @@
 //! (`store/claim.rs`).
 //!
 //! [`write_cache`]: crate::atomic_file::write_cache
+//! [`map_cache`]: crate::atomic_file::map_cache
 
 use super::cache::Stamp;
 use super::task::{Status, Task};
