@@ -22,7 +22,9 @@
 //! looks at every file, and saves its index at the answer's point). An
 //! answer is trusted only as far as it says: a watcher that does not
 //! answer within [`ASK_WITHIN`], or none at all, or one that polls, leaves
-//! the look to the per-file check, as before.
+//! the look to the per-file check, as before. An asker that gives up takes
+//! its cookie back; of it and the watcher, the one that finds the cookie
+//! already gone removes the answer, so none is left behind.
 
 use crate::paths::Root;
 use std::collections::HashMap;
@@ -172,7 +174,44 @@ pub fn answer(runtime: &Path, name: &str, log: &Log) {
         tracing::debug!(error = %e, "cannot answer a board sync");
         crate::dropped::ignore(std::fs::remove_file(&part), "removing a half answer");
     }
-    crate::dropped::ignore(std::fs::remove_file(&cookie), "removing an answered cookie");
+    answered(&cookie, &reply);
+}
+
+/// The watcher's last step of an answer: the cookie removed. The one of
+/// the two sides whose removal finds it gone removes the reply: the other
+/// has made its last move on it. Here the asker gave up (it takes its
+/// cookie back, [`given_up`]) while the answer was written, so nobody
+/// reads it, and it would stay in the runtime directory until the team
+/// is deleted.
+fn answered(cookie: &Path, reply: &Path) {
+    let (result, doing) = match std::fs::remove_file(cookie) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (
+            crate::atomic_file::remove_if_there(reply),
+            "removing an answer its asker gave up on",
+        ),
+        removed => (removed, "removing an answered cookie"),
+    };
+    crate::dropped::ignore(result, doing);
+}
+
+/// The asker's side of [`answered`], when no answer came in time: the
+/// cookie taken back, so that it is not answered. Found gone, the watcher
+/// answered meanwhile: that answer is read, and removed.
+fn given_up(cookie: &Path, reply: &Path) -> Option<String> {
+    match std::fs::remove_file(cookie) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let text = std::fs::read_to_string(reply).ok();
+            crate::dropped::ignore(
+                crate::atomic_file::remove_if_there(reply),
+                "removing a board sync answer",
+            );
+            text
+        }
+        removed => {
+            crate::dropped::ignore(removed, "removing an unanswered cookie");
+            None
+        }
+    }
 }
 
 /// The asker's side: the answer of `team`'s watcher for an index at
@@ -212,7 +251,13 @@ pub fn ask(root: &Root, team: &str, (epoch, seq): (u64, u64), within: Duration) 
     let mut pause = Duration::from_micros(50);
     let text = loop {
         match std::fs::read_to_string(&reply) {
-            Ok(t) => break Some(t),
+            Ok(t) => {
+                crate::dropped::ignore(
+                    crate::atomic_file::remove_if_there(&reply),
+                    "removing a board sync answer",
+                );
+                break Some(t);
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(_) => break None,
         }
@@ -222,16 +267,7 @@ pub fn ask(root: &Root, team: &str, (epoch, seq): (u64, u64), within: Duration) 
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(1));
     };
-    crate::dropped::ignore(
-        crate::atomic_file::remove_if_there(&reply),
-        "removing a board sync answer",
-    );
-    let Some(text) = text else {
-        // Not answered in time: taken back, so that it is not answered.
-        crate::dropped::ignore(
-            crate::atomic_file::remove_if_there(&cookie),
-            "removing an unanswered cookie",
-        );
+    let Some(text) = text.or_else(|| given_up(&cookie, &reply)) else {
         tracing::debug!("the team watcher did not answer in time; looking at every task file");
         return None;
     };
@@ -305,6 +341,29 @@ mod tests {
         log.restart();
         assert_ne!(log.at().0, epoch);
         assert_eq!(log.since(epoch, mid).changed, None);
+    }
+
+    #[test]
+    fn the_side_that_finds_the_cookie_gone_removes_the_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let cookie = dir.path().join("board-sync@1-0.json");
+        let reply = dir.path().join("board-sync@1-0.reply");
+        // Answered as asked: the cookie goes, the answer stays for its asker.
+        std::fs::write(&cookie, "1 2\n").unwrap();
+        std::fs::write(&reply, "1 3\n7 \n").unwrap();
+        answered(&cookie, &reply);
+        assert!(!cookie.exists() && reply.exists());
+        // Answered after the asker's last look: the asker takes it.
+        assert_eq!(given_up(&cookie, &reply).as_deref(), Some("1 3\n7 \n"));
+        assert!(!reply.exists());
+        // Not answered: the cookie is taken back.
+        std::fs::write(&cookie, "1 2\n").unwrap();
+        assert_eq!(given_up(&cookie, &reply), None);
+        assert!(!cookie.exists());
+        // Answered after the asker took its cookie back: nobody reads it.
+        std::fs::write(&reply, "1 3\n*\n").unwrap();
+        answered(&cookie, &reply);
+        assert!(!reply.exists(), "an answer nobody reads stayed");
     }
 
     #[test]
