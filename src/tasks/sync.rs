@@ -199,19 +199,23 @@ fn answered(cookie: &Path, reply: &Path) {
 /// answered meanwhile: that answer is read, and removed.
 fn given_up(cookie: &Path, reply: &Path) -> Option<String> {
     match std::fs::remove_file(cookie) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let text = std::fs::read_to_string(reply).ok();
-            crate::dropped::ignore(
-                crate::atomic_file::remove_if_there(reply),
-                "removing a board sync answer",
-            );
-            text
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => take(reply).ok(),
         removed => {
             crate::dropped::ignore(removed, "removing an unanswered cookie");
             None
         }
     }
+}
+
+/// An answer read, and removed once read (never before: the watcher may
+/// put it there between a read that misses it and a removal).
+fn take(reply: &Path) -> std::io::Result<String> {
+    let text = std::fs::read_to_string(reply)?;
+    crate::dropped::ignore(
+        crate::atomic_file::remove_if_there(reply),
+        "removing a board sync answer",
+    );
+    Ok(text)
 }
 
 /// The asker's side: the answer of `team`'s watcher for an index at
@@ -250,14 +254,8 @@ pub fn ask(root: &Root, team: &str, (epoch, seq): (u64, u64), within: Duration) 
     let deadline = Instant::now() + within;
     let mut pause = Duration::from_micros(50);
     let text = loop {
-        match std::fs::read_to_string(&reply) {
-            Ok(t) => {
-                crate::dropped::ignore(
-                    crate::atomic_file::remove_if_there(&reply),
-                    "removing a board sync answer",
-                );
-                break Some(t);
-            }
+        match take(&reply) {
+            Ok(t) => break Some(t),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(_) => break None,
         }
