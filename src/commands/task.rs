@@ -4,7 +4,7 @@ use super::{Context, Exit, print_acted, print_json};
 use crate::cli::{StatusArg, TaskCmd, TaskUpdateArgs};
 use crate::ops::TeamOps;
 use crate::ops::board::Claimed;
-use crate::tasks::{NewTask, Status, Task, TaskUpdate};
+use crate::tasks::{NewTask, Status, Task, TaskUpdate, TaskView};
 use crate::team::Team;
 use crate::text::{escape_line, escape_text};
 use anyhow::{Result, bail};
@@ -102,22 +102,25 @@ fn print_id_or_json(task: &Task, json: bool) {
 /// `swarm task list`: the board as a table (or JSON), with a warning for
 /// each task file that did not read and was set aside.
 fn list(ops: &TeamOps, json: bool) -> Result<Exit> {
-    // Never freed: the command ends after printing, and freeing 10,000
-    // tasks one by one would be a tenth of its time.
-    let (list, returned) = ops.task_board()?;
-    let list = std::mem::ManuallyDrop::new(list);
+    let (board, returned) = ops.task_board()?;
     for r in &returned {
         eprintln!("swarm: note: {}", escape_line(&r.line()));
     }
-    for q in &list.quarantined {
+    for q in &board.quarantined {
         eprintln!(
             "swarm: warning: an unreadable task file was copied to {}",
             escape_line(&q.display().to_string())
         );
     }
+    // Never freed: the command ends after printing, and freeing 10,000
+    // tasks one by one would be a tenth of its time.
     if json {
+        let list = std::mem::ManuallyDrop::new(board.into_list());
         print_json(&list.tasks);
-    } else if list.tasks.is_empty() {
+        return Ok(Exit::Ok);
+    }
+    let board = std::mem::ManuallyDrop::new(board);
+    if board.is_empty() {
         eprintln!("no tasks in team {}", escape_line(&ops.team().name));
     } else {
         // One write per screenful, not per row: a board of 10,000 tasks.
@@ -127,8 +130,8 @@ fn list(ops: &TeamOps, json: bool) -> Result<Exit> {
             "{:>4}  {:<11}  {:<16}  {:<10}  SUBJECT",
             "ID", "STATUS", "OWNER", "BLOCKED BY"
         )?;
-        for t in &list.tasks {
-            write_row(&mut out, t)?;
+        for t in board.iter() {
+            write_row(&mut out, &t)?;
         }
         out.flush()?;
     }
@@ -194,10 +197,14 @@ fn clean_ids(ids: Vec<String>) -> Vec<String> {
 /// dialog and `swarm status` show it (one rule: `team::status::task_failed`).
 /// `--json` keeps the file's status, Claude Code's format.
 fn status_str(t: &Task) -> &'static str {
-    if crate::team::status::task_failed(t) {
+    status_label(t.status, crate::team::status::task_failed(t))
+}
+
+fn status_label(status: Status, failed: bool) -> &'static str {
+    if failed {
         return "failed";
     }
-    match t.status {
+    match status {
         Status::Pending => "pending",
         Status::InProgress => "in_progress",
         Status::Completed => "completed",
@@ -206,11 +213,12 @@ fn status_str(t: &Task) -> &'static str {
 
 /// One row of `task list`. Every field comes from a file anyone may have
 /// written, so each is escaped.
-fn write_row(out: &mut impl std::io::Write, t: &Task) -> std::io::Result<()> {
-    let blocked = if t.blocked_by.is_empty() {
+fn write_row(out: &mut impl std::io::Write, t: &TaskView) -> std::io::Result<()> {
+    let mut blocked = t.blocked_by().peekable();
+    let blocked = if blocked.peek().is_none() {
         std::borrow::Cow::Borrowed("-")
     } else {
-        std::borrow::Cow::Owned(t.blocked_by.join(","))
+        std::borrow::Cow::Owned(blocked.collect::<Vec<_>>().join(","))
     };
     // Plain writes, not `write!`: its padding goes a char at a time, and
     // 10,000 rows notice.
@@ -231,11 +239,11 @@ fn write_row(out: &mut impl std::io::Write, t: &Task) -> std::io::Result<()> {
         }
         out.write_all(b"  ")
     };
-    cell(&escape_line(&t.id), 4, true)?;
-    cell(status_str(t), 11, false)?;
-    cell(&escape_line(t.owner.as_deref().unwrap_or("-")), 16, false)?;
+    t.id().with(|id| cell(&escape_line(id), 4, true))?;
+    cell(status_label(t.status(), t.failed()), 11, false)?;
+    cell(&escape_line(t.owner().unwrap_or("-")), 16, false)?;
     cell(&escape_line(&blocked), 10, false)?;
-    out.write_all(escape_line(&t.subject).as_bytes())?;
+    out.write_all(escape_line(t.subject()).as_bytes())?;
     out.write_all(b"\n")
 }
 
@@ -298,7 +306,7 @@ mod tests {
         md.insert("failed".into(), json!(true));
         t.metadata = Some(md);
         let mut out = Vec::new();
-        write_row(&mut out, &t).unwrap();
+        write_row(&mut out, &TaskView::Task(&t)).unwrap();
         let row = String::from_utf8(out).unwrap();
         assert!(row.starts_with("   4  failed  "), "{row:?}");
         assert_eq!(status_str(&t), "failed");
@@ -317,7 +325,7 @@ mod tests {
         odd.owner = Some("é\u{202e}x".into());
         for t in [&plain, &wide, &odd] {
             let mut out = Vec::new();
-            write_row(&mut out, t).unwrap();
+            write_row(&mut out, &TaskView::Task(t)).unwrap();
             assert_eq!(String::from_utf8(out).unwrap(), padded(t), "{t:?}");
         }
     }

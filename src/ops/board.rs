@@ -10,7 +10,7 @@
 //! gone, on the team's backend when it can be reached from here.
 
 use super::TeamOps;
-use crate::tasks::{Claim, NewTask, Refusal, Task, TaskError, TaskList, TaskUpdate};
+use crate::tasks::{BoardView, Claim, NewTask, Refusal, Task, TaskError, TaskList, TaskUpdate};
 use crate::team::Member;
 use crate::team::orphans::Returned;
 use crate::team::post::recipients;
@@ -68,20 +68,19 @@ impl TeamOps {
     /// The whole board (and the task files that did not read, set aside),
     /// the tasks of owners provably dead given back first.
     pub fn task_list(&self) -> Result<TaskList> {
-        Ok(self.task_board()?.0)
+        Ok(self.task_board()?.0.into_list())
     }
 
-    /// [`TeamOps::task_list`], and the tasks it gave back to the board
-    /// because their owner is dead (`team::orphans`), as they now are.
-    pub fn task_board(&self) -> Result<(TaskList, Vec<Returned>)> {
-        let mut list = self.team().tasks().glance()?;
-        let returned = self.return_orphans(&list.tasks)?;
+    /// [`TeamOps::task_list`] as the look found it (decoded only as far as
+    /// its reader goes), and the tasks it gave back to the board because
+    /// their owner is dead (`team::orphans`), as they now are.
+    pub fn task_board(&self) -> Result<(BoardView, Vec<Returned>)> {
+        let mut board = self.team().tasks().glance()?;
+        let returned = self.return_orphans(&board.owned_open())?;
         for r in &returned {
-            if let Some(t) = list.tasks.iter_mut().find(|t| t.id == r.task.id) {
-                *t = r.task.clone();
-            }
+            board.replace(r.task.clone());
         }
-        Ok((list, returned))
+        Ok((board, returned))
     }
 
     /// Gives back the open tasks of `board` whose owner is provably dead.

@@ -9,7 +9,7 @@
 use super::TeamOps;
 use super::board::TaskRef;
 use super::requests::{PendingRequest, RequestKind};
-use crate::tasks::{Status, Task};
+use crate::tasks::{BoardView, Status, Task};
 use crate::team::status::{
     Attention, ByOwner, Facts, MemberStatus, PaneSeen, Progress, recorded_exit,
 };
@@ -125,14 +125,18 @@ pub struct TaskCounts {
 }
 
 impl TaskCounts {
-    pub fn of(tasks: &[Task]) -> TaskCounts {
-        let count = |s: Status| tasks.iter().filter(|t| t.status == s).count();
-        TaskCounts {
-            total: tasks.len(),
-            completed: count(Status::Completed),
-            in_progress: count(Status::InProgress),
-            pending: count(Status::Pending),
+    /// Of the statuses of every task.
+    pub fn of(statuses: impl Iterator<Item = Status>) -> TaskCounts {
+        let mut counts = TaskCounts::default();
+        for s in statuses {
+            counts.total += 1;
+            *match s {
+                Status::Completed => &mut counts.completed,
+                Status::InProgress => &mut counts.in_progress,
+                Status::Pending => &mut counts.pending,
+            } += 1;
         }
+        counts
     }
 }
 
@@ -207,11 +211,21 @@ impl TeamOps {
                 _ => p,
             })
             .collect();
+        // Of the whole board only the open tasks with an owner are decoded:
+        // all that the orphan rules and the owners' index look at.
+        let mut owned = files.tasks.owned_open();
         if !foreign {
-            self.return_orphans_seen(&roster, &members, &panes, &mut files.tasks)
-                .await?;
+            for now in self
+                .return_orphans_seen(&roster, &members, &panes, &owned)
+                .await?
+            {
+                if let Some(t) = owned.iter_mut().find(|t| t.id == now.id) {
+                    *t = now.clone();
+                }
+                files.tasks.replace(now);
+            }
         }
-        let board = ByOwner::of(&files.tasks);
+        let board = ByOwner::of(&owned);
         let stall_after = crate::team::status::stall_after(&roster);
         let ms = members
             .iter()
@@ -247,7 +261,7 @@ impl TeamOps {
             tmux_session: record.session,
             tmux_socket: record.tmux_socket,
             members: ms,
-            tasks: TaskCounts::of(&files.tasks),
+            tasks: TaskCounts::of(files.tasks.iter().map(|t| t.status())),
             requests,
             warnings,
         })
@@ -255,15 +269,15 @@ impl TeamOps {
 
     /// With no lead running nobody else gives a dead owner's tasks back
     /// (`team::orphans`): those of owners provably dead by the roster and
-    /// the panes just looked at go back to the board, and `tasks` shows
-    /// them as they now are.
+    /// the panes just looked at go back to the board. Of the open `tasks`
+    /// with an owner, returns those given back, as they now are.
     async fn return_orphans_seen(
         &self,
         roster: &crate::team::TeamFile,
         members: &[Member],
         panes: &[PaneSeen],
-        tasks: &mut [Task],
-    ) -> Result<()> {
+        tasks: &[Task],
+    ) -> Result<Vec<Task>> {
         let dead = crate::team::orphans::dead_owners(roster, tasks, |asked| {
             Some(
                 asked
@@ -278,7 +292,7 @@ impl TeamOps {
             )
         });
         if dead.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let theirs: Vec<Task> = tasks
             .iter()
@@ -288,12 +302,7 @@ impl TeamOps {
         let returned = self
             .blocking(move |team| team.give_back(&theirs, &dead))
             .await?;
-        for r in returned {
-            if let Some(t) = tasks.iter_mut().find(|t| t.id == r.task.id) {
-                *t = r.task;
-            }
-        }
-        Ok(())
+        Ok(returned.into_iter().map(|r| r.task).collect())
     }
 
     /// How each member's pane is, in a team swarm did not start: its pane
@@ -393,7 +402,7 @@ impl TeamOps {
 
 /// What the snapshot reads from the files besides the roster.
 struct Files {
-    tasks: Vec<Task>,
+    tasks: BoardView,
     unread: Vec<usize>,
     requests: Vec<PendingRequest>,
     warnings: Vec<String>,
@@ -426,7 +435,7 @@ impl Files {
             Vec::new()
         });
         Ok(Files {
-            tasks: list.tasks,
+            tasks: list,
             unread,
             requests,
             warnings,

@@ -455,7 +455,7 @@ fn a_glance_right_after_a_change_sees_it_and_saves_the_index_only_once_it_settle
     assert!(saved.len() >= 64 * 1024, "{} bytes", saved.len());
     b.claude_edit("7", |t| t.subject = "changed".into());
     looks::take();
-    let seen = b.store.glance().unwrap().tasks;
+    let seen = b.store.glance().unwrap().into_list().tasks;
     let glanced_by = super::index::now_ns();
     assert_eq!(looks::take(), Some(1), "only the changed file is read");
     assert_eq!(seen, b.truth(), "a glance sees the change");

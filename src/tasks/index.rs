@@ -286,6 +286,211 @@ impl Index {
     }
 }
 
+/// The tasks of an index, checked whole once ([`Rows::of`]) and then read
+/// in place, one [`Row`] at a time, without decoding them into [`Task`]s:
+/// a one-shot look at 10,000 tasks (`status`, `task list`) spent most of
+/// its time allocating and filling fresh memory for tasks it printed once
+/// or only counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rows {
+    /// Where the first entry starts in the index's bytes.
+    start: usize,
+    count: usize,
+}
+
+impl Rows {
+    /// The rows of the index in `bytes`, every entry checked (bounds,
+    /// UTF-8, its objects' JSON) as [`Index::decode`] would; `None` for
+    /// anything it would refuse.
+    pub fn of(bytes: &[u8]) -> Option<Rows> {
+        let (mut r, _) = Reader::open(bytes)?;
+        r.skip_open_tasks()?;
+        let count = usize::try_from(r.u64()?).ok()?;
+        if count > r.rest.len() / 64 {
+            return None;
+        }
+        // The entries end 16 bytes before the bytes do (length, trailer).
+        let start = bytes.len() - 16 - r.rest.len();
+        for _ in 0..count {
+            r.row()?.check()?;
+        }
+        r.rest.is_empty().then_some(Rows { start, count })
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// The rows, in id order, of the `bytes` they were checked in.
+    pub fn iter<'a>(&self, bytes: &'a [u8]) -> impl Iterator<Item = Row<'a>> + use<'a> {
+        let mut r = Reader {
+            rest: bytes
+                .get(self.start..bytes.len().saturating_sub(16))
+                .unwrap_or_default(),
+        };
+        (0..self.count).map_while(move |_| r.row())
+    }
+}
+
+/// One task of an index as it lies in the index's bytes: only its id and
+/// status are read until more is asked for (a count of the board reads
+/// nothing else, and a row this small is cheap to hand along). Its text
+/// was checked as UTF-8 by [`Rows::of`] (or by the decode it came from).
+#[derive(Debug, Clone, Copy)]
+pub struct Row<'a> {
+    pub id: u64,
+    pub status: Status,
+    settled: bool,
+    /// Its file's stamp (7 words), then its fields ([`Fields`]).
+    rest: &'a [u8],
+}
+
+/// A row's fields, found in its bytes.
+#[derive(Debug, Clone, Copy)]
+struct Fields<'a> {
+    subject: &'a [u8],
+    description: &'a [u8],
+    active_form: Option<&'a [u8]>,
+    owner: Option<&'a [u8]>,
+    blocks: Strs<'a>,
+    blocked_by: Strs<'a>,
+    metadata: Option<&'a [u8]>,
+    extra: Option<&'a [u8]>,
+}
+
+/// Checked text, as text (never fails on a checked row: see [`Row`]).
+fn text(bytes: &[u8]) -> &str {
+    std::str::from_utf8(bytes).unwrap_or_default()
+}
+
+impl<'a> Row<'a> {
+    /// What was seen of it: its file's stamp, and whether it was settled.
+    pub fn seen(&self) -> Seen {
+        let stamp = Reader { rest: self.rest }
+            .stamp()
+            .unwrap_or(Stamp::from_words([0; 7]));
+        Seen {
+            id: self.id,
+            stamp,
+            settled: self.settled,
+        }
+    }
+
+    /// Its fields (found when the row was read: never absent).
+    fn fields(&self) -> Fields<'a> {
+        let mut r = Reader {
+            rest: self.rest.get(ROW_FIELDS_AT..).unwrap_or_default(),
+        };
+        r.fields().unwrap_or(Fields {
+            subject: b"",
+            description: b"",
+            active_form: None,
+            owner: None,
+            blocks: Strs::EMPTY,
+            blocked_by: Strs::EMPTY,
+            metadata: None,
+            extra: None,
+        })
+    }
+
+    pub fn subject(&self) -> &'a str {
+        text(self.fields().subject)
+    }
+
+    pub fn owner(&self) -> Option<&'a str> {
+        self.fields().owner.map(text)
+    }
+
+    pub fn blocked_by(&self) -> Strs<'a> {
+        self.fields().blocked_by
+    }
+
+    /// The task, decoded.
+    pub fn task(&self) -> Task {
+        let f = self.fields();
+        let object = |o: Option<&[u8]>| o.and_then(|o| serde_json::from_slice(o).ok());
+        let owned = |o: Option<&[u8]>| o.map(|o| text(o).to_owned());
+        Task {
+            id: decimal(self.id),
+            subject: text(f.subject).to_owned(),
+            description: text(f.description).to_owned(),
+            active_form: owned(f.active_form),
+            owner: owned(f.owner),
+            status: self.status,
+            blocks: f.blocks.map(str::to_owned).collect(),
+            blocked_by: f.blocked_by.map(str::to_owned).collect(),
+            metadata: object(f.metadata),
+            extra: object(f.extra).unwrap_or_default(),
+        }
+    }
+
+    /// A pending task its runner marked failed (`metadata.failed`), as
+    /// [`crate::team::status::task_failed`] says of the decoded task.
+    pub fn failed(&self) -> bool {
+        self.status == Status::Pending
+            && self.fields().metadata.is_some_and(|m| {
+                serde_json::from_slice::<Map<String, Value>>(m)
+                    .ok()
+                    .and_then(|m| m.get("failed").and_then(Value::as_bool))
+                    == Some(true)
+            })
+    }
+
+    /// Its text is UTF-8 and its objects parse.
+    fn check(&self) -> Option<()> {
+        let f = self.fields();
+        let texts = [f.subject, f.description]
+            .into_iter()
+            .chain(f.active_form)
+            .chain(f.owner);
+        for t in texts {
+            std::str::from_utf8(t).ok()?;
+        }
+        for list in [f.blocks, f.blocked_by] {
+            for t in list.raw() {
+                std::str::from_utf8(t).ok()?;
+            }
+        }
+        for o in [f.metadata, f.extra].into_iter().flatten() {
+            serde_json::from_slice::<Map<String, Value>>(o).ok()?;
+        }
+        Some(())
+    }
+}
+
+/// Where a row's fields start in its bytes: after the stamp (7 words),
+/// whether it was settled and its status (a byte each).
+const ROW_FIELDS_AT: usize = 7 * 8 + 2;
+
+/// A list of strings as it lies in the index (its bounds found when it
+/// was read; its text checked as a [`Row`]'s is).
+#[derive(Debug, Clone, Copy)]
+pub struct Strs<'a> {
+    left: usize,
+    rest: &'a [u8],
+}
+
+impl<'a> Strs<'a> {
+    const EMPTY: Strs<'static> = Strs { left: 0, rest: b"" };
+
+    /// The items' bytes.
+    fn raw(self) -> impl Iterator<Item = &'a [u8]> {
+        let mut r = Reader { rest: self.rest };
+        (0..self.left).map_while(move |_| r.bytes())
+    }
+}
+
+impl<'a> Iterator for Strs<'a> {
+    type Item = &'a str;
+    fn next(&mut self) -> Option<&'a str> {
+        self.left = self.left.checked_sub(1)?;
+        let mut r = Reader { rest: self.rest };
+        let item = r.bytes()?;
+        self.rest = r.rest;
+        Some(text(item))
+    }
+}
+
 /// An index taken at `began_ns` of a directory stamped `dir` (settled
 /// then or not) is the board now, when the directory is stamped `now` at
 /// `now_ns`.
@@ -417,7 +622,72 @@ impl<'a> Reader<'a> {
         Some(out)
     }
 
-    fn take(&mut self, n: usize) -> Option<&[u8]> {
+    /// Past the open tasks, reading nothing of them.
+    fn skip_open_tasks(&mut self) -> Option<()> {
+        let count = usize::try_from(self.u64()?).ok()?;
+        for _ in 0..count {
+            // Id, flags, stamp; then the blockers.
+            self.take(8 + 1 + 7 * 8)?;
+            let n = self.u32()?;
+            self.take(n.checked_mul(8)?)?;
+        }
+        Some(())
+    }
+
+    /// A string's bytes (its length first).
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = self.u32()?;
+        self.take(n)
+    }
+
+    fn opt_bytes(&mut self) -> Option<Option<&'a [u8]>> {
+        Some(if self.flag()? {
+            Some(self.bytes()?)
+        } else {
+            None
+        })
+    }
+
+    fn strs(&mut self) -> Option<Strs<'a>> {
+        let left = self.u32()?;
+        let rest = self.rest;
+        for _ in 0..left {
+            self.bytes()?;
+        }
+        Some(Strs { left, rest })
+    }
+
+    /// The next entry, in place: its fields found, not read.
+    fn row(&mut self) -> Option<Row<'a>> {
+        let id = self.u64()?;
+        let rest = self.rest;
+        self.take(7 * 8)?;
+        let settled = self.flag()?;
+        let status = status_of(self.take(1)?[0])?;
+        self.fields()?;
+        let len = rest.len() - self.rest.len();
+        Some(Row {
+            id,
+            status,
+            settled,
+            rest: &rest[..len],
+        })
+    }
+
+    fn fields(&mut self) -> Option<Fields<'a>> {
+        Some(Fields {
+            subject: self.bytes()?,
+            description: self.bytes()?,
+            active_form: self.opt_bytes()?,
+            owner: self.opt_bytes()?,
+            blocks: self.strs()?,
+            blocked_by: self.strs()?,
+            metadata: self.opt_bytes()?,
+            extra: self.opt_bytes()?,
+        })
+    }
+
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         let (head, rest) = self.rest.split_at_checked(n)?;
         self.rest = rest;
         Some(head)
@@ -451,74 +721,39 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn string(&mut self) -> Option<String> {
-        let n = self.u32()?;
-        String::from_utf8(self.take(n)?.to_vec()).ok()
-    }
-
-    fn opt(&mut self) -> Option<Option<String>> {
-        Some(if self.flag()? {
-            Some(self.string()?)
-        } else {
-            None
-        })
-    }
-
-    fn list(&mut self) -> Option<Vec<String>> {
-        let n = self.u32()?;
-        if n > self.rest.len() / 4 {
-            return None;
-        }
-        (0..n).map(|_| self.string()).collect()
-    }
-
-    fn object(&mut self) -> Option<Option<Map<String, Value>>> {
-        match self.opt()? {
-            None => Some(None),
-            Some(text) => serde_json::from_str(&text).ok().map(Some),
-        }
-    }
-
     fn entry(&mut self) -> Option<(Seen, Task)> {
-        let id = self.u64()?;
-        let stamp = self.stamp()?;
-        let settled = self.flag()?;
-        let status = match self.take(1)?[0] {
-            0 => Status::Pending,
-            1 => Status::InProgress,
-            2 => Status::Completed,
-            _ => return None,
-        };
-        let task = Task {
-            id: decimal(id),
-            subject: self.string()?,
-            description: self.string()?,
-            active_form: self.opt()?,
-            owner: self.opt()?,
-            status,
-            blocks: self.list()?,
-            blocked_by: self.list()?,
-            metadata: self.object()?,
-            extra: self.object()?.unwrap_or_default(),
-        };
-        let seen = Seen { id, stamp, settled };
-        Some((seen, task))
+        let row = self.row()?;
+        row.check()?;
+        Some((row.seen(), row.task()))
+    }
+}
+
+fn status_of(byte: u8) -> Option<Status> {
+    match byte {
+        0 => Some(Status::Pending),
+        1 => Some(Status::InProgress),
+        2 => Some(Status::Completed),
+        _ => None,
     }
 }
 
 /// `n` in decimal, without the formatting machinery (once per task).
-fn decimal(mut n: u64) -> String {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
+fn decimal(n: u64) -> String {
+    digits(n, &mut [0; 20]).to_owned()
+}
+
+/// `n` in decimal, written at the end of `buf`.
+pub(crate) fn digits(mut n: u64, buf: &mut [u8; 20]) -> &str {
+    let mut at = buf.len();
     loop {
         at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
+        buf[at] = b'0' + (n % 10) as u8;
         n /= 10;
         if n == 0 {
             break;
         }
     }
-    String::from_utf8_lossy(&digits[at..]).into_owned()
+    std::str::from_utf8(&buf[at..]).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -586,8 +821,14 @@ mod tests {
         );
         // Every cut of it, and a byte changed in its header, trailer or
         // lengths, is refused rather than misread.
+        // Read in place, the rows are the decoded tasks.
+        let rows = Rows::of(&bytes).unwrap();
+        let in_place: Vec<_> = rows.iter(&bytes).map(|r| (r.seen(), r.task())).collect();
+        let decoded: Vec<_> = ix.seen.iter().copied().zip(ix.tasks.clone()).collect();
+        assert_eq!(in_place, decoded);
         for n in 0..bytes.len() {
             assert_eq!(Index::decode(&bytes[..n]), None, "cut at {n}");
+            assert_eq!(Rows::of(&bytes[..n]), None, "cut at {n}");
             assert_eq!(open_of(&bytes[..n]), None, "cut at {n}");
         }
         // More open tasks than the first read holds: read further.
@@ -613,6 +854,7 @@ mod tests {
             let mut bad = bytes.clone();
             bad[at] ^= 0xff;
             assert_eq!(Index::decode(&bad), None, "byte {at} changed");
+            assert_eq!(Rows::of(&bad), None, "byte {at} changed");
         }
         assert_eq!(Index::decode(b""), None);
     }

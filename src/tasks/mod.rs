@@ -16,6 +16,10 @@
 //! - [`sync`] is the team watcher's account of which task files changed:
 //!   a look right after a change reads those and takes the rest from the
 //!   index, instead of a `stat` of every file.
+//! - [`view`] is the board as a look found it ([`BoardView`]): when the
+//!   index was the board, its bytes read in place (`status` counts and
+//!   `task list` prints 10,000 tasks without decoding them), with the
+//!   files read again over them.
 //! - [`error`] holds [`TaskError`].
 //!
 //! An owner change (an update naming a new owner, or a claim) is reported to
@@ -41,11 +45,13 @@ pub mod rules;
 pub mod store;
 pub mod sync;
 pub mod task;
+pub mod view;
 
 pub use error::TaskError;
 pub use rules::{Refusal, Takes, TaskUpdate};
 pub use store::{Claim, NewTask, TaskList, TaskStore, Updated};
 pub use task::{MAX_ID, Status, Task, parse_id};
+pub use view::{BoardView, TaskView};
 
 #[cfg(test)]
 mod board_tests;

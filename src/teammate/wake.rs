@@ -927,8 +927,13 @@ mod tests {
         let store = team.tasks();
         let look = || {
             looks::take();
-            let tasks = store.glance().unwrap().tasks;
+            let view = store.glance().unwrap();
             let reads = looks::take().expect("a look");
+            // What `status` and `task list` read in place is what the
+            // decoded list holds.
+            let streamed: Vec<_> = view.iter().map(|t| t.task()).collect();
+            let tasks = view.into_list().tasks;
+            assert_eq!(streamed, tasks);
             (tasks, reads, looks::take_answered())
         };
         // The first look sets the index at the watcher's point.

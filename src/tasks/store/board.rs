@@ -15,9 +15,10 @@
 use super::{ListLock, Loaded, Salvage, TaskError, TaskList, TaskStore};
 use crate::atomic_file;
 use crate::tasks::cache::Stamp;
-use crate::tasks::index::{self, Index, Open, Seen};
+use crate::tasks::index::{self, Index, Open, Rows, Seen};
 use crate::tasks::sync;
 use crate::tasks::task::{Task, absurd_task_file, task_file_id};
+use crate::tasks::view::{BoardView, Fresh};
 use std::fs;
 use std::io;
 use std::path::Path;
@@ -83,36 +84,34 @@ impl TaskStore {
     /// the absurdly numbered (which changes the directory, so the next
     /// look is a per-file one again).
     pub(super) fn scan(&self, list: Option<&ListLock>) -> Result<TaskList, TaskError> {
-        self.scan_saving(list, Save::Always)
+        Ok(self.scan_saving(list, Save::Always)?.into_list())
     }
 
-    /// [`scan`](Self::scan), saving the index as `save` says.
+    /// [`scan`](Self::scan), saving the index as `save` says, as a
+    /// [`BoardView`]: the index read in place when it is the board (whole,
+    /// or with the team watcher's account of the files changed since).
     pub(super) fn scan_saving(
         &self,
         list: Option<&ListLock>,
         save: Save,
-    ) -> Result<TaskList, TaskError> {
+    ) -> Result<BoardView, TaskError> {
         let dir = self.dir()?;
         let began = index::now_ns();
         let Some(dir_stamp) = self.dir_stamp(&dir)? else {
-            return Ok(TaskList::default());
+            return Ok(BoardView::decoded(TaskList::default()));
         };
-        let bytes = self.read_index_bytes();
-        let decode = || decode_index(&self.team, bytes.as_deref());
-        if bytes
-            .as_deref()
-            .is_some_and(|b| Index::whole_in(b, dir_stamp, began))
-            && let Some(ix) = decode()
+        let mut bytes = self.read_index_bytes();
+        if let Some(b) = bytes.as_deref()
+            && Index::whole_in(b, dir_stamp, began)
+            && let Some(rows) = Rows::of(b)
+            && let Some(b) = bytes.take()
         {
             #[cfg(test)]
             looks::count(0);
-            return Ok(TaskList {
-                tasks: ix.tasks,
-                quarantined: Vec::new(),
-            });
+            return Ok(BoardView::mapped(b, rows, Vec::new(), Vec::new()));
         }
         // The team watcher's account of what changed since the index's
-        // point: only those files are read (`look_at`).
+        // point: only those files are read (`read_changed`).
         let at = bytes.as_deref().and_then(Index::at_in).unwrap_or((0, 0));
         // Not asked under the list lock: a watcher that waits for it would
         // keep the asker waiting for the answer's deadline.
@@ -127,23 +126,29 @@ impl TaskStore {
             changed: Some(ids),
         }) = &account
             && at.0 != 0
-            && let Some(ix) = decode()
+            && let Some(rows) = bytes.as_deref().and_then(Rows::of)
+            && let Some(b) = bytes.take()
         {
-            let (out, seen) = self.look_at(began, ix, ids, list)?;
+            let (fresh, quarantined) = self.read_changed(began, ids, list)?;
+            let view = BoardView::mapped(b, rows, fresh, quarantined);
             // A one-shot look leaves the index where it was while the
             // account since its point is short: the next look reads those
             // few files again, for less than the save (a third of this
             // look at 10,000 tasks).
             if save == Save::Always || ids.len() > ACCOUNT_UNSAVED_UP_TO {
+                let (out, seen) = view.into_parts();
+                let seen = seen.unwrap_or_default();
                 let stamps = seen.iter().map(|s| (s.stamp, s.settled));
                 self.save_index(dir_stamp, began, (*epoch, *seq), stamps, &out.tasks);
+                return Ok(BoardView::decoded(out));
             }
-            return Ok(out);
+            return Ok(view);
         }
         // The point to save the index at: the answer's (every change the
         // watcher took in before this look began is seen by it), else the
         // last index's (a look at every file is the board at least as new).
         let point = account.map_or(at, |a| (a.epoch, a.seq));
+        let decode = || decode_index(&self.team, bytes.as_deref());
         let known = || decode().map(|ix| (ix.seen, ix.tasks)).unwrap_or_default();
         // On a big board the last index's tasks are decoded on another
         // thread while this one lists and stats the files: both take
@@ -176,7 +181,7 @@ impl TaskStore {
         if worth_saving {
             self.save_index(dir_stamp, began, point, stamps.into_iter(), &out.tasks);
         }
-        Ok(out)
+        Ok(BoardView::decoded(out))
     }
 
     /// The team watcher's account for an index at `at`: asked through a
@@ -195,32 +200,18 @@ impl TaskStore {
         sync::ask(&self.root, &self.team, at, sync::ASK_WITHIN)
     }
 
-    /// The look the team watcher's account allows: the last index `ix`,
-    /// with only the task files `changed` (ids, in order) read again (a
-    /// file gone leaves the list; an unreadable one is salvaged or
-    /// quarantined as a per-file look would). Returns the list and what
-    /// was seen of each task.
-    ///
-    /// The index's lists are edited where they lie, not copied: a task
-    /// read again takes its old place, and only a task that came or went
-    /// (other than at the end) moves the others, in one pass. At 10,000
-    /// tasks a copy of the list is 2 MB of fresh memory, more than the
-    /// rest of the look after a change.
-    fn look_at(
+    /// What the team watcher's account allows a look to read: the task
+    /// files `changed` (ids, in order), each as it is now (a file gone:
+    /// `None`; an unreadable one is salvaged or quarantined as a per-file
+    /// look would), to go over the index's entries ([`BoardView`]).
+    fn read_changed(
         &self,
         began: i64,
-        ix: Index,
         changed: &[u64],
         list: Option<&ListLock>,
-    ) -> Result<(TaskList, Vec<Seen>), TaskError> {
-        let Index {
-            mut tasks,
-            mut seen,
-            ..
-        } = ix;
+    ) -> Result<(Vec<Fresh>, Vec<std::path::PathBuf>), TaskError> {
         let mut quarantined = Vec::new();
-        // The tasks that came or went (ids in order), with what is there now.
-        let mut moved: Vec<(u64, Option<(Seen, Task)>)> = Vec::new();
+        let mut fresh = Vec::with_capacity(changed.len());
         let mut reads = 0;
         for &n in changed {
             let stamp = self.stamp(&n.to_string())?;
@@ -233,60 +224,19 @@ impl TaskStore {
                 .pop()
                 .zip(got_seen.pop())
                 .map(|(task, (stamp, settled))| {
-                    (
-                        Seen {
-                            id: n,
-                            stamp,
-                            settled,
-                        },
-                        task,
-                    )
+                    let seen = Seen {
+                        id: n,
+                        stamp,
+                        settled,
+                    };
+                    (seen, task)
                 });
-            let at = seen.partition_point(|s| s.id < n);
-            let had = seen.get(at).is_some_and(|s| s.id == n);
-            match now {
-                Some((s, task)) if had => {
-                    seen[at] = s;
-                    tasks[at] = task;
-                }
-                None if !had => {}
-                now => moved.push((n, now)),
-            }
-        }
-        if moved
-            .iter()
-            .all(|(n, now)| now.is_some() && seen.last().is_none_or(|s| s.id < *n))
-        {
-            // New tasks past the last one (a create): added at the end.
-            for (s, task) in moved.into_iter().filter_map(|(_, now)| now) {
-                seen.push(s);
-                tasks.push(task);
-            }
-        } else {
-            let mut kept = seen.into_iter().zip(tasks).peekable();
-            let (mut seen_out, mut tasks_out) = (Vec::new(), Vec::new());
-            for (n, now) in moved {
-                while let Some((s, task)) = kept.next_if(|(s, _)| s.id < n) {
-                    seen_out.push(s);
-                    tasks_out.push(task);
-                }
-                // What it held before: gone, or replaced by what is there now.
-                kept.next_if(|(s, _)| s.id == n);
-                if let Some((s, task)) = now {
-                    seen_out.push(s);
-                    tasks_out.push(task);
-                }
-            }
-            for (s, task) in kept {
-                seen_out.push(s);
-                tasks_out.push(task);
-            }
-            (seen, tasks) = (seen_out, tasks_out);
+            fresh.push((n, now));
         }
         #[cfg(test)]
         looks::count_answered(reads);
         let _ = reads;
-        Ok((TaskList { tasks, quarantined }, seen))
+        Ok((fresh, quarantined))
     }
 
     /// The task files in `dir` by number, each with its stamp (`None`:

@@ -35,6 +35,7 @@ use super::cache::{ReadCache, Stamp};
 use super::error::TaskError;
 use super::rules::{self, TaskUpdate};
 use super::task::{MAX_ID, Status, Task, parse_id, used_id};
+use super::view::BoardView;
 use crate::atomic_file::{self, DEFAULT_LOCK_TIMEOUT, FileLock};
 use crate::paths::Root;
 use serde_json::{Map, Value};
@@ -178,7 +179,7 @@ impl TaskStore {
     /// reported in [`TaskList::quarantined`], as is a garbage `.highwatermark`
     /// (rebuilt from the highest id in use).
     pub fn list(&self) -> Result<TaskList, TaskError> {
-        self.list_saving(board::Save::Always)
+        Ok(self.list_saving(board::Save::Always)?.into_list())
     }
 
     /// [`list`](Self::list) for a process that looks once and exits
@@ -186,11 +187,11 @@ impl TaskStore {
     /// learned something the next look can use ([`board::Save`]). The
     /// lead, the team watcher and claimants use `list`, whose index
     /// claimants woken by a change take their candidates from.
-    pub fn glance(&self) -> Result<TaskList, TaskError> {
+    pub fn glance(&self) -> Result<BoardView, TaskError> {
         self.list_saving(board::Save::WhenSettled)
     }
 
-    fn list_saving(&self, save: board::Save) -> Result<TaskList, TaskError> {
+    fn list_saving(&self, save: board::Save) -> Result<BoardView, TaskError> {
         let garbage_mark = matches!(self.read_mark()?, Mark::Garbage);
         let list = if garbage_mark {
             Some(self.lock_list()?)
