@@ -312,7 +312,7 @@ impl Rows {
         // The entries end 16 bytes before the bytes do (length, trailer).
         let start = bytes.len() - 16 - r.rest.len();
         for _ in 0..count {
-            r.row()?.check()?;
+            r.row_fields()?.1.check()?;
         }
         r.rest.is_empty().then_some(Rows { start, count })
     }
@@ -435,23 +435,24 @@ impl<'a> Row<'a> {
                     == Some(true)
             })
     }
+}
 
+impl Fields<'_> {
     /// Its text is UTF-8 and its objects parse.
     fn check(&self) -> Option<()> {
-        let f = self.fields();
-        let texts = [f.subject, f.description]
+        let texts = [self.subject, self.description]
             .into_iter()
-            .chain(f.active_form)
-            .chain(f.owner);
+            .chain(self.active_form)
+            .chain(self.owner);
         for t in texts {
             std::str::from_utf8(t).ok()?;
         }
-        for list in [f.blocks, f.blocked_by] {
+        for list in [self.blocks, self.blocked_by] {
             for t in list.raw() {
                 std::str::from_utf8(t).ok()?;
             }
         }
-        for o in [f.metadata, f.extra].into_iter().flatten() {
+        for o in [self.metadata, self.extra].into_iter().flatten() {
             serde_json::from_slice::<Map<String, Value>>(o).ok()?;
         }
         Some(())
@@ -659,19 +660,25 @@ impl<'a> Reader<'a> {
 
     /// The next entry, in place: its fields found, not read.
     fn row(&mut self) -> Option<Row<'a>> {
+        Some(self.row_fields()?.0)
+    }
+
+    /// The next entry and its fields.
+    fn row_fields(&mut self) -> Option<(Row<'a>, Fields<'a>)> {
         let id = self.u64()?;
         let rest = self.rest;
         self.take(7 * 8)?;
         let settled = self.flag()?;
         let status = status_of(self.take(1)?[0])?;
-        self.fields()?;
+        let fields = self.fields()?;
         let len = rest.len() - self.rest.len();
-        Some(Row {
+        let row = Row {
             id,
             status,
             settled,
             rest: &rest[..len],
-        })
+        };
+        Some((row, fields))
     }
 
     fn fields(&mut self) -> Option<Fields<'a>> {
@@ -722,8 +729,8 @@ impl<'a> Reader<'a> {
     }
 
     fn entry(&mut self) -> Option<(Seen, Task)> {
-        let row = self.row()?;
-        row.check()?;
+        let (row, fields) = self.row_fields()?;
+        fields.check()?;
         Some((row.seen(), row.task()))
     }
 }
@@ -857,6 +864,20 @@ mod tests {
             assert_eq!(Rows::of(&bad), None, "byte {at} changed");
         }
         assert_eq!(Index::decode(b""), None);
+        // Text that is not UTF-8 and an object that is not JSON, inside
+        // an entry whose frame holds: refused too, read in place or not.
+        let at = |needle: &[u8]| {
+            bytes
+                .windows(needle.len())
+                .position(|w| w == needle)
+                .unwrap()
+        };
+        for (needle, bad_byte) in [(&b"first"[..], 0xff), (&b"{\"k\""[..], b'!')] {
+            let mut bad = bytes.clone();
+            bad[at(needle)] = bad_byte;
+            assert_eq!(Index::decode(&bad), None);
+            assert_eq!(Rows::of(&bad), None);
+        }
     }
 
     #[test]

@@ -183,8 +183,10 @@ impl TaskStore {
     }
 
     /// [`list`](Self::list) for a process that looks once and exits
-    /// (`status`, `task list`): the board index is saved only when the look
-    /// learned something the next look can use ([`board::Save`]). The
+    /// (`status`, `task list`), as the look found the board (read in place
+    /// from the index when that was the board: [`BoardView`]): the board
+    /// index is saved only when the look learned something the next look
+    /// can use (`board::Save`). The
     /// lead, the team watcher and claimants use `list`, whose index
     /// claimants woken by a change take their candidates from.
     pub fn glance(&self) -> Result<BoardView, TaskError> {
