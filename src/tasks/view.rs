@@ -116,43 +116,33 @@ impl BoardView {
         let quarantined = self.quarantined;
         let tasks = match self.tasks {
             Tasks::Decoded(tasks) => tasks,
-            Tasks::Mapped { bytes, rows, fresh } => decode(&bytes, rows, fresh).1,
+            Tasks::Mapped { bytes, rows, fresh } => decode(&bytes, rows, fresh),
         };
         TaskList { tasks, quarantined }
     }
-
-    /// Every task, decoded, with what was seen of each (for the index);
-    /// `None` beside a decoded view, which keeps no such record.
-    pub(crate) fn into_parts(self) -> (TaskList, Option<Vec<Seen>>) {
-        match self.tasks {
-            Tasks::Decoded(tasks) => (
-                TaskList {
-                    tasks,
-                    quarantined: self.quarantined,
-                },
-                None,
-            ),
-            Tasks::Mapped { bytes, rows, fresh } => {
-                let (seen, tasks) = decode(&bytes, rows, fresh);
-                let quarantined = self.quarantined;
-                (TaskList { tasks, quarantined }, Some(seen))
-            }
-        }
-    }
 }
 
-/// The index's rows decoded, with `fresh` put in their places: a task read
-/// again takes its old place, and only a task that came or went (other
-/// than at the end) moves the others, in one pass. At 10,000 tasks a copy
-/// of the list is 2 MB of fresh memory, more than the rest of a look after
-/// a change.
-fn decode(bytes: &[u8], rows: Rows, fresh: Vec<Fresh>) -> (Vec<Seen>, Vec<Task>) {
+/// The index's rows decoded, with `fresh` put in their places.
+fn decode(bytes: &[u8], rows: Rows, fresh: Vec<Fresh>) -> Vec<Task> {
     let mut seen = Vec::with_capacity(rows.len() + fresh.len());
     let mut tasks = Vec::with_capacity(rows.len() + fresh.len());
     for row in rows.iter(bytes) {
         seen.push(row.seen());
         tasks.push(row.task());
     }
+    put_fresh(seen, tasks, fresh).1
+}
+
+/// The decoded index (`seen[i]` of `tasks[i]`, in id order) with `fresh`
+/// put in their places: a task read again takes its old place, and only a
+/// task that came or went (other than at the end) moves the others, in one
+/// pass. At 10,000 tasks a copy of the list is 2 MB of fresh memory, more
+/// than the rest of a look after a change.
+pub(crate) fn put_fresh(
+    mut seen: Vec<Seen>,
+    mut tasks: Vec<Task>,
+    fresh: Vec<Fresh>,
+) -> (Vec<Seen>, Vec<Task>) {
     // The tasks that came or went (ids in order), with what is there now.
     let mut moved: Vec<Fresh> = Vec::new();
     for (n, now) in fresh {
@@ -409,11 +399,7 @@ mod tests {
             .collect();
         assert_eq!(shown(&v), want);
         let streamed: Vec<Task> = v.iter().map(|t| t.task()).collect();
-        let (list, seen) = v.into_parts();
-        assert_eq!(list.tasks, streamed, "decoded as read in place");
-        let seen: Vec<_> = seen.unwrap().iter().map(|s| (s.id, s.settled)).collect();
-        let want_seen = [1, 2, 4, 5, 6, 8, 9].map(|n| (n, ![2, 5, 9].contains(&n)));
-        assert_eq!(seen, want_seen);
+        assert_eq!(v.into_list().tasks, streamed, "decoded as read in place");
     }
 
     #[test]

@@ -101,14 +101,29 @@ impl TaskStore {
             return Ok(BoardView::decoded(TaskList::default()));
         };
         let mut bytes = self.read_index_bytes();
-        if let Some(b) = bytes.as_deref()
-            && Index::whole_in(b, dir_stamp, began)
-            && let Some(rows) = Rows::of(b)
-            && let Some(b) = bytes.take()
+        // A look that saves (the lead's, a claimant's) wants every task
+        // decoded; a one-shot look reads the index in place.
+        let in_place = save == Save::WhenSettled;
+        if bytes
+            .as_deref()
+            .is_some_and(|b| Index::whole_in(b, dir_stamp, began))
         {
-            #[cfg(test)]
-            looks::count(0);
-            return Ok(BoardView::mapped(b, rows, Vec::new(), Vec::new()));
+            if !in_place && let Some(ix) = decode_index(&self.team, bytes.as_deref()) {
+                #[cfg(test)]
+                looks::count(0);
+                return Ok(BoardView::decoded(TaskList {
+                    tasks: ix.tasks,
+                    quarantined: Vec::new(),
+                }));
+            }
+            if in_place
+                && let Some(rows) = bytes.as_deref().and_then(Rows::of)
+                && let Some(b) = bytes.take()
+            {
+                #[cfg(test)]
+                looks::count(0);
+                return Ok(BoardView::mapped(b, rows, Vec::new(), Vec::new()));
+            }
         }
         // The team watcher's account of what changed since the index's
         // point: only those files are read (`read_changed`).
@@ -126,23 +141,26 @@ impl TaskStore {
             changed: Some(ids),
         }) = &account
             && at.0 != 0
-            && let Some(rows) = bytes.as_deref().and_then(Rows::of)
-            && let Some(b) = bytes.take()
         {
-            let (fresh, quarantined) = self.read_changed(began, ids, list)?;
-            let view = BoardView::mapped(b, rows, fresh, quarantined);
             // A one-shot look leaves the index where it was while the
             // account since its point is short: the next look reads those
             // few files again, for less than the save (a third of this
             // look at 10,000 tasks).
-            if save == Save::Always || ids.len() > ACCOUNT_UNSAVED_UP_TO {
-                let (out, seen) = view.into_parts();
-                let seen = seen.unwrap_or_default();
-                let stamps = seen.iter().map(|s| (s.stamp, s.settled));
-                self.save_index(dir_stamp, began, (*epoch, *seq), stamps, &out.tasks);
-                return Ok(BoardView::decoded(out));
+            if in_place
+                && ids.len() <= ACCOUNT_UNSAVED_UP_TO
+                && let Some(rows) = bytes.as_deref().and_then(Rows::of)
+                && let Some(b) = bytes.take()
+            {
+                let (fresh, quarantined) = self.read_changed(began, ids, list)?;
+                return Ok(BoardView::mapped(b, rows, fresh, quarantined));
             }
-            return Ok(view);
+            if let Some(ix) = decode_index(&self.team, bytes.as_deref()) {
+                let (fresh, quarantined) = self.read_changed(began, ids, list)?;
+                let (seen, tasks) = crate::tasks::view::put_fresh(ix.seen, ix.tasks, fresh);
+                let stamps = seen.iter().map(|s| (s.stamp, s.settled));
+                self.save_index(dir_stamp, began, (*epoch, *seq), stamps, &tasks);
+                return Ok(BoardView::decoded(TaskList { tasks, quarantined }));
+            }
         }
         // The point to save the index at: the answer's (every change the
         // watcher took in before this look began is seen by it), else the
