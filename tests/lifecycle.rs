@@ -1146,8 +1146,17 @@ fn status_and_claim_give_a_dead_owners_task_back_with_no_lead_running() {
         return;
     };
     let (doomed_task, alive_task, _) = dead_owner_scene(&t);
-    t.ok(&["status"]);
+    let shown = t.ok(&["status", "--json"]);
     assert_task_back(&t, &doomed_task);
+    // The status that gave it back counts it as it now is.
+    let snap: serde_json::Value = serde_json::from_str(&shown.stdout).expect("status --json");
+    let counts = &snap["tasks"];
+    assert_eq!(
+        (&counts["total"], &counts["in_progress"], &counts["pending"]),
+        (&2.into(), &1.into(), &1.into()),
+        "{}",
+        shown.explain()
+    );
     assert_eq!(task_status(&t, &alive_task).1.as_deref(), Some("alive"));
 
     let Some(u) = TmuxTeam::new("dead_owner_claim", "dc") else {
