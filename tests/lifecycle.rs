@@ -1126,6 +1126,14 @@ fn a_dead_owners_task_goes_back_to_the_board_with_no_lead_running() {
         "{}",
         list.explain()
     );
+    // The list that gave it back shows it as it now is.
+    let row = list
+        .stdout
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(doomed_task.as_str()))
+        .unwrap_or_else(|| panic!("no row of task {doomed_task}\n{}", list.explain()));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[1..3], ["pending", "-"], "{row:?}\n{}", list.explain());
     assert_task_back(&t, &doomed_task);
     assert_eq!(
         task_status(&t, &alive_task),
