@@ -30,8 +30,9 @@
 //! - [`mailbox`]: inboxes: append (group-committed under contention), read,
 //!   consume by identity, history, follow; the lead's signatures on them.
 //! - [`protocol`]: typed structured messages carried in inbox entries.
-//! - [`tasks`]: the shared task list: ids, claims, dependencies, and the
-//!   board index that keeps listing 10,000 tasks cheap.
+//! - [`tasks`]: the shared task list: ids, claims, dependencies, the
+//!   board index that keeps listing 10,000 tasks cheap, and the view
+//!   (`tasks::view`) that reads it in place for `status` and `task list`.
 //! - [`teammate`]: the runtime in every teammate pane.
 //! - [`agents`]: the agent kinds and permission modes (one enum each), shell,
 //!   exec presets and Claude Code: how work reaches a CLI.
