@@ -227,13 +227,7 @@ impl Index {
 
     /// `None` for anything that is not a whole index of this version.
     pub fn decode(bytes: &[u8]) -> Option<Index> {
-        let (mut r, head) = Reader::open(bytes)?;
-        r.open_tasks()?;
-        let count = usize::try_from(r.u64()?).ok()?;
-        // Each entry takes more than 64 bytes: a count past that is garbage.
-        if count > r.rest.len() / 64 {
-            return None;
-        }
+        let (mut r, head, count) = Reader::entries(bytes)?;
         let mut tasks = Vec::with_capacity(count);
         let mut seen = Vec::with_capacity(count);
         for _ in 0..count {
@@ -303,12 +297,7 @@ impl Rows {
     /// UTF-8, its objects' JSON) as [`Index::decode`] would; `None` for
     /// anything it would refuse.
     pub fn of(bytes: &[u8]) -> Option<Rows> {
-        let (mut r, _) = Reader::open(bytes)?;
-        r.skip_open_tasks()?;
-        let count = usize::try_from(r.u64()?).ok()?;
-        if count > r.rest.len() / 64 {
-            return None;
-        }
+        let (mut r, _, count) = Reader::entries(bytes)?;
         // The entries end 16 bytes before the bytes do (length, trailer).
         let start = bytes.len() - 16 - r.rest.len();
         for _ in 0..count {
@@ -585,6 +574,19 @@ impl<'a> Reader<'a> {
         Some((r, head))
     }
 
+    /// [`open`](Self::open), then past the open tasks to the first entry:
+    /// the reader there, the head, and how many entries there are.
+    fn entries(bytes: &'a [u8]) -> Option<(Reader<'a>, Head, usize)> {
+        let (mut r, head) = Reader::open(bytes)?;
+        r.skip_open_tasks()?;
+        let count = usize::try_from(r.u64()?).ok()?;
+        // Each entry takes more than 64 bytes: a count past that is garbage.
+        if count > r.rest.len() / 64 {
+            return None;
+        }
+        Some((r, head, count))
+    }
+
     fn head(&mut self) -> Option<Head> {
         Some(Head {
             began_ns: self.i64()?,
@@ -627,8 +629,12 @@ impl<'a> Reader<'a> {
     fn skip_open_tasks(&mut self) -> Option<()> {
         let count = usize::try_from(self.u64()?).ok()?;
         for _ in 0..count {
-            // Id, flags, stamp; then the blockers.
-            self.take(8 + 1 + 7 * 8)?;
+            // Id, flags (as `open_tasks` reads them), stamp; then the
+            // blockers.
+            if self.take(9)?[8] > 7 {
+                return None;
+            }
+            self.take(7 * 8)?;
             let n = self.u32()?;
             self.take(n.checked_mul(8)?)?;
         }
