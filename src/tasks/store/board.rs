@@ -108,21 +108,26 @@ impl TaskStore {
             .as_deref()
             .is_some_and(|b| Index::whole_in(b, dir_stamp, began))
         {
-            if !in_place && let Some(ix) = decode_index(&self.team, bytes.as_deref()) {
+            let whole = if in_place {
+                // Taken only once it checked: else a per-file look uses it.
+                match bytes.as_deref().and_then(Rows::of) {
+                    Some(rows) => bytes
+                        .take()
+                        .map(|b| BoardView::mapped(b, rows, Vec::new(), Vec::new())),
+                    None => None,
+                }
+            } else {
+                decode_index(&self.team, bytes.as_deref()).map(|ix| {
+                    BoardView::decoded(TaskList {
+                        tasks: ix.tasks,
+                        quarantined: Vec::new(),
+                    })
+                })
+            };
+            if let Some(whole) = whole {
                 #[cfg(test)]
                 looks::count(0);
-                return Ok(BoardView::decoded(TaskList {
-                    tasks: ix.tasks,
-                    quarantined: Vec::new(),
-                }));
-            }
-            if in_place
-                && let Some(rows) = bytes.as_deref().and_then(Rows::of)
-                && let Some(b) = bytes.take()
-            {
-                #[cfg(test)]
-                looks::count(0);
-                return Ok(BoardView::mapped(b, rows, Vec::new(), Vec::new()));
+                return Ok(whole);
             }
         }
         // The team watcher's account of what changed since the index's
