@@ -194,10 +194,10 @@ fn clean_ids(ids: Vec<String>) -> Vec<String> {
 
 /// The status a listing shows: the file's, except a task whose run failed
 /// (pending, still owned, `metadata.failed`), shown `failed` as the
-/// dialog and `swarm status` show it (one rule: `team::status::task_failed`).
+/// dialog and `swarm status` show it (one rule: `Task::failed`).
 /// `--json` keeps the file's status, Claude Code's format.
 fn status_str(t: &Task) -> &'static str {
-    status_label(t.status, crate::team::status::task_failed(t))
+    status_label(t.status, t.failed())
 }
 
 fn status_label(status: Status, failed: bool) -> &'static str {

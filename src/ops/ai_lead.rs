@@ -296,7 +296,7 @@ const RESULT_MAX: usize = 4000;
 impl Notification {
     /// A task that completed or failed, with its output's tail.
     pub fn task(t: &crate::tasks::Task) -> Option<Notification> {
-        let failed = crate::team::status::task_failed(t);
+        let failed = t.failed();
         let status = match (t.status, failed) {
             (crate::tasks::Status::Completed, _) => "completed",
             (_, true) => "failed",

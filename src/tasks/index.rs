@@ -414,7 +414,7 @@ impl<'a> Row<'a> {
     }
 
     /// A pending task its runner marked failed (`metadata.failed`), as
-    /// [`crate::team::status::task_failed`] says of the decoded task.
+    /// [`Task::failed`] says of the decoded task.
     pub fn failed(&self) -> bool {
         self.status == Status::Pending
             && self.fields().metadata.is_some_and(|m| {

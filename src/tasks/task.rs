@@ -102,6 +102,19 @@ impl Task {
         parse_id(&self.id).unwrap_or(u64::MAX)
     }
 
+    /// Whether it failed: its runtime leaves a task whose command failed
+    /// pending, still owned, with `metadata.failed` (the one rule the
+    /// dialog, `status` and `task list` show "failed" by).
+    pub fn failed(&self) -> bool {
+        self.status == Status::Pending
+            && self
+                .metadata
+                .as_ref()
+                .and_then(|m| m.get("failed"))
+                .and_then(|f| f.as_bool())
+                == Some(true)
+    }
+
     /// The shell command the task carries (`metadata.command`, a string
     /// that is not blank): what a shell teammate runs, and the only tasks
     /// it takes. Its subject and description are words for people and

@@ -289,10 +289,10 @@ impl<'a> TaskView<'a> {
     }
 
     /// Pending and marked failed by its runner
-    /// ([`crate::team::status::task_failed`]).
+    /// ([`Task::failed`]).
     pub fn failed(&self) -> bool {
         match self {
-            TaskView::Task(t) => crate::team::status::task_failed(t),
+            TaskView::Task(t) => t.failed(),
             TaskView::Row(r) => r.failed(),
         }
     }

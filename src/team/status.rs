@@ -140,18 +140,6 @@ pub fn recorded_exit(m: &super::Member) -> Option<Option<i32>> {
     }
 }
 
-/// Whether `task` failed: its runtime leaves a task whose command failed
-/// pending, still owned, with `metadata.failed`.
-pub fn task_failed(task: &Task) -> bool {
-    task.status == Status::Pending
-        && task
-            .metadata
-            .as_ref()
-            .and_then(|m| m.get("failed"))
-            .and_then(|f| f.as_bool())
-            == Some(true)
-}
-
 /// The tasks of one owner the rules look at, by number (then id): the
 /// first of each is the one shown. Kept whole rather than the first only,
 /// so that a task that stops counting hands over to the next without a
@@ -160,7 +148,7 @@ pub fn task_failed(task: &Task) -> bool {
 struct Owned {
     /// Its tasks in progress; the first is its current task.
     current: BTreeMap<(u64, String), Arc<Task>>,
-    /// Its failed tasks ([`task_failed`]).
+    /// Its failed tasks ([`Task::failed`]).
     failed: BTreeMap<(u64, String), Arc<Task>>,
 }
 
@@ -195,7 +183,7 @@ impl ByOwner {
             return;
         };
         let current = task.status == Status::InProgress;
-        let failed = task_failed(task);
+        let failed = task.failed();
         if !current && !failed {
             return;
         }
@@ -227,7 +215,7 @@ impl ByOwner {
 
     /// Whether `task` counts for its owner here (in progress, or failed).
     pub fn counts(task: &Task) -> bool {
-        task.owner.is_some() && (task.status == Status::InProgress || task_failed(task))
+        task.owner.is_some() && (task.status == Status::InProgress || task.failed())
     }
 
     /// `name`'s task in progress, if it has one.

@@ -99,7 +99,7 @@ fn task_row<'a>(
     tiny: bool,
     theme: Theme,
 ) -> Row<'a> {
-    let failed = crate::team::status::task_failed(task);
+    let failed = task.failed();
     let status = match task.status {
         _ if failed => "failed",
         Status::Pending => "pending",
