@@ -189,17 +189,12 @@ pub(crate) fn put_fresh(
     (seen_out, tasks_out)
 }
 
-#[allow(
-    clippy::large_enum_variant,
-    reason = "one per look, on the stack; a box would only move it"
-)]
 enum Iter<'a, R: Iterator<Item = Row<'a>>> {
     Decoded(std::slice::Iter<'a, Task>),
     Mapped {
         rows: R,
         fresh: Peekable<std::slice::Iter<'a, Fresh>>,
-        /// A row read while a fresh task went first (rows are not peeked:
-        /// a row moved about costs more than finding it).
+        /// A row read while a fresh task went first.
         held: Option<Row<'a>>,
     },
 }
@@ -233,10 +228,6 @@ impl<'a, R: Iterator<Item = Row<'a>>> Iterator for Iter<'a, R> {
 
 /// One task of a [`BoardView`]: decoded, or where it lies in the index.
 #[derive(Clone, Copy)]
-#[allow(
-    clippy::large_enum_variant,
-    reason = "made per task as it is read and not kept: a box would allocate per task"
-)]
 pub enum TaskView<'a> {
     Task(&'a Task),
     Row(Row<'a>),
