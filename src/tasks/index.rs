@@ -396,7 +396,11 @@ impl<'a> Row<'a> {
 
     /// The task, decoded.
     pub fn task(&self) -> Task {
-        let f = self.fields();
+        self.task_of(self.fields())
+    }
+
+    /// The task, decoded from its fields `f` (already found).
+    fn task_of(&self, f: Fields<'a>) -> Task {
         let object = |o: Option<&[u8]>| o.and_then(|o| serde_json::from_slice(o).ok());
         let owned = |o: Option<&[u8]>| o.map(|o| text(o).to_owned());
         Task {
@@ -737,7 +741,7 @@ impl<'a> Reader<'a> {
     fn entry(&mut self) -> Option<(Seen, Task)> {
         let (row, fields) = self.row_fields()?;
         fields.check()?;
-        Some((row.seen(), row.task()))
+        Some((row.seen(), row.task_of(fields)))
     }
 }
 
