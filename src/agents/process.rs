@@ -156,8 +156,16 @@ impl Invocation {
     }
 
     fn command(&self) -> Option<Command> {
+        use std::os::unix::process::CommandExt;
         let (prog, args) = self.argv.split_first()?;
-        let mut c = Command::new(prog);
+        let mut c = match self.found_on_path(prog) {
+            Some(found) => {
+                let mut c = Command::new(found);
+                c.arg0(prog);
+                c
+            }
+            None => Command::new(prog),
+        };
         c.args(args);
         if let Some(cwd) = &self.cwd {
             c.current_dir(cwd);
@@ -166,6 +174,26 @@ impl Invocation {
             c.env(k, v);
         }
         Some(c)
+    }
+
+    /// `prog`, a bare name, found on the `PATH` this invocation sets, as
+    /// the child's `execvp` would find it (a relative directory from the
+    /// child's cwd). Found here, the child is started by `posix_spawn` (the
+    /// runtime is not copied, and no `execve` fails per directory before
+    /// the right one): the standard library forks instead whenever the
+    /// child's `PATH` is set and the program is a bare name, which is every
+    /// run, as a member's environment always sets `PATH`. `None`: a path,
+    /// no `PATH` set, or not found (the spawn says why).
+    fn found_on_path(&self, prog: &str) -> Option<PathBuf> {
+        if prog.contains('/') {
+            return None;
+        }
+        let (_, path) = self.env.iter().rev().find(|(k, _)| k == "PATH")?;
+        let cwd = match &self.cwd {
+            Some(cwd) => cwd.clone(),
+            None => std::env::current_dir().ok()?,
+        };
+        which::which_in(prog, Some(path), cwd).ok()
     }
 
     /// Runs to the end, streaming output to `pane` and capturing its tail.
@@ -609,6 +637,52 @@ mod tests {
 
     fn sh(script: &str) -> Invocation {
         Invocation::new(vec!["sh".into(), "-c".into(), script.into()])
+    }
+
+    /// A bare program name is found on the `PATH` the invocation sets (not
+    /// the runtime's own), a relative directory of it from the child's
+    /// cwd, as `execvp` would; the child still gets the name it was given
+    /// as its `argv[0]`.
+    #[test]
+    fn a_bare_name_is_found_on_the_path_the_invocation_sets() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (bin, work) = (dir.path().join("bin"), dir.path().join("work"));
+        for d in [&bin, &work.join("rel")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let put = |path: &Path, body: &str| {
+            std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        put(&bin.join("swarm-test-tool"), "echo \"abs $1\"");
+        put(&work.join("rel/swarm-test-rel"), "echo rel");
+        // Not executable: skipped, as execvp skips it.
+        std::fs::write(work.join("rel/swarm-test-tool"), "not a program").unwrap();
+        // A shell under another name: its `$0` is the `argv[0]` it got.
+        std::os::unix::fs::symlink("/bin/sh", bin.join("swarm-test-sh")).unwrap();
+        let path = format!("rel:{}:/usr/bin:/bin", bin.display());
+        let run = |argv: &[&str]| {
+            let mut inv = Invocation::new(argv.iter().map(|a| a.to_string()).collect());
+            inv.cwd = Some(work.clone());
+            inv.env = vec![("PATH".into(), path.clone())];
+            let f = inv.run_captured(sink());
+            (f.ended, f.output)
+        };
+        assert_eq!(
+            run(&["swarm-test-tool", "x"]),
+            (Ended::Exit(0), "abs x\n".into())
+        );
+        assert_eq!(run(&["swarm-test-rel"]), (Ended::Exit(0), "rel\n".into()));
+        assert_eq!(
+            run(&["swarm-test-sh", "-c", "echo \"$0\""]),
+            (Ended::Exit(0), "swarm-test-sh\n".into())
+        );
+        let (ended, _) = run(&["swarm-test-missing"]);
+        assert!(
+            matches!(ended, Ended::NotStarted { ref why, .. } if why.contains("not found")),
+            "{ended:?}"
+        );
     }
 
     #[test]

@@ -13,6 +13,15 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// What a commit did for its holder.
+pub(super) struct Committed {
+    /// How each of the holder's own entries fared, in order.
+    pub(super) own: Vec<Result<Appended, MailboxError>>,
+    /// The recipient's doorbell already rang (an append in place rings as
+    /// soon as readers see the entries); `false`: the sender rings it.
+    pub(super) rung: bool,
+}
+
 /// The last part of a send's deadline (at most a tenth of it) is kept for
 /// a sender whose entry a holder has claimed: it stops competing for the
 /// lock and waits for that holder's outcome (a live holder has only its own
@@ -30,11 +39,16 @@ impl Mailbox {
     /// already in the inbox with the same identity is a no-op (a retried
     /// send); with a different identity it is refused.
     ///
-    /// Once the entry is on disk, `to`'s doorbell rings (if its runtime
-    /// listens), so the recipient and nobody else wakes at once.
+    /// `to`'s doorbell rings (if its runtime listens), so the recipient
+    /// and nobody else wakes at once: as soon as the entry is where
+    /// readers look when it is appended in place (the recipient starts on
+    /// it while it is made durable; the send still answers only once it
+    /// is), else once it is on disk.
     pub fn append(&self, to: &str, entry: Entry) -> Result<Appended, MailboxError> {
-        let sent = self.append_quietly(to, entry)?;
-        self.ring(to);
+        let (sent, rung) = self.append_quietly(to, entry)?;
+        if !rung {
+            self.ring(to);
+        }
         Ok(sent)
     }
 
@@ -60,8 +74,10 @@ impl Mailbox {
         let mut lock = FileLock::acquire(&path, self.lock_timeout)?;
         let sent = self.commit_holding(to, &path, &mut lock, &entries)?;
         drop(lock);
-        self.ring(to);
-        Ok(sent)
+        if !sent.rung {
+            self.ring(to);
+        }
+        Ok(sent.own)
     }
 
     /// The inboxes directory, made if missing. A missing inbox is not
@@ -77,7 +93,8 @@ impl Mailbox {
         Ok(())
     }
 
-    fn append_quietly(&self, to: &str, entry: Entry) -> Result<Appended, MailboxError> {
+    /// The entry sent, and whether `to`'s doorbell already rang for it.
+    fn append_quietly(&self, to: &str, entry: Entry) -> Result<(Appended, bool), MailboxError> {
         let path = self.inbox_path(to)?;
         let entry = envelope(&path, entry)?;
         let msg_id = entry.msg_id.clone().unwrap_or_default();
@@ -86,16 +103,19 @@ impl Mailbox {
         // Nobody holds the lock: commit this entry, and any waiting ones.
         if let Some(os) = FileLock::try_os_lock(&path)? {
             let mut lock = os.take_dir(self.lock_timeout)?;
-            let mut own =
+            let mut done =
                 self.commit_holding(to, &path, &mut lock, std::slice::from_ref(&entry))?;
-            return own
+            let own = done
+                .own
                 .pop()
                 .expect("a commit with an entry of its own reports on it");
+            return own.map(|sent| (sent, done.rung));
         }
         // Someone does: hand the entry over and wait for its commit.
         let spool = Spool::new(self.root.spool(&self.team, to)?);
         let key = spool.put(&entry).map_err(spool_err(&spool))?;
-        self.await_commit(to, &path, &spool, &key, msg_id)
+        let sent = self.await_commit(to, &path, &spool, &key, msg_id)?;
+        Ok((sent, false))
     }
 
     /// Waits until the spooled entry `key` is in the inbox (or refused),
@@ -251,7 +271,7 @@ impl Mailbox {
         path: &Path,
         lock: &mut FileLock,
         own: &[Entry],
-    ) -> Result<Vec<Result<Appended, MailboxError>>, MailboxError> {
+    ) -> Result<Committed, MailboxError> {
         loop {
             match self.commit(to, path, lock, own) {
                 Err(MailboxError::Lock(LockError::Lost { .. })) => {
@@ -276,7 +296,7 @@ impl Mailbox {
         path: &Path,
         lock: &FileLock,
         own: &[Entry],
-    ) -> Result<Vec<Result<Appended, MailboxError>>, MailboxError> {
+    ) -> Result<Committed, MailboxError> {
         let spool = Spool::new(self.root.spool(&self.team, to)?);
         let listing = spool.list().map_err(spool_err(&spool))?;
         let record = self.last_write_path(to)?;
@@ -284,11 +304,14 @@ impl Mailbox {
         // place when the inbox is as swarm last wrote it (no temp file
         // made). Claims keep the rewrite, whose rename is their commit
         // record (see `Mailbox::append_in_place`).
-        if listing.is_empty() {
+        if listing.is_empty() && !own.is_empty() {
             let batch = Batch::own(own);
-            if let Some((merged, lost)) = self.append_in_place(path, lock, &record, &batch)? {
+            if let Some((merged, lost)) = self.append_in_place(to, path, lock, &record, &batch)? {
                 self.hooks.at(Stage::Committed, 0);
-                return Ok(batch.outcomes(path, &merged, &lost, &None));
+                return Ok(Committed {
+                    own: batch.outcomes(path, &merged, &lost, &None),
+                    rung: true,
+                });
             }
         }
         // `tmp` before `claims`: a failed commit drops the claims (back to
@@ -338,7 +361,10 @@ impl Mailbox {
         settle(&mut claims, &batch, &merged.fates, &not_persisted)?;
         spool.remove_batch(tmp.tag()).map_err(spool_err(&spool))?;
         drop(tmp);
-        Ok(batch.outcomes(path, &merged, &not_persisted, &quarantined))
+        Ok(Committed {
+            own: batch.outcomes(path, &merged, &not_persisted, &quarantined),
+            rung: false,
+        })
     }
 
     /// The holder's own entries of `batch` appended to the inbox at `path`
@@ -351,7 +377,11 @@ impl Mailbox {
     /// The bytes are those a rewrite would lay out ([`inbox::appended`]),
     /// written by one `pwrite` that stays within one 4 KiB block, then
     /// `fdatasync` (bytes that would not are written by a copy of the
-    /// file, [`Mailbox::append_by_copy`]). Why within one block: the kernel
+    /// file, [`Mailbox::append_by_copy`]). `to`'s doorbell rings between
+    /// the two, as soon as readers see the entries: the recipient reads
+    /// them from the page cache while they are made durable (the send
+    /// still answers only once they are; a reader that takes no lock
+    /// could see them there before the `fdatasync` anyway). Why within one block: the kernel
     /// copies a write into the page cache a page (or folio) at a time and
     /// gives up between pages on a fatal signal, so a `kill -9` can cut a
     /// write that spans pages, leaving a torn array on disk that Claude
@@ -377,6 +407,7 @@ impl Mailbox {
     /// inbox before the next holder looks.
     fn append_in_place(
         &self,
+        to: &str,
         path: &Path,
         lock: &FileLock,
         record: &Path,
@@ -439,12 +470,16 @@ impl Mailbox {
         let written_to = if at / BLOCK == (at + bytes.len() as u64 - 1) / BLOCK {
             self.hooks.at(Stage::Written, 0);
             lock.verify()?;
-            inbox::append_at(&file, last.counts.bytes, &bytes).map_err(io)?;
+            inbox::write_at(&file, last.counts.bytes, &bytes).map_err(io)?;
+            self.ring(to);
+            self.hooks.at(Stage::Appended, 0);
+            file.sync_data().map_err(io)?;
             &file
         } else {
             let Some(renamed) = self.append_by_copy(path, lock, &reading, at, &bytes)? else {
                 return Ok(None);
             };
+            self.ring(to);
             copy = renamed;
             copy.file()
         };

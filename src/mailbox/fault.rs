@@ -17,6 +17,9 @@ pub(crate) enum Stage {
     /// The new inbox written to its temp file and fsynced; the lock not yet
     /// checked, the temp file not yet renamed over the inbox.
     Written,
+    /// The holder's own entries appended in place, where readers see them;
+    /// not yet made durable (`fdatasync`).
+    Appended,
     /// The inbox renamed in and durable; the claims not yet removed.
     Committed,
 }

@@ -414,14 +414,20 @@ pub(crate) fn appended(fresh: &[Stored]) -> Vec<u8> {
 /// `fdatasync`. The one routine that appends in place, for inboxes and
 /// histories alike; the caller holds the file's inbox lock.
 pub(crate) fn append_at(f: &std::fs::File, len: u64, bytes: &[u8]) -> std::io::Result<()> {
+    write_at(f, len, bytes)?;
+    f.sync_data()
+}
+
+/// [`append_at`] without the `fdatasync`, which the caller owes: the
+/// bytes are in the page cache, where readers see them.
+pub(crate) fn write_at(f: &std::fs::File, len: u64, bytes: &[u8]) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
     if f.metadata()?.len() != len || len < 2 {
         return Err(std::io::Error::other(
             "the file changed under its inbox lock",
         ));
     }
-    f.write_all_at(bytes, len - 2)?;
-    f.sync_data()
+    f.write_all_at(bytes, len - 2)
 }
 
 /// The entries of a file whose last append was torn by a crash: every

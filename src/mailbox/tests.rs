@@ -1237,7 +1237,7 @@ fn a_waiter_whose_deadline_passes_while_its_entry_is_merged_answers_still_pendin
             }
         }
     });
-    let own = holder.commit("bob", &path, &lock, &[]).unwrap();
+    let own = holder.commit("bob", &path, &lock, &[]).unwrap().own;
     assert!(own.is_empty());
     drop(lock);
     waiter.join().unwrap();
@@ -1490,4 +1490,50 @@ fn a_torn_append_is_cut_back_to_its_whole_entries_and_sends_go_on() {
     }
     s.send("bob", "ann", "c");
     assert_eq!(s.texts("bob"), ["a", "b", "torn", "c"]);
+}
+
+/// A send appended in place rings its recipient as soon as readers see the
+/// entry: before it is made durable, while the sender still holds the lock,
+/// so the recipient starts on it meanwhile. A send that rewrites the inbox
+/// rings once it is done. One ring per send either way.
+#[test]
+fn a_send_rings_its_recipient_once_and_in_place_before_the_entry_is_durable() {
+    use std::time::Duration;
+    let s = Sandbox::new();
+    let bell = doorbell::Doorbell::open(&s.mailbox.doorbell_path("bob").unwrap()).unwrap();
+    let bell = Arc::new(bell);
+    let rung_at = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mailbox = s.mailbox.clone().with_hook({
+        let (bell, rung_at) = (bell.clone(), rung_at.clone());
+        move |stage| {
+            if bell.wait(Duration::ZERO) {
+                rung_at.lock().unwrap().push(stage);
+            }
+        }
+    });
+    let send = |text: &str| {
+        mailbox
+            .append("bob", Entry::new("alice", text.into(), None, None))
+            .unwrap()
+    };
+    // The first send makes the inbox: a rewrite, rung once it is done.
+    send("one");
+    assert_eq!(*rung_at.lock().unwrap(), Vec::<Stage>::new());
+    assert!(bell.wait(Duration::ZERO), "rung once the send is done");
+    // The next ones are appended in place: rung before the fdatasync.
+    use std::os::unix::fs::MetadataExt;
+    let inode = std::fs::metadata(s.inbox("bob")).unwrap().ino();
+    send("two");
+    send("three");
+    assert_eq!(
+        std::fs::metadata(s.inbox("bob")).unwrap().ino(),
+        inode,
+        "appended in place"
+    );
+    assert_eq!(
+        *rung_at.lock().unwrap(),
+        vec![Stage::Appended, Stage::Appended]
+    );
+    assert!(!bell.wait(Duration::ZERO), "and not rung again after");
+    assert_eq!(s.texts("bob"), ["one", "two", "three"]);
 }
