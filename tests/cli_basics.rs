@@ -874,3 +874,30 @@ fn doctor_names_where_the_root_came_from_and_a_dead_member_in_words() {
     let r = s.ok(&["doctor", "--home", home, "--tmux-socket", sock]);
     assert!(r.stdout.contains("(from --home)"), "{}", r.explain());
 }
+
+/// The binary carries GCC's unwinder itself (`build.rs`): it does not load
+/// `libgcc_s.so.1` at start, which cost every `swarm` process about
+/// 0.2 ms. Checked where the build can do that: Linux with glibc and a C
+/// compiler that names its `libgcc_eh.a` (said, not silent, elsewhere).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_binary_does_not_load_libgcc_s_at_start() {
+    use std::process::Command;
+    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let named = Command::new(cc)
+        .arg("-print-file-name=libgcc_eh.a")
+        .output()
+        .map(|o| std::path::PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        .ok()
+        .filter(|p| p.is_absolute() && p.is_file());
+    if named.is_none() {
+        eprintln!("not checked: the C compiler names no libgcc_eh.a, so libgcc_s is linked");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_swarm");
+    let ldd = Command::new("ldd").arg(bin).output().expect("running ldd");
+    let libs = String::from_utf8_lossy(&ldd.stdout);
+    assert!(ldd.status.success(), "ldd {bin}: {libs}");
+    assert!(libs.contains("libc.so"), "ldd lists the libraries: {libs}");
+    assert!(!libs.contains("libgcc_s"), "{bin} loads libgcc_s: {libs}");
+}
