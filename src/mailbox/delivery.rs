@@ -303,7 +303,9 @@ impl Mailbox {
         // Nothing in the spool: only the holder's own entries, appended in
         // place when the inbox is as swarm last wrote it (no temp file
         // made). Claims keep the rewrite, whose rename is their commit
-        // record (see `Mailbox::append_in_place`).
+        // record (see `Mailbox::append_in_place`). A commit of nothing of
+        // its own (a waiter's turn) writes nothing in place, and rings
+        // nobody.
         if listing.is_empty() && !own.is_empty() {
             let batch = Batch::own(own);
             if let Some((merged, lost)) = self.append_in_place(to, path, lock, &record, &batch)? {
@@ -381,18 +383,19 @@ impl Mailbox {
     /// the two, as soon as readers see the entries: the recipient reads
     /// them from the page cache while they are made durable (the send
     /// still answers only once they are; a reader that takes no lock
-    /// could see them there before the `fdatasync` anyway). Why within one block: the kernel
-    /// copies a write into the page cache a page (or folio) at a time and
-    /// gives up between pages on a fatal signal, so a `kill -9` can cut a
-    /// write that spans pages, leaving a torn array on disk that Claude
-    /// Code would read as `[]` (and its next send would erase the rest). A
-    /// write within one page is copied whole or not at all. An append that
-    /// would cross a block boundary (about one send in twelve with entries
-    /// of a few hundred bytes) copies the file instead. A power cut before
-    /// the `fdatasync` can still tear it; the next swarm holder, or any
-    /// swarm read, cuts a torn tail back to the last whole entry
-    /// (`load_locked`), which is the file as it was before: the torn
-    /// entries were not acknowledged.
+    /// could see them there before the `fdatasync` anyway).
+    ///
+    /// Why within one block: the kernel copies a write into the page cache
+    /// a page (or folio) at a time and gives up between pages on a fatal
+    /// signal, so a `kill -9` can cut a write that spans pages, leaving a
+    /// torn array on disk that Claude Code would read as `[]` (and its next
+    /// send would erase the rest). A write within one page is copied whole
+    /// or not at all. An append that would cross a block boundary (about
+    /// one send in twelve with entries of a few hundred bytes) copies the
+    /// file instead. A power cut before the `fdatasync` can still tear it;
+    /// the next swarm holder, or any swarm read, cuts a torn tail back to
+    /// the last whole entry (`load_locked`), which is the file as it was
+    /// before: the torn entries were not acknowledged.
     ///
     /// While the `pwrite` runs, a reader that takes no lock may see the
     /// array half written (the page cache is not locked against reads):
