@@ -170,9 +170,8 @@ impl TmuxBackend {
                 }
                 return;
             }
-            for r in &left {
-                self.reap_lost_child(r.pid).await;
-            }
+            let pids: Vec<u32> = left.iter().map(|r| r.pid).collect();
+            self.reap_lost_children(&pids).await;
             tokio::time::sleep(self.poll()).await;
         }
     }
@@ -209,6 +208,61 @@ fn sort_targets(panes: &[PaneRef], rows: &[panes::PaneRow]) -> (Outcomes, Target
 mod tests {
     use super::super::place::{recording_backend, runs, tmux_server};
     use crate::{PaneBackendExecutor, PaneId, Placement, SpawnSpec};
+    use std::time::Duration;
+
+    /// Several zombies at once (a `down`'s runtimes that just ended) cost
+    /// the server one poke, not one each: its wait loop reaps them all.
+    /// The zombies here are this test's own children (the server cannot
+    /// reap them, so each look still finds them): what is counted is the
+    /// pokes, and a process that is no zombie is never a reason for one.
+    #[tokio::test]
+    async fn several_zombies_are_reaped_with_one_poke() {
+        if !tmux_server::tmux_available("several_zombies_are_reaped_with_one_poke") {
+            return;
+        }
+        let tmux = tmux_server::TmuxServer::start();
+        tmux.new_session("lead", (200, 50), &["sleep", "100000"]);
+        let (backend, log) = recording_backend(&tmux);
+        let mut children: Vec<std::process::Child> = (0..3)
+            .map(|_| {
+                std::process::Command::new("true")
+                    .spawn()
+                    .expect("spawning true")
+            })
+            .collect();
+        let pids: Vec<u32> = children.iter().map(std::process::Child::id).collect();
+        let deadline = crate::command::timeouts::Deadline::after(crate::command::timeouts::WAIT);
+        while !pids
+            .iter()
+            .all(|&p| crate::process::is_zombie(p) == Some(true))
+        {
+            assert!(!deadline.passed(), "the children never ended");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let mut live = std::process::Command::new("sleep")
+            .arg("100000")
+            .spawn()
+            .expect("spawning sleep");
+        backend.reap_lost_children(&[live.id()]).await;
+        let for_live = runs(&log, "run-shell");
+        let mut with_live = vec![live.id()];
+        with_live.extend(&pids);
+        backend.reap_lost_children(&with_live).await;
+        let for_all = runs(&log, "run-shell") - for_live;
+        // Ended before the asserts, so that a failure leaves nothing running.
+        live.kill().expect("killing sleep");
+        live.wait().expect("reaping sleep");
+        for c in &mut children {
+            c.wait().expect("reaping the child");
+        }
+        assert_eq!(for_live, 0, "a live process is no zombie");
+        assert_eq!(
+            for_all,
+            1,
+            "one poke for three zombies:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    }
 
     /// The lead closing some of the panes `swarm down` closes: the chain
     /// stops at the first one gone, and the rest are chained again, not

@@ -96,12 +96,8 @@ impl TmuxBackend {
         let settle = Duration::from_secs(2);
         match &self.host {
             None => {
-                process::terminate_groups(pgids, grace, settle, || async {
-                    for &pid in pids {
-                        self.reap_lost_child(pid).await;
-                    }
-                })
-                .await
+                process::terminate_groups(pgids, grace, settle, || self.reap_lost_children(pids))
+                    .await
             }
             Some(h) => match h.terminate_groups(pgids, grace, settle).await {
                 Ok(out) => out,
