@@ -21,7 +21,12 @@
 //!    asked for (`swarm spawn --env K`, the spec's `pass_env`; the roster's
 //!    `swarmPassEnv`).
 //!
-//! Nothing else of the caller's environment leaks in.
+//! Nothing else of the caller's environment leaks in, nor of the
+//! multiplexer's: a backend starts the pane's process through `env -i`,
+//! except tmux with a teammate's pane, whose first process (`swarm
+//! pane-exec`) is started directly and replaces its whole environment
+//! with the pane's, handed to it in one variable, before anything else
+//! (`ops::spawn::exact_environment`; one process less per pane).
 //!
 //! Passed values are secrets as far as swarm knows (API keys, tokens): they
 //! never reach argv, the pane's text, a log or the roster. The spawner hands

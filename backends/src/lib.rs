@@ -217,6 +217,31 @@ pub struct SpawnSpec {
     /// A file the backend creates once the pane is fully set up (marked,
     /// its output piped), so a program that waits for it loses nothing.
     pub ready_file: Option<PathBuf>,
+    /// The program makes its environment exactly `env` itself: started
+    /// with whatever else (a backend's own variables), it replaces its
+    /// whole environment with the pairs [`EXACT_ENV_VAR`] holds before
+    /// anything else (`swarm pane-exec` does). A backend that sets a
+    /// pane's variables by its own means (tmux's `-e`) then starts the
+    /// program directly, without `env -i`: one process less per pane
+    /// ([`SpawnSpec::start_over_set_env`]). Any other backend ignores it.
+    #[serde(default)]
+    pub trims_env: bool,
+}
+
+/// The variable a program that trims its own environment reads (see
+/// [`SpawnSpec::trims_env`]): the spec's variables, in order, as a JSON
+/// array of `[name, value]` pairs. The pairs, not names to keep, because
+/// tmux sets some variables after `-e` (`PATH` from its client, `SHELL`,
+/// `TMUX_PANE`); JSON, because it escapes every control character, which
+/// tmux refuses in an argument.
+pub const EXACT_ENV_VAR: &str = "SWARM_EXACT_ENV";
+
+/// How a backend that sets a pane's variables by its own means starts a
+/// spec's process: the argv, and the variables it sets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Start {
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
 }
 
 impl SpawnSpec {
@@ -238,7 +263,15 @@ impl SpawnSpec {
             mark: PaneMark::new("", ""),
             output: None,
             ready_file: None,
+            trims_env: false,
         }
+    }
+
+    /// A spec whose program trims its own environment (see
+    /// [`SpawnSpec::trims_env`]).
+    pub fn trims_own_env(mut self) -> Self {
+        self.trims_env = true;
+        self
     }
 
     /// Marks the pane as `member` of `team` (a fresh nonce).
@@ -393,6 +426,26 @@ impl SpawnSpec {
     /// The argv that runs the program with exactly `env`:
     /// `/usr/bin/env -i -- K=V … PROGRAM ARGS`. `env` execs the program, so the
     /// pane's pid is the program's pid.
+    /// How a backend that sets the pane's variables itself starts it: the
+    /// program alone, with [`EXACT_ENV_VAR`] holding `env`, when the
+    /// program trims its own environment; else [`SpawnSpec::exact_env_argv`]
+    /// and `env`. Either way the process runs with exactly `env`.
+    pub fn start_over_set_env(&self) -> Start {
+        if !self.trims_env {
+            return Start {
+                argv: self.exact_env_argv(),
+                env: self.env.clone(),
+            };
+        }
+        let pairs = serde_json::to_string(&self.env).expect("strings serialise");
+        let mut argv = vec![self.program.clone()];
+        argv.extend(self.args.iter().cloned());
+        Start {
+            argv,
+            env: vec![(EXACT_ENV_VAR.to_string(), pairs)],
+        }
+    }
+
     pub fn exact_env_argv(&self) -> Vec<String> {
         let mut argv = vec![ENV_PROGRAM.to_string(), "-i".to_string(), "--".to_string()];
         argv.extend(self.env.iter().map(|(k, v)| format!("{k}={v}")));
@@ -976,6 +1029,34 @@ mod tests {
         assert_eq!(serde_json::to_string(&id).unwrap(), "\"%12\"");
         let back: PaneId = serde_json::from_str("\"inproc-3\"").unwrap();
         assert_eq!(back.as_str(), "inproc-3");
+    }
+
+    #[test]
+    fn a_program_that_trims_its_own_env_is_started_directly_with_its_env_in_one_variable() {
+        let plain = SpawnSpec::new("prog", ["a b"], "/")
+            .env("K", "v=1")
+            .env("L", "")
+            .env("M", "tab\tnewline\n,quote\"");
+        assert_eq!(
+            plain.start_over_set_env(),
+            Start {
+                argv: plain.exact_env_argv(),
+                env: plain.env.clone()
+            },
+            "a program that does not trim is started by env -i"
+        );
+        let start = plain.clone().trims_own_env().start_over_set_env();
+        assert_eq!(start.argv, ["prog", "a b"]);
+        let [(name, value)] = start.env.as_slice() else {
+            panic!("one variable: {:?}", start.env);
+        };
+        assert_eq!(name, EXACT_ENV_VAR);
+        assert!(
+            !value.chars().any(char::is_control),
+            "no control character reaches tmux: {value}"
+        );
+        let back: Vec<(String, String)> = serde_json::from_str(value).expect("JSON pairs");
+        assert_eq!(back, plain.env, "every pair, in order");
     }
 
     #[test]

@@ -126,6 +126,7 @@ pub fn check_request(req: &SpawnRequest) -> Result<Agent> {
 /// line, or why the program could not be started.
 pub fn pane_exec(args: crate::cli::PaneExecArgs) -> Result<crate::cli::Cli> {
     use std::os::unix::process::CommandExt;
+    exact_environment()?;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     let mut pause = std::time::Duration::from_millis(1);
     while !args.ready.exists() && std::time::Instant::now() < deadline {
@@ -153,6 +154,41 @@ pub fn pane_exec(args: crate::cli::PaneExecArgs) -> Result<crate::cli::Cli> {
     cmd.envs(handed);
     let err = cmd.exec();
     Err(err).with_context(|| format!("starting {}", names::shown(&args.command[0])))
+}
+
+/// Makes this process's environment exactly the pane's: a backend that
+/// sets a pane's variables itself (tmux) starts `pane-exec` directly, not
+/// through `env -i` (one process less per pane), with the pane's
+/// variables in [`EXACT_ENV_VAR`]; they replace the whole environment (the
+/// tmux server's own, its `TMUX`, `TMUX_PANE`, `SHELL` and its client's
+/// `PATH`, and that variable). Without it (started by `env -i`) the
+/// environment is already exact.
+///
+/// [`EXACT_ENV_VAR`]: swarm_backends::EXACT_ENV_VAR
+fn exact_environment() -> Result<()> {
+    let Some(pairs) = std::env::var_os(swarm_backends::EXACT_ENV_VAR) else {
+        return Ok(());
+    };
+    let pairs: Vec<(String, String)> = serde_json::from_str(&pairs.to_string_lossy())
+        .with_context(|| {
+            format!(
+                "the pane's environment ({}) does not parse",
+                swarm_backends::EXACT_ENV_VAR
+            )
+        })?;
+    let all: Vec<std::ffi::OsString> = std::env::vars_os().map(|(k, _)| k).collect();
+    // SAFETY: `pane-exec` runs before anything of this process starts a
+    // thread (its caller, `main`, has only parsed the command line), so
+    // nothing reads the environment meanwhile.
+    unsafe {
+        for k in all {
+            std::env::remove_var(k);
+        }
+        for (k, v) in pairs {
+            std::env::set_var(k, v);
+        }
+    }
+    Ok(())
 }
 
 /// `command` parsed, when it is this executable's teammate runtime (its
@@ -845,6 +881,12 @@ fn pane_spec(
         .placement(place)
         .mark(mark)
         .ready_file(&gate.ready);
+    if opened.hosted.is_none() {
+        // `pane-exec` makes its own environment exact (`exact_environment`). A
+        // pane on another machine may run another build of swarm there:
+        // `env -i` makes its environment exact whatever that build does.
+        spec = spec.trims_own_env();
+    }
     let pid_file = team.root.pid_file(&team.name, &req.name)?;
     if let Some(dir) = pid_file.parent() {
         atomic_file::ensure_dir(dir)?;

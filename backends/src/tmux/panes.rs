@@ -21,18 +21,19 @@ pub const STATUS_FORMAT: &str = "#{pane_id} #{pane_pid} #{pane_dead} #{pane_dead
 pub struct Launch<'a> {
     pub cwd: &'a Path,
     pub env: &'a [(String, String)],
-    /// The full argv of the pane's process (`env -i -- … PROGRAM ARGS`).
+    /// The full argv of the pane's process (`env -i -- … PROGRAM ARGS`,
+    /// or the program alone where it trims its own environment).
     pub argv: &'a [String],
 }
 
 impl<'a> Launch<'a> {
-    /// The launch of `spec`, whose argv (`spec.exact_env_argv()`) the
-    /// caller holds.
-    pub fn of(spec: &'a crate::SpawnSpec, argv: &'a [String]) -> Self {
+    /// The launch of `spec`, as `start` (`spec.start_over_set_env()`,
+    /// which the caller holds) starts it: its variables are set with `-e`.
+    pub fn of(spec: &'a crate::SpawnSpec, start: &'a crate::Start) -> Self {
         Launch {
             cwd: &spec.cwd,
-            env: &spec.env,
-            argv,
+            env: &start.env,
+            argv: &start.argv,
         }
     }
 
