@@ -423,9 +423,6 @@ impl SpawnSpec {
         Ok(())
     }
 
-    /// The argv that runs the program with exactly `env`:
-    /// `/usr/bin/env -i -- K=V … PROGRAM ARGS`. `env` execs the program, so the
-    /// pane's pid is the program's pid.
     /// How a backend that sets the pane's variables itself starts it: the
     /// program alone, with [`EXACT_ENV_VAR`] holding `env`, when the
     /// program trims its own environment; else [`SpawnSpec::exact_env_argv`]
@@ -446,6 +443,9 @@ impl SpawnSpec {
         }
     }
 
+    /// The argv that runs the program with exactly `env`:
+    /// `/usr/bin/env -i -- K=V … PROGRAM ARGS`. `env` execs the program, so the
+    /// pane's pid is the program's pid.
     pub fn exact_env_argv(&self) -> Vec<String> {
         let mut argv = vec![ENV_PROGRAM.to_string(), "-i".to_string(), "--".to_string()];
         argv.extend(self.env.iter().map(|(k, v)| format!("{k}={v}")));
