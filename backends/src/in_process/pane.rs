@@ -71,7 +71,7 @@ pub struct Pane {
     pub title: String,
 }
 
-/// Reads the PTY until EOF: feeds the screen, the log and the output file
+/// Reads the PTY until EOF: feeds the log, the screen and the output file
 /// (if any; a failed write stops only the file copy), answers queries.
 pub fn reader_loop(
     mut reader: Box<dyn Read + Send>,
@@ -88,6 +88,13 @@ pub fn reader_loop(
             Err(_) => break, // EIO once the child side is closed
         };
         let chunk = &buf[..n];
+        // The log first: whatever the screen shows is already in the log, so
+        // a reader that saw text on the screen finds it by offset.
+        let end = {
+            let mut log = lock(&shared.log);
+            log.push(chunk);
+            log.end()
+        };
         let mut answers = Vec::new();
         {
             let mut screen = lock(&shared.screen);
@@ -101,11 +108,6 @@ pub fn reader_loop(
             }
             screen.process(&chunk[done..]);
         }
-        let end = {
-            let mut log = lock(&shared.log);
-            log.push(chunk);
-            log.end()
-        };
         shared.progress.send_replace(end);
         if let Some(file) = &mut output
             && file.write_all(chunk).is_err()
@@ -140,5 +142,46 @@ mod tests {
         let (bytes, end) = log.read_from(0);
         assert_eq!(end, 11 + LOG_CAP as u64);
         assert_eq!(bytes.len() as u64, end - log.base);
+    }
+
+    /// The in-process contract test `keys_are_forwarded_and_output_is_logged_by_offset`
+    /// waits for text on the screen, then reads it from the log: the reader
+    /// must put a chunk in the log before it shows it on the screen.
+    #[test]
+    fn a_chunk_is_in_the_log_before_it_is_on_the_screen() {
+        let shared = Arc::new(Shared {
+            screen: Mutex::new(vt100::Parser::new(24, 80, 0)),
+            log: Mutex::new(OutputLog::default()),
+            writer: Mutex::new(Box::new(std::io::sink())),
+            progress: tokio::sync::watch::channel(0).0,
+        });
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        struct Chunks(std::sync::mpsc::Receiver<Vec<u8>>);
+        impl Read for Chunks {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let Ok(chunk) = self.0.recv() else {
+                    return Ok(0);
+                };
+                buf[..chunk.len()].copy_from_slice(&chunk);
+                Ok(chunk.len())
+            }
+        }
+        let reader = {
+            let shared = shared.clone();
+            std::thread::spawn(move || reader_loop(Box::new(Chunks(rx)), shared, None))
+        };
+        {
+            // While the log is held, the reader must not get to the screen.
+            let held = lock(&shared.log);
+            tx.send(b"ready".to_vec()).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let screen = lock(&shared.screen).screen().contents();
+            assert!(!screen.contains("ready"), "on the screen, not in the log");
+            drop(held);
+        }
+        drop(tx);
+        reader.join().unwrap();
+        assert_eq!(lock(&shared.log).read_from(0).0, b"ready");
+        assert!(lock(&shared.screen).screen().contents().contains("ready"));
     }
 }
