@@ -88,13 +88,15 @@ pub fn reader_loop(
             Err(_) => break, // EIO once the child side is closed
         };
         let chunk = &buf[..n];
-        // The log first: whatever the screen shows is already in the log, so
-        // a reader that saw text on the screen finds it by offset.
+        // The log and its followers first: whatever the screen shows is
+        // already in the log, so a reader that saw text on the screen finds
+        // it by offset.
         let end = {
             let mut log = lock(&shared.log);
             log.push(chunk);
             log.end()
         };
+        shared.progress.send_replace(end);
         let mut answers = Vec::new();
         {
             let mut screen = lock(&shared.screen);
@@ -108,7 +110,6 @@ pub fn reader_loop(
             }
             screen.process(&chunk[done..]);
         }
-        shared.progress.send_replace(end);
         if let Some(file) = &mut output
             && file.write_all(chunk).is_err()
         {
@@ -145,10 +146,11 @@ mod tests {
     }
 
     /// The in-process contract test `keys_are_forwarded_and_output_is_logged_by_offset`
-    /// waits for text on the screen, then reads it from the log: the reader
-    /// must put a chunk in the log before it shows it on the screen.
+    /// waits for text on the screen, then reads it from the log and expects
+    /// the followers' offset past it: the reader must put a chunk in the log
+    /// and tell the followers before it shows it on the screen.
     #[test]
-    fn a_chunk_is_in_the_log_before_it_is_on_the_screen() {
+    fn a_chunk_is_in_the_log_and_told_before_it_is_on_the_screen() {
         let shared = Arc::new(Shared {
             screen: Mutex::new(vt100::Parser::new(24, 80, 0)),
             log: Mutex::new(OutputLog::default()),
@@ -179,9 +181,40 @@ mod tests {
             assert!(!screen.contains("ready"), "on the screen, not in the log");
             drop(held);
         }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !lock(&shared.screen).screen().contents().contains("ready") {
+            assert!(std::time::Instant::now() < deadline, "never on the screen");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        {
+            // While the screen is held, the log and its followers get the next chunk.
+            let held = lock(&shared.screen);
+            let mut progress = shared.progress.subscribe();
+            tx.send(b" set".to_vec()).unwrap();
+            let told = std::thread::spawn(move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .build()
+                    .unwrap()
+                    .block_on(async {
+                        tokio::time::timeout(
+                            std::time::Duration::from_secs(10),
+                            progress.wait_for(|end| *end == 9),
+                        )
+                        .await
+                        .is_ok()
+                    })
+            });
+            assert!(
+                told.join().unwrap(),
+                "the followers were not told while the screen was held"
+            );
+            assert_eq!(lock(&shared.log).read_from(0).0, b"ready set");
+            drop(held);
+        }
         drop(tx);
         reader.join().unwrap();
-        assert_eq!(lock(&shared.log).read_from(0).0, b"ready");
+        assert_eq!(lock(&shared.log).read_from(0).0, b"ready set");
         assert!(lock(&shared.screen).screen().contents().contains("ready"));
     }
 }
