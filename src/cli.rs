@@ -275,7 +275,7 @@ pub struct UpArgs {
     /// The AI lead's first turn, started at once (what the team is to do)
     #[arg(long, value_name = "TEXT")]
     pub lead_prompt: Option<String>,
-    /// team: the AI lead works too [default]; coordinator: it only delegates (its own tools are the team tools)
+    /// team (the default): the AI lead works too; coordinator: it only delegates (its own tools are the team tools)
     #[arg(long, value_name = "MODE")]
     pub lead_mode: Option<String>,
 }
@@ -345,7 +345,7 @@ pub struct SpawnArgs {
     #[arg(long)]
     pub cwd: Option<PathBuf>,
     /// The machine it runs on: `local` (the default) or one of the team's
-    /// hosts (its spec's [[host]]s, recorded by `swarm up SPEC`)
+    /// hosts (its spec's `[[host]]` tables, recorded by `swarm up SPEC`)
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
     /// The teammate must have each plan approved before it acts
@@ -443,14 +443,14 @@ pub struct DoctorArgs {
     /// Print the findings as one JSON object
     #[arg(long)]
     pub json: bool,
-    /// Check another machine of the spec instead ([[host]] NAME): ssh in batch
+    /// Check another machine of the spec instead (its `[[host]]` NAME): ssh in batch
     /// mode, tmux's version, swarm's version (equal to this one), this state
     /// root seen at the host's `root`, and the wake-up path (a doorbell made
     /// and rung there over ssh; its runtimes also look every `poll` seconds);
     /// each failed check with its fix, exit 1
     #[arg(long, value_name = "NAME")]
     pub host: Option<String>,
-    /// The spec holding the [[host]] (default: ./swarm.toml)
+    /// The spec holding the `[[host]]` (default: ./swarm.toml)
     #[arg(long, value_name = "FILE", requires = "host")]
     pub spec: Option<PathBuf>,
     #[command(flatten)]

@@ -755,7 +755,7 @@ pub trait HomeSessions: Send + Sync {
     fn attach_argv(&self, name: &str) -> Result<Vec<String>>;
     /// Detaches the client (started from [`HomeSessions::attach_argv`])
     /// whose process is `client_pid` from home session `name`: the client
-    /// exits restoring the user's terminal, with no "[terminated]". False
+    /// exits restoring the user's terminal, with no `[terminated]`. False
     /// when no such client is attached there.
     async fn detach(&self, name: &str, client_pid: u32) -> Result<bool>;
 }

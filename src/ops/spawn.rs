@@ -341,7 +341,7 @@ struct Prepared {
 /// Adds every request's member to the team and opens their panes, in order:
 /// all records in one roster write (each with the nonce its pane will be
 /// marked with, so an interrupted spawn's pane can be recognised and
-/// adopted), then the panes: members that [`opens_with_others`] in one
+/// adopted), then the panes: members that `opens_with_others` in one
 /// backend call ([`spawn_many`]: tmux opens the lead's column in one
 /// `tmux` call and each overflow window in one), the others one by one;
 /// each pane id recorded as soon as the roster is free (writes coalesce

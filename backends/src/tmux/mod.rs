@@ -650,9 +650,9 @@ impl PaneBackendExecutor for TmuxBackend {
     }
 
     /// Specs placed beside the same lead go into its column with one tmux
-    /// call ([`TmuxBackend::spawn_column`]: an `up` of 8 opened 8 panes
+    /// call (`TmuxBackend::spawn_column`: an `up` of 8 opened 8 panes
     /// with 8 clients), then into overflow windows with one call each
-    /// ([`TmuxBackend::spawn_overflow_window`]); what does not go there,
+    /// (`TmuxBackend::spawn_overflow_window`); what does not go there,
     /// and any other spec, opens one by one.
     async fn spawn_many(&self, specs: &[SpawnSpec]) -> Vec<Result<PaneRef>> {
         let mut out = Vec::with_capacity(specs.len());
