@@ -151,6 +151,7 @@ mod tests {
     /// and tell the followers before it shows it on the screen.
     #[test]
     fn a_chunk_is_in_the_log_and_told_before_it_is_on_the_screen() {
+        use crate::command::timeouts;
         let shared = Arc::new(Shared {
             screen: Mutex::new(vt100::Parser::new(24, 80, 0)),
             log: Mutex::new(OutputLog::default()),
@@ -181,10 +182,10 @@ mod tests {
             assert!(!screen.contains("ready"), "on the screen, not in the log");
             drop(held);
         }
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let deadline = timeouts::Deadline::after(timeouts::WAIT);
         while !lock(&shared.screen).screen().contents().contains("ready") {
-            assert!(std::time::Instant::now() < deadline, "never on the screen");
-            std::thread::sleep(std::time::Duration::from_millis(1));
+            assert!(!deadline.passed(), "never on the screen");
+            std::thread::sleep(timeouts::FIRST_PAUSE);
         }
         {
             // While the screen is held, the log and its followers get the next chunk.
@@ -198,7 +199,7 @@ mod tests {
                     .unwrap()
                     .block_on(async {
                         tokio::time::timeout(
-                            std::time::Duration::from_secs(10),
+                            timeouts::scaled(timeouts::WAIT),
                             progress.wait_for(|end| *end == 9),
                         )
                         .await
