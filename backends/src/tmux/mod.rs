@@ -361,8 +361,7 @@ impl TmuxBackend {
             }
         }
         self.check_version().await?;
-        let start = spec.start_over_set_env();
-        let launch = Launch::of(spec, &start);
+        let launch = Launch::of(spec);
         let output = spec.output.as_deref();
         let finish = |target: Option<&str>| {
             panes::finish_pane(
@@ -1024,8 +1023,7 @@ impl HomeSessions for TmuxBackend {
     async fn open_home(&self, name: &str, lead: &SpawnSpec) -> Result<PaneRef> {
         self.check_version().await?;
         lead.validate()?;
-        let start = lead.start_over_set_env();
-        let launch = Launch::of(lead, &start);
+        let launch = Launch::of(lead);
         let target = commands::window_target(name, None)?;
         let mut cmds = vec![
             sessions::new_session(name, &launch)?,

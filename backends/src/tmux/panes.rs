@@ -20,27 +20,28 @@ pub const STATUS_FORMAT: &str = "#{pane_id} #{pane_pid} #{pane_dead} #{pane_dead
 #[derive(Clone, Debug)]
 pub struct Launch<'a> {
     pub cwd: &'a Path,
-    pub env: &'a [(String, String)],
+    pub env: Vec<(String, String)>,
     /// The full argv of the pane's process (`env -i -- … PROGRAM ARGS`,
     /// or the program alone where it trims its own environment).
-    pub argv: &'a [String],
+    pub argv: Vec<String>,
 }
 
 impl<'a> Launch<'a> {
-    /// The launch of `spec`, as `start` (`spec.start_over_set_env()`,
-    /// which the caller holds) starts it: its variables are set with `-e`.
-    pub fn of(spec: &'a crate::SpawnSpec, start: &'a crate::Start) -> Self {
+    /// The launch of `spec`, as [`crate::SpawnSpec::start_over_set_env`]
+    /// starts it: its variables are set with `-e`.
+    pub fn of(spec: &'a crate::SpawnSpec) -> Self {
+        let crate::Start { argv, env } = spec.start_over_set_env();
         Launch {
             cwd: &spec.cwd,
-            env: &start.env,
-            argv: &start.argv,
+            env,
+            argv,
         }
     }
 
     pub(super) fn push_into(&self, argv: &mut Vec<String>) {
         argv.push("-c".to_string());
         argv.push(escape_format(&self.cwd.to_string_lossy()));
-        for (k, v) in self.env {
+        for (k, v) in &self.env {
             argv.push("-e".to_string());
             argv.push(format!("{k}={v}"));
         }
@@ -473,8 +474,8 @@ mod tests {
         let prog = s(&["/usr/bin/env", "-i", "--", "A=1 2", "sh", "-c", "echo hi;"]);
         let launch = Launch {
             cwd: Path::new("/tmp/my #dir"),
-            env: &env,
-            argv: &prog,
+            env,
+            argv: prog,
         };
         let argv = split_window(
             &PaneId::new("%0"),

@@ -85,8 +85,7 @@ fn tiled_splits(
     let mut cmds = Vec::new();
     for (k, spec) in specs.iter().enumerate() {
         spec.validate()?;
-        let start = spec.start_over_set_env();
-        let launch = Launch::of(spec, &start);
+        let launch = Launch::of(spec);
         cmds.push(match k {
             0 => first(&launch)?,
             _ => panes::split_below_last(window, &launch)?,
@@ -356,8 +355,7 @@ impl TmuxBackend {
         let mut cmds = Vec::new();
         for (k, (spec, plan)) in specs.iter().zip(&plans).enumerate() {
             spec.validate()?;
-            let start = spec.start_over_set_env();
-            let launch = Launch::of(spec, &start);
+            let launch = Launch::of(spec);
             let split = match (k, plan) {
                 (0, SplitPlan::First) => self.first_split(lead, w, &launch).await?,
                 (0, SplitPlan::Column { below }) => {
@@ -481,9 +479,8 @@ impl TmuxBackend {
         let target = commands::window_target(&session, Some(index))?;
         let first = &specs[0];
         first.validate()?;
-        let start = first.start_over_set_env();
         let mut cmds = vec![
-            sessions::new_window(&session, index, "swarm", &Launch::of(first, &start))?,
+            sessions::new_window(&session, index, "swarm", &Launch::of(first))?,
             options::set_window_remain_on_exit(&target, true),
             options::border_status_top(Some(&target)),
         ];

@@ -228,8 +228,8 @@ mod tests {
         let prog = s(&["/usr/bin/env", "-i", "--", "swarm", "lead"]);
         let launch = Launch {
             cwd: Path::new("/w"),
-            env: &[],
-            argv: &prog,
+            env: Vec::new(),
+            argv: prog,
         };
         assert_eq!(
             new_session("swarm-demo", &launch).unwrap(),
