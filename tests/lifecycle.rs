@@ -748,6 +748,14 @@ fn down_stops_at_a_refusal_without_waiting_it_out() {
         t.explain()
     );
     assert!(t.tmux.pane_alive(&busy), "{}", t.explain());
+    // `down` had it close by itself at its end, as every teammate asked;
+    // the team stays, so its pane is kept at its end again.
+    assert_eq!(
+        t.tmux.display(&busy, "#{remain-on-exit}"),
+        "on",
+        "{}",
+        t.explain()
+    );
     assert_no_lock_dirs(&t);
     assert_canary(&t, "a refused down");
 }

@@ -612,6 +612,28 @@ pub trait PaneBackendExecutor: Send + Sync {
     /// exists without the ref's nonce is [`PaneStatus::Foreign`].
     async fn status(&self, panes: &[PaneRef]) -> Result<Vec<(PaneId, PaneStatus)>>;
 
+    /// [`status`](Self::status), and each pane found running then closes by
+    /// itself when its process ends instead of staying as a dead pane (a
+    /// pane not carrying its ref's nonce is left as it is): `swarm down`
+    /// asks this of the panes it is about to ask to shut down, so that a
+    /// teammate that ends as asked leaves no pane to close (tmux: in the
+    /// same call as the listing). [`keep_on_exit`](Self::keep_on_exit)
+    /// undoes it. The default only reads the status: the caller closes the
+    /// panes as before.
+    async fn status_closing_on_exit(&self, panes: &[PaneRef]) -> Result<Vec<(PaneId, PaneStatus)>> {
+        self.status(panes).await
+    }
+
+    /// Each of `panes` still there (and carrying its ref's nonce) stays
+    /// as a dead pane again when its process ends, as it was opened: what
+    /// a `down` that keeps some teammates puts back after
+    /// [`status_closing_on_exit`](Self::status_closing_on_exit). The
+    /// default has nothing to put back.
+    async fn keep_on_exit(&self, panes: &[PaneRef]) -> Result<()> {
+        let _ = panes;
+        Ok(())
+    }
+
     /// SIGTERM to the pane's process group, SIGKILL after `grace` if still
     /// alive, close the pane, verify it is gone. Killing a gone pane is Ok;
     /// a [`PaneStatus::Foreign`] pane is refused ([`BackendError::NotOurs`])

@@ -1163,6 +1163,77 @@ mod tmux_live {
         h.after();
     }
 
+    /// `status_closing_on_exit`: a pane of ours closes by itself when its
+    /// process ends (no dead pane is kept), a pane whose nonce is not the
+    /// ref's (not ours) keeps its `remain-on-exit` and stays dead, and
+    /// `keep_on_exit` puts a released pane back as it was opened.
+    #[tokio::test]
+    async fn a_pane_released_at_its_status_closes_by_itself_and_only_ours() {
+        let Some(h) = TmuxHarness::start("closing_on_exit") else {
+            return;
+        };
+        // Each ends with 3 when its file appears.
+        let waiting = |name: &str| {
+            let go = h.dir().join(name);
+            let spec = h
+                .spec(
+                    "sh",
+                    &[
+                        "-c",
+                        r#"while [ ! -e "$0" ]; do sleep 0.01; done; exit 3"#,
+                        go.to_str().unwrap(),
+                    ],
+                )
+                .placement(Placement::RightOfLead {
+                    lead: h.lead.clone(),
+                });
+            (spec, go)
+        };
+        let (spec, go_mine) = waiting("mine");
+        let mine = h.backend.spawn(&spec).await.expect("spawn");
+        let (spec, go_other) = waiting("other");
+        let other = h.backend.spawn(&spec).await.expect("spawn");
+        let (spec, go_kept) = waiting("kept");
+        let kept = h.backend.spawn(&spec).await.expect("spawn");
+        let impostor = PaneRef::new(other.id.clone(), "0123456789abcdef");
+        let asked = [mine.clone(), impostor, kept.clone()];
+        let got = h
+            .backend
+            .status_closing_on_exit(&asked)
+            .await
+            .expect("status");
+        assert!(matches!(got[0].1, PaneStatus::Running { .. }), "{got:?}");
+        assert_eq!(got[1].1, PaneStatus::Foreign, "{got:?}");
+        assert_eq!(pane_info(&h.tmux, &mine.id, "#{remain-on-exit}"), "off");
+        assert_eq!(
+            pane_info(&h.tmux, &other.id, "#{remain-on-exit}"),
+            "on",
+            "a pane that is not ours is left as it is"
+        );
+        h.backend
+            .keep_on_exit(std::slice::from_ref(&kept))
+            .await
+            .expect("keep");
+        assert_eq!(pane_info(&h.tmux, &kept.id, "#{remain-on-exit}"), "on");
+        for go in [&go_mine, &go_other, &go_kept] {
+            std::fs::write(go, b"").unwrap();
+        }
+        wait_status(&h.backend, &mine, "Gone", |s| *s == PaneStatus::Gone).await;
+        for p in [&other, &kept] {
+            wait_status(&h.backend, p, "Exited { code: Some(3) }", |s| {
+                *s == PaneStatus::Exited { code: Some(3) }
+            })
+            .await;
+        }
+        for p in [&other, &kept] {
+            h.backend
+                .kill(p, Duration::from_secs(1))
+                .await
+                .expect("kill");
+        }
+        h.after();
+    }
+
     #[tokio::test]
     async fn the_users_window_gets_its_border_setting_back() {
         let Some(h) = TmuxHarness::start("restore") else {

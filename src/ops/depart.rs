@@ -550,11 +550,50 @@ pub async fn down(
     report.answered = answered;
     let tf = team.roster().read()?;
     let members: Vec<Member> = tf.teammates().cloned().collect();
-    let statuses = pane_statuses(opened, &members).await?;
+    // A teammate that ends as asked takes its pane with it: no pane is
+    // left to close for it (8 dead panes were a kill chain behind a
+    // tmux server busy with their ends, 5-15 ms). Put back for those
+    // that stay, should the team stay.
+    let statuses = super::panes::pane_statuses_closing_on_exit(opened, &members).await?;
+    let settled = settle(team, opened, &members, statuses, wait, force, &mut report).await;
+    let stopping = match settled {
+        Ok(Some(stopping)) => stopping,
+        Ok(None) => {
+            super::panes::keep_on_exit(opened, &members).await?;
+            return Ok(report);
+        }
+        Err(e) => {
+            crate::dropped::ignore(
+                super::panes::keep_on_exit(opened, &members).await,
+                "keeping the teammates' panes open on exit",
+            );
+            return Err(e);
+        }
+    };
+    close_lead(opened, stopping).await?;
+    report.kept = keep_scratchpad(team)?;
+    team.roster().delete(true)?;
+    report.deleted = true;
+    Ok(report)
+}
+
+/// The part of [`down`] that asks, waits and closes: every teammate asked
+/// (or killed, or found gone), the panes of those that left closed, the
+/// lead signalled when the team goes. `Some(the lead signalled)` when it
+/// goes (no teammate stayed or declined), `None` when it stays.
+async fn settle(
+    team: &Team,
+    opened: &Session,
+    members: &[Member],
+    statuses: Vec<PaneStatus>,
+    wait: Duration,
+    force: bool,
+    report: &mut DownReport,
+) -> Result<Option<Option<u32>>> {
     let mut done: Vec<Member> = Vec::new();
     let mut asking: Vec<(Member, PaneStatus)> = Vec::new();
     let mut killed: Vec<Member> = Vec::new();
-    for (m, status) in members.into_iter().zip(statuses) {
+    for (m, status) in members.iter().cloned().zip(statuses) {
         match status {
             // A program that is its own teammate has no runtime to answer
             // a request: with --force it is not waited for.
@@ -574,7 +613,7 @@ pub async fn down(
     for (a, status) in pending.iter_mut().zip(seen) {
         a.seen = Some(status);
     }
-    let answered = await_answers(team, opened, pending, wait, force, &mut report).await?;
+    let answered = await_answers(team, opened, pending, wait, force, report).await?;
     done.extend(answered.done);
     for m in answered.pending {
         if force {
@@ -599,14 +638,7 @@ pub async fn down(
     report
         .left
         .extend(leave(team, opened, &killed, Duration::from_secs(1), going).await?);
-    if !deleting {
-        return Ok(report);
-    }
-    close_lead(opened, stopping).await?;
-    report.kept = keep_scratchpad(team)?;
-    team.roster().delete(true)?;
-    report.deleted = true;
-    Ok(report)
+    Ok(deleting.then_some(stopping))
 }
 
 /// Whether `m`'s pane answers a shutdown request: a swarm runtime or Claude

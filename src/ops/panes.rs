@@ -168,6 +168,33 @@ pub async fn wait_for_exits(opened: &Session, members: &[Member], within: Durati
 /// The live status of each member's pane, in order, with one backend call
 /// for the panes this backend hosts.
 pub async fn pane_statuses(opened: &Session, members: &[Member]) -> Result<Vec<PaneStatus>> {
+    statuses(opened, members, false).await
+}
+
+/// [`pane_statuses`], and each pane found running then closes by itself
+/// when its process ends, instead of staying as a dead pane
+/// (`PaneBackendExecutor::status_closing_on_exit`; undone by
+/// [`keep_on_exit`]): `down` takes the panes of the teammates it asks to
+/// shut down this way.
+pub async fn pane_statuses_closing_on_exit(
+    opened: &Session,
+    members: &[Member],
+) -> Result<Vec<PaneStatus>> {
+    statuses(opened, members, true).await
+}
+
+/// Each of the members' panes still there stays as a dead pane again when
+/// its process ends (after [`pane_statuses_closing_on_exit`]).
+pub async fn keep_on_exit(opened: &Session, members: &[Member]) -> Result<()> {
+    let panes: Vec<_> = members
+        .iter()
+        .filter(|m| foreign_in_process_pid(opened, m).is_none())
+        .filter_map(member_pane)
+        .collect();
+    Ok(opened.backend.keep_on_exit(&panes).await?)
+}
+
+async fn statuses(opened: &Session, members: &[Member], closing: bool) -> Result<Vec<PaneStatus>> {
     let mut out = vec![PaneStatus::Gone; members.len()];
     let mut asked: Vec<(usize, swarm_backends::PaneRef)> = Vec::new();
     for (i, m) in members.iter().enumerate() {
@@ -184,7 +211,11 @@ pub async fn pane_statuses(opened: &Session, members: &[Member]) -> Result<Vec<P
     }
     if !asked.is_empty() {
         let ids: Vec<_> = asked.iter().map(|(_, p)| p.clone()).collect();
-        let got = opened.backend.status(&ids).await?;
+        let got = if closing {
+            opened.backend.status_closing_on_exit(&ids).await?
+        } else {
+            opened.backend.status(&ids).await?
+        };
         for ((i, _), (_, status)) in asked.iter().zip(got) {
             out[*i] = status;
         }

@@ -494,6 +494,47 @@ impl TmuxBackend {
         Ok(out.success())
     }
 
+    /// Each pane's status in `rows` (a listing just made), the pidfds of
+    /// those running noted for [`PaneBackendExecutor::changes`].
+    async fn status_of(
+        &self,
+        panes: &[PaneRef],
+        mut rows: Vec<panes::PaneRow>,
+    ) -> Result<Vec<(PaneId, PaneStatus)>> {
+        // A pane whose process is an unreaped zombie (listed as running, or
+        // dead without a status): tmux missed its SIGCHLD (see
+        // `reap_lost_child`); collect it and read again so the pane shows
+        // what happened, with its exit code.
+        // (On another host its processes are not read on every listing:
+        // a pane whose process is gone shows once the server reaps it.)
+        let lost = rows.iter().find(|r| {
+            self.host.is_none()
+                && (!r.dead || r.dead_status.is_none())
+                && panes.iter().any(|p| p.id == r.pane && r.carries(&p.nonce))
+                && process::is_zombie(r.pid) == Some(true)
+        });
+        if let Some(r) = lost {
+            self.reap_lost_child(r.pid).await;
+            rows = self.rows().await?;
+        }
+        let status: Vec<(PaneId, PaneStatus)> = panes
+            .iter()
+            .map(|pane| (pane.id.clone(), row_status(&rows, pane)))
+            .collect();
+        let running: Vec<u32> = status
+            .iter()
+            .filter_map(|(_, s)| match s {
+                PaneStatus::Running { pid } => *pid,
+                _ => None,
+            })
+            .collect();
+        if self.host.is_none() {
+            // A pidfd names a process of this kernel only.
+            self.exits.note(&running);
+        }
+        Ok(status)
+    }
+
     /// Every pane row on the server; an absent server, or one with no
     /// session left (it is exiting, or kept with `exit-empty off`), has no
     /// panes.
@@ -709,39 +750,48 @@ impl PaneBackendExecutor for TmuxBackend {
     }
 
     async fn status(&self, panes: &[PaneRef]) -> Result<Vec<(PaneId, PaneStatus)>> {
-        let mut rows = self.rows().await?;
-        // A pane whose process is an unreaped zombie (listed as running, or
-        // dead without a status): tmux missed its SIGCHLD (see
-        // `reap_lost_child`); collect it and read again so the pane shows
-        // what happened, with its exit code.
-        // (On another host its processes are not read on every listing:
-        // a pane whose process is gone shows once the server reaps it.)
-        let lost = rows.iter().find(|r| {
-            self.host.is_none()
-                && (!r.dead || r.dead_status.is_none())
-                && panes.iter().any(|p| p.id == r.pane && r.carries(&p.nonce))
-                && process::is_zombie(r.pid) == Some(true)
-        });
-        if let Some(r) = lost {
-            self.reap_lost_child(r.pid).await;
-            rows = self.rows().await?;
-        }
-        let status: Vec<(PaneId, PaneStatus)> = panes
+        let rows = self.rows().await?;
+        self.status_of(panes, rows).await
+    }
+
+    /// One call: the listing, then, for each pane, `remain-on-exit off`
+    /// if it still carries its nonce and runs (see
+    /// [`options::remain_on_exit_if_ours`]). A pane with a nonce tmux
+    /// cannot be asked about safely is only listed.
+    async fn status_closing_on_exit(&self, panes: &[PaneRef]) -> Result<Vec<(PaneId, PaneStatus)>> {
+        let mut cmds = vec![panes::list_panes_all()];
+        cmds.extend(
+            panes
+                .iter()
+                .filter_map(|p| options::remain_on_exit_if_ours(&p.id, &p.nonce, false).ok()),
+        );
+        let inv = self.invocation(commands::chain(cmds)?);
+        let out = inv.output().await?;
+        let rows = if out.success() {
+            panes::parse_pane_rows(&out.stdout)?
+        } else if commands::is_no_server(&out.stderr) || commands::is_no_sessions(&out.stderr) {
+            Vec::new()
+        } else {
+            return Err(inv.failed(&out));
+        };
+        self.status_of(panes, rows).await
+    }
+
+    async fn keep_on_exit(&self, panes: &[PaneRef]) -> Result<()> {
+        let cmds: Vec<Vec<String>> = panes
             .iter()
-            .map(|pane| (pane.id.clone(), row_status(&rows, pane)))
+            .filter_map(|p| options::remain_on_exit_if_ours(&p.id, &p.nonce, true).ok())
             .collect();
-        let running: Vec<u32> = status
-            .iter()
-            .filter_map(|(_, s)| match s {
-                PaneStatus::Running { pid } => *pid,
-                _ => None,
-            })
-            .collect();
-        if self.host.is_none() {
-            // A pidfd names a process of this kernel only.
-            self.exits.note(&running);
+        if cmds.is_empty() {
+            return Ok(());
         }
-        Ok(status)
+        let inv = self.invocation(commands::chain(cmds)?);
+        let out = inv.output().await?;
+        if out.success() || commands::is_no_server(&out.stderr) {
+            Ok(())
+        } else {
+            Err(inv.failed(&out))
+        }
     }
 
     /// When a pane process this backend found running (in a

@@ -48,6 +48,42 @@ pub fn set_pane_remain_on_exit(pane: &PaneId, on: bool) -> Result<Vec<String>> {
     ))
 }
 
+/// `if-shell -F -t PANE COND 'set-option -p -t PANE remain-on-exit on|off'`,
+/// COND true only while PANE carries `nonce` (and, for `off`, its process
+/// still runs): a pane that is not swarm's, or no longer the one meant, is
+/// left as it is. tmux evaluates COND itself (a format, no shell), and the
+/// command it runs names only the checked pane id; a nonce that is not
+/// plain hex, as swarm makes them, is refused.
+///
+/// With `off`, the pane closes by itself when its process ends, instead of
+/// staying as a dead pane: `swarm down` asks this of the panes of the
+/// teammates it asks to shut down, so that no pane is left to close for
+/// one that ends as asked.
+pub fn remain_on_exit_if_ours(pane: &PaneId, nonce: &str, on: bool) -> Result<Vec<String>> {
+    let pane = check_pane_id(pane)?;
+    if nonce.is_empty() || !nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(crate::BackendError::invalid(
+            "pane nonce",
+            nonce,
+            "expected hex digits",
+        ));
+    }
+    let ours = format!("#{{==:#{{@swarm_nonce}},{nonce}}}");
+    let (cond, value) = if on {
+        (ours, "on")
+    } else {
+        (format!("#{{&&:{ours},#{{!:#{{pane_dead}}}}}}"), "off")
+    };
+    Ok(vec![
+        "if-shell".to_string(),
+        "-F".to_string(),
+        "-t".to_string(),
+        pane.to_string(),
+        cond,
+        format!("set-option -p -t {pane} remain-on-exit {value}"),
+    ])
+}
+
 /// `select-pane -t PANE -T TITLE` (the title is a format: `#` is escaped).
 pub fn set_title(pane: &PaneId, title: &str) -> Result<Vec<String>> {
     Ok(vec![
@@ -151,6 +187,44 @@ pub fn restore_window(host: &PaneId, shown: &str) -> Result<Vec<Vec<String>>> {
 mod tests {
     use super::*;
     use crate::tmux::commands::testing::s;
+
+    #[test]
+    fn remain_on_exit_if_ours_is_one_checked_pane_and_hex_nonce() {
+        assert_eq!(
+            remain_on_exit_if_ours(&PaneId::new("%7"), "9f3a", false).unwrap(),
+            s(&[
+                "if-shell",
+                "-F",
+                "-t",
+                "%7",
+                "#{&&:#{==:#{@swarm_nonce},9f3a},#{!:#{pane_dead}}}",
+                "set-option -p -t %7 remain-on-exit off",
+            ])
+        );
+        assert_eq!(
+            remain_on_exit_if_ours(&PaneId::new("%7"), "9f3a", true).unwrap(),
+            s(&[
+                "if-shell",
+                "-F",
+                "-t",
+                "%7",
+                "#{==:#{@swarm_nonce},9f3a}",
+                "set-option -p -t %7 remain-on-exit on",
+            ])
+        );
+        for nonce in ["", "9f;kill-server", "a}b", "#{pane_pid}", "9f 3a"] {
+            assert!(
+                remain_on_exit_if_ours(&PaneId::new("%7"), nonce, false).is_err(),
+                "{nonce:?}"
+            );
+        }
+        for pane in ["7", "%7;kill-server", "%7 %8"] {
+            assert!(
+                remain_on_exit_if_ours(&PaneId::new(pane), "9f3a", false).is_err(),
+                "{pane:?}"
+            );
+        }
+    }
 
     #[test]
     fn colours_map_to_tmux_names() {
