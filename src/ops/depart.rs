@@ -570,10 +570,22 @@ pub async fn down(
             return Err(e);
         }
     };
-    close_lead(opened, stopping).await?;
-    report.kept = keep_scratchpad(team)?;
-    team.roster().delete(true)?;
+    // Once the lead has ended, its session closes while the team's files
+    // go: neither waits for the other (a tmux call, and some hundred
+    // unlinks).
+    if let Some(pid) = stopping {
+        opened.backend.await_ended(pid, LEAD_ENDS_WITHIN).await;
+    }
+    let t = team.clone();
+    let files = tokio::task::spawn_blocking(move || -> Result<Option<std::path::PathBuf>> {
+        let kept = keep_scratchpad(&t)?;
+        t.roster().delete(true)?;
+        Ok(kept)
+    });
+    let (closed, files) = tokio::join!(close_lead(opened, stopping), files);
+    report.kept = files.context("deleting the team panicked")??;
     report.deleted = true;
+    closed?;
     Ok(report)
 }
 
