@@ -190,14 +190,19 @@ impl TeamOps {
 
     /// Under the lifecycle lock: adopts, recovers or closes what an earlier
     /// interrupted `up`/`spawn` left (see [`super::recover`]), then spawns
-    /// every member that still has no pane, on `session`.
+    /// every member that was never started, on `session`. One whose end is
+    /// recorded has no pane either (a lead that finds its pane another
+    /// program's forgets the id and records it lost) but is not started
+    /// here: `up --resume`/`--fresh` or a message brings it back, as `up`
+    /// says. (A new lead recording a loss just before this look had `up`
+    /// start that one member anew and not the others.)
     pub async fn complete(&self, session: &Session) -> Result<Vec<String>> {
         let team = self.team();
         let mut lines = super::recover::reconcile(team, session).await?.lines();
         let tf = team.roster().read()?;
         let reqs = tf
             .teammates()
-            .filter(|m| m.tmux_pane_id.is_empty())
+            .filter(|m| crate::team::status::never_started(m))
             .map(reserved_request)
             .collect::<Result<Vec<_>>>()?;
         if reqs.is_empty() {

@@ -124,6 +124,36 @@ async fn up_after_the_lead_died_opens_a_window_of_the_same_home_which_keeps_its_
     );
 }
 
+/// A member whose end is recorded (here: its pane went to another
+/// program, so the lead forgot the id and recorded it lost) is not one an
+/// interrupted `up` left: `complete` starts only the never-started one.
+#[tokio::test]
+async fn complete_starts_the_never_started_and_not_one_recorded_lost() {
+    let b = Bench::on(FakeBackend::like(BackendKind::Tmux));
+    reserve(&b, &["ann", "bob"]);
+    b.team
+        .roster()
+        .update_member("bob", |m| {
+            m.set_exit(Some(&crate::team::ExitRecord {
+                code: None,
+                at: 1,
+                lost: Some("%2".to_string()),
+                said: None,
+            }));
+        })
+        .unwrap();
+    let (ops, opened) = up_ops(&b);
+    let lines = ops.complete(&opened).await.unwrap();
+    assert!(!pane_of(&b, "ann").as_str().is_empty(), "{lines:?}");
+    let bob = b.member("bob").unwrap();
+    assert!(bob.tmux_pane_id.is_empty(), "bob was started: {lines:?}");
+    assert!(
+        bob.exit().unwrap().is_some_and(|e| e.lost.is_some()),
+        "its loss stays on record"
+    );
+    assert_eq!(lines.len(), 1, "{lines:?}");
+}
+
 #[tokio::test]
 async fn up_without_home_sessions_opens_the_teammates_in_new_windows() {
     let b = Bench::on(FakeBackend::like(BackendKind::ITerm2));
