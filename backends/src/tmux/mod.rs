@@ -772,7 +772,10 @@ impl PaneBackendExecutor for TmuxBackend {
         } else if commands::is_no_server(&out.stderr) || commands::is_no_sessions(&out.stderr) {
             Vec::new()
         } else {
-            return Err(inv.failed(&out));
+            // Closing on exit saves a kill later and is not worth failing
+            // for: the panes are listed on their own, and closed as before
+            // (`status` reports a listing that fails).
+            return self.status(panes).await;
         };
         self.status_of(panes, rows).await
     }
