@@ -193,9 +193,9 @@ impl TeamOps {
     /// every member that was never started, on `session`. One whose end is
     /// recorded has no pane either (a lead that finds its pane another
     /// program's forgets the id and records it lost) but is not started
-    /// here: `up --resume`/`--fresh` or a message brings it back, as `up`
-    /// says. (A new lead recording a loss just before this look had `up`
-    /// start that one member anew and not the others.)
+    /// here: `up --resume`/`--fresh` brings it back, as `up` says. (A new
+    /// lead recording a loss just before this look had `up` start that one
+    /// member anew and not the others.)
     pub async fn complete(&self, session: &Session) -> Result<Vec<String>> {
         let team = self.team();
         let mut lines = super::recover::reconcile(team, session).await?.lines();
