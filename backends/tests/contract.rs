@@ -1234,6 +1234,62 @@ mod tmux_live {
         h.after();
     }
 
+    /// tmux closes a pane when its pty ends, and reads the exit status
+    /// only when it reaps the process, a moment later: a look between the
+    /// two must not read "killed by a signal" for an `exit 3`. Here that
+    /// moment is held open: the process ignores the hang-up, closes its
+    /// terminal (the pane shows dead) and exits 3 only when told.
+    #[tokio::test]
+    async fn a_pane_dead_before_its_status_is_read_reports_its_exit_code() {
+        let Some(h) = TmuxHarness::start("dead_before_status") else {
+            return;
+        };
+        let go = h.dir().join("go");
+        let spec = h
+            .spec(
+                "sh",
+                &[
+                    "-c",
+                    r#"trap '' HUP; exec </dev/null >/dev/null 2>&1; while [ ! -e "$0" ]; do sleep 0.01; done; exit 3"#,
+                    go.to_str().unwrap(),
+                ],
+            )
+            .placement(Placement::RightOfLead {
+                lead: h.lead.clone(),
+            });
+        let pane = h.backend.spawn(&spec).await.expect("spawn");
+        let pid: u32 = wait_until("the pane dead while its process lives", async || {
+            let seen = pane_info(&h.tmux, &pane.id, "#{pane_dead} #{pane_pid}");
+            match seen.split_once(' ') {
+                Some(("1", pid)) => Ok(pid.parse::<u32>().map_err(|e| e.to_string())?),
+                _ => Err(seen),
+            }
+        })
+        .await;
+        assert!(process::pid_alive(pid), "the process lives on");
+        // A process that outlives its pane is waited for only so long.
+        assert_eq!(
+            status_of(&h.backend, &pane).await,
+            PaneStatus::Exited { code: None }
+        );
+        assert!(process::pid_alive(pid), "a look leaves it running");
+        let told = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            std::fs::write(go, b"").unwrap();
+        });
+        assert_eq!(
+            status_of(&h.backend, &pane).await,
+            PaneStatus::Exited { code: Some(3) },
+            "a look while it ends waits for its status"
+        );
+        told.await.unwrap();
+        h.backend
+            .kill(&pane, Duration::from_secs(1))
+            .await
+            .expect("kill");
+        h.after();
+    }
+
     #[tokio::test]
     async fn the_users_window_gets_its_border_setting_back() {
         let Some(h) = TmuxHarness::start("restore") else {

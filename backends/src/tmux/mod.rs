@@ -501,20 +501,40 @@ impl TmuxBackend {
         panes: &[PaneRef],
         mut rows: Vec<panes::PaneRow>,
     ) -> Result<Vec<(PaneId, PaneStatus)>> {
-        // A pane whose process is an unreaped zombie (listed as running, or
-        // dead without a status): tmux missed its SIGCHLD (see
-        // `reap_lost_child`); collect it and read again so the pane shows
-        // what happened, with its exit code.
+        // A pane process that has ended but was not reaped when the panes
+        // were listed: the row is read again once it is, so the pane shows
+        // what happened, with its exit code. Two cases:
+        // - dead without a status: tmux closes a pane when its pty ends and
+        //   reads the status only when it reaps the process, a moment
+        //   later (a listing between the two read "killed by a signal" for
+        //   an `exit 3`). Read after the process is gone, a dead pane
+        //   without a status was killed by a signal;
+        // - listed as running while an unreaped zombie: tmux missed its
+        //   SIGCHLD (see `reap_lost_child`).
+        // The wait has a deadline: a process that ignores the hang-up and
+        // lives on past its pane's end reads dead without a status.
         // (On another host its processes are not read on every listing:
         // a pane whose process is gone shows once the server reaps it.)
-        let lost = rows.iter().find(|r| {
-            self.host.is_none()
-                && (!r.dead || r.dead_status.is_none())
-                && panes.iter().any(|p| p.id == r.pane && r.carries(&p.nonce))
-                && process::is_zombie(r.pid) == Some(true)
-        });
-        if let Some(r) = lost {
-            self.reap_lost_child(r.pid).await;
+        let unsettled: Vec<u32> = rows
+            .iter()
+            .filter(|r| {
+                self.host.is_none()
+                    && panes.iter().any(|p| p.id == r.pane && r.carries(&p.nonce))
+                    && if r.dead {
+                        r.dead_status.is_none()
+                    } else {
+                        process::is_zombie(r.pid) == Some(true)
+                    }
+            })
+            .map(|r| r.pid)
+            .collect();
+        if !unsettled.is_empty() {
+            self.reap_lost_children(&unsettled).await;
+            let deadline = tokio::time::Instant::now() + SETTLED_WITHIN;
+            for &pid in &unsettled {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                self.await_ended(pid, left).await;
+            }
             rows = self.rows().await?;
         }
         let status: Vec<(PaneId, PaneStatus)> = panes
@@ -632,6 +652,11 @@ impl TmuxBackend {
         }
     }
 }
+
+/// How long [`TmuxBackend::status`] waits for the processes of panes
+/// listed dead without a status to be reaped (their statuses are then
+/// read); a process ends within a few ms of its pty's end, as a rule.
+const SETTLED_WITHIN: Duration = Duration::from_millis(500);
 
 /// How long an ended pane process is given to be reaped by the server's
 /// own SIGCHLD handling before the server is made to reap it.
