@@ -186,28 +186,52 @@ pub async fn pane_statuses_closing_on_exit(
 /// Each of the members' panes still there stays as a dead pane again when
 /// its process ends (after [`pane_statuses_closing_on_exit`]).
 pub async fn keep_on_exit(opened: &Session, members: &[Member]) -> Result<()> {
-    let panes: Vec<_> = members
-        .iter()
-        .filter(|m| foreign_in_process_pid(opened, m).is_none())
-        .filter_map(member_pane)
+    let panes: Vec<_> = Panes::of(opened, members)
+        .backend
+        .into_iter()
+        .map(|(_, p)| p)
         .collect();
     Ok(opened.backend.keep_on_exit(&panes).await?)
 }
 
+/// The members' panes, each with its member's index, as they are read.
+struct Panes {
+    /// Those `opened`'s backend addresses.
+    backend: Vec<(usize, swarm_backends::PaneRef)>,
+    /// Those of another lead's in-process backend: each a process, read
+    /// by its pid (and start time).
+    foreign: Vec<(usize, u32, Option<String>)>,
+}
+
+impl Panes {
+    fn of(opened: &Session, members: &[Member]) -> Self {
+        let mut panes = Panes {
+            backend: Vec::new(),
+            foreign: Vec::new(),
+        };
+        for (i, m) in members.iter().enumerate() {
+            let Some(pane) = member_pane(m) else {
+                continue;
+            };
+            match foreign_in_process_pid(opened, m) {
+                Some((pid, start)) => panes.foreign.push((i, pid, start)),
+                None => panes.backend.push((i, pane)),
+            }
+        }
+        panes
+    }
+}
+
 async fn statuses(opened: &Session, members: &[Member], closing: bool) -> Result<Vec<PaneStatus>> {
     let mut out = vec![PaneStatus::Gone; members.len()];
-    let mut asked: Vec<(usize, swarm_backends::PaneRef)> = Vec::new();
-    for (i, m) in members.iter().enumerate() {
-        let Some(pane) = member_pane(m) else {
-            continue;
-        };
-        if let Some((pid, start)) = foreign_in_process_pid(opened, m) {
-            if swarm_backends::process::same_process_alive(pid, start.as_deref()) {
-                out[i] = PaneStatus::Running { pid: Some(pid) };
-            }
-            continue;
+    let Panes {
+        backend: asked,
+        foreign,
+    } = Panes::of(opened, members);
+    for (i, pid, start) in foreign {
+        if swarm_backends::process::same_process_alive(pid, start.as_deref()) {
+            out[i] = PaneStatus::Running { pid: Some(pid) };
         }
-        asked.push((i, pane));
     }
     if !asked.is_empty() {
         let ids: Vec<_> = asked.iter().map(|(_, p)| p.clone()).collect();
