@@ -557,8 +557,8 @@ pub async fn down(
     let statuses = super::panes::pane_statuses_closing_on_exit(opened, &members).await?;
     let settled = settle(team, opened, &members, statuses, wait, force, &mut report).await;
     let stopping = match settled {
-        Ok(Some(stopping)) => stopping,
-        Ok(None) => {
+        Ok(Settled::TeamGoes { lead }) => lead,
+        Ok(Settled::TeamStays) => {
             super::panes::keep_on_exit(opened, &members).await?;
             return Ok(report);
         }
@@ -589,10 +589,18 @@ pub async fn down(
     Ok(report)
 }
 
+/// What [`settle`] leaves of the team.
+enum Settled {
+    /// No teammate stayed or declined: the team goes, and its lead was
+    /// told to stop (`lead`: its pid, when one ran).
+    TeamGoes { lead: Option<u32> },
+    /// A teammate stayed or declined: the team and its lead stay.
+    TeamStays,
+}
+
 /// The part of [`down`] that asks, waits and closes: every teammate asked
 /// (or killed, or found gone), the panes of those that left closed, the
-/// lead signalled when the team goes. `Some(the lead signalled)` when it
-/// goes (no teammate stayed or declined), `None` when it stays.
+/// lead signalled when the team goes.
 async fn settle(
     team: &Team,
     opened: &Session,
@@ -601,7 +609,7 @@ async fn settle(
     wait: Duration,
     force: bool,
     report: &mut DownReport,
-) -> Result<Option<Option<u32>>> {
+) -> Result<Settled> {
     let mut done: Vec<Member> = Vec::new();
     let mut asking: Vec<(Member, PaneStatus)> = Vec::new();
     let mut killed: Vec<Member> = Vec::new();
@@ -650,7 +658,11 @@ async fn settle(
     report
         .left
         .extend(leave(team, opened, &killed, Duration::from_secs(1), going).await?);
-    Ok(deleting.then_some(stopping))
+    Ok(if deleting {
+        Settled::TeamGoes { lead: stopping }
+    } else {
+        Settled::TeamStays
+    })
 }
 
 /// Whether `m`'s pane answers a shutdown request: a swarm runtime or Claude
