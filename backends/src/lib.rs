@@ -642,7 +642,10 @@ pub trait PaneBackendExecutor: Send + Sync {
 
     /// [`kill`](Self::kill) for several panes at once, one result each in
     /// order. Backends that can (tmux) run one ladder for all: one listing,
-    /// every group signalled together, one close, one verification.
+    /// every group signalled together, one close, one verification. A pane
+    /// released by [`status_closing_on_exit`](Self::status_closing_on_exit)
+    /// whose process has ended closed by itself: it is not looked for, and
+    /// what is left in its process group is killed.
     async fn kill_all(&self, panes: &[PaneRef], grace: Duration) -> Vec<Result<()>> {
         let mut out = Vec::with_capacity(panes.len());
         for pane in panes {

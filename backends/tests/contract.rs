@@ -795,12 +795,9 @@ mod tmux_live {
             .title(format!("m{i}"))
     }
 
-    #[tokio::test]
-    async fn many_panes_open_in_one_call_for_the_column_and_one_for_a_window_as_one_by_one() {
-        let Some(h) = TmuxHarness::start("spawn_many") else {
-            return;
-        };
-        // A tmux that logs each call it is asked for.
+    /// The harness's server driven through a tmux that logs each call it
+    /// is asked for (one line per call, its arguments), and that log.
+    fn logged_backend(h: &TmuxHarness) -> (TmuxBackend, PathBuf) {
         let log = h.tmux.dir.path().join("calls.log");
         let wrapper = h.tmux.dir.path().join("tmux-logged");
         let real = which_tmux();
@@ -817,6 +814,15 @@ mod tmux_live {
         std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
         let backend =
             TmuxBackend::new(backend_server(&h.tmux)).with_program(wrapper.display().to_string());
+        (backend, log)
+    }
+
+    #[tokio::test]
+    async fn many_panes_open_in_one_call_for_the_column_and_one_for_a_window_as_one_by_one() {
+        let Some(h) = TmuxHarness::start("spawn_many") else {
+            return;
+        };
+        let (backend, log) = logged_backend(&h);
         let specs: Vec<SpawnSpec> = (1..=8).map(|i| member_spec(&h, &h.lead, i)).collect();
         let opened = backend.spawn_many(&specs).await;
         assert_eq!(opened.len(), 8);
@@ -1287,6 +1293,95 @@ mod tmux_live {
             .kill(&pane, Duration::from_secs(1))
             .await
             .expect("kill");
+        h.after();
+    }
+
+    /// `down` releases its teammates' panes (`status_closing_on_exit`): a
+    /// pane whose process has ended closed by itself, and `kill_all` asks
+    /// tmux nothing about it; what it left running in its process group is
+    /// still killed; a pane taken back (`keep_on_exit`) stays dead, and is
+    /// found and closed.
+    #[tokio::test]
+    async fn kill_all_asks_tmux_nothing_of_panes_closed_by_themselves_and_kills_what_they_left() {
+        let Some(h) = TmuxHarness::start("closed_by_themselves") else {
+            return;
+        };
+        let (backend, log) = logged_backend(&h);
+        // Each ends with 3 when its file appears; `left` first leaves a
+        // sleep in its group, deaf to the hang-up.
+        let waiting = |name: &str, script: &str| {
+            let go = h.dir().join(name);
+            let spec = h
+                .spec("sh", &["-c", script, go.to_str().unwrap()])
+                .placement(Placement::RightOfLead {
+                    lead: h.lead.clone(),
+                });
+            (spec, go)
+        };
+        let plain = r#"while [ ! -e "$0" ]; do sleep 0.01; done; exit 3"#;
+        let leaving =
+            r#"trap '' HUP; sleep 100000 & while [ ! -e "$0" ]; do sleep 0.01; done; exit 3"#;
+        let mut panes = Vec::new();
+        let mut gos = Vec::new();
+        for (name, script) in [("mine", plain), ("left", leaving), ("kept", plain)] {
+            let (spec, go) = waiting(name, script);
+            panes.push(backend.spawn(&spec).await.expect("spawn"));
+            gos.push(go);
+        }
+        let got = backend
+            .status_closing_on_exit(&panes)
+            .await
+            .expect("status");
+        let pids: Vec<u32> = got
+            .iter()
+            .map(|(_, s)| match s {
+                PaneStatus::Running { pid: Some(pid) } => *pid,
+                other => panic!("running, not {other:?}"),
+            })
+            .collect();
+        backend.keep_on_exit(&panes[2..]).await.expect("keep");
+        for go in &gos {
+            std::fs::write(go, b"").unwrap();
+        }
+        for pid in &pids {
+            wait_until("the pane process reaped", async || {
+                if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                    return Ok(());
+                }
+                if !process::pid_alive(*pid) {
+                    // tmux 3.3a can miss a SIGCHLD (see the backend's
+                    // `reap_lost_child`): its next child reaps this one.
+                    h.tmux.ok(&["run-shell", "true"]);
+                    return Err(format!("{pid} a zombie"));
+                }
+                Err(format!("{pid} runs"))
+            })
+            .await;
+        }
+        assert!(group_alive(pids[1]), "what `left` left runs on");
+        std::fs::remove_file(&log).unwrap();
+        let killed = backend.kill_all(&panes[..2], Duration::from_secs(1)).await;
+        assert!(killed.iter().all(Result::is_ok), "{killed:?}");
+        let calls = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(!calls.contains("list-panes"), "nothing listed:\n{calls}");
+        assert!(!group_alive(pids[1]), "what `left` left is killed");
+        for p in &panes[..2] {
+            wait_status(&h.backend, p, "Gone", |s| *s == PaneStatus::Gone).await;
+        }
+        assert_eq!(
+            status_of(&h.backend, &panes[2]).await,
+            PaneStatus::Exited { code: Some(3) },
+            "the pane taken back stays dead"
+        );
+        let killed = backend.kill_all(&panes[2..], Duration::from_secs(1)).await;
+        assert!(killed.iter().all(Result::is_ok), "{killed:?}");
+        assert!(
+            std::fs::read_to_string(&log)
+                .unwrap()
+                .contains("list-panes"),
+            "a pane that did not close by itself is looked for"
+        );
+        assert_eq!(status_of(&h.backend, &panes[2]).await, PaneStatus::Gone);
         h.after();
     }
 

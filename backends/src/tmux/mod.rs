@@ -167,6 +167,11 @@ struct State {
     /// the index after that window's: the next window there is tried at
     /// that index before the session's windows are listed.
     next_window: Option<(String, u32)>,
+    /// Panes that close by themselves when their process ends, each with
+    /// its nonce and process id: listed running with their nonce by
+    /// `status_closing_on_exit`, in the call that released them. Taken
+    /// back by `keep_on_exit`, forgotten by `kill_all`.
+    released: HashMap<PaneId, (String, u32)>,
 }
 
 /// The tmux backend.
@@ -785,11 +790,13 @@ impl PaneBackendExecutor for TmuxBackend {
     /// cannot be asked about safely is only listed.
     async fn status_closing_on_exit(&self, panes: &[PaneRef]) -> Result<Vec<(PaneId, PaneStatus)>> {
         let mut cmds = vec![panes::list_panes_all()];
-        cmds.extend(
-            panes
-                .iter()
-                .filter_map(|p| options::remain_on_exit_if_ours(&p.id, &p.nonce, false).ok()),
-        );
+        let mut released = Vec::new();
+        for p in panes {
+            if let Ok(cmd) = options::remain_on_exit_if_ours(&p.id, &p.nonce, false) {
+                cmds.push(cmd);
+                released.push(p.id.clone());
+            }
+        }
         let inv = self.invocation(commands::chain(cmds)?);
         let out = inv.output().await?;
         let rows = if out.success() {
@@ -802,10 +809,29 @@ impl PaneBackendExecutor for TmuxBackend {
             // (`status` reports a listing that fails).
             return self.status(panes).await;
         };
+        if self.host.is_none() {
+            let mut state = self.state.lock().await;
+            for p in panes.iter().filter(|p| released.contains(&p.id)) {
+                if let Some(r) = rows
+                    .iter()
+                    .find(|r| r.pane == p.id && !r.dead && r.carries(&p.nonce))
+                {
+                    state
+                        .released
+                        .insert(p.id.clone(), (p.nonce.clone(), r.pid));
+                }
+            }
+        }
         self.status_of(panes, rows).await
     }
 
     async fn keep_on_exit(&self, panes: &[PaneRef]) -> Result<()> {
+        {
+            let mut state = self.state.lock().await;
+            for p in panes {
+                state.released.remove(&p.id);
+            }
+        }
         let cmds: Vec<Vec<String>> = panes
             .iter()
             .filter_map(|p| options::remain_on_exit_if_ours(&p.id, &p.nonce, true).ok())
@@ -908,18 +934,61 @@ impl PaneBackendExecutor for TmuxBackend {
     /// One ladder for all: one listing, every group signalled together,
     /// one `kill-pane` chain, one verification (a `down` of 32 panes was
     /// 32 sequential ladders, each listing the server three times).
+    /// A pane released at its status (see `status_closing_on_exit`) whose
+    /// process the server has reaped closed by itself (or closes once its
+    /// output is piped out): it is not listed again (a `down` of 8 waited
+    /// 11-24 ms here for a listing behind a server busy with the panes that
+    /// had just ended), and what is left in its process group gets the
+    /// ladder. The others are listed and killed as one.
     async fn kill_all(&self, panes: &[PaneRef], grace: Duration) -> Vec<Result<()>> {
-        match self.rows().await {
-            Ok(rows) => self.kill_listed(panes, &rows, grace).await,
-            Err(_) => {
-                // Listing failed: each pane on its own, with its own error.
-                let mut out = Vec::new();
-                for p in panes {
-                    out.push(self.kill(p, grace).await);
+        let released: Vec<Option<(String, u32)>> = {
+            let mut state = self.state.lock().await;
+            panes.iter().map(|p| state.released.remove(&p.id)).collect()
+        };
+        let mut out: Vec<Option<Result<()>>> = panes.iter().map(|_| None).collect();
+        let mut groups: Vec<(usize, i32, u32)> = Vec::new();
+        let mut rest: Vec<usize> = Vec::new();
+        for (i, (p, r)) in panes.iter().zip(released).enumerate() {
+            match r {
+                Some((nonce, pid))
+                    if self.host.is_none() && nonce == p.nonce && !process::process_alive(pid) =>
+                {
+                    match i32::try_from(pid).ok().filter(|g| process::group_alive(*g)) {
+                        Some(pgid) => groups.push((i, pgid, pid)),
+                        None => out[i] = Some(Ok(())),
+                    }
                 }
-                out
+                _ => rest.push(i),
             }
         }
+        if !groups.is_empty() {
+            let pgids: Vec<i32> = groups.iter().map(|(_, g, _)| *g).collect();
+            let pids: Vec<u32> = groups.iter().map(|(_, _, p)| *p).collect();
+            for ((i, _, _), ladder) in groups.iter().zip(self.ladder(&pgids, &pids, grace).await) {
+                out[*i] = Some(ladder.map(drop).map_err(|reason| BackendError::KillFailed {
+                    pane: panes[*i].id.clone(),
+                    reason,
+                }));
+            }
+        }
+        if !rest.is_empty() {
+            let listed: Vec<PaneRef> = rest.iter().map(|&i| panes[i].clone()).collect();
+            let killed = match self.rows().await {
+                Ok(rows) => self.kill_listed(&listed, &rows, grace).await,
+                Err(_) => {
+                    // Listing failed: each pane on its own, with its own error.
+                    let mut each = Vec::new();
+                    for p in &listed {
+                        each.push(self.kill(p, grace).await);
+                    }
+                    each
+                }
+            };
+            for (i, r) in rest.into_iter().zip(killed) {
+                out[i] = Some(r);
+            }
+        }
+        out.into_iter().map(|r| r.unwrap_or(Ok(()))).collect()
     }
 
     /// The end of a running `pid` is an event (its pidfd, see
