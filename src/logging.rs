@@ -129,6 +129,23 @@ pub fn fault_point(at: &str) {
     let _ = at;
 }
 
+/// A door a test holds shut: with the `fault-injection` feature (test
+/// builds only), the environment variable `var` naming a file makes this
+/// process wait here until that file exists (a minute at most), to hold a
+/// window open for as long as the test needs it. Without the feature it
+/// does nothing.
+pub fn fault_gate(var: &str) {
+    #[cfg(feature = "fault-injection")]
+    if let Some(door) = std::env::var_os(var) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !std::path::Path::new(&door).exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    let _ = var;
+}
+
 /// A wait a test can stretch: with the `fault-injection` feature (test
 /// builds only), the environment variable `var` holding N makes this
 /// process sleep N ms here, to hold a race's window open. Without the

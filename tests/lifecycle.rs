@@ -760,6 +760,70 @@ fn down_stops_at_a_refusal_without_waiting_it_out() {
     assert_canary(&t, "a refused down");
 }
 
+/// A teammate lets go of its pane as it approves a shutdown, and `down`
+/// released that pane to close at its end: the pane closes while the
+/// runtime still writes (here held after its approval by
+/// `SWARM_FAULT_SHUTDOWN_GATE`). `down` waits for the process, not the
+/// pane, before it deletes the team.
+#[test]
+fn down_waits_for_a_teammate_whose_pane_closed_before_it_ended() {
+    let Some(t) = TmuxTeam::new("down_outlived_pane", "dp") else {
+        return;
+    };
+    t.up();
+    let door = t.sb.path("door");
+    t.ok(&[
+        "spawn",
+        "held",
+        "--agent",
+        "shell",
+        "--env",
+        &format!("SWARM_FAULT_SHUTDOWN_GATE={}", door.display()),
+    ]);
+    let pane = t.pane_of("held");
+    let runtime = t.pid_of("held");
+    wait_until(
+        "held's runtime is up",
+        WAIT,
+        || t.tmux.capture(&pane).contains("swarm teammate held@"),
+        || t.explain(),
+    );
+    let budget = (timeouts::scaled(WAIT) * 10).as_secs().to_string();
+    let mut down = t.cmd(&["down", "--wait", &budget]);
+    down.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut down = KillOnDrop(down.spawn().expect("starting swarm down"));
+    wait_until(
+        "held's pane closed while its runtime runs",
+        WAIT,
+        || t.tmux.pane(&pane).is_none() && pid_alive(runtime),
+        || t.explain(),
+    );
+    // Time for `down` to look at the panes again (every 200 ms) and, were
+    // it to take the closed pane for the teammate's end, to delete the team.
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(
+        down.0.try_wait().expect("down's status").is_none(),
+        "down waits for held's runtime\n{}",
+        t.explain()
+    );
+    assert!(t.config().is_some(), "the team is still there");
+    std::fs::write(&door, b"").unwrap();
+    let mut status = None;
+    wait_until(
+        "down ends",
+        WAIT,
+        || {
+            status = down.0.try_wait().expect("down's status");
+            status.is_some()
+        },
+        || t.explain(),
+    );
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+    assert!(!pid_alive(runtime), "held's runtime ended");
+    assert!(t.config().is_none(), "the team is deleted");
+    assert_canary(&t, "a down that outlived a pane");
+}
+
 #[test]
 fn prune_takes_only_the_idle() {
     let Some(t) = TmuxTeam::new("prune_takes_only_the_idle", "pr") else {

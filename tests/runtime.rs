@@ -1125,6 +1125,80 @@ fn the_demo_runs_every_task_once_in_dependency_order_and_reports_to_the_lead() {
     );
 }
 
+/// A runtime that approves a shutdown lets go of its terminal first, so
+/// that its pane can close while the approval and the consumption are
+/// written; the hang-up that comes with the pane's close then does not
+/// stop it. Held after its approval (`SWARM_FAULT_SHUTDOWN_GATE`), it has
+/// closed its output and still runs, and a SIGHUP there leaves it to
+/// consume its request and end with 0.
+#[test]
+fn a_runtime_lets_go_of_its_terminal_as_it_approves_a_shutdown_and_a_hang_up_does_not_stop_it() {
+    let sb = Sandbox::new();
+    team_of(&sb, &["alice"], |_| {});
+    let door = sb.path("door");
+    let mut child = sb
+        .cmd(&["teammate", "--name", "alice"])
+        .env("SWARM_TEAM", T)
+        .env("SWARM_FAULT_SHUTDOWN_GATE", &door)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting swarm teammate");
+    let kill = |c: &mut Child| {
+        let _ = c.kill();
+        let _ = c.wait();
+    };
+    let mut out = child.stdout.take().expect("its output");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut said = String::new();
+        let _ = std::io::Read::read_to_string(&mut out, &mut said);
+        let _ = tx.send(said);
+    });
+    lead_send(
+        &sb,
+        &["--to", "alice", "--shutdown-request", "--reason", "done"],
+    );
+    let Ok(said) = rx.recv_timeout(crate::util::timeouts::scaled(WAIT)) else {
+        kill(&mut child);
+        panic!("alice never let go of its terminal");
+    };
+    assert!(said.contains("■ shutting down (done)"), "{said}");
+    wait_until(
+        "alice's approval is written",
+        WAIT,
+        || frames(&sb, "team-lead", "shutdown_approved").len() == 1,
+        || said.clone(),
+    );
+    assert!(
+        child.try_wait().expect("its status").is_none(),
+        "alice runs on, held before consuming its request: {said}"
+    );
+    let hung_up = Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()
+        .expect("kill -HUP the runtime");
+    assert!(hung_up.success());
+    std::fs::write(&door, b"").unwrap();
+    let mut status = None;
+    wait_until(
+        "alice ends",
+        WAIT,
+        || {
+            status = child.try_wait().expect("its status");
+            status.is_some()
+        },
+        || said.clone(),
+    );
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "{status:?}");
+    assert!(
+        inbox(&sb, T, "alice").is_empty(),
+        "the request was consumed"
+    );
+    assert_eq!(frames(&sb, "team-lead", "shutdown_approved").len(), 1);
+}
+
 fn wait_for_summary(sb: &Sandbox, panes: &Panes) -> String {
     let mut text = String::new();
     wait_until(

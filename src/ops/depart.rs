@@ -781,7 +781,17 @@ async fn await_answers(
             let statuses = pane_statuses(opened, &members).await?;
             listed = Instant::now();
             for (a, status) in pending.iter_mut().zip(statuses) {
-                a.seen = Some(status);
+                // A runtime lets go of its pane as it approves (its pane
+                // may close then): it has ended when its process has.
+                let ending = match a.seen {
+                    Some(PaneStatus::Running { pid: Some(pid) }) => by_pid
+                        .then_some(pid)
+                        .filter(|pid| swarm_backends::process::same_process_alive(*pid, None)),
+                    _ => None,
+                };
+                if ending.is_none() || matches!(status, PaneStatus::Running { .. }) {
+                    a.seen = Some(status);
+                }
             }
         } else {
             for a in &mut pending {

@@ -658,6 +658,14 @@ impl TmuxBackend {
     }
 }
 
+/// True once `pid`, a pane process, has been reaped by the server: at once
+/// when it is gone, within [`REAPED_WITHIN`] when it has just ended (a
+/// zombie; a server that missed its end is not made to reap it here).
+async fn reaped_soon(pid: u32) -> bool {
+    !process::process_alive(pid)
+        || (process::is_zombie(pid) == Some(true) && reaped_within(pid, REAPED_WITHIN).await)
+}
+
 /// How long [`TmuxBackend::status`] waits for the processes of panes
 /// listed dead without a status to be reaped (their statuses are then
 /// read); a process ends within a few ms of its pty's end, as a rule.
@@ -949,16 +957,19 @@ impl PaneBackendExecutor for TmuxBackend {
         let mut groups: Vec<(usize, i32, u32)> = Vec::new();
         let mut rest: Vec<usize> = Vec::new();
         for (i, (p, r)) in panes.iter().zip(released).enumerate() {
-            match r {
-                Some((nonce, pid))
-                    if self.host.is_none() && nonce == p.nonce && !process::process_alive(pid) =>
-                {
-                    match i32::try_from(pid).ok().filter(|g| process::group_alive(*g)) {
-                        Some(pgid) => groups.push((i, pgid, pid)),
-                        None => out[i] = Some(Ok(())),
-                    }
+            let closed = match r {
+                Some((nonce, pid)) if self.host.is_none() && nonce == p.nonce => {
+                    reaped_soon(pid).await.then_some(pid)
                 }
-                _ => rest.push(i),
+                _ => None,
+            };
+            let Some(pid) = closed else {
+                rest.push(i);
+                continue;
+            };
+            match i32::try_from(pid).ok().filter(|g| process::group_alive(*g)) {
+                Some(pgid) => groups.push((i, pgid, pid)),
+                None => out[i] = Some(Ok(())),
             }
         }
         if !groups.is_empty() {

@@ -15,6 +15,30 @@ use crate::team::Team;
 use crate::teammate::inflight::Journal;
 use anyhow::{Result, anyhow};
 
+/// Lets go of the pane's terminal for good: standard input, output and
+/// error become `/dev/null`, and the hang-up that comes when the pane
+/// closes is ignored (the runtime has its last writes to finish). Nothing
+/// can fail here that the runtime could do anything about: it runs on.
+fn release_terminal() {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: ignoring a signal installs no handler of ours.
+        unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) };
+        if let Ok(null) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+        {
+            for fd in 0..=2 {
+                // SAFETY: dup2 onto the standard descriptors, which stay
+                // open (now on /dev/null); no Rust object owns them.
+                unsafe { libc::dup2(null.as_raw_fd(), fd) };
+            }
+        }
+    }
+}
+
 impl Runtime {
     pub(super) fn start(&mut self) -> Result<()> {
         if !self.active {
@@ -102,6 +126,15 @@ impl Runtime {
         entry: &Entry,
         req: &ShutdownRequest,
     ) -> Result<Exit> {
+        let why = req.reason.as_deref().unwrap_or("no reason given");
+        // Its pane goes first: the runtime lets go of the pane's terminal
+        // now, and tmux closes a pane released to close at its end (`swarm
+        // down`) while the approval and the consumption are written, not
+        // after them (the server's work on each closing pane, some 4 ms
+        // here, made the tail of a `down` of 8). A pane kept shows dead
+        // until the process ends.
+        self.say(&format!("■ shutting down ({why})"));
+        release_terminal();
         // First, so that the teardown of its watches is over by the exit.
         crate::teammate::wake::leave_team_watch();
         let roster = self.team.roster().read()?;
@@ -117,6 +150,7 @@ impl Runtime {
         });
         let active = mine.is_some_and(|m| m.is_active == Some(true));
         self.team.send_protocol(&self.me, LEAD_NAME, &msg, true)?;
+        crate::logging::fault_gate("SWARM_FAULT_SHUTDOWN_GATE");
         self.consume(std::slice::from_ref(entry))?;
         // Whoever asked removes the member from the roster; an idle one
         // (already `isActive:false`) does not take the roster's lock to
@@ -125,8 +159,7 @@ impl Runtime {
         if active {
             self.team.roster().set_active(&self.me, false)?;
         }
-        let why = req.reason.as_deref().unwrap_or("no reason given");
-        self.say(&format!("■ shutdown approved ({why}); bye"));
+        tracing::info!(reason = why, "shutdown approved");
         Ok(Exit::Ok)
     }
 
