@@ -775,6 +775,19 @@ fn a_value_passed_by_name_reaches_the_program_and_is_written_nowhere() {
     r.assert_error("SWARM_TEST_UNSET_VAR is not set");
 }
 
+/// True when Claude Code's transcript of `session`, under its config
+/// directory `config` (`projects/<its cwd>/<session>.jsonl`), holds
+/// `needle`.
+fn transcript_holds(config: &Path, session: &str, needle: &str) -> bool {
+    let Ok(projects) = std::fs::read_dir(config.join("projects")) else {
+        return false;
+    };
+    projects.flatten().any(|p| {
+        std::fs::read_to_string(p.path().join(format!("{session}.jsonl")))
+            .is_ok_and(|t| t.contains(needle))
+    })
+}
+
 /// Medians over a few runs (not part of the suite: `-- --ignored`).
 /// Issue 15: the tmux server ends under a Claude Code teammate; `swarm up
 /// --resume` starts it again with `--resume <its sessionId>`, so its next
@@ -798,6 +811,18 @@ fn a_claude_teammate_resumes_its_conversation_after_the_tmux_server_ends() {
     let pid = l.claude_pid("keeper");
     let argv = cmdline(pid).join(" ");
     assert!(argv.contains(&format!("--session-id {session}")), "{argv}");
+    // What a resume reads is Claude Code's transcript, written as it goes:
+    // the server ends once FIRST-77 is in it (under load the transcript
+    // lagged the request, and the resumed conversation lacked it).
+    // (Under the config dir swarm keeps for the team: the root is not the
+    // user's config dir here.)
+    let config = l.t.sb.path("swarm/resumed/claude-config");
+    wait_until(
+        "keeper's transcript holds FIRST-77",
+        WAIT,
+        || transcript_holds(&config, &session, "FIRST-77"),
+        || l.explain(),
+    );
     l.t.tmux.run(&["kill-server"]);
     wait_until(
         "keeper's Claude Code ends with the server",
