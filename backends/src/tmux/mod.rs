@@ -659,11 +659,12 @@ impl TmuxBackend {
 }
 
 /// True once `pid`, a pane process, has been reaped by the server: at once
-/// when it is gone, within [`REAPED_WITHIN`] when it has just ended (a
-/// zombie; a server that missed its end is not made to reap it here).
-async fn reaped_soon(pid: u32) -> bool {
+/// when it is gone, by `deadline` when it has just ended (a zombie; a
+/// server that missed its end is not made to reap it here).
+async fn reaped_by(pid: u32, deadline: tokio::time::Instant) -> bool {
+    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
     !process::process_alive(pid)
-        || (process::is_zombie(pid) == Some(true) && reaped_within(pid, REAPED_WITHIN).await)
+        || (process::is_zombie(pid) == Some(true) && reaped_within(pid, left).await)
 }
 
 /// How long [`TmuxBackend::status`] waits for the processes of panes
@@ -956,10 +957,13 @@ impl PaneBackendExecutor for TmuxBackend {
         let mut out: Vec<Option<Result<()>>> = panes.iter().map(|_| None).collect();
         let mut groups: Vec<(usize, i32, u32)> = Vec::new();
         let mut rest: Vec<usize> = Vec::new();
+        // One wait for all: the server reaps every ended pane process in
+        // one pass of its own.
+        let reaped = tokio::time::Instant::now() + REAPED_WITHIN;
         for (i, (p, r)) in panes.iter().zip(released).enumerate() {
             let closed = match r {
                 Some((nonce, pid)) if self.host.is_none() && nonce == p.nonce => {
-                    reaped_soon(pid).await.then_some(pid)
+                    reaped_by(pid, reaped).await.then_some(pid)
                 }
                 _ => None,
             };
