@@ -783,13 +783,9 @@ async fn await_answers(
             for (a, status) in pending.iter_mut().zip(statuses) {
                 // A runtime lets go of its pane as it approves (its pane
                 // may close then): it has ended when its process has.
-                let ending = match a.seen {
-                    Some(PaneStatus::Running { pid: Some(pid) }) => by_pid
-                        .then_some(pid)
-                        .filter(|pid| swarm_backends::process::same_process_alive(*pid, None)),
-                    _ => None,
-                };
-                if ending.is_none() || matches!(status, PaneStatus::Running { .. }) {
+                let outlives_its_pane = matches!(a.seen, Some(PaneStatus::Running { pid: Some(pid) })
+                    if by_pid && swarm_backends::process::same_process_alive(pid, None));
+                if !outlives_its_pane || matches!(status, PaneStatus::Running { .. }) {
                     a.seen = Some(status);
                 }
             }
