@@ -516,3 +516,93 @@ fn a_task_of_its_own_that_becomes_unblocked_wakes_its_owner() {
         || explain(&sb, &names),
     );
 }
+
+/// A runtime that approved its shutdown stands down from the team
+/// watcher's election: should the role's lock come to it before it exits,
+/// it lets it go at once. (In a `down` each exiting runtime took the role
+/// from the one before: it made watches, rang every bell, read the board
+/// and wrote the watcher's record, all as it exited.) Here the runtime
+/// that is not the watcher approves and is held before it exits; the
+/// watcher is then killed: the lock comes to the held runtime, which lets
+/// it go (the test can take it) and never watches.
+#[test]
+fn a_runtime_that_approved_its_shutdown_lets_the_team_watch_go() {
+    let sb = Sandbox::new();
+    let names = ["alice", "bob"];
+    sb.team_with(T, &names);
+    let gate = sb.path("gate");
+    let gate_var = gate.to_str().expect("a utf-8 path").to_owned();
+    let mut rts = start(
+        &sb,
+        &names,
+        &[("SWARM_FAULT_SHUTDOWN_GATE", gate_var.as_str())],
+    );
+    settle(&sb, &names);
+    let root = swarm::paths::Root::new(sb.root());
+    let record: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(root.team_watcher_status(T).unwrap()).expect("the watcher's record"),
+    )
+    .expect("json");
+    let (watcher, other) = match record["member"].as_str() {
+        Some("alice") => (0, "bob"),
+        Some("bob") => (1, "alice"),
+        m => panic!("the record names {m:?}"),
+    };
+    sb.ok(&[
+        "send",
+        "--team",
+        T,
+        "--to",
+        other,
+        "--shutdown-request",
+        "--reason",
+        "done",
+    ]);
+    wait_until(
+        &format!("{other} approves its shutdown"),
+        WAIT,
+        || {
+            lead_inbox(&sb).iter().any(|e| {
+                e.from == other
+                    && matches!(
+                        e.protocol(),
+                        Some(swarm::protocol::Message::ShutdownApproved(_))
+                    )
+            })
+        },
+        || explain(&sb, &names),
+    );
+    // The watcher goes; the lock is the held runtime's to take.
+    let killed = rts.remove(watcher);
+    drop(killed);
+    let lock = std::fs::File::open(root.team_watcher_lock(T).unwrap()).expect("the lock file");
+    wait_until(
+        "the team watcher's lock is let go",
+        WAIT,
+        || lock.try_lock().is_ok(),
+        || explain(&sb, &names),
+    );
+    assert!(
+        log(&sb, other).contains("the team watcher's lock came as this runtime exits: let go"),
+        "{}",
+        explain(&sb, &names)
+    );
+    assert!(
+        !log(&sb, other).contains("watching the team's files"),
+        "{other} watched the team as it exited\n{}",
+        explain(&sb, &names)
+    );
+    // Let through, it consumes its request and ends well.
+    std::fs::write(&gate, b"").expect("opening the gate");
+    let mut status = None;
+    wait_until(
+        &format!("{other} ends"),
+        WAIT,
+        || {
+            status = rts[0].0.try_wait().expect("its status");
+            status.is_some()
+        },
+        || explain(&sb, &names),
+    );
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "{status:?}");
+}

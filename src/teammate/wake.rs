@@ -52,9 +52,31 @@ use std::time::Duration;
 /// nothing happens.
 const TEAM_CHECK_EVERY: Duration = Duration::from_secs(60);
 
-/// This process's team watch, while its runtime holds the role: closed by
-/// [`leave_team_watch`] when the runtime is about to exit.
-static TEAM_WATCH: Mutex<Option<Arc<InboxWatcher>>> = Mutex::new(None);
+/// This process's part in the team watch: closed by [`leave_team_watch`]
+/// when the runtime is about to exit.
+static TEAM_WATCH: Mutex<Part> = Mutex::new(Part::Waiting);
+
+/// Where this process stands in the team watcher's election.
+enum Part {
+    /// Not holding the role (waiting for its lock, or not standing).
+    Waiting,
+    /// Holding the role, watching with this.
+    Watching(Arc<InboxWatcher>),
+    /// Its runtime is exiting ([`leave_team_watch`]): the role, should its
+    /// lock come to this process now, is let go at once.
+    Left,
+}
+
+/// Whether this process's runtime has left the team watch (it is exiting).
+fn has_left() -> bool {
+    matches!(*team_watch(), Part::Left)
+}
+
+fn team_watch() -> std::sync::MutexGuard<'static, Part> {
+    TEAM_WATCH
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// Ends this runtime's team watch, if it holds the role, as the runtime
 /// is about to exit (its shutdown approved): the watches go now, and the
@@ -63,12 +85,16 @@ static TEAM_WATCH: Mutex<Option<Arc<InboxWatcher>>> = Mutex::new(None);
 /// watcher's pane was the last of a `down` of 8 to end, by that much).
 /// Its thread lets the role's lock go, and the runtime that takes it
 /// looks at everything again.
+///
+/// A runtime still waiting for the role stands down: should the lock come
+/// to it before it exits, it lets it go at once. In a `down` every
+/// runtime exits, and each in turn took the role from the one before:
+/// watches made, every bell rung, the board read and the watcher's record
+/// written durably, by a runtime about to exit (whose exit then waited for
+/// the teardown of those watches).
 pub fn leave_team_watch() {
-    let held = TEAM_WATCH
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take();
-    if let Some(watcher) = held {
+    let held = std::mem::replace(&mut *team_watch(), Part::Left);
+    if let Part::Watching(watcher) = held {
         watcher.close();
     }
 }
@@ -475,6 +501,11 @@ fn enter_election(
                 *broken.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
                 return;
             }
+            // Its runtime is exiting: the next one takes the role.
+            if has_left() {
+                tracing::info!("the team watcher's lock came as this runtime exits: let go");
+                return;
+            }
             watch_for_team(&team, &me, &dirs);
             drop(lock);
         })
@@ -491,9 +522,16 @@ fn watch_for_team(team: &Team, me: &str, dirs: &[PathBuf]) {
         dirs,
         crate::mailbox::looks_for(&team.root, &team.name),
     ));
-    *TEAM_WATCH
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(watcher.clone());
+    {
+        let mut part = team_watch();
+        if matches!(*part, Part::Left) {
+            // Its runtime began to exit while the watches were made.
+            drop(part);
+            watcher.close();
+            return;
+        }
+        *part = Part::Watching(watcher.clone());
+    }
     tracing::info!(polling = ?watcher.polling_reason(), "watching the team's files for its runtimes");
     // Its account of the task files (`tasks::sync`), for looks at the board
     // by other processes; a new epoch: what came before this watch is not
