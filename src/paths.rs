@@ -342,6 +342,12 @@ impl Root {
         Ok(self.state_dir(team)?.join("lifecycle.lock"))
     }
 
+    /// Held (an OS lock) by `swarm down` while it takes the team down
+    /// (`team::locks::DownLock`).
+    pub fn down_lock(&self, team: &str) -> Result<PathBuf, NameError> {
+        Ok(self.state_dir(team)?.join("down.lock"))
+    }
+
     /// Created by the backend once `member`'s new pane is set up; its
     /// program waits for it (`swarm pane-exec --ready`).
     pub fn ready_file(&self, team: &str, member: &str) -> Result<PathBuf, NameError> {

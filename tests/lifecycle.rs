@@ -824,6 +824,90 @@ fn down_waits_for_a_teammate_whose_pane_closed_before_it_ended() {
     assert_canary(&t, "a down that outlived a pane");
 }
 
+/// While `down` runs, the lead leaves the teammates' ends and its own
+/// inbox to it (`DownLock`): it neither consumes their approvals nor
+/// releases those that approved. Here the teammate approves and is held
+/// before it ends (`SWARM_FAULT_SHUTDOWN_GATE`). A lead acting on the
+/// approval consumed it at once (and set out to close the teammate's pane
+/// beside `down`); now the approval stays unread while `down` runs, and
+/// once the teammate is let through the team goes.
+#[test]
+fn the_lead_leaves_a_running_down_its_teammates_and_its_inbox() {
+    let Some(t) = TmuxTeam::new("down_lead_aside", "da") else {
+        return;
+    };
+    t.up();
+    let door = t.sb.path("door");
+    t.ok(&[
+        "spawn",
+        "held",
+        "--agent",
+        "shell",
+        "--env",
+        &format!("SWARM_FAULT_SHUTDOWN_GATE={}", door.display()),
+    ]);
+    let pane = t.pane_of("held");
+    let runtime = t.pid_of("held");
+    wait_until(
+        "held's runtime is up",
+        WAIT,
+        || t.tmux.capture(&pane).contains("swarm teammate held@"),
+        || t.explain(),
+    );
+    let budget = (timeouts::scaled(WAIT) * 10).as_secs().to_string();
+    let mut down = t.cmd(&["down", "--wait", &budget]);
+    down.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut down = KillOnDrop(down.spawn().expect("starting swarm down"));
+    let inbox = t.sb.path("teams/da/inboxes/team-lead.json");
+    let approval_unread = || {
+        let entries: Vec<serde_json::Value> = std::fs::read(&inbox)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        entries.iter().any(|e| {
+            e["from"] == "held"
+                && e["read"] == false
+                && e["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("shutdown_approved"))
+        })
+    };
+    let aside = || {
+        std::fs::read_to_string(t.lead_log())
+            .is_ok_and(|l| l.contains("a `swarm down` runs: the teammates' ends"))
+    };
+    wait_until(
+        "held approves, and the lead leaves it to down",
+        WAIT,
+        || approval_unread() && aside(),
+        || t.explain(),
+    );
+    // Time for a lead acting on its inbox's change to consume it (within
+    // milliseconds), short of the 2 s an approving teammate has to end.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(approval_unread(), "the approval is unread\n{}", t.explain());
+    assert!(
+        down.0.try_wait().expect("down's status").is_none(),
+        "down waits for held\n{}",
+        t.explain()
+    );
+    std::fs::write(&door, b"").unwrap();
+    let mut status = None;
+    wait_until(
+        "down ends",
+        WAIT,
+        || {
+            status = down.0.try_wait().expect("down's status");
+            status.is_some()
+        },
+        || t.explain(),
+    );
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+    assert!(!pid_alive(runtime), "held's runtime ended");
+    assert!(t.config().is_none(), "the team is deleted");
+    assert_canary(&t, "a down the lead left alone");
+}
+
 #[test]
 fn prune_takes_only_the_idle() {
     let Some(t) = TmuxTeam::new("prune_takes_only_the_idle", "pr") else {

@@ -285,6 +285,41 @@ impl Lead {
         }
     }
 
+    /// If a `swarm down` of the team runs now (it holds the team's
+    /// `DownLock`): a receiver that resolves once it has ended, however it
+    /// ends. The wait is a thread of its own, not the runtime's: a lead
+    /// told to stop while a down runs must not wait for it to exit.
+    fn down_running(&self) -> Option<tokio::sync::oneshot::Receiver<()>> {
+        let file = match crate::team::locks::down_running(&self.team) {
+            Ok(Some(file)) => file,
+            Ok(None) => return None,
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), "cannot tell whether a `swarm down` runs");
+                return None;
+            }
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let waiting = std::thread::Builder::new()
+            .name("down-wait".into())
+            .spawn(move || {
+                // Granted once the down has let go of its lock.
+                crate::dropped::ignore(file.lock_shared(), "waiting for a `swarm down` to end");
+                let _ = tx.send(());
+            });
+        match waiting {
+            Ok(_) => {
+                tracing::info!(
+                    "a `swarm down` runs: the teammates' ends and the lead's inbox are left to it"
+                );
+                Some(rx)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot wait for a `swarm down`: the lead goes on");
+                None
+            }
+        }
+    }
+
     /// Checks every member's pane once; records and reports deaths. A
     /// death that could not be recorded (the roster or the board could not
     /// be written) is tried again on the next check: it is remembered only
@@ -1059,14 +1094,23 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
     if let Err(e) = lead.refresh_requests().await {
         lead.event(format!("error reading the pending requests: {e:#}"));
     }
+    // While a `swarm down` runs, the teammates' ends and the lead's inbox
+    // are its own (see `DownLock`): the lead leaves both alone, and looks
+    // again when it ends (this resolves then).
+    let mut down_ends: Option<tokio::sync::oneshot::Receiver<()>> = None;
     loop {
         if !lead.team.roster().exists() {
             tracing::info!("the team was deleted; the lead exits");
             return Ok(());
         }
+        if down_ends.is_none() {
+            down_ends = lead.down_running();
+        }
+        let aside = down_ends.is_some();
         // A watcher reads the lead's inbox (the view does) but never
         // consumes it: it is the team's own lead's.
-        if std::mem::take(&mut inbox_due)
+        if !aside
+            && std::mem::take(&mut inbox_due)
             && !lead.watching
             && let Err(e) = lead.handle_inbox().await
         {
@@ -1087,6 +1131,9 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
         tokio::select! {
             _ = tick.tick() => {
                 inbox_due = true;
+                if aside {
+                    continue;
+                }
                 let looked = if lead.watching {
                     lead.watch_panes().await
                 } else {
@@ -1106,6 +1153,9 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
             }
             _ = lead.opened.backend.changes(), if exit_events => {
                 inbox_due = true;
+                if aside {
+                    continue;
+                }
                 if let Err(e) = lead.supervise().await {
                     lead.event(format!("error checking panes: {e:#}"));
                 }
@@ -1127,6 +1177,7 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
                 // so its exit is an event from then on.
                 if shown
                     && exit_events
+                    && !aside
                     && lead.panes_changed().unwrap_or(true)
                     && let Err(e) = lead.supervise().await
                 {
@@ -1137,6 +1188,19 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
             Some(_) = async { Some(nudge_tick.as_mut()?.1.tick().await) }, if nudge_tick.is_some() => {
                 if let Err(e) = lead.nudge_now().await {
                     lead.event(format!("error reminding stalled members: {e:#}"));
+                }
+            }
+            _ = async { down_ends.as_mut().expect("a down to wait for").await }, if aside => {
+                down_ends = None;
+                inbox_due = true;
+                tracing::info!("the `swarm down` ended: the lead looks again");
+                let looked = if lead.watching {
+                    lead.watch_panes().await
+                } else {
+                    lead.supervise().await
+                };
+                if let Err(e) = looked {
+                    lead.event(format!("error checking panes: {e:#}"));
                 }
             }
             Some(_) = async { term.as_mut()?.recv().await }, if term.is_some() => {

@@ -527,6 +527,9 @@ pub async fn down(
     wait: Duration,
     force: bool,
 ) -> Result<DownReport> {
+    // The lead leaves the teammates' ends and its inbox to this `down`
+    // until it returns (see `DownLock`).
+    let _down = crate::team::locks::DownLock::acquire(team, wait).await?;
     let mut report = DownReport::default();
     // A teammate blocked on the lead's answer (a plan in `swarm ask`)
     // cannot finish its unit and answer a shutdown: its request is
