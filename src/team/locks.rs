@@ -335,6 +335,27 @@ mod tests {
             .unwrap();
     }
 
+    #[tokio::test]
+    async fn a_running_down_is_seen_and_a_second_one_waits_then_gives_a_clear_error() {
+        let (_d, team) = team();
+        assert!(down_running(&team).unwrap().is_none(), "no file, no down");
+        let first = DownLock::acquire(&team, Duration::ZERO).await.unwrap();
+        let seen = down_running(&team).unwrap().expect("a down runs");
+        let err = DownLock::acquire(&team, Duration::from_millis(30))
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("another `swarm down` of team t"),
+            "{err:#}"
+        );
+        // The lead's wait for its end: granted once the down lets go.
+        let waited = std::thread::spawn(move || seen.lock_shared().is_ok());
+        drop(first);
+        assert!(waited.join().unwrap());
+        assert!(down_running(&team).unwrap().is_none(), "the down ended");
+        DownLock::acquire(&team, Duration::ZERO).await.unwrap();
+    }
+
     #[test]
     fn a_symlink_in_place_of_the_lock_is_refused() {
         let (d, team) = team();
