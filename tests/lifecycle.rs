@@ -760,16 +760,10 @@ fn down_stops_at_a_refusal_without_waiting_it_out() {
     assert_canary(&t, "a refused down");
 }
 
-/// A teammate lets go of its pane as it approves a shutdown, and `down`
-/// released that pane to close at its end: the pane closes while the
-/// runtime still writes (here held after its approval by
-/// `SWARM_FAULT_SHUTDOWN_GATE`). `down` waits for the process, not the
-/// pane, before it deletes the team.
-#[test]
-fn down_waits_for_a_teammate_whose_pane_closed_before_it_ended() {
-    let Some(t) = TmuxTeam::new("down_outlived_pane", "dp") else {
-        return;
-    };
+/// `up`, then a shell teammate `held` whose runtime is held after it
+/// approves a shutdown, until the file `door` is made
+/// (`SWARM_FAULT_SHUTDOWN_GATE`): the door, its pane and its runtime.
+fn up_with_a_held_teammate(t: &TmuxTeam) -> (std::path::PathBuf, String, u32) {
     t.up();
     let door = t.sb.path("door");
     t.ok(&[
@@ -788,10 +782,46 @@ fn down_waits_for_a_teammate_whose_pane_closed_before_it_ended() {
         || t.tmux.capture(&pane).contains("swarm teammate held@"),
         || t.explain(),
     );
+    (door, pane, runtime)
+}
+
+/// `swarm down` with a generous wait, running.
+fn down_in_the_background(t: &TmuxTeam) -> KillOnDrop {
     let budget = (timeouts::scaled(WAIT) * 10).as_secs().to_string();
     let mut down = t.cmd(&["down", "--wait", &budget]);
     down.stdout(Stdio::null()).stderr(Stdio::null());
-    let mut down = KillOnDrop(down.spawn().expect("starting swarm down"));
+    KillOnDrop(down.spawn().expect("starting swarm down"))
+}
+
+/// `down` ends well, `runtime` ended and the team is deleted.
+fn down_deletes_the_team(t: &TmuxTeam, down: &mut KillOnDrop, runtime: u32) {
+    let mut status = None;
+    wait_until(
+        "down ends",
+        WAIT,
+        || {
+            status = down.0.try_wait().expect("down's status");
+            status.is_some()
+        },
+        || t.explain(),
+    );
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+    assert!(!pid_alive(runtime), "held's runtime ended");
+    assert!(t.config().is_none(), "the team is deleted");
+}
+
+/// A teammate lets go of its pane as it approves a shutdown, and `down`
+/// released that pane to close at its end: the pane closes while the
+/// runtime still writes (here held after its approval by
+/// `SWARM_FAULT_SHUTDOWN_GATE`). `down` waits for the process, not the
+/// pane, before it deletes the team.
+#[test]
+fn down_waits_for_a_teammate_whose_pane_closed_before_it_ended() {
+    let Some(t) = TmuxTeam::new("down_outlived_pane", "dp") else {
+        return;
+    };
+    let (door, pane, runtime) = up_with_a_held_teammate(&t);
+    let mut down = down_in_the_background(&t);
     wait_until(
         "held's pane closed while its runtime runs",
         WAIT,
@@ -808,19 +838,7 @@ fn down_waits_for_a_teammate_whose_pane_closed_before_it_ended() {
     );
     assert!(t.config().is_some(), "the team is still there");
     std::fs::write(&door, b"").unwrap();
-    let mut status = None;
-    wait_until(
-        "down ends",
-        WAIT,
-        || {
-            status = down.0.try_wait().expect("down's status");
-            status.is_some()
-        },
-        || t.explain(),
-    );
-    assert!(status.is_some_and(|s| s.success()), "{status:?}");
-    assert!(!pid_alive(runtime), "held's runtime ended");
-    assert!(t.config().is_none(), "the team is deleted");
+    down_deletes_the_team(&t, &mut down, runtime);
     assert_canary(&t, "a down that outlived a pane");
 }
 
@@ -836,28 +854,8 @@ fn the_lead_leaves_a_running_down_its_teammates_and_its_inbox() {
     let Some(t) = TmuxTeam::new("down_lead_aside", "da") else {
         return;
     };
-    t.up();
-    let door = t.sb.path("door");
-    t.ok(&[
-        "spawn",
-        "held",
-        "--agent",
-        "shell",
-        "--env",
-        &format!("SWARM_FAULT_SHUTDOWN_GATE={}", door.display()),
-    ]);
-    let pane = t.pane_of("held");
-    let runtime = t.pid_of("held");
-    wait_until(
-        "held's runtime is up",
-        WAIT,
-        || t.tmux.capture(&pane).contains("swarm teammate held@"),
-        || t.explain(),
-    );
-    let budget = (timeouts::scaled(WAIT) * 10).as_secs().to_string();
-    let mut down = t.cmd(&["down", "--wait", &budget]);
-    down.stdout(Stdio::null()).stderr(Stdio::null());
-    let mut down = KillOnDrop(down.spawn().expect("starting swarm down"));
+    let (door, _, runtime) = up_with_a_held_teammate(&t);
+    let mut down = down_in_the_background(&t);
     let inbox = t.sb.path("teams/da/inboxes/team-lead.json");
     let approval_unread = || {
         let entries: Vec<serde_json::Value> = std::fs::read(&inbox)
@@ -892,20 +890,36 @@ fn the_lead_leaves_a_running_down_its_teammates_and_its_inbox() {
         t.explain()
     );
     std::fs::write(&door, b"").unwrap();
-    let mut status = None;
+    down_deletes_the_team(&t, &mut down, runtime);
+    assert_canary(&t, "a down the lead left alone");
+}
+
+/// A `down` that leaves the team standing (here its one teammate approved
+/// but was held past the wait) gives the lead back its inbox and the
+/// teammates' ends: the lead then carries out the approval `down` left,
+/// and releases the teammate (let through, it ends).
+#[test]
+fn after_a_down_that_keeps_the_team_the_lead_takes_up_what_it_left() {
+    let Some(t) = TmuxTeam::new("down_lead_back", "db") else {
+        return;
+    };
+    let (door, _, runtime) = up_with_a_held_teammate(&t);
+    let out = t
+        .cmd(&["down", "--wait", "1"])
+        .output()
+        .expect("running swarm down");
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("still running after 1 s: held"), "{said}");
+    std::fs::write(&door, b"").unwrap();
     wait_until(
-        "down ends",
+        "the lead releases held, as it approved",
         WAIT,
-        || {
-            status = down.0.try_wait().expect("down's status");
-            status.is_some()
-        },
+        || t.member("held").is_none() && !pid_alive(runtime),
         || t.explain(),
     );
-    assert!(status.is_some_and(|s| s.success()), "{status:?}");
-    assert!(!pid_alive(runtime), "held's runtime ended");
-    assert!(t.config().is_none(), "the team is deleted");
-    assert_canary(&t, "a down the lead left alone");
+    assert!(t.config().is_some(), "the team stays");
+    assert_canary(&t, "a down that kept the team");
 }
 
 #[test]

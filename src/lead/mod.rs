@@ -1191,17 +1191,10 @@ async fn supervise_loop(mut lead: Lead, plain_view: bool) -> Result<()> {
                 }
             }
             _ = async { down_ends.as_mut().expect("a down to wait for").await }, if aside => {
+                // The tick, due at once, looks at the panes and the inbox.
                 down_ends = None;
-                inbox_due = true;
+                tick.reset_immediately();
                 tracing::info!("the `swarm down` ended: the lead looks again");
-                let looked = if lead.watching {
-                    lead.watch_panes().await
-                } else {
-                    lead.supervise().await
-                };
-                if let Err(e) = looked {
-                    lead.event(format!("error checking panes: {e:#}"));
-                }
             }
             Some(_) = async { term.as_mut()?.recv().await }, if term.is_some() => {
                 tracing::info!(uptime_s = started.elapsed().as_secs(), "SIGTERM: the lead exits; teammates keep running");
