@@ -842,6 +842,28 @@ fn down_waits_for_a_teammate_whose_pane_closed_before_it_ended() {
     assert_canary(&t, "a down that outlived a pane");
 }
 
+/// A teammate that approved, let go of its pane (which closed) and then
+/// hung is not left behind: `down` gives an approving teammate 2 s to end,
+/// then its process group gets the ladder, although no pane is left to
+/// close. Here the teammate is held after its approval and never let
+/// through.
+#[test]
+fn down_ends_a_teammate_that_approved_and_hung_after_its_pane_closed() {
+    let Some(t) = TmuxTeam::new("down_hung", "dh") else {
+        return;
+    };
+    let (_door, pane, runtime) = up_with_a_held_teammate(&t);
+    let mut down = down_in_the_background(&t);
+    wait_until(
+        "held's pane closed while its runtime runs",
+        WAIT,
+        || t.tmux.pane(&pane).is_none() && pid_alive(runtime),
+        || t.explain(),
+    );
+    down_deletes_the_team(&t, &mut down, runtime);
+    assert_canary(&t, "a down that ended a hung teammate");
+}
+
 /// While `down` runs, the lead leaves the teammates' ends and its own
 /// inbox to it (`DownLock`): it neither consumes their approvals nor
 /// releases those that approved. Here the teammate approves and is held

@@ -1385,6 +1385,60 @@ mod tmux_live {
         h.after();
     }
 
+    /// A pane released to close at its end (`status_closing_on_exit`)
+    /// whose process lets go of its terminal and runs on: the pane closes,
+    /// the process does not end. `kill_all` and `kill` find no pane to
+    /// close, and still give the process's group the ladder (a runtime
+    /// that approved its shutdown, let go of its pane and then hung
+    /// outlived `down`).
+    #[tokio::test]
+    async fn a_released_pane_process_that_outlived_its_pane_is_still_killed() {
+        let Some(h) = TmuxHarness::start("outlived_its_pane") else {
+            return;
+        };
+        let script = r#"trap '' HUP; while [ ! -e "$0" ]; do sleep 0.01; done; exec sleep 100000 </dev/null >/dev/null 2>&1"#;
+        for (name, all) in [("by_kill_all", true), ("by_kill", false)] {
+            let go = h.dir().join(name);
+            let spec = h
+                .spec("sh", &["-c", script, go.to_str().unwrap()])
+                .placement(Placement::RightOfLead {
+                    lead: h.lead.clone(),
+                });
+            let pane = h.backend.spawn(&spec).await.expect("spawn");
+            let mine = std::slice::from_ref(&pane);
+            let got = h
+                .backend
+                .status_closing_on_exit(mine)
+                .await
+                .expect("status");
+            let pid = match got[0].1 {
+                PaneStatus::Running { pid: Some(pid) } => pid,
+                ref other => panic!("running, not {other:?}"),
+            };
+            std::fs::write(&go, b"").unwrap();
+            wait_status(&h.backend, &pane, "Gone", |s| *s == PaneStatus::Gone).await;
+            assert!(process::pid_alive(pid), "{name}: its process runs on");
+            if all {
+                let killed = h.backend.kill_all(mine, Duration::from_secs(1)).await;
+                assert!(killed.iter().all(Result::is_ok), "{killed:?}");
+            } else {
+                h.backend
+                    .kill(&pane, Duration::from_secs(1))
+                    .await
+                    .expect("kill");
+            }
+            wait_until(&format!("{name}: the process ended"), async || {
+                if process::pid_alive(pid) {
+                    Err(format!("{pid} runs"))
+                } else {
+                    Ok(())
+                }
+            })
+            .await;
+        }
+        h.after();
+    }
+
     #[tokio::test]
     async fn the_users_window_gets_its_border_setting_back() {
         let Some(h) = TmuxHarness::start("restore") else {

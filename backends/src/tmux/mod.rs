@@ -167,11 +167,32 @@ struct State {
     /// the index after that window's: the next window there is tried at
     /// that index before the session's windows are listed.
     next_window: Option<(String, u32)>,
-    /// Panes that close by themselves when their process ends, each with
-    /// its nonce and process id: listed running with their nonce by
-    /// `status_closing_on_exit`, in the call that released them. Taken
-    /// back by `keep_on_exit`, forgotten by `kill_all`.
-    released: HashMap<PaneId, (String, u32)>,
+    /// Panes that close by themselves when their process ends: listed
+    /// running with their nonce by `status_closing_on_exit`, in the call
+    /// that released them. Taken back by `keep_on_exit`, forgotten by
+    /// `kill_all`.
+    released: HashMap<PaneId, Released>,
+}
+
+/// A pane released to close by itself (see [`State::released`]).
+#[derive(Debug, Clone)]
+struct Released {
+    nonce: String,
+    /// Its process, as listed then, and that process's start time (a
+    /// recycled pid is never taken for it).
+    pid: u32,
+    start: Option<String>,
+}
+
+impl Released {
+    /// The process group of a released pane's process that runs on (it
+    /// let go of its terminal: its pane may have closed before it ended).
+    /// The pane's first process leads its group.
+    fn running_group(&self) -> Option<i32> {
+        process::same_process_alive(self.pid, self.start.as_deref())
+            .then(|| i32::try_from(self.pid).ok())
+            .flatten()
+    }
 }
 
 /// The tmux backend.
@@ -825,9 +846,12 @@ impl PaneBackendExecutor for TmuxBackend {
                     .iter()
                     .find(|r| r.pane == p.id && !r.dead && r.carries(&p.nonce))
                 {
-                    state
-                        .released
-                        .insert(p.id.clone(), (p.nonce.clone(), r.pid));
+                    let released = Released {
+                        nonce: p.nonce.clone(),
+                        pid: r.pid,
+                        start: process::start_time(r.pid),
+                    };
+                    state.released.insert(p.id.clone(), released);
                 }
             }
         }
@@ -904,7 +928,22 @@ impl PaneBackendExecutor for TmuxBackend {
     }
 
     async fn kill(&self, pane: &PaneRef, grace: Duration) -> Result<()> {
+        let released = self.state.lock().await.released.remove(&pane.id);
         let Some(row) = self.own_row(pane).await? else {
+            // Released, and closed while its process runs on: no pane to
+            // close, and that process's group gets the ladder (as in
+            // `kill_all`).
+            let outlived = released
+                .filter(|r| self.host.is_none() && r.nonce == pane.nonce)
+                .and_then(|r| Some((r.running_group()?, r.pid)));
+            if let Some((pgid, pid)) = outlived
+                && let Some(Err(reason)) = self.ladder(&[pgid], &[pid], grace).await.pop()
+            {
+                return Err(BackendError::KillFailed {
+                    pane: pane.id.clone(),
+                    reason,
+                });
+            }
             return Ok(());
         };
         let pane = &pane.id;
@@ -948,47 +987,57 @@ impl PaneBackendExecutor for TmuxBackend {
     /// output is piped out): it is not listed again (a `down` of 8 waited
     /// 11-24 ms here for a listing behind a server busy with the panes that
     /// had just ended), and what is left in its process group gets the
-    /// ladder. The others are listed and killed as one.
+    /// ladder. The others are listed and killed as one; a released pane
+    /// that closed while its process runs on (it let go of its terminal)
+    /// is not found there, and its group gets the ladder too.
     async fn kill_all(&self, panes: &[PaneRef], grace: Duration) -> Vec<Result<()>> {
-        let released: Vec<Option<(String, u32)>> = {
+        let released: Vec<Option<Released>> = {
             let mut state = self.state.lock().await;
             panes.iter().map(|p| state.released.remove(&p.id)).collect()
         };
         let mut out: Vec<Option<Result<()>>> = panes.iter().map(|_| None).collect();
         let mut groups: Vec<(usize, i32, u32)> = Vec::new();
         let mut rest: Vec<usize> = Vec::new();
+        // Released panes whose process had not ended: (index, its record).
+        let mut running: Vec<(usize, Released)> = Vec::new();
         // One wait for all: the server reaps every ended pane process in
         // one pass of its own.
         let reaped = tokio::time::Instant::now() + REAPED_WITHIN;
         for (i, (p, r)) in panes.iter().zip(released).enumerate() {
-            let closed = match r {
-                Some((nonce, pid)) if self.host.is_none() && nonce == p.nonce => {
-                    reaped_by(pid, reaped).await.then_some(pid)
-                }
-                _ => None,
-            };
-            let Some(pid) = closed else {
+            let Some(r) = r.filter(|r| self.host.is_none() && r.nonce == p.nonce) else {
                 rest.push(i);
                 continue;
             };
-            match i32::try_from(pid).ok().filter(|g| process::group_alive(*g)) {
-                Some(pgid) => groups.push((i, pgid, pid)),
+            if !reaped_by(r.pid, reaped).await {
+                running.push((i, r));
+                rest.push(i);
+                continue;
+            }
+            match i32::try_from(r.pid)
+                .ok()
+                .filter(|g| process::group_alive(*g))
+            {
+                Some(pgid) => groups.push((i, pgid, r.pid)),
                 None => out[i] = Some(Ok(())),
             }
         }
-        if !groups.is_empty() {
-            let pgids: Vec<i32> = groups.iter().map(|(_, g, _)| *g).collect();
-            let pids: Vec<u32> = groups.iter().map(|(_, _, p)| *p).collect();
-            for ((i, _, _), ladder) in groups.iter().zip(self.ladder(&pgids, &pids, grace).await) {
-                out[*i] = Some(ladder.map(drop).map_err(|reason| BackendError::KillFailed {
-                    pane: panes[*i].id.clone(),
-                    reason,
-                }));
-            }
-        }
         if !rest.is_empty() {
+            let rows = self.rows().await;
+            if let Ok(rows) = &rows {
+                // Closed, its process running on: no pane left to close,
+                // and its group gets the ladder with the others.
+                for (i, r) in &running {
+                    if !rows.iter().any(|row| row.pane == panes[*i].id)
+                        && let Some(pgid) = r.running_group()
+                    {
+                        groups.push((*i, pgid, r.pid));
+                        rest.retain(|j| j != i);
+                    }
+                }
+            }
             let listed: Vec<PaneRef> = rest.iter().map(|&i| panes[i].clone()).collect();
-            let killed = match self.rows().await {
+            let killed = match rows {
+                _ if listed.is_empty() => Vec::new(),
                 Ok(rows) => self.kill_listed(&listed, &rows, grace).await,
                 Err(_) => {
                     // Listing failed: each pane on its own, with its own error.
@@ -1001,6 +1050,16 @@ impl PaneBackendExecutor for TmuxBackend {
             };
             for (i, r) in rest.into_iter().zip(killed) {
                 out[i] = Some(r);
+            }
+        }
+        if !groups.is_empty() {
+            let pgids: Vec<i32> = groups.iter().map(|(_, g, _)| *g).collect();
+            let pids: Vec<u32> = groups.iter().map(|(_, _, p)| *p).collect();
+            for ((i, _, _), ladder) in groups.iter().zip(self.ladder(&pgids, &pids, grace).await) {
+                out[*i] = Some(ladder.map(drop).map_err(|reason| BackendError::KillFailed {
+                    pane: panes[*i].id.clone(),
+                    reason,
+                }));
             }
         }
         out.into_iter().map(|r| r.unwrap_or(Ok(()))).collect()
