@@ -170,7 +170,7 @@ struct State {
     /// Panes that close by themselves when their process ends: listed
     /// running with their nonce by `status_closing_on_exit`, in the call
     /// that released them. Taken back by `keep_on_exit`, forgotten by
-    /// `kill_all`.
+    /// `kill_all` and `kill`.
     released: HashMap<PaneId, Released>,
 }
 
