@@ -785,6 +785,17 @@ fn up_with_a_held_teammate(t: &TmuxTeam) -> (std::path::PathBuf, String, u32) {
     (door, pane, runtime)
 }
 
+/// Waits until held's pane has closed while its runtime still runs (it
+/// let go of its terminal as it approved).
+fn pane_closed_while_its_runtime_runs(t: &TmuxTeam, pane: &str, runtime: u32) {
+    wait_until(
+        "held's pane closed while its runtime runs",
+        WAIT,
+        || t.tmux.pane(pane).is_none() && pid_alive(runtime),
+        || t.explain(),
+    );
+}
+
 /// `swarm down` with a generous wait, running.
 fn down_in_the_background(t: &TmuxTeam) -> KillOnDrop {
     let budget = (timeouts::scaled(WAIT) * 10).as_secs().to_string();
@@ -822,12 +833,7 @@ fn down_waits_for_a_teammate_whose_pane_closed_before_it_ended() {
     };
     let (door, pane, runtime) = up_with_a_held_teammate(&t);
     let mut down = down_in_the_background(&t);
-    wait_until(
-        "held's pane closed while its runtime runs",
-        WAIT,
-        || t.tmux.pane(&pane).is_none() && pid_alive(runtime),
-        || t.explain(),
-    );
+    pane_closed_while_its_runtime_runs(&t, &pane, runtime);
     // Time for `down` to look at the panes again (every 200 ms) and, were
     // it to take the closed pane for the teammate's end, to delete the team.
     std::thread::sleep(Duration::from_millis(800));
@@ -854,12 +860,7 @@ fn down_ends_a_teammate_that_approved_and_hung_after_its_pane_closed() {
     };
     let (_door, pane, runtime) = up_with_a_held_teammate(&t);
     let mut down = down_in_the_background(&t);
-    wait_until(
-        "held's pane closed while its runtime runs",
-        WAIT,
-        || t.tmux.pane(&pane).is_none() && pid_alive(runtime),
-        || t.explain(),
-    );
+    pane_closed_while_its_runtime_runs(&t, &pane, runtime);
     down_deletes_the_team(&t, &mut down, runtime);
     assert_canary(&t, "a down that ended a hung teammate");
 }
@@ -878,13 +879,8 @@ fn the_lead_leaves_a_running_down_its_teammates_and_its_inbox() {
     };
     let (door, _, runtime) = up_with_a_held_teammate(&t);
     let mut down = down_in_the_background(&t);
-    let inbox = t.sb.path("teams/da/inboxes/team-lead.json");
     let approval_unread = || {
-        let entries: Vec<serde_json::Value> = std::fs::read(&inbox)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
-        entries.iter().any(|e| {
+        t.inbox("team-lead").iter().any(|e| {
             e["from"] == "held"
                 && e["read"] == false
                 && e["text"]

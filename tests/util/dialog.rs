@@ -115,14 +115,7 @@ impl Dialog {
     /// Entries of `name`'s inbox file (unconsumed), each with its `text`
     /// parsed when it is a protocol frame.
     pub fn inbox(&self, name: &str) -> Vec<serde_json::Value> {
-        let p = self
-            .t
-            .sb
-            .path(&format!("teams/{}/inboxes/{name}.json", self.t.team));
-        let Ok(bytes) = std::fs::read(&p) else {
-            return Vec::new();
-        };
-        serde_json::from_slice::<Vec<serde_json::Value>>(&bytes).unwrap_or_default()
+        self.t.inbox(name)
     }
 
     /// Protocol frames (the parsed `text`) in `name`'s inbox of type `kind`.

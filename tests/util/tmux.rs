@@ -261,6 +261,17 @@ impl TmuxTeam {
         self.sb.read_json(&format!("tasks/{}/{id}.json", self.team))
     }
 
+    /// Entries of `name`'s inbox file (unconsumed), as read.
+    pub fn inbox(&self, name: &str) -> Vec<serde_json::Value> {
+        let p = self
+            .sb
+            .path(&format!("teams/{}/inboxes/{name}.json", self.team));
+        let Ok(bytes) = std::fs::read(&p) else {
+            return Vec::new();
+        };
+        serde_json::from_slice::<Vec<serde_json::Value>>(&bytes).unwrap_or_default()
+    }
+
     pub fn lead_log(&self) -> PathBuf {
         self.sb.path(&format!("swarm/{}/logs/lead.log", self.team))
     }
