@@ -309,4 +309,114 @@ mod tests {
         }
         assert!(left.iter().any(|r| r.pane == lead), "the lead's pane lives");
     }
+
+    /// A team's own server exits with the lead's pane, its last: the lead,
+    /// ending just then, is left a zombie to whatever adopts it, which may
+    /// reap it late or never (a container's init; here a subreaper that
+    /// does not reap). No tmux server can reap it any more: `await_ended`
+    /// takes it as ended after one poke finds no server, where it poked
+    /// every 10 ms to its deadline (2 s in each `swarm down` there).
+    #[tokio::test]
+    async fn a_zombie_whose_server_is_gone_has_ended_after_one_poke() {
+        use std::io::Write;
+        use std::os::unix::process::CommandExt;
+        if !tmux_server::tmux_available("a_zombie_whose_server_is_gone_has_ended") {
+            return;
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("swarm-tmux-")
+            .tempdir()
+            .expect("tempdir");
+        let sock = dir.path().join("sock");
+        // The adopter starts the server (so that it is the server's
+        // nearest subreaper), then waits on its input without reaping;
+        // the command after `read` reaps what it adopted. The lead
+        // outlives its server (it ignores the hang-up) and ends once told,
+        // so that no server is there to reap it (or after a minute, should
+        // the test fail before telling it).
+        let go = dir.path().join("go");
+        let lead_command = format!(
+            "trap '' HUP; i=0; while [ ! -e '{}' ] && [ $i -lt 6000 ]; do sleep 0.01; i=$((i+1)); done",
+            go.display()
+        );
+        let mut adopter = std::process::Command::new("sh");
+        adopter
+            .args([
+                "-c",
+                "tmux -S \"$1\" -f /dev/null new-session -d -s lead \"$2\" \
+                 && echo started && read -r _ && exec true",
+                "sh",
+            ])
+            .arg(&sock)
+            .arg(&lead_command)
+            .env_remove("TMUX")
+            .env_remove("TMUX_PANE")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        // SAFETY: prctl is async-signal-safe; nothing else runs between
+        // the fork and the exec.
+        unsafe {
+            adopter.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+        let mut adopter = adopter.spawn().expect("spawning the adopter");
+        let mut started = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(adopter.stdout.take().expect("stdout")),
+            &mut started,
+        )
+        .expect("reading the adopter");
+        assert_eq!(
+            started.trim(),
+            "started",
+            "the adopter's server did not start"
+        );
+        let tmux = tmux_server::TmuxServer { dir, sock };
+        let lead = tmux.panes().first().expect("the lead's pane").pid;
+        let server = tmux.server_pid();
+        assert_eq!(
+            crate::process::Stat::of(server).map(|s| s.ppid),
+            Some(adopter.id()),
+            "the server is the adopter's"
+        );
+        tmux.ok(&["kill-server"]);
+        let adopted = |zombie: bool| {
+            let deadline =
+                crate::command::timeouts::Deadline::after(crate::command::timeouts::WAIT);
+            while !crate::process::Stat::of(lead)
+                .is_some_and(|s| s.is_zombie() == zombie && s.ppid == adopter.id())
+            {
+                assert!(
+                    !deadline.passed(),
+                    "the lead never became the adopter's (zombie: {zombie}): {}",
+                    crate::process::describe(lead)
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        };
+        adopted(false);
+        std::fs::write(&go, "").expect("telling the lead to end");
+        adopted(true);
+        let (backend, log) = recording_backend(&tmux);
+        backend.await_ended(lead, Duration::from_secs(3)).await;
+        let pokes = runs(&log, "run-shell");
+        let still = crate::process::is_zombie(lead);
+        // The adopter reaps what it adopted and ends.
+        let mut input = adopter.stdin.take().expect("stdin");
+        input.write_all(b"\n").expect("telling the adopter to end");
+        drop(input);
+        adopter.wait().expect("reaping the adopter");
+        assert_eq!(still, Some(true), "the case: a zombie nothing reaped");
+        assert_eq!(
+            pokes,
+            1,
+            "one poke to learn there is no server:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    }
 }

@@ -625,8 +625,8 @@ impl TmuxBackend {
     /// spawn at once): the process stays a zombie, keeping its process group
     /// alive, until the server's next SIGCHLD. `run-shell true` makes the
     /// server fork and wait, and its wait loop reaps every zombie.
-    async fn reap_lost_child(&self, pid: u32) {
-        self.reap_lost_children(&[pid]).await;
+    async fn reap_lost_child(&self, pid: u32) -> Poke {
+        self.reap_lost_children(&[pid]).await
     }
 
     /// [`Self::reap_lost_child`] for several processes with one poke at
@@ -634,7 +634,7 @@ impl TmuxBackend {
     /// `run-shell true` serves all of them. A poke is a tmux client and a
     /// shell the server forks: one per zombie made a `down` of 8, whose
     /// runtimes had just ended, wait 12-15 ms on 3 or 4 of them in a row.
-    async fn reap_lost_children(&self, pids: &[u32]) {
+    async fn reap_lost_children(&self, pids: &[u32]) -> Poke {
         let mut poke = false;
         for &pid in pids {
             poke = match &self.host {
@@ -646,12 +646,17 @@ impl TmuxBackend {
                 break;
             }
         }
-        if poke {
-            let args = vec!["run-shell".to_string(), "true".to_string()];
-            if let Ok(args) = commands::chain(vec![args]) {
-                // Deliberate ignore: a poke; the caller checks what is left.
-                let _ = self.invocation(args).output().await;
-            }
+        if !poke {
+            return Poke::NotNeeded;
+        }
+        let args = vec!["run-shell".to_string(), "true".to_string()];
+        let Ok(args) = commands::chain(vec![args]) else {
+            return Poke::Made;
+        };
+        match self.invocation(args).output().await {
+            Ok(out) if !out.success() && commands::is_no_server(&out.stderr) => Poke::NoServer,
+            // Otherwise a poke, answered or not: the caller checks what is left.
+            _ => Poke::Made,
         }
     }
 
@@ -677,6 +682,18 @@ impl TmuxBackend {
             tokio::time::sleep(self.poll()).await;
         }
     }
+}
+
+/// What [`TmuxBackend::reap_lost_children`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Poke {
+    /// No process asked about was a zombie.
+    NotNeeded,
+    /// The server was made to reap (or the call failed some other way).
+    Made,
+    /// There is no server on the socket: none of its zombies will ever be
+    /// reaped by tmux.
+    NoServer,
 }
 
 /// True once `pid`, a pane process, has been reaped by the server: at once
@@ -1069,7 +1086,11 @@ impl PaneBackendExecutor for TmuxBackend {
     /// [`crate::exits::exited_within`]), not a 20 ms poll: `down` waits
     /// here for the lead it stopped. Once it has ended, the server reaps
     /// it at its SIGCHLD; if it is still a zombie a moment later, the
-    /// server missed that and is made to reap it (`reap_lost_child`).
+    /// server missed that and is made to reap it (`reap_lost_child`). A
+    /// zombie whose server is gone has ended: no server is left to make
+    /// reap it, and whoever adopted it may take its time (a `swarm down`
+    /// whose team's own server exited with the lead's pane waited out
+    /// its 2 s there, poking a server that was not there).
     async fn await_ended(&self, pid: u32, within: Duration) {
         let deadline = tokio::time::Instant::now() + within;
         if self.host.is_some() {
@@ -1091,7 +1112,12 @@ impl PaneBackendExecutor for TmuxBackend {
                     continue;
                 }
             }
-            self.reap_lost_child(pid).await;
+            if self.reap_lost_child(pid).await == Poke::NoServer {
+                // Its server is gone (the lead's pane was its last): the
+                // process was left to whatever adopted it, which may never
+                // reap it (a container's init): ended, as far as tmux goes.
+                return;
+            }
             // Reaped at once after the poke, as a rule: no fixed pause.
             reaped_within(pid, process::POLL).await;
         }

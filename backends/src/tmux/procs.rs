@@ -96,8 +96,10 @@ impl TmuxBackend {
         let settle = Duration::from_secs(2);
         match &self.host {
             None => {
-                process::terminate_groups(pgids, grace, settle, || self.reap_lost_children(pids))
-                    .await
+                process::terminate_groups(pgids, grace, settle, || async {
+                    self.reap_lost_children(pids).await;
+                })
+                .await
             }
             Some(h) => match h.terminate_groups(pgids, grace, settle).await {
                 Ok(out) => out,
