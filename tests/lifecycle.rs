@@ -868,16 +868,20 @@ fn down_ends_a_teammate_that_approved_and_hung_after_its_pane_closed() {
 /// While `down` runs, the lead leaves the teammates' ends and its own
 /// inbox to it (`DownLock`): it neither consumes their approvals nor
 /// releases those that approved. Here the teammate approves and is held
-/// before it ends (`SWARM_FAULT_SHUTDOWN_GATE`). A lead acting on the
-/// approval consumed it at once (and set out to close the teammate's pane
-/// beside `down`); now the approval stays unread while `down` runs, and
-/// once the teammate is let through the team goes.
+/// before it ends (`SWARM_FAULT_SHUTDOWN_GATE`), and a second one, a
+/// program that answers nothing, keeps `down` from taking the team for
+/// gone (which would stop the lead). A lead acting on the approval
+/// consumed it at once (and set out to close the teammate's pane beside
+/// `down`); now the approval stays unread while `down` runs, and once the
+/// teammate is let through and the program ends, the team goes.
 #[test]
 fn the_lead_leaves_a_running_down_its_teammates_and_its_inbox() {
     let Some(t) = TmuxTeam::new("down_lead_aside", "da") else {
         return;
     };
     let (door, _, runtime) = up_with_a_held_teammate(&t);
+    t.spawn("mute", &["sleep", "100000"]);
+    let mute = t.pid_of("mute");
     let mut down = down_in_the_background(&t);
     let approval_unread = || {
         t.inbox("team-lead").iter().any(|e| {
@@ -907,9 +911,47 @@ fn the_lead_leaves_a_running_down_its_teammates_and_its_inbox() {
         "down waits for held\n{}",
         t.explain()
     );
+    assert!(
+        t.lead_pid().is_some_and(pid_alive),
+        "the lead runs: not every teammate approved\n{}",
+        t.explain()
+    );
     std::fs::write(&door, b"").unwrap();
+    // SAFETY: mute's pane process, a `sleep` this test started.
+    unsafe { libc::kill(mute as i32, libc::SIGTERM) };
     down_deletes_the_team(&t, &mut down, runtime);
     assert_canary(&t, "a down the lead left alone");
+}
+
+/// Once every teammate has approved, the team is going: `down` tells the
+/// lead to stop then, so that it ends while the teammates do, not after
+/// them. Here the one teammate approves and is held before it ends: the
+/// lead has ended while it is held (it ran until held's end before), and
+/// once held is let through the team goes.
+#[test]
+fn down_stops_the_lead_once_every_teammate_has_approved() {
+    let Some(t) = TmuxTeam::new("down_lead_early", "de") else {
+        return;
+    };
+    let (door, pane, runtime) = up_with_a_held_teammate(&t);
+    let lead = t.lead_pid().expect("the lead's pid");
+    let mut down = down_in_the_background(&t);
+    pane_closed_while_its_runtime_runs(&t, &pane, runtime);
+    wait_until(
+        "the lead ends while held is held",
+        WAIT,
+        || !pid_alive(lead),
+        || t.explain(),
+    );
+    assert!(pid_alive(runtime), "held is still held\n{}", t.explain());
+    assert!(
+        down.0.try_wait().expect("down's status").is_none(),
+        "down waits for held\n{}",
+        t.explain()
+    );
+    std::fs::write(&door, b"").unwrap();
+    down_deletes_the_team(&t, &mut down, runtime);
+    assert_canary(&t, "a down that stopped the lead early");
 }
 
 /// A `down` that leaves the team standing (here its one teammate approved
