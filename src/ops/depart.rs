@@ -79,16 +79,22 @@ pub enum Leaving {
     /// A teammate leaves a team that goes on (kill, shutdown, prune): it
     /// is remembered, to come back when a message is sent to it.
     Member,
-    /// The whole team goes (`down`).
-    TeamGoes,
-    /// The whole team goes (`down --force`), the work its worktrees hold
-    /// saved on a branch first.
-    TeamGoesSavingWork,
+    /// The whole team goes (`down`): its members are not remembered.
+    TeamGoes {
+        /// `down --force`: the work a worktree holds is saved on a branch
+        /// before the worktree goes.
+        save_work: bool,
+        /// Every teammate went, so the team's files are deleted next: the
+        /// roster, spools and runtime files are left to that deletion (a
+        /// roster write and some forty unlinks in a `down` of 8, 3-4 ms).
+        deleted: bool,
+    },
 }
 
 /// The one end of every departure: the members' panes closed (each set in
 /// one backend call, the ladder's SIGKILL after `grace`), the members off
-/// the roster in one write with their open tasks back on the board, and
+/// the roster in one write (unless the team is deleted next) with their
+/// open tasks back on the board, and
 /// their worktrees retired (when the team goes with `down --force`, work a
 /// worktree holds is saved on a branch before it goes); a teammate that
 /// leaves a team that goes on is remembered (see [`Leaving`]). Members already off the roster are
@@ -105,7 +111,10 @@ pub async fn leave(
     if members.is_empty() {
         return Ok(Vec::new());
     }
-    let save_work = how == Leaving::TeamGoesSavingWork;
+    let (save_work, deleted) = match how {
+        Leaving::Member => (false, false),
+        Leaving::TeamGoes { save_work, deleted } => (save_work, deleted),
+    };
     let closed = close_panes(session, members, grace).await?;
     let (t, gone) = (team.clone(), members.to_vec());
     let mut left = tokio::task::spawn_blocking(move || -> Result<Vec<Left>> {
@@ -125,17 +134,19 @@ pub async fn leave(
                 super::revive::remember(&t, m)?;
             }
         }
-        let (_, late) = t.roster().update(|tf| {
-            let late: Vec<String> = gone
-                .iter()
-                .filter(|g| tf.member(&g.name).is_some_and(|m| !same_pane(m, g)))
-                .map(|g| g.name.clone())
-                .collect();
-            tf.members
-                .retain(|m| !gone.iter().any(|g| g.name == m.name && same_pane(m, g)));
-            Ok(late)
-        })?;
-        replaced.extend(late);
+        if !deleted {
+            let (_, late) = t.roster().update(|tf| {
+                let late: Vec<String> = gone
+                    .iter()
+                    .filter(|g| tf.member(&g.name).is_some_and(|m| !same_pane(m, g)))
+                    .map(|g| g.name.clone())
+                    .collect();
+                tf.members
+                    .retain(|m| !gone.iter().any(|g| g.name == m.name && same_pane(m, g)));
+                Ok(late)
+            })?;
+            replaced.extend(late);
+        }
         let names: Vec<String> = gone
             .iter()
             .map(|m| m.name.clone())
@@ -145,21 +156,9 @@ pub async fn leave(
         // idle mark and task offer go with it, and its spool's leftovers
         // (issue 24, item 10: they stayed). What a revival or a resume
         // reads (its session, its departure record) stays, and so does a
-        // send still pending.
-        let mailbox = t.mailbox();
-        for n in &names {
-            crate::dropped::ignore(
-                mailbox.tidy_spool_of_departed(n),
-                "clearing a departed member's spool",
-            );
-            for ext in ["wake", "polling", "idle.json", "turn"] {
-                if let Ok(p) = t.root.runtime_file(&t.name, n, ext) {
-                    crate::dropped::ignore(
-                        crate::atomic_file::remove_if_there(&p),
-                        "removing a departed member's runtime file",
-                    );
-                }
-            }
+        // send still pending. A team being deleted loses them all anyway.
+        if !deleted {
+            tidy_departed(&t, &names);
         }
         let each: Vec<&str> = names.iter().map(String::as_str).collect();
         let returned = t.tasks().unassign_all_of_each(&each)?;
@@ -193,6 +192,27 @@ pub async fn leave(
         }
     }
     Ok(left)
+}
+
+/// What the runtimes of members that left kept in the team's files and
+/// no one reads after them: their spools' leftovers and their doorbells,
+/// polling notes, idle marks and task offers.
+fn tidy_departed(team: &Team, names: &[String]) {
+    let mailbox = team.mailbox();
+    for n in names {
+        crate::dropped::ignore(
+            mailbox.tidy_spool_of_departed(n),
+            "clearing a departed member's spool",
+        );
+        for ext in ["wake", "polling", "idle.json", "turn"] {
+            if let Ok(p) = team.root.runtime_file(&team.name, n, ext) {
+                crate::dropped::ignore(
+                    crate::atomic_file::remove_if_there(&p),
+                    "removing a departed member's runtime file",
+                );
+            }
+        }
+    }
 }
 
 /// Whether the roster's `now` is still the member `was` (the pane mark it
@@ -658,10 +678,9 @@ async fn settle(
     };
     // Panes of those that ended are closed at once (a dead pane kept by
     // remain-on-exit); the others get the kill ladder.
-    let going = if force {
-        Leaving::TeamGoesSavingWork
-    } else {
-        Leaving::TeamGoes
+    let going = Leaving::TeamGoes {
+        save_work: force,
+        deleted: deleting,
     };
     report.left = leave(team, opened, &done, Duration::from_millis(200), going).await?;
     report
