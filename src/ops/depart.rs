@@ -94,13 +94,14 @@ pub enum Leaving {
 /// The one end of every departure: the members' panes closed (each set in
 /// one backend call, the ladder's SIGKILL after `grace`), the members off
 /// the roster in one write (unless the team is deleted next) with their
-/// open tasks back on the board, and
-/// their worktrees retired (when the team goes with `down --force`, work a
-/// worktree holds is saved on a branch before it goes); a teammate that
-/// leaves a team that goes on is remembered (see [`Leaving`]). Members already off the roster are
-/// still closed and retired (a lead and a command racing on one member). A name back on the
-/// roster in another pane by then (a message revived it while the lead was still releasing
-/// its approval) is left alone: only its old pane is closed.
+/// open tasks back on the board, and their worktrees retired (when the
+/// team goes with `down --force`, work a worktree holds is saved on a
+/// branch before it goes); a teammate that leaves a team that goes on is
+/// remembered (see [`Leaving`]). Members already off the roster are still
+/// closed and retired (a lead and a command racing on one member). A name
+/// back on the roster in another pane by then (a message revived it while
+/// the lead was still releasing its approval) is left alone: only its old
+/// pane is closed.
 pub async fn leave(
     team: &Team,
     session: &Session,
@@ -674,6 +675,9 @@ async fn settle(
     let stopping = match (deleting, lead) {
         (true, LeadStop::Signalled(pid)) => pid,
         (true, LeadStop::Running) => signal_lead(team)?,
+        // The lead runs: it is told to stop early only once every
+        // teammate has approved with time left to end, and such a team
+        // always goes.
         (false, _) => None,
     };
     // Panes of those that ended are closed at once (a dead pane kept by
