@@ -5,7 +5,7 @@
 //! their output readable with `swarm output`.
 
 use crate::util::tmux::{TmuxTeam, group_alive, lock_dirs};
-use crate::util::{Sandbox, WAIT, timeouts, wait_until};
+use crate::util::{Sandbox, WAIT, pid_alive, timeouts, wait_until};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -322,6 +322,80 @@ fn an_in_process_team_comes_back_with_its_teammates_running() {
     let st = s.ok(&["status", "--team", "back", "--json"]).json();
     assert_eq!(st["members"][1]["name"], "solo");
     assert_eq!(st["members"][1]["alive"], true, "{st}");
+}
+
+/// An in-process lead hosts its teammates' PTYs, and they die with it:
+/// `down` tells such a lead to stop only once its teammates have ended,
+/// not as soon as all of them have approved (as it does a lead in tmux).
+/// Here the one teammate approves and is held before it ends
+/// (`SWARM_FAULT_SHUTDOWN_GATE`): the lead, and the teammate, still run
+/// while it is held; once it is let through, the team goes.
+#[test]
+fn down_keeps_an_in_process_lead_until_its_teammates_have_ended() {
+    let s = Sandbox::new();
+    let door = s.path("door");
+    let spec = s.path("swarm.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "team = \"hosting\"\nbackend = \"in-process\"\n[[teammate]]\nname = \"held\"\n\
+             agent = \"shell\"\nenv = {{ SWARM_FAULT_SHUTDOWN_GATE = {:?} }}\n",
+            door.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut lead = hosted_lead(&s, &["up", spec.to_str().unwrap()]);
+    let held = || {
+        let cfg = s.read_json("teams/hosting/config.json");
+        cfg["members"][1]["swarmPid"].as_u64().map(|p| p as u32)
+    };
+    let mut runtime = 0;
+    wait_until(
+        "held's runtime is up",
+        WAIT,
+        || {
+            runtime = std::fs::read_to_string(s.path("teams/hosting/config.json"))
+                .ok()
+                .and_then(|_| held())
+                .unwrap_or(0);
+            runtime != 0 && pid_alive(runtime)
+        },
+        || format!("{:?}", s.tree()),
+    );
+    let budget = (timeouts::scaled(WAIT) * 10).as_secs().to_string();
+    let mut down = s
+        .cmd(&["down", "--team", "hosting", "--wait", &budget])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("starting swarm down");
+    let approved = || {
+        std::fs::read_to_string(s.path("teams/hosting/inboxes/team-lead.json"))
+            .is_ok_and(|t| t.contains("shutdown_approved"))
+    };
+    wait_until("held approves", WAIT, approved, || {
+        format!("{:?}", s.tree())
+    });
+    // Time for a `down` that stops the lead at the approvals to do so
+    // (within milliseconds), short of the 2 s an approving teammate has.
+    std::thread::sleep(Duration::from_millis(500));
+    let lead_runs = matches!(lead.0.try_wait(), Ok(None));
+    let held_runs = pid_alive(runtime);
+    std::fs::write(&door, b"").unwrap();
+    let mut status = None;
+    wait_until(
+        "down ends",
+        WAIT,
+        || {
+            status = down.try_wait().expect("down's status");
+            status.is_some()
+        },
+        || format!("{:?}", s.tree()),
+    );
+    assert!(lead_runs, "the lead hosting held ran while held was held");
+    assert!(held_runs, "held ran until let through");
+    assert!(status.is_some_and(|st| st.success()), "{status:?}");
+    assert!(!s.path("teams/hosting").exists(), "{:?}", s.tree());
 }
 
 #[test]

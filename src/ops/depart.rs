@@ -657,7 +657,7 @@ async fn settle(
     for (a, status) in pending.iter_mut().zip(seen) {
         a.seen = Some(status);
     }
-    let mut lead = LeadStop::default();
+    let mut lead = LeadStop::of(members);
     let answered = await_answers(team, opened, pending, wait, force, report, &mut lead).await?;
     done.extend(answered.done);
     for m in answered.pending {
@@ -674,7 +674,7 @@ async fn settle(
     let deleting = report.stayed.is_empty() && report.declined.is_empty();
     let stopping = match (deleting, lead) {
         (true, LeadStop::Signalled(pid)) => pid,
-        (true, LeadStop::Running) => signal_lead(team)?,
+        (true, LeadStop::Running | LeadStop::Hosting) => signal_lead(team)?,
         // The lead runs: it is told to stop early only once every
         // teammate has approved with time left to end, and such a team
         // always goes.
@@ -767,12 +767,29 @@ pub(crate) fn ask_all(team: &Team, asking: Vec<Member>) -> Result<Vec<Asked>> {
 }
 
 /// Whether [`await_answers`] has told the lead to stop.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum LeadStop {
-    #[default]
+    /// Not yet: it is told once every teammate has approved.
     Running,
+    /// The lead hosts teammates' panes (in-process): they die with it, so
+    /// it is told only once they have ended, after the wait.
+    Hosting,
     /// Signalled (its pid, when one ran).
     Signalled(Option<u32>),
+}
+
+impl LeadStop {
+    /// Where the lead of a team of `members` stands before any answer.
+    fn of(members: &[Member]) -> LeadStop {
+        if members
+            .iter()
+            .any(|m| m.backend_kind() == Some(swarm_backends::BackendKind::InProcess))
+        {
+            LeadStop::Hosting
+        } else {
+            LeadStop::Running
+        }
+    }
 }
 
 /// What waiting for the answers left: the members that are done (approved
@@ -792,7 +809,8 @@ struct Answered {
 /// Once every member still waited for has approved (none declined) with
 /// time left for each to end or be closed ([`EXIT_AFTER_APPROVAL`]), the
 /// team is going: the lead is told to stop then (`lead`), so that it ends
-/// while the teammates do, not after them (0-14 ms of a `down` of 8).
+/// while the teammates do, not after them (0-14 ms of a `down` of 8);
+/// unless it hosts their panes ([`LeadStop::Hosting`]).
 async fn await_answers(
     team: &Team,
     opened: &Session,
@@ -882,7 +900,7 @@ async fn await_answers(
         if pending.is_empty() || Instant::now() >= deadline {
             break;
         }
-        if matches!(lead, LeadStop::Running)
+        if *lead == LeadStop::Running
             && report.declined.is_empty()
             && deadline.saturating_duration_since(Instant::now()) >= EXIT_AFTER_APPROVAL
             && pending.iter().all(|a| a.approved_at.is_some())
