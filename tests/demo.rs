@@ -345,8 +345,11 @@ fn down_keeps_an_in_process_lead_until_its_teammates_have_ended() {
     )
     .unwrap();
     let mut lead = hosted_lead(&s, &["up", spec.to_str().unwrap()]);
+    // Held's pid as the roster records it (none while the roster is not
+    // written yet).
     let held = || {
-        let cfg = s.read_json("teams/hosting/config.json");
+        let text = std::fs::read_to_string(s.path("teams/hosting/config.json")).ok()?;
+        let cfg: Value = serde_json::from_str(&text).ok()?;
         cfg["members"][1]["swarmPid"].as_u64().map(|p| p as u32)
     };
     let mut runtime = 0;
@@ -354,10 +357,7 @@ fn down_keeps_an_in_process_lead_until_its_teammates_have_ended() {
         "held's runtime is up",
         WAIT,
         || {
-            runtime = std::fs::read_to_string(s.path("teams/hosting/config.json"))
-                .ok()
-                .and_then(|_| held())
-                .unwrap_or(0);
+            runtime = held().unwrap_or(0);
             runtime != 0 && pid_alive(runtime)
         },
         || format!("{:?}", s.tree()),
